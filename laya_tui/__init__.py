@@ -1,0 +1,10 @@
+"""laya-tui: explain/fallback diagnostics dashboard for PyTorch ports.
+
+Kept light on purpose: importing ``laya_tui`` never imports torch, tilelang, mlx or
+torch_rbln (DESIGN §1).
+"""
+
+from laya_tui.api import Context, Param, param, probe
+
+__all__ = ["Context", "Param", "param", "probe"]
+__version__ = "0.1.0"

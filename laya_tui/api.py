@@ -1,0 +1,221 @@
+"""The probe API: ``@probe``, parameter cells and the ``ctx`` object probes report through.
+
+Probe files import this module at top level, so it stays light: no torch, tilelang or mlx
+here. Heavy helpers (explain regions, numeric comparison) import their libraries lazily,
+inside the worker that runs the probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.signals import make_signal
+
+#: Default per-probe timeout in seconds, per family; ``--timeout`` overrides it.
+DEFAULT_TIMEOUTS: dict[str, float] = {
+    "env": 60.0,
+    "explain": 300.0,
+    "tilelang": 180.0,
+    "aoti": 600.0,
+    "mlx": 300.0,
+}
+FALLBACK_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class Param:
+    """One cell of a parametrised probe: its id suffix and the keyword arguments it gets.
+
+    ``name`` overrides the probe's leaf name for this cell, so one probe function can
+    expand into ``tilelang/gemm_kernel[c,bf16,gpu]`` and ``tilelang/rope_kernel[...]``.
+    """
+
+    id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    deps: tuple[str, ...] = ()
+
+
+def param(id: str, *, name: str | None = None, deps: Iterable[str] = (), **kwargs: Any) -> Param:
+    """Build a :class:`Param` (``param("c,fp32,cpu", name="gemm_kernel", target="c")``)."""
+    return Param(id=id, kwargs=kwargs, name=name, deps=tuple(str(d) for d in deps))
+
+
+@dataclass
+class ProbeSpec:
+    """What ``@probe`` records on a function."""
+
+    func: Callable[..., Any]
+    family: str
+    name: str
+    params: Iterable[Param] | Callable[[], Iterable[Param]] | None = None
+    timeout: float | None = None
+
+    def cells(self) -> list[tuple[str, Param | None]]:
+        """Expand into ``(probe_id, param)`` pairs with stable ids."""
+        if self.params is None:
+            return [(f"{self.family}/{self.name}", None)]
+        params = self.params() if callable(self.params) else self.params
+        out = []
+        for p in params:
+            if not isinstance(p, Param):
+                p = Param(id=str(p), kwargs={"value": p})
+            out.append((f"{self.family}/{p.name or self.name}[{p.id}]", p))
+        return out
+
+
+def probe(
+    family: str,
+    *,
+    name: str | None = None,
+    params: Iterable[Param] | Callable[[], Iterable[Param]] | None = None,
+    timeout: float | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark ``func(ctx, **kwargs)`` as a probe of ``family``.
+
+    ``params`` is a list of :func:`param` cells, or a light zero-argument callable returning
+    one (evaluated at discovery, so it must not import heavy libraries).
+    """
+    if not family or "/" in family:
+        raise ValueError(f"probe family must be a non-empty name without '/': {family!r}")
+
+    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
+        func.__laya_probe__ = ProbeSpec(  # type: ignore[attr-defined]
+            func=func, family=family, name=name or func.__name__, params=params, timeout=timeout
+        )
+        return func
+
+    return mark
+
+
+def options() -> dict[str, Any]:
+    """Run options given to probes (``kernels``, ``models``, ``out``, ``workspace``...)."""
+    import json
+
+    raw = os.environ.get("LAYA_TUI_OPTIONS")
+    return json.loads(raw) if raw else {}
+
+
+class Skipped(Exception):
+    """Raised by :meth:`Context.skip`; ends the probe with status ``skipped``."""
+
+
+class Failed(Exception):
+    """Raised by :meth:`Context.fail`; ends the probe with status ``failed``."""
+
+
+class Context:
+    """The only way a probe reports: every method turns into signals on the pipe."""
+
+    def __init__(
+        self,
+        probe_id: str,
+        family: str,
+        emit: Callable[[dict[str, Any]], None],
+        *,
+        params: dict[str, Any] | None = None,
+        opts: dict[str, Any] | None = None,
+        add_dep: Callable[[str], None] | None = None,
+    ) -> None:
+        self.id = probe_id
+        self.family = family
+        self.params = params or {}
+        self.options = opts if opts is not None else options()
+        self._emit = emit
+        self._add_dep = add_dep
+        self.failures: list[str] = []
+        self.artifacts_dir = self.options.get("out")
+
+    # -- the primitive -------------------------------------------------------------
+    def signal(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Emit one signal of ``kind`` (see :data:`laya_tui.signals.FIELDS`)."""
+        sig = make_signal(kind, self.id, **fields)
+        if sig.get("passed") is False:
+            self.failures.append(f"{kind} {sig.get('subject', '')}: {sig.get('reason', '')}".strip())
+        self._emit({"type": "signal", "probe": self.id, "signal": sig})
+        return sig
+
+    # -- conveniences --------------------------------------------------------------
+    def environment(self, subject: str, value: Any, **fields: Any) -> dict[str, Any]:
+        """An environment fact (a version, a path, a device)."""
+        return self.signal("environment", subject=subject, value=value, **fields)
+
+    def timing(self, subject: str, seconds: float, **fields: Any) -> dict[str, Any]:
+        """A measured duration."""
+        return self.signal("timing", subject=subject, seconds=round(float(seconds), 6), **fields)
+
+    @contextlib.contextmanager
+    def timed(self, subject: str, **fields: Any) -> Iterator[dict[str, float]]:
+        """Time the block and emit a ``timing`` signal; yields a dict that gets ``seconds``."""
+        box: dict[str, float] = {}
+        t0 = time.perf_counter()
+        try:
+            yield box
+        finally:
+            box["seconds"] = time.perf_counter() - t0
+            self.timing(subject, box["seconds"], **fields)
+
+    def artifact(self, subject: str, path: str | os.PathLike[str], **fields: Any) -> dict[str, Any]:
+        """A file the probe produced (generated source, package); bytes filled in if it exists."""
+        path = os.fspath(path)
+        size = os.path.getsize(path) if os.path.isfile(path) else None
+        detail = dict(fields.pop("detail", None) or {})
+        detail.setdefault("path", path)
+        return self.signal("artifact", subject=subject, bytes=fields.pop("bytes", size),
+                           detail=detail, **fields)
+
+    def lowering(self, subject: str, *, passed: bool, reason: str | None = None,
+                 **fields: Any) -> dict[str, Any]:
+        """A lowering/build/run outcome of a kernel cell."""
+        return self.signal("lowering", subject=subject, passed=passed, reason=reason, **fields)
+
+    def tolerance(self, subject: str, value: float, limit: float, *, passed: bool | None = None,
+                  **fields: Any) -> dict[str, Any]:
+        """A numeric delta against its limit; ``passed`` defaults to ``value <= limit``."""
+        value = float(value)
+        ok = (value <= limit) if passed is None else passed
+        if value != value:  # NaN never passes
+            ok = False
+        return self.signal("tolerance", subject=subject, value=value, limit=float(limit),
+                           passed=bool(ok), **fields)
+
+    def compare(self, subject: str, out: Any, ref: Any, *, atol: float,
+                mask: Any = None, **fields: Any) -> dict[str, Any]:
+        """Compare ``out`` with ``ref`` (torch, numpy or mlx arrays): max |diff| vs ``atol``.
+
+        ``mask`` (broadcastable boolean) restricts the comparison to valid positions.
+        """
+        from laya_tui.numeric import max_abs_diff
+
+        value, detail = max_abs_diff(out, ref, mask=mask)
+        extra = dict(fields.pop("detail", None) or {})
+        extra.update(detail)
+        return self.tolerance(subject, value, atol, detail=extra, **fields)
+
+    def log(self, text: str, **fields: Any) -> dict[str, Any]:
+        """A free-form note kept with the probe's signals."""
+        return self.signal("log", reason=text, **fields)
+
+    def depends_on(self, path: str | os.PathLike[str]) -> None:
+        """Declare a file this probe read, so watch mode and the cache see its edits."""
+        if self._add_dep is not None:
+            self._add_dep(os.path.abspath(os.fspath(path)))
+
+    def skip(self, reason: str) -> None:
+        """End the probe as ``skipped`` with ``reason`` (say how to install what is missing)."""
+        raise Skipped(reason)
+
+    def fail(self, reason: str) -> None:
+        """End the probe as ``failed`` with ``reason``."""
+        raise Failed(reason)
+
+    def explain(self, name: str, *, with_stack: bool = True, **kwargs: Any) -> Any:
+        """An explain region around model code (RBLN when available, portable otherwise)."""
+        from laya_tui.regions import open_region
+
+        return open_region(self, name, with_stack=with_stack, **kwargs)

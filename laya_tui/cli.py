@@ -1,0 +1,151 @@
+"""Command line: ``laya-tui`` (dashboard), ``--headless --json`` (CI), ``--list``, ``--watch``.
+
+Only argparse and the standard library at import time: ``--help`` and ``--list`` must stay
+well under half a second, and this process never imports torch & co (DESIGN §1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NoReturn
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"laya-tui: error: {message} (see laya-tui --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (kept in one place so docs and tests agree)."""
+    ap = _Parser(
+        prog="laya-tui",
+        description="Explain/fallback diagnostics for PyTorch ports: run probes, "
+        "see what fell back, recompiled, bounced through the host, failed to lower or drifted.",
+    )
+    ap.add_argument("--headless", action="store_true",
+                    help="no dashboard: run, print a summary to stderr (implied without a TTY)")
+    ap.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                    help="write the JSON report to PATH (or '-' for stdout)")
+    ap.add_argument("--list", action="store_true", help="print probe ids and exit (runs nothing)")
+    ap.add_argument("--probes", action="append", metavar="PATH",
+                    help="probe file or folder (repeatable; default: ./probes)")
+    ap.add_argument("--kernels", action="append", metavar="DIR",
+                    help="TileLang kernel folder (repeatable; default: ./kernels)")
+    ap.add_argument("--model", action="append", metavar="MODULE:CALLABLE", dest="models",
+                    help="extra model for explain/aoti probes: a callable returning (model, inputs)")
+    ap.add_argument("--only", action="append", metavar="GLOB",
+                    help="run only probe ids matching GLOB (repeatable; '[' is literal)")
+    ap.add_argument("--timeout", type=float, metavar="SECONDS",
+                    help="per-probe timeout for every family (default: per family)")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), metavar="N",
+                    help="families run at once, one warm worker each (default: %(default)s)")
+    ap.add_argument("--no-cache", action="store_true", help="run every probe, ignore the cache")
+    ap.add_argument("--cache-dir", metavar="DIR", help="result cache folder")
+    ap.add_argument("--out", metavar="DIR",
+                    help="folder for artifacts (packages, generated source); default: cache")
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="workspace root (default: the current folder)")
+    ap.add_argument("--rbln-log", metavar="PATH",
+                    help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
+    ap.add_argument("--watch", action="store_true",
+                    help="re-run the probes whose files change (headless: a JSON line per re-run)")
+    ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")
+    ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
+    return ap
+
+
+def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily)
+    """Turn parsed flags into a RunConfig, raising UsageError for bad paths."""
+    from laya_tui.runner import RunConfig
+
+    workspace = os.path.abspath(args.workspace)
+    if not os.path.isdir(workspace):
+        raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    probes = args.probes or [os.path.join(workspace, "probes")]
+    for p in probes:
+        if not os.path.exists(p):
+            raise UsageError(f"probe path does not exist: {p}")
+    kernels = args.kernels
+    if kernels:
+        for k in kernels:
+            if not os.path.isdir(k):
+                raise UsageError(f"kernel folder does not exist: {k}")
+    else:
+        default = os.path.join(workspace, "kernels")
+        kernels = [default] if os.path.isdir(default) else []
+    if args.rbln_log and not os.path.isfile(args.rbln_log):
+        raise UsageError(f"RBLN log file does not exist: {args.rbln_log}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    for m in args.models or []:
+        if ":" not in m:
+            raise UsageError(f"--model must look like module:callable, got {m!r}")
+    extra = {}
+    if args.rbln_log:
+        extra["rbln_log"] = os.path.abspath(args.rbln_log)
+    out = os.path.abspath(args.out) if args.out else None
+    return RunConfig(
+        workspace=workspace, probes=[os.path.abspath(p) for p in probes],
+        kernels=[os.path.abspath(k) for k in kernels], models=args.models or [],
+        only=args.only or [], timeout=args.timeout, jobs=args.jobs,
+        use_cache=not args.no_cache, cache_dir=args.cache_dir, out=out, extra_options=extra,
+    )
+
+
+def check_output_path(path: str | None) -> None:
+    """Fail early (before any probe runs) when the report cannot be written."""
+    if not path or path == "-":
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write report {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"cannot write report {path}: permission denied")
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write report {path}: it is a folder")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``laya-tui`` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+        check_output_path(args.json)
+        if args.list:
+            from laya_tui.headless import list_probes
+
+            return list_probes(config)
+        headless = args.headless or args.json == "-" or not (sys.stdout.isatty()
+                                                             and sys.stdin.isatty())
+        if headless:
+            from laya_tui.headless import run_headless
+
+            return run_headless(config, args)
+        from laya_tui.app_main import run_app
+
+        return run_app(config, args)
+    except UsageError as exc:
+        print(f"laya-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("laya-tui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
+        print(f"laya-tui: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if os.environ.get("LAYA_TUI_DEBUG"):
+            raise
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Which workspace files a probe imported while it ran (its dependency set).
+
+Installed in the worker process only. ``builtins.__import__`` and
+``importlib.import_module`` are wrapped: every import statement executed while recording,
+cached or not, adds the imported workspace module's file *and* the workspace files that
+module itself imported when it was first loaded (its closure), so a warm worker still sees
+that ``probes/tilelang_matrix.py`` depends on ``kernels/common.py`` through
+``kernels/gemm.py``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class DependencyTracker:
+    """Records workspace files imported inside :meth:`recording` blocks."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = [os.path.realpath(r) + os.sep for r in roots]
+        self._excluded = (os.sep + ".venv" + os.sep, os.sep + "site-packages" + os.sep)
+        self._stack: list[set[str]] = []
+        #: module file -> workspace files its first import pulled in (transitively)
+        self.closure: dict[str, set[str]] = {}
+        self._orig_import = builtins.__import__
+        self._orig_import_module = importlib.import_module
+        self._installed = False
+
+    # -- install ---------------------------------------------------------------------
+    def install(self) -> None:
+        """Wrap the import machinery (idempotent)."""
+        if self._installed:
+            return
+        builtins.__import__ = self._hooked_import
+        importlib.import_module = self._hooked_import_module  # type: ignore[assignment]
+        self._installed = True
+
+    def uninstall(self) -> None:
+        """Restore the original import machinery."""
+        if self._installed:
+            builtins.__import__ = self._orig_import
+            importlib.import_module = self._orig_import_module  # type: ignore[assignment]
+            self._installed = False
+
+    # -- recording -------------------------------------------------------------------
+    @contextmanager
+    def recording(self) -> Iterator[set[str]]:
+        """Collect the workspace files imported inside the block into the yielded set."""
+        files: set[str] = set()
+        self._stack.append(files)
+        try:
+            yield files
+        finally:
+            self._stack.pop()
+            if self._stack:
+                self._stack[-1] |= files
+
+    def add(self, path: str) -> None:
+        """Add an explicit dependency (``ctx.depends_on``) to every open recording."""
+        path = os.path.realpath(path)
+        for files in self._stack:
+            files.add(path)
+
+    def workspace_file(self, module: Any) -> str | None:
+        """The module's source file when it lives in the workspace, else None."""
+        path = getattr(module, "__file__", None)
+        if not path:
+            return None
+        path = os.path.realpath(path)
+        if any(x in path for x in self._excluded):
+            return None
+        if any(path.startswith(r) for r in self.roots):
+            return path
+        return None
+
+    def _note(self, module: Any) -> None:
+        path = self.workspace_file(module)
+        if path is None or not self._stack:
+            return
+        top = self._stack[-1]
+        top.add(path)
+        top |= self.closure.get(path, set())
+
+    # -- hooks -----------------------------------------------------------------------
+    def _targets(self, name: str, globals_: Any, fromlist: Any, level: int) -> list[str]:
+        if level:
+            package = (globals_ or {}).get("__package__") or ""
+            try:
+                name = importlib.util.resolve_name("." * level + name, package)
+            except (ImportError, ValueError):
+                return []
+        names = [name] if name else []
+        if fromlist:
+            names += [f"{name}.{item}" for item in fromlist if item != "*"]
+        return names
+
+    def _run_import(self, targets: list[str], call: Any) -> Any:
+        if not self._stack:
+            return call()
+        fresh = [t for t in targets if t not in sys.modules]
+        if not fresh:
+            result = call()
+            for t in targets:
+                mod = sys.modules.get(t)
+                if mod is not None:
+                    self._note(mod)
+            return result
+        with self.recording() as pulled:
+            result = call()
+        for t in fresh:
+            mod = sys.modules.get(t)
+            path = self.workspace_file(mod) if mod is not None else None
+            if path is not None:
+                self.closure[path] = set(pulled) - {path}
+        for t in targets:
+            mod = sys.modules.get(t)
+            if mod is not None:
+                self._note(mod)
+        return result
+
+    def _hooked_import(self, name: str, globals: Any = None, locals: Any = None,
+                       fromlist: Any = (), level: int = 0) -> Any:
+        if not self._stack:
+            return self._orig_import(name, globals, locals, fromlist, level)
+        targets = self._targets(name, globals, fromlist, level)
+        return self._run_import(
+            targets, lambda: self._orig_import(name, globals, locals, fromlist, level))
+
+    def _hooked_import_module(self, name: str, package: str | None = None) -> Any:
+        if not self._stack:
+            return self._orig_import_module(name, package)
+        target = importlib.util.resolve_name(name, package) if name.startswith(".") else name
+        return self._run_import([target], lambda: self._orig_import_module(name, package))
+
+    # -- invalidation (watch mode) ------------------------------------------------------
+    def invalidate(self, changed: set[str]) -> list[str]:
+        """Drop workspace modules whose file or closure touches ``changed``; return their names."""
+        changed = {os.path.realpath(p) for p in changed}
+        dropped = []
+        for name, mod in list(sys.modules.items()):
+            path = self.workspace_file(mod)
+            if path is None:
+                continue
+            if path in changed or self.closure.get(path, set()) & changed:
+                del sys.modules[name]
+                self.closure.pop(path, None)
+                dropped.append(name)
+        return dropped

@@ -1,0 +1,58 @@
+"""Numeric comparison helpers used inside workers (numpy imported lazily)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def to_numpy(x: Any) -> Any:
+    """Convert a torch tensor, mlx array or array-like to a float64 numpy array."""
+    import numpy as np
+
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        x = x.detach().to("cpu").double().numpy()
+    elif mod.startswith("mlx"):
+        import mlx.core as mx
+
+        x = np.array(x.astype(mx.float32))
+    return np.asarray(x, dtype=np.float64)
+
+
+def max_abs_diff(out: Any, ref: Any, *, mask: Any = None) -> tuple[float, dict[str, Any]]:
+    """Max |out - ref| over (masked) positions, plus drill-down detail."""
+    import numpy as np
+
+    a, b = to_numpy(out), to_numpy(ref)
+    if a.shape != b.shape:
+        raise ValueError(f"shape mismatch: output {a.shape} vs reference {b.shape}")
+    diff = np.abs(a - b)
+    if mask is not None:
+        m = np.broadcast_to(to_numpy(mask).astype(bool), diff.shape)
+        diff = diff[m]
+    detail: dict[str, Any] = {"shape": list(a.shape), "compared": int(diff.size)}
+    if diff.size == 0:
+        return 0.0, detail
+    if not np.all(np.isfinite(a if mask is None else a[np.broadcast_to(m, a.shape)])):
+        detail["non_finite"] = True
+        return float("nan"), detail
+    detail["mean_abs_diff"] = float(diff.mean())
+    return float(diff.max()), detail
+
+
+def logits_agreement(out: Any, ref: Any) -> dict[str, Any]:
+    """Argmax agreement over the last axis and the reference's smallest top-2 gap."""
+    import numpy as np
+
+    a, b = to_numpy(out), to_numpy(ref)
+    a2, b2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    agree = a2.argmax(-1) == b2.argmax(-1)
+    top2 = np.sort(b2, axis=-1)[:, -2:] if b2.shape[-1] > 1 else np.zeros((len(b2), 2))
+    gaps = top2[:, 1] - top2[:, 0]
+    return {
+        "argmax_match": int(agree.sum()),
+        "rows": int(agree.size),
+        "top2_gap_min": float(gaps.min()) if gaps.size else 0.0,
+        "mismatch_rows": [int(i) for i in np.nonzero(~agree)[0][:20]],
+        "mismatch_top2_gaps": [float(gaps[i]) for i in np.nonzero(~agree)[0][:20]],
+    }

@@ -1,0 +1,127 @@
+"""The versioned report document (DESIGN §3): build, validate, write atomically, summarise."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from laya_tui.signals import KINDS, SCHEMA_ID, STATUSES
+from laya_tui.versions import host_facts, library_versions
+
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+
+
+@lru_cache(maxsize=1)
+def report_schema() -> dict[str, Any]:
+    """The report's JSON Schema, shipped in the package."""
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def validate_report(report: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` when ``report`` does not follow the schema."""
+    import jsonschema
+
+    jsonschema.validate(report, report_schema())
+
+
+def environment_section(probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Host facts and library versions, plus the env probe's environment signals."""
+    env: dict[str, Any] = {"versions": library_versions(), "host": host_facts()}
+    facts: dict[str, Any] = {}
+    for p in probes:
+        if p.get("family") == "env":
+            for s in p.get("signals", []):
+                if s.get("kind") == "environment" and "subject" in s:
+                    facts[s["subject"]] = s.get("value", s.get("reason"))
+    if facts:
+        env["probed"] = facts
+    return env
+
+
+def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """Counts per status and per signal kind."""
+    status = Counter({s: 0 for s in STATUSES})
+    status.update(p["status"] for p in probes)
+    kinds = Counter({k: 0 for k in KINDS})
+    for p in probes:
+        kinds.update(s["kind"] for s in p.get("signals", []))
+    return {
+        "probes": len(probes),
+        "status": dict(status),
+        "signals": dict(kinds),
+        "cached": sum(1 for p in probes if p.get("cached")),
+        "seconds": round(seconds, 3),
+    }
+
+
+def build_report(probes: list[dict[str, Any]], *, seconds: float,
+                 gates: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Assemble the report document from finished probe results and evaluated gates."""
+    from laya_tui import __version__
+
+    clean = [{k: v for k, v in p.items() if not k.startswith("_")} for p in probes]
+    summary = summarise(clean, seconds)
+    summary["passed"] = all(g["passed"] for g in gates)
+    report = {
+        "schema": SCHEMA_ID,
+        "tool": {"name": "laya-tui", "version": __version__},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": environment_section(clean),
+        "errors": errors or [],
+        "probes": clean,
+        "summary": summary,
+        "gates": gates,
+    }
+    if extra:
+        report.update(extra)
+    return report
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def human_summary(report: dict[str, Any]) -> str:
+    """A few lines for stderr: counts, failing gates, and every crashed/timeout probe."""
+    s = report["summary"]
+    st = s["status"]
+    lines = [
+        f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: {st['ok']} ok, "
+        f"{st['failed']} failed, {st['skipped']} skipped, {st['crashed']} crashed, "
+        f"{st['timeout']} timeout ({s.get('cached', 0)} cached)"
+    ]
+    kinds = ", ".join(f"{k} {n}" for k, n in s["signals"].items() if n)
+    if kinds:
+        lines.append(f"  signals: {kinds}")
+    for p in report["probes"]:
+        if p["status"] in ("crashed", "timeout"):
+            lines.append(f"  {p['status']}: {p['id']}: {p.get('reason') or ''}")
+    for e in report.get("errors", []):
+        where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
+        lines.append(f"  error: {where}: {e['error']}")
+    for g in report["gates"]:
+        mark = "ok  " if g["passed"] else "FAIL"
+        n = len(g.get("failures", []))
+        lines.append(f"  gate {mark} {g['name']}" + (f" ({n})" if n else ""))
+    lines.append("  verdict: " + ("PASS" if s["passed"] else "FAIL"))
+    return "\n".join(lines)

@@ -1,0 +1,440 @@
+"""The runner: discovers probes in a worker, runs them in warm per-family workers, survives
+their crashes, hangs and garbage, and streams events to whoever listens (UI or headless).
+
+Pure asyncio and the standard library: nothing heavy is imported here (DESIGN §1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.api import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
+from laya_tui.cache import ResultCache, default_cache_dir
+from laya_tui.events import (
+    Event,
+    ProbeFinished,
+    ProbeQueued,
+    ProbeStarted,
+    SignalEmitted,
+)
+from laya_tui.versions import library_versions
+
+LOG_TAIL_CHARS = 4000
+MAX_LINE = 64 * 1024 * 1024
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs to know; built by the CLI from flags and pyproject."""
+
+    workspace: str
+    probes: list[str]
+    kernels: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)
+    timeout: float | None = None
+    family_timeouts: dict[str, float] = field(default_factory=dict)
+    jobs: int = 2
+    use_cache: bool = True
+    cache_dir: str | None = None
+    out: str | None = None
+    extra_options: dict[str, Any] = field(default_factory=dict)
+    python: str = sys.executable
+
+    def options(self) -> dict[str, Any]:
+        """The options probes see through ``laya_tui.api.options()``."""
+        opts = {
+            "workspace": os.path.realpath(self.workspace),
+            "probes": [os.path.realpath(p) for p in self.probes],
+            "kernels": [os.path.realpath(p) for p in self.kernels],
+            "models": list(self.models),
+            "out": self.out,
+        }
+        opts.update(self.extra_options)
+        return opts
+
+    def timeout_for(self, probe: dict[str, Any]) -> float:
+        """``--timeout`` wins, then the probe's own, then the family default."""
+        if self.timeout is not None:
+            return self.timeout
+        if probe.get("timeout"):
+            return float(probe["timeout"])
+        fam = probe.get("family", "")
+        return self.family_timeouts.get(fam, DEFAULT_TIMEOUTS.get(fam, FALLBACK_TIMEOUT))
+
+
+@dataclass
+class Discovery:
+    """What discovery found: probe cells and per-file errors."""
+
+    probes: list[dict[str, Any]]
+    errors: list[dict[str, Any]]
+
+
+class WorkerDied(Exception):
+    """The worker process ended or broke its protocol."""
+
+
+class WorkerHandle:
+    """One worker subprocess in its own process group, with its signal pipe."""
+
+    def __init__(self, family: str, config: RunConfig, log_dir: str) -> None:
+        self.family = family
+        self.config = config
+        self.log_dir = log_dir
+        self.proc: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.StreamReader | None = None
+        self.worker_log = os.path.join(log_dir, f"_worker-{_safe(family)}.log")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def start(self) -> None:
+        """Spawn the worker and wait for its ``ready`` event."""
+        rfd, wfd = os.pipe()
+        env = dict(os.environ)
+        env["LAYA_TUI_OPTIONS"] = json.dumps(self.config.options())
+        env["PYTHONPATH"] = os.pathsep.join(
+            [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
+        logf = open(self.worker_log, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                self.config.python, "-m", "laya_tui.worker", "--signal-fd", str(wfd),
+                "--workspace", self.config.workspace, "--family", self.family,
+                stdin=asyncio.subprocess.PIPE, stdout=logf, stderr=logf,
+                pass_fds=(wfd,), start_new_session=True, env=env,
+                cwd=self.config.workspace,
+            )
+        finally:
+            os.close(wfd)
+            logf.close()
+        loop = asyncio.get_running_loop()
+        self.reader = asyncio.StreamReader(limit=MAX_LINE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+                                     os.fdopen(rfd, "rb", buffering=0))
+        event = await self.next_event(timeout=60.0)
+        if event.get("type") != "ready":
+            raise WorkerDied(f"worker did not start: {event}")
+
+    async def send(self, cmd: dict[str, Any]) -> None:
+        """Write one command line to the worker's stdin."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            await self.proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise WorkerDied("worker stdin closed") from exc
+
+    async def next_event(self, timeout: float | None) -> dict[str, Any]:
+        """The next event; raises WorkerDied on EOF/garbage, TimeoutError past ``timeout``."""
+        assert self.reader is not None
+        try:
+            line = await asyncio.wait_for(self.reader.readline(), timeout)
+        except ValueError as exc:  # line over the limit
+            raise WorkerDied(f"malformed line on the signal pipe: {exc}") from exc
+        if not line:
+            raise WorkerDied(await self._exit_reason())
+        try:
+            event = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise WorkerDied("malformed line on the signal pipe: "
+                             + line[:200].decode("utf-8", "replace").strip()) from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise WorkerDied("malformed event on the signal pipe: " + line[:200].decode(
+                "utf-8", "replace").strip())
+        return event
+
+    async def _exit_reason(self) -> str:
+        assert self.proc is not None
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), 5.0)
+        except TimeoutError:
+            self.kill()
+            return "worker closed its signal pipe"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"worker killed by {name}"
+        return f"worker exited with code {code}"
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (compiler children included)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def close(self) -> None:
+        """Ask the worker to exit; kill its group if it does not within a second."""
+        if self.proc is None:
+            return
+        if self.proc.returncode is None:
+            try:
+                await self.send({"op": "exit"})
+                self.proc.stdin.close()  # type: ignore[union-attr]
+                await asyncio.wait_for(self.proc.wait(), 1.0)
+            except (WorkerDied, TimeoutError, OSError):
+                pass
+        self.kill()
+        if self.proc.returncode is None:
+            try:
+                await asyncio.wait_for(self.proc.wait(), 2.0)
+            except TimeoutError:
+                pass
+
+
+class Runner:
+    """Discover and run probes; one warm worker per family, ``jobs`` families at a time."""
+
+    def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
+        self.config = config
+        self.on_event = on_event or (lambda e: None)
+        self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
+        self.workers: dict[str, WorkerHandle] = {}
+        self.cache = ResultCache(config.cache_dir or default_cache_dir(config.workspace))
+        self.versions = library_versions()
+        self._running: dict[str, str] = {}  # family -> probe id in flight
+        self._cancelled: set[str] = set()
+        self._lock: dict[str, asyncio.Lock] = {}
+
+    # -- discovery ---------------------------------------------------------------------
+    async def discover(self) -> Discovery:
+        """Import the probe files in a throwaway worker and list their cells."""
+        handle = WorkerHandle("_discover", self.config, self.log_dir)
+        try:
+            await handle.start()
+            await handle.send({"op": "discover", "paths": self.config.probes})
+            event = await handle.next_event(timeout=120.0)
+        except (WorkerDied, TimeoutError) as exc:
+            tail = _tail(handle.worker_log)
+            return Discovery([], [{"file": ",".join(self.config.probes),
+                                   "error": f"discovery failed: {exc} {tail[-300:]}".strip(),
+                                   "line": None}])
+        finally:
+            await handle.close()
+        probes = event.get("probes", [])
+        if self.config.only:
+            probes = [p for p in probes if matches_any(p["id"], self.config.only)]
+        return Discovery(probes, event.get("errors", []))
+
+    # -- running -----------------------------------------------------------------------
+    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run probe cells (cache first); results in the order given."""
+        for p in probes:
+            self.on_event(ProbeQueued(p["id"], p["family"]))
+        by_family: dict[str, list[dict[str, Any]]] = {}
+        for p in probes:
+            by_family.setdefault(p["family"], []).append(p)
+        families = sorted(by_family, key=lambda f: (f != "env", list(by_family).index(f)))
+        results: dict[str, dict[str, Any]] = {}
+        sem = asyncio.Semaphore(max(1, self.config.jobs))
+
+        async def family_task(fam: str) -> None:
+            async with sem:
+                for p in by_family[fam]:
+                    results[p["id"]] = await self.run_one(p)
+
+        await asyncio.gather(*(family_task(f) for f in families))
+        return [results[p["id"]] for p in probes]
+
+    async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None) -> dict[str, Any]:
+        """Run one cell in its family's warm worker (or serve it from the cache)."""
+        use_cache = self.config.use_cache if use_cache is None else use_cache
+        options = self._cache_options(probe)
+        if use_cache:
+            hit = self.cache.lookup(probe["id"], probe.get("params"), options, self.versions)
+            if hit is not None:
+                hit = dict(hit, cached=True)
+                self.on_event(ProbeStarted(probe["id"], probe["family"], time.time()))
+                for sig in hit.get("signals", []):
+                    self.on_event(SignalEmitted(probe["id"], sig))
+                self.on_event(ProbeFinished(hit))
+                return hit
+        lock = self._lock.setdefault(probe["family"], asyncio.Lock())
+        async with lock:
+            result = await self._execute(probe)
+        self.cache.store(probe["id"], probe.get("params"), options, self.versions,
+                         self._abs_deps(probe, result), result)
+        self.on_event(ProbeFinished(result))
+        return result
+
+    def _cache_options(self, probe: dict[str, Any]) -> dict[str, Any]:
+        opts = self.config.options()
+        opts.pop("workspace", None)
+        return opts
+
+    def _abs_deps(self, probe: dict[str, Any], result: dict[str, Any]) -> list[str]:
+        deps = set(probe.get("deps", [])) | set(result.pop("_abs_deps", []))
+        return sorted(deps)
+
+    async def _worker(self, family: str) -> WorkerHandle:
+        handle = self.workers.get(family)
+        if handle is None or not handle.alive:
+            handle = WorkerHandle(family, self.config, self.log_dir)
+            self.workers[family] = handle
+            await handle.start()
+        return handle
+
+    async def _execute(self, probe: dict[str, Any]) -> dict[str, Any]:
+        pid, fam = probe["id"], probe["family"]
+        log_path = os.path.join(self.log_dir, _safe(pid) + ".log")
+        if os.path.exists(log_path):
+            os.unlink(log_path)
+        signals: list[dict[str, Any]] = []
+        t0 = time.perf_counter()
+        base = {"id": pid, "family": fam, "cached": False, "params": probe.get("params", {}),
+                "file": probe.get("file")}
+        timeout = self.config.timeout_for(probe)
+        self._cancelled.discard(pid)
+        try:
+            handle = await self._worker(fam)
+        except (WorkerDied, TimeoutError, OSError) as exc:
+            return self._ended(base, "crashed", f"worker failed to start: {exc}", t0,
+                               signals, _tail(os.path.join(self.log_dir,
+                                                           f"_worker-{_safe(fam)}.log")), probe)
+        self._running[fam] = pid
+        try:
+            await handle.send({"op": "run", "id": pid, "file": probe["file"],
+                               "func": probe["func"], "param": probe.get("param"),
+                               "log": log_path})
+            deadline = time.monotonic() + timeout
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                event = await handle.next_event(timeout=remaining)
+                etype = event["type"]
+                if etype == "started":
+                    self.on_event(ProbeStarted(pid, fam, time.time()))
+                elif etype == "signal":
+                    sig = event.get("signal")
+                    if not isinstance(sig, dict) or event.get("probe") != pid:
+                        raise WorkerDied("malformed signal event on the signal pipe: "
+                                         + json.dumps(event)[:200])
+                    signals.append(sig)
+                    self.on_event(SignalEmitted(pid, sig))
+                elif etype == "finished" and event.get("id") == pid:
+                    result = dict(base, status=event.get("status", "failed"),
+                                  reason=event.get("reason"),
+                                  seconds=round(time.perf_counter() - t0, 3),
+                                  deps=self._rel_deps(probe, event.get("deps", [])),
+                                  signals=signals, log_tail=_tail(log_path))
+                    result["_abs_deps"] = event.get("deps", [])
+                    if event.get("error"):
+                        result["error"] = event["error"]
+                    return result
+                else:
+                    raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
+        except TimeoutError:
+            handle.kill()
+            await handle.close()
+            if pid in self._cancelled:
+                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
+                                   _tail(log_path), probe)
+            return self._ended(base, "timeout", f"timed out after {timeout:g} s", t0, signals,
+                               _tail(log_path), probe)
+        except WorkerDied as exc:
+            handle.kill()
+            await handle.close()
+            if pid in self._cancelled:
+                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
+                                   _tail(log_path), probe)
+            reason = str(exc)
+            tail = _tail(log_path) or _tail(handle.worker_log)
+            return self._ended(base, "crashed", reason, t0, signals, tail, probe)
+        finally:
+            self._running.pop(fam, None)
+
+    def _ended(self, base: dict[str, Any], status: str, reason: str, t0: float,
+               signals: list[dict[str, Any]], tail: str, probe: dict[str, Any]) -> dict[str, Any]:
+        return dict(base, status=status, reason=reason, seconds=round(time.perf_counter() - t0, 3),
+                    deps=self._rel_deps(probe, []), signals=signals, log_tail=tail)
+
+    def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
+        root = os.path.realpath(self.config.workspace)
+        out = []
+        for d in sorted(set(probe.get("deps", [])) | set(run_deps)):
+            rel = os.path.relpath(d, root)
+            out.append(d if rel.startswith("..") else rel)
+        return out
+
+    def cancel(self, probe_id: str) -> bool:
+        """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it)."""
+        for fam, pid in self._running.items():
+            if pid == probe_id:
+                self._cancelled.add(pid)
+                self.workers[fam].kill()
+                return True
+        return False
+
+    async def invalidate(self, files: set[str]) -> None:
+        """Tell warm workers to drop modules that depend on ``files``."""
+        for handle in list(self.workers.values()):
+            if handle.alive and handle.family not in self._running:
+                try:
+                    await handle.send({"op": "invalidate", "files": sorted(files)})
+                    await handle.next_event(timeout=10.0)
+                except (WorkerDied, TimeoutError):
+                    handle.kill()
+
+    async def close(self) -> None:
+        """End every worker and remove the log folder."""
+        await asyncio.gather(*(h.close() for h in self.workers.values()), return_exceptions=True)
+        self.workers.clear()
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def kill_all(self) -> None:
+        """Synchronous last resort (signal handlers, atexit): SIGKILL every worker group."""
+        for h in self.workers.values():
+            h.kill()
+
+
+def matches_any(probe_id: str, patterns: list[str]) -> bool:
+    """True when ``probe_id`` equals a pattern, or matches it as a glob (``[`` literal)."""
+    for pat in patterns:
+        if probe_id == pat or probe_id.startswith(pat.rstrip("/") + "/") and "*" not in pat:
+            return True
+        if fnmatch.fnmatchcase(probe_id, _escape_brackets(pat)):
+            return True
+    return False
+
+
+def _escape_brackets(pat: str) -> str:
+    return re.sub(r"([\[\]])", r"[\1]", pat)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:150]
+
+
+def _tail(path: str, chars: int = LOG_TAIL_CHARS) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - chars * 4))
+            data = fh.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")[-chars:]
+
+
+def _package_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

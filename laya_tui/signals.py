@@ -1,0 +1,91 @@
+"""The signal: one fact a probe reports, with its cause and, where known, its fix (DESIGN §3).
+
+Pure standard library: imported by the UI, the runner and the workers alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_ID = "laya-tui.report/1"
+
+#: The closed set of signal kinds.
+KINDS: tuple[str, ...] = (
+    "environment",
+    "fallback",
+    "recompile",
+    "host_bounce",
+    "cast",
+    "tolerance",
+    "lowering",
+    "timing",
+    "artifact",
+    "log",
+)
+
+#: The closed set of probe statuses.
+STATUSES: tuple[str, ...] = ("ok", "failed", "skipped", "crashed", "timeout")
+
+#: Fields a signal may carry besides ``kind`` and ``probe``.
+FIELDS: tuple[str, ...] = (
+    "subject",
+    "count",
+    "bytes",
+    "reason",
+    "site",
+    "fix",
+    "value",
+    "limit",
+    "passed",
+    "seconds",
+    "detail",
+)
+
+
+class SignalError(ValueError):
+    """A signal that does not follow the schema."""
+
+
+def make_signal(kind: str, probe: str, **fields: Any) -> dict[str, Any]:
+    """Build one signal dict; ``None`` fields are dropped (absent = not applicable)."""
+    if kind not in KINDS:
+        raise SignalError(f"unknown signal kind {kind!r}; expected one of {', '.join(KINDS)}")
+    unknown = set(fields) - set(FIELDS)
+    if unknown:
+        raise SignalError(f"unknown signal field(s) {sorted(unknown)} for kind {kind!r}")
+    sig: dict[str, Any] = {"kind": kind, "probe": probe}
+    for key in FIELDS:
+        value = fields.get(key)
+        if value is not None:
+            sig[key] = value
+    site = sig.get("site")
+    if site is not None and not (isinstance(site, dict) and "file" in site):
+        raise SignalError("site must be a dict with at least 'file' (and 'line', 'func')")
+    return sig
+
+
+def signal_key(sig: dict[str, Any]) -> tuple[str, str, str, str]:
+    """Stable identity of a signal across runs: (probe, kind, subject, reason)."""
+    return (
+        str(sig.get("probe", "")),
+        str(sig.get("kind", "")),
+        str(sig.get("subject", "")),
+        str(sig.get("reason", "")),
+    )
+
+
+def format_site(site: dict[str, Any] | None) -> str:
+    """``file:line(func)`` for a call site, or an empty string."""
+    if not site:
+        return ""
+    text = str(site.get("file", ""))
+    if site.get("line") is not None:
+        text += f":{site['line']}"
+    if site.get("func"):
+        text += f"({site['func']})"
+    return text
+
+
+def is_failing(sig: dict[str, Any]) -> bool:
+    """True for a signal that states a failure by itself (failed tolerance or lowering)."""
+    return sig.get("passed") is False
