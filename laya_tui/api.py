@@ -136,7 +136,8 @@ class Context:
         """Emit one signal of ``kind`` (see :data:`laya_tui.signals.FIELDS`)."""
         sig = make_signal(kind, self.id, **fields)
         if sig.get("passed") is False:
-            self.failures.append(f"{kind} {sig.get('subject', '')}: {sig.get('reason', '')}".strip())
+            what = f"{kind} {sig.get('subject', '')}: {sig.get('reason', '')}"
+            self.failures.append(what.strip())
         self._emit({"type": "signal", "probe": self.id, "signal": sig})
         return sig
 

@@ -11,11 +11,7 @@ import os
 import sys
 from typing import NoReturn
 
-EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Bad input: printed as one line, exit 2."""
+from laya_tui.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--kernels", action="append", metavar="DIR",
                     help="TileLang kernel folder (repeatable; default: ./kernels)")
     ap.add_argument("--model", action="append", metavar="MODULE:CALLABLE", dest="models",
-                    help="extra model for explain/aoti probes: a callable returning (model, inputs)")
+                    help="extra model for explain/aoti probes: a callable returning "
+                    "(model, inputs)")
     ap.add_argument("--only", action="append", metavar="GLOB",
                     help="run only probe ids matching GLOB (repeatable; '[' is literal)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",

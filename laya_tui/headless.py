@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from laya_tui.cli import EXIT_GATE, EXIT_OK, UsageError
+from laya_tui.errors import EXIT_GATE, EXIT_OK, UsageError
 from laya_tui.events import Event, ProbeFinished
 from laya_tui.gates import GateSettings, evaluate_gates
 from laya_tui.report import build_report, human_summary, write_atomic

@@ -42,7 +42,8 @@ def probe_files(paths: list[str]) -> list[str]:
             found.append(str(p.resolve()))
             continue
         for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in SKIP_DIRS and not d.startswith("."))
             for fn in sorted(filenames):
                 if fn.endswith(".py") and not fn.startswith("_"):
                     found.append(str((Path(dirpath) / fn).resolve()))
@@ -55,8 +56,9 @@ def module_name_for(path: str, workspace: str) -> str:
     path = os.path.realpath(path)
     root = os.path.realpath(workspace)
     rel = os.path.relpath(path, root)
-    if not rel.startswith("..") and all(part.isidentifier() for part in Path(rel).with_suffix("").parts):
-        return ".".join(Path(rel).with_suffix("").parts)
+    parts = Path(rel).with_suffix("").parts
+    if not rel.startswith("..") and all(part.isidentifier() for part in parts):
+        return ".".join(parts)
     digest = hashlib.sha1(path.encode()).hexdigest()[:8]
     return f"_laya_probes.{Path(path).stem}_{digest}"
 

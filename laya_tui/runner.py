@@ -254,7 +254,8 @@ class Runner:
         await asyncio.gather(*(family_task(f) for f in families))
         return [results[p["id"]] for p in probes]
 
-    async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None) -> dict[str, Any]:
+    async def run_one(self, probe: dict[str, Any], *,
+                      use_cache: bool | None = None) -> dict[str, Any]:
         """Run one cell in its family's warm worker (or serve it from the cache)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
         options = self._cache_options(probe)

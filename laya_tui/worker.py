@@ -170,7 +170,6 @@ class Worker:
         self.emit({"type": "started", "id": probe_id, "pid": os.getpid()})
         t0 = time.perf_counter()
         status, reason, error = "ok", None, None
-        deps: set[str] = set()
         with _redirect_fds(log_path), self.tracker.recording() as deps:
             try:
                 mod = self.load(cmd["file"])

@@ -1,0 +1,57 @@
+"""Signal construction and the report schema."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from laya_tui.gates import evaluate_gates
+from laya_tui.report import build_report, validate_report
+from laya_tui.signals import SignalError, format_site, make_signal, signal_key
+
+
+def test_make_signal_drops_none_and_keeps_fields():
+    sig = make_signal("fallback", "p", subject="aten::neg", count=3, bytes=None,
+                      site={"file": "m.py", "line": 4, "func": "f"})
+    assert sig == {"kind": "fallback", "probe": "p", "subject": "aten::neg", "count": 3,
+                   "site": {"file": "m.py", "line": 4, "func": "f"}}
+    assert signal_key(sig) == ("p", "fallback", "aten::neg", "")
+    assert format_site(sig["site"]) == "m.py:4(f)"
+
+
+@pytest.mark.parametrize("kwargs", [{"kind": "grade"}, {"kind": "log", "severity": "high"},
+                                    {"kind": "log", "site": "m.py:3"}])
+def test_make_signal_rejects_bad_input(kwargs):
+    kind = kwargs.pop("kind")
+    with pytest.raises(SignalError):
+        make_signal(kind, "p", **kwargs)
+
+
+def _probe(status="ok", signals=()):
+    return {"id": "fam/x", "family": "fam", "status": status, "reason": None, "seconds": 0.1,
+            "cached": False, "deps": [], "signals": list(signals), "log_tail": ""}
+
+
+def test_report_validates_and_counts():
+    sig = make_signal("tolerance", "fam/x", subject="out", value=0.5, limit=0.1, passed=False)
+    probes = [_probe("failed", [sig]), dict(_probe("crashed"), id="fam/y")]
+    gates = evaluate_gates(probes)
+    report = build_report(probes, seconds=1.0, gates=gates)
+    validate_report(report)
+    assert report["schema"] == "laya-tui.report/1"
+    assert report["summary"]["status"]["crashed"] == 1
+    assert report["summary"]["signals"]["tolerance"] == 1
+    assert report["summary"]["passed"] is False
+    failed = {g["name"] for g in report["gates"] if not g["passed"]}
+    assert failed == {"no-crash", "tolerance"}
+
+
+def test_schema_rejects_unknown_status_and_kind():
+    report = build_report([_probe()], seconds=0.0, gates=evaluate_gates([_probe()]))
+    report["probes"][0]["status"] = "grumpy"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_report(report)
+    report["probes"][0]["status"] = "ok"
+    report["probes"][0]["signals"] = [{"kind": "grade", "probe": "fam/x"}]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_report(report)
