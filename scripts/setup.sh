@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv at the repo root and install laya-tui with every extra that works here.
+# Idempotent: re-runs only when pyproject.toml or constraints.txt changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+EXTRAS=${LAYA_EXTRAS:-all,dev}
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "laya-tui needs Python >= 3.11, got " + sys.version.split()[0])'
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)-$EXTRAS
+stamp=.venv/.laya-setup-stamp
+if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+  exit 0
+fi
+echo "laya-tui: setting up .venv (extras: $EXTRAS; torch pinned to the 2.13.0 CPU build)" >&2
+"$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[$EXTRAS]"
+echo "$want" > "$stamp"
