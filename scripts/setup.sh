@@ -12,7 +12,11 @@ if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0
 fi
 echo "laya-tui: setting up .venv (extras: $EXTRAS; torch pinned to the 2.13.0 CPU build)" >&2
+quiet_pip() {  # pip, minus the harmless notes about absent local index folders
+  .venv/bin/python -m pip "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+  return "${PIPESTATUS[0]}"
+}
 "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -c constraints.txt -e ".[$EXTRAS]"
+quiet_pip install -q --upgrade pip
+quiet_pip install -q -c constraints.txt -e ".[$EXTRAS]"
 echo "$want" > "$stamp"
