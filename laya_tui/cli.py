@@ -42,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run only probe ids matching GLOB (repeatable; '[' is literal)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
                     help="per-probe timeout for every family (default: per family)")
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), metavar="N",
-                    help="families run at once, one warm worker each (default: %(default)s)")
+    ap.add_argument("--jobs", type=int, default=None, metavar="N",
+                    help="families run at once, one warm worker each (default: "
+                    f"{min(2, os.cpu_count() or 1)})")
     ap.add_argument("--no-cache", action="store_true", help="run every probe, ignore the cache")
     ap.add_argument("--cache-dir", metavar="DIR", help="result cache folder")
     ap.add_argument("--out", metavar="DIR",
@@ -55,17 +56,33 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--watch", action="store_true",
                     help="re-run the probes whose files change (headless: a JSON line per re-run)")
     ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")
+    ci = ap.add_argument_group("CI gates (also settable in [tool.laya-tui] of pyproject.toml; "
+                               "flags win)")
+    ci.add_argument("--baseline", metavar="PATH",
+                    help="compare with an earlier --json report; any regression fails")
+    ci.add_argument("--no-baseline", action="store_true",
+                    help="ignore the baseline set in pyproject.toml (to write a fresh one)")
+    ci.add_argument("--fail-on", action="append", metavar="KIND[,KIND...]",
+                    help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
+    ci.add_argument("--max", action="append", metavar="KIND=N",
+                    help="fail on more than N occurrences of KIND (repeatable)")
+    ci.add_argument("--junit", metavar="PATH", help="also write JUnit XML (one case per cell)")
+    ci.add_argument("--markdown", metavar="PATH",
+                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
+                    "when set)")
     ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
     return ap
 
 
 def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily)
     """Turn parsed flags into a RunConfig, raising UsageError for bad paths."""
+    from laya_tui.config import apply_pyproject
     from laya_tui.runner import RunConfig
 
     workspace = os.path.abspath(args.workspace)
     if not os.path.isdir(workspace):
         raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    apply_pyproject(args)  # [tool.laya-tui] fills what no flag set (flags win)
     probes = args.probes or [os.path.join(workspace, "probes")]
     for p in probes:
         if not os.path.exists(p):
@@ -96,6 +113,7 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
         kernels=[os.path.abspath(k) for k in kernels], models=args.models or [],
         only=args.only or [], timeout=args.timeout, jobs=args.jobs,
         use_cache=not args.no_cache, cache_dir=args.cache_dir, out=out, extra_options=extra,
+        family_timeouts=getattr(args, "family_timeouts", None) or {},
     )
 
 
@@ -122,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             from laya_tui.headless import list_probes
 
             return list_probes(config)
+        from laya_tui.gates import prepare_gates
+
+        args.gate_settings = prepare_gates(args)  # bad baseline/outputs: exit 2, nothing runs
         headless = args.headless or args.json == "-" or not (sys.stdout.isatty()
                                                              and sys.stdin.isatty())
         if headless:

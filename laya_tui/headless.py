@@ -12,7 +12,7 @@ from typing import Any
 
 from laya_tui.errors import EXIT_GATE, EXIT_OK, UsageError
 from laya_tui.events import Event, ProbeFinished
-from laya_tui.gates import GateSettings, evaluate_gates
+from laya_tui.gates import GateSettings, evaluate_all
 from laya_tui.report import build_report, human_summary, write_atomic
 from laya_tui.runner import Discovery, RunConfig, Runner
 
@@ -87,9 +87,10 @@ async def run_probes(config: RunConfig, on_event: Any = None
 
 def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
                 settings: GateSettings | None = None) -> dict[str, Any]:
-    """Evaluate gates and build the report document."""
-    gates = evaluate_gates(results, settings, disc.errors)
-    return build_report(results, seconds=seconds, gates=gates, errors=disc.errors)
+    """Evaluate gates (and the baseline comparison) and build the report document."""
+    gates, extra = evaluate_all(results, settings, disc.errors)
+    return build_report(results, seconds=seconds, gates=gates, errors=disc.errors,
+                        extra=extra or None)
 
 
 def run_headless(config: RunConfig, args: argparse.Namespace) -> int:
@@ -103,12 +104,28 @@ def run_headless(config: RunConfig, args: argparse.Namespace) -> int:
     except asyncio.CancelledError:
         print("laya-tui: terminated", file=sys.stderr)
         return 143
-    report = make_report(results, disc, seconds)
+    report = make_report(results, disc, seconds, getattr(args, "gate_settings", None))
     text = json.dumps(report, indent=1, default=repr) + "\n"
     if args.json == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
     elif args.json:
         write_atomic(args.json, text)
+    write_ci_files(report, args)
     print(human_summary(report), file=sys.stderr)
+    if report.get("baseline"):
+        from laya_tui.baseline import summary_lines
+
+        print("\n".join(summary_lines(report["baseline"])), file=sys.stderr)
     return EXIT_OK if report["summary"]["passed"] else EXIT_GATE
+
+
+def write_ci_files(report: dict[str, Any], args: argparse.Namespace) -> None:
+    """``--junit``, ``--markdown`` and ``$GITHUB_STEP_SUMMARY`` (paths checked up front)."""
+    if getattr(args, "junit", None):
+        from laya_tui.junit import build_junit
+
+        write_atomic(args.junit, build_junit(report))
+    from laya_tui.markdown import write_markdown_outputs
+
+    write_markdown_outputs(report, getattr(args, "markdown", None))
