@@ -16,9 +16,12 @@ Improvements (never fail): the reverse of each. Standard library only.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +78,8 @@ def parse_baseline(text: str, path: str = "<baseline>") -> Baseline:
         raise UsageError(f"baseline {path} is empty (truncated?); regenerate it with "
                          "laya-tui --headless --json")
     try:
-        doc = json.loads(body)
+        with _no_gc():
+            doc = json.loads(body)
     except json.JSONDecodeError as exc:
         if exc.pos >= len(body) or exc.msg.startswith("Unterminated string"):
             raise UsageError(f"baseline {path} is truncated (its JSON stops at line "
@@ -143,22 +147,32 @@ def _num(value: Any) -> float | None:
     return None
 
 
+def _text(value: Any) -> str:
+    return value if type(value) is str else str(value)
+
+
 def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
     """One pass: statuses, aggregated counted/tolerance keys, lowering cells."""
     status: dict[str, tuple[str, Any]] = {}
     agg: dict[tuple[str, str, str, str], list[Any]] = {}
     cells: dict[tuple[str, str], tuple[bool, str]] = {}
+    counted = _COUNTED
     for p in probes:
         pid = p["id"]
         status[pid] = (p["status"], p.get("reason"))
         for s in p.get("signals") or ():
             kind = s.get("kind")
-            if kind in _COUNTED:
-                key = (pid, kind, str(s.get("subject", "")), str(s.get("reason", "")))
-                n = s.get("count")
-                n = n if type(n) is int else 1
-                b = s.get("bytes")
-                b = b if type(b) is int else 0
+            if kind in counted:
+                sub, rea = s.get("subject", ""), s.get("reason", "")
+                if type(sub) is not str or type(rea) is not str:
+                    sub, rea = _text(sub), _text(rea)
+                key = (pid, kind, sub, rea)
+                n = s.get("count", 1)
+                if type(n) is not int:
+                    n = 1
+                b = s.get("bytes", 0)
+                if type(b) is not int:
+                    b = 0
                 a = agg.get(key)
                 if a is None:
                     agg[key] = [n, b]
@@ -166,7 +180,7 @@ def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
                     a[0] += n
                     a[1] += b
             elif kind == "tolerance":
-                key = (pid, kind, str(s.get("subject", "")), str(s.get("reason", "")))
+                key = (pid, kind, _text(s.get("subject", "")), _text(s.get("reason", "")))
                 v = _num(s.get("value"))
                 failed = s.get("passed") is False
                 a = agg.get(key)
@@ -177,11 +191,11 @@ def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
                         a[0], a[1] = v, _num(s.get("limit"))
                     a[2] = a[2] or failed
             elif kind == "lowering":
-                cell = (pid, str(s.get("subject", "")))
+                cell = (pid, _text(s.get("subject", "")))
                 failed = s.get("passed") is False
                 prev = cells.get(cell)
                 if prev is None or (failed and not prev[0]):
-                    cells[cell] = (failed, str(s.get("reason", "")))
+                    cells[cell] = (failed, _text(s.get("reason", "")))
     return status, agg, cells
 
 
@@ -297,6 +311,24 @@ def _sort_key(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
 def compare(baseline: Baseline, probes: list[dict[str, Any]], *,
             margin: float = 0.25) -> dict[str, Any]:
     """The ``baseline`` report section: regressions, improvements and notes, sorted."""
+    with _no_gc():
+        return _compare(baseline, probes, margin)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic GC: indexing allocates ~1e5 tuples and lists that form no cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _compare(baseline: Baseline, probes: list[dict[str, Any]],
+             margin: float) -> dict[str, Any]:
     b_status, b_agg, b_cells = _index(baseline.report["probes"])
     n_status, n_agg, n_cells = _index(probes)
     regs: list[dict[str, Any]] = []
@@ -338,7 +370,8 @@ def compare(baseline: Baseline, probes: list[dict[str, Any]], *,
             _tolerance(key, now, old, margin, regs, imps)
         else:
             occurrences[key[1]]["after"] += now[0]
-            _counted(key, now, old, regs, imps)
+            if old != now:
+                _counted(key, now, old, regs, imps)
     for key, old in b_agg.items():
         if key[0] not in compared:
             continue
