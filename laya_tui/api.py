@@ -101,6 +101,16 @@ def options() -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
+def _failure_text(sig: dict[str, Any]) -> str:
+    """One line for a failing signal: ``tolerance logits: 0.31 > limit 0.05``."""
+    head = " ".join(str(x) for x in (sig["kind"], sig.get("subject")) if x)
+    if sig.get("reason"):
+        return f"{head}: {sig['reason']}"
+    if sig.get("value") is not None and sig.get("limit") is not None:
+        return f"{head}: {sig['value']:.4g} > limit {sig['limit']:.4g}"
+    return head
+
+
 class Skipped(Exception):
     """Raised by :meth:`Context.skip`; ends the probe with status ``skipped``."""
 
@@ -136,8 +146,7 @@ class Context:
         """Emit one signal of ``kind`` (see :data:`laya_tui.signals.FIELDS`)."""
         sig = make_signal(kind, self.id, **fields)
         if sig.get("passed") is False:
-            what = f"{kind} {sig.get('subject', '')}: {sig.get('reason', '')}"
-            self.failures.append(what.strip())
+            self.failures.append(_failure_text(sig))
         self._emit({"type": "signal", "probe": self.id, "signal": sig})
         return sig
 
