@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
     ap.add_argument("--watch", action="store_true",
                     help="re-run the probes whose files change (headless: a JSON line per re-run)")
+    ap.add_argument("--debounce-ms", type=int, default=50, metavar="MS",
+                    help="watch: let a burst of saves settle this long (default: %(default)s)")
     ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")
     ci = ap.add_argument_group("CI gates (also settable in [tool.laya-tui] of pyproject.toml; "
                                "flags win)")

@@ -51,15 +51,19 @@ class DependencyTracker:
 
     # -- recording -------------------------------------------------------------------
     @contextmanager
-    def recording(self) -> Iterator[set[str]]:
-        """Collect the workspace files imported inside the block into the yielded set."""
+    def recording(self, *, merge: bool = True) -> Iterator[set[str]]:
+        """Collect the workspace files imported inside the block into the yielded set.
+
+        ``merge=False``: do not add them to the enclosing recording (the caller notes
+        what it needs from them).
+        """
         files: set[str] = set()
         self._stack.append(files)
         try:
             yield files
         finally:
             self._stack.pop()
-            if self._stack:
+            if self._stack and merge:
                 self._stack[-1] |= files
 
     def add(self, path: str) -> None:
@@ -87,6 +91,14 @@ class DependencyTracker:
         top = self._stack[-1]
         top.add(path)
         top |= self.closure.get(path, set())
+        # The parent packages' __init__ files ran first; their other imports (siblings
+        # a package __init__ re-exports) are not this module's dependencies.
+        name = getattr(module, "__name__", "") or ""
+        while "." in name:
+            name = name.rpartition(".")[0]
+            parent = self.workspace_file(sys.modules.get(name))
+            if parent is not None:
+                top.add(parent)
 
     # -- hooks -----------------------------------------------------------------------
     def _targets(self, name: str, globals_: Any, fromlist: Any, level: int) -> list[str]:
@@ -112,13 +124,15 @@ class DependencyTracker:
                 if mod is not None:
                     self._note(mod)
             return result
-        with self.recording() as pulled:
+        with self.recording(merge=False) as pulled:
             result = call()
         for t in fresh:
             mod = sys.modules.get(t)
             path = self.workspace_file(mod) if mod is not None else None
             if path is not None:
-                self.closure[path] = set(pulled) - {path}
+                # The innermost import (the one that ran the module) set it already;
+                # an outer one also pulled in parent packages and their other children.
+                self.closure.setdefault(path, set(pulled) - {path})
         for t in targets:
             mod = sys.modules.get(t)
             if mod is not None:
@@ -152,4 +166,17 @@ class DependencyTracker:
                 del sys.modules[name]
                 self.closure.pop(path, None)
                 dropped.append(name)
+        # Reload the enclosing workspace packages whole: their __init__ may re-export
+        # names of a dropped module (``from .gemm import gemm_kernel``), and a package
+        # re-run beside cached children would lack those children as attributes.
+        packages = {".".join(name.split(".")[:i]) for name in dropped
+                    for i in range(1, name.count(".") + 1)}
+        packages = {p for p in packages if self.workspace_file(sys.modules.get(p))}
+        for name, mod in list(sys.modules.items()):
+            if any(name == p or name.startswith(p + ".") for p in packages):
+                path = self.workspace_file(mod)
+                if path is not None:
+                    del sys.modules[name]
+                    self.closure.pop(path, None)
+                    dropped.append(name)
         return dropped

@@ -85,6 +85,12 @@ def import_probe_file(path: str, workspace: str) -> ModuleType:
         spec.loader.exec_module(mod)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
+        where = exc.filename and os.path.realpath(exc.filename)
+        if where and where != os.path.realpath(path) and os.path.exists(where):
+            # The error is in a module the probe file imports (a kernel saved mid-edit):
+            # name that file and line, and point at the probe file's import line.
+            raise ProbeFileError(path, f"SyntaxError: {exc.msg} at {where}:{exc.lineno}",
+                                 _user_line(exc, path)) from exc
         raise ProbeFileError(path, f"SyntaxError: {exc.msg}", exc.lineno) from exc
     except BaseException as exc:  # an import error or any crash at import time
         sys.modules.pop(name, None)

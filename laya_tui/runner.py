@@ -213,6 +213,8 @@ class Runner:
         self._running: dict[str, str] = {}  # family -> probe id in flight
         self._cancelled: set[str] = set()
         self._lock: dict[str, asyncio.Lock] = {}
+        self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
+        self._recycle: set[str] = set()  # families whose warm worker must restart
 
     # -- discovery ---------------------------------------------------------------------
     async def discover(self) -> Discovery:
@@ -271,8 +273,9 @@ class Runner:
         lock = self._lock.setdefault(probe["family"], asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
-        self.cache.store(probe["id"], probe.get("params"), options, self.versions,
-                         self._abs_deps(probe, result), result)
+        if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
+            self.cache.store(probe["id"], probe.get("params"), options, self.versions,
+                             self._abs_deps(probe, result), result)
         self.on_event(ProbeFinished(result))
         return result
 
@@ -286,8 +289,20 @@ class Runner:
         return sorted(deps)
 
     async def _worker(self, family: str) -> WorkerHandle:
+        """The family's warm worker (under its lock), with pending invalidations applied."""
         handle = self.workers.get(family)
+        stale = self._stale.pop(family, None)
+        if handle is not None and handle.alive and family in self._recycle:
+            await handle.close()
+        elif handle is not None and handle.alive and stale:
+            try:
+                await handle.send({"op": "invalidate", "files": sorted(stale)})
+                await handle.next_event(timeout=10.0)
+            except (WorkerDied, TimeoutError):
+                handle.kill()
+                await handle.close()
         if handle is None or not handle.alive:
+            self._recycle.discard(family)
             handle = WorkerHandle(family, self.config, self.log_dir)
             self.workers[family] = handle
             await handle.start()
@@ -385,15 +400,19 @@ class Runner:
                 return True
         return False
 
-    async def invalidate(self, files: set[str]) -> None:
-        """Tell warm workers to drop modules that depend on ``files``."""
-        for handle in list(self.workers.values()):
-            if handle.alive and handle.family not in self._running:
-                try:
-                    await handle.send({"op": "invalidate", "files": sorted(files)})
-                    await handle.next_event(timeout=10.0)
-                except (WorkerDied, TimeoutError):
-                    handle.kill()
+    async def invalidate(self, files: set[str], *, recycle: bool = False) -> None:
+        """Mark ``files`` changed: each warm worker drops the modules that depend on them
+        right before its next run (under its family lock, so never mid-run or mid-reply).
+
+        ``recycle`` restarts the warm workers instead, for changes no module reload can
+        apply (a native extension, a file loaded by a library at import time).
+        """
+        real = {os.path.realpath(f) for f in files}
+        for fam, handle in self.workers.items():
+            if handle.alive:
+                self._stale.setdefault(fam, set()).update(real)
+                if recycle:
+                    self._recycle.add(fam)
 
     async def close(self) -> None:
         """End every worker and remove the log folder."""

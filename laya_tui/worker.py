@@ -205,6 +205,10 @@ class Worker:
                 error = {"type": type(exc).__name__, "message": str(exc)[:4000],
                          "traceback": "".join(traceback.format_exception(exc))[-8000:],
                          "site": _user_site(exc, self.workspace)}
+                if isinstance(exc, SyntaxError) and exc.filename:  # a module saved mid-edit
+                    error["site"] = {"file": os.path.realpath(exc.filename),
+                                     "line": exc.lineno, "func": None}
+                    reason = f"SyntaxError: {exc.msg} at {error['site']['file']}:{exc.lineno}"
                 traceback.print_exc()
         self.emit({"type": "finished", "id": probe_id, "status": status, "reason": reason,
                    "seconds": round(time.perf_counter() - t0, 6), "deps": sorted(deps),
