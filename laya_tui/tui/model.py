@@ -1,0 +1,307 @@
+"""The dashboard's state: probes, their live status and signals, kept by key.
+
+Pure Python (no Textual): the event pump feeds runner events in, and gets back a
+:class:`Changes` record that tells the widgets which probes and rows to touch. Signal
+rows have stable keys across re-runs (probe, kind, subject, reason, occurrence), so a
+re-run updates rows in place and removes only the ones that are gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.signals import KINDS, is_failing
+
+Scope = tuple[str, str | None]
+"""``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
+
+ALL: Scope = ("all", None)
+
+FAILED_OUTCOMES = ("lower-failed", "build-failed", "run-failed")
+
+
+@dataclass(eq=False)
+class SignalRow:
+    """One signal as the table shows it; ``key`` is stable across re-runs."""
+
+    key: str
+    probe: str
+    family: str
+    sig: dict[str, Any]
+    seq: int
+    failing: bool
+    cells: Any = None  # the table's cached rendering (set by the table)
+
+
+@dataclass
+class RunPoint:
+    """One finished run of a probe, for the runs-over-time view."""
+
+    run: int
+    status: str
+    seconds: float | None
+    cached: bool
+    tolerances: dict[str, tuple[float | None, float | None, bool | None]]
+    timings: dict[str, float]
+
+
+@dataclass(eq=False)
+class ProbeState:
+    """One probe cell: discovery facts, live status and its current signal keys."""
+
+    id: str
+    family: str
+    file: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+    status: str = "pending"
+    reason: str | None = None
+    seconds: float | None = None
+    started_at: float | None = None
+    cached: bool = False
+    log_tail: str = ""
+    error: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    keys: dict[str, None] = field(default_factory=dict)
+    runs: list[RunPoint] = field(default_factory=list)
+    _live: set[str] = field(default_factory=set)
+    _occ: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    _streamed: int = 0
+    _in_run: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None and not self._in_run
+
+
+@dataclass
+class Changes:
+    """What one batch of events changed."""
+
+    probes: set[str] = field(default_factory=set)
+    added: list[SignalRow] = field(default_factory=list)
+    updated: list[SignalRow] = field(default_factory=list)
+    removed: list[SignalRow] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    structure: bool = False
+    events: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.probes or self.added or self.updated or self.removed or self.finished
+                    or self.structure)
+
+
+def signal_failing(sig: dict[str, Any]) -> bool:
+    """A signal that states a failure: failed tolerance/lowering, or a failed outcome."""
+    if is_failing(sig):
+        return True
+    detail = sig.get("detail")
+    return isinstance(detail, dict) and detail.get("outcome") in FAILED_OUTCOMES
+
+
+class RunModel:
+    """Every probe and signal the dashboard knows, updated from runner events."""
+
+    def __init__(self, gate_settings: Any = None) -> None:
+        self.gate_settings = gate_settings
+        self.probes: dict[str, ProbeState] = {}
+        self.families: dict[str, list[str]] = {}
+        self.rows: dict[str, SignalRow] = {}
+        self.kind_counts: Counter[str] = Counter({k: 0 for k in KINDS})
+        self.errors: list[dict[str, Any]] = []
+        self.discovered = False
+        self.run_started: float | None = None
+        self.run_seconds: float = 0.0
+        self._seq = 0
+        self._gates: list[dict[str, Any]] | None = None
+
+    # -- discovery ----------------------------------------------------------------------
+    def discover(self, probes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> Changes:
+        """Register discovered probe cells (kept in discovery order)."""
+        changes = Changes(structure=True)
+        for spec in probes:
+            st = self._probe(spec["id"], spec.get("family", "?"), changes)
+            st.spec = dict(spec)
+            st.file = spec.get("file")
+        self.errors = list(errors)
+        self.discovered = True
+        self._gates = None
+        return changes
+
+    def _probe(self, pid: str, family: str, changes: Changes) -> ProbeState:
+        st = self.probes.get(pid)
+        if st is None:
+            st = ProbeState(id=pid, family=family)
+            self.probes[pid] = st
+            self.families.setdefault(family, []).append(pid)
+            changes.structure = True
+        return st
+
+    # -- events -------------------------------------------------------------------------
+    def apply(self, event: Event, changes: Changes) -> None:
+        """Fold one runner event into the model, recording what changed."""
+        changes.events += 1
+        if isinstance(event, SignalEmitted):
+            fam = self.probes[event.probe_id].family if event.probe_id in self.probes else \
+                event.probe_id.split("/", 1)[0]
+            st = self._probe(event.probe_id, fam, changes)
+            if not st._in_run:
+                self._begin(st, None)
+            st._streamed += 1
+            self._ingest(st, event.signal, changes)
+        elif isinstance(event, ProbeStarted):
+            st = self._probe(event.probe_id, event.family, changes)
+            self._begin(st, event.started_at)
+            changes.probes.add(st.id)
+        elif isinstance(event, ProbeQueued):
+            st = self._probe(event.probe_id, event.family, changes)
+            st.status, st.reason, st._in_run = "queued", None, False
+            if self.run_started is None:
+                self.run_started = time.monotonic()
+            changes.probes.add(st.id)
+        elif isinstance(event, ProbeFinished):
+            self._finish(event.result, changes)
+
+    def _begin(self, st: ProbeState, started_at: float | None) -> None:
+        st.status = "running"
+        st.started_at = started_at if started_at is not None else time.time()
+        st.reason = None
+        st._in_run = True
+        st._live = set()
+        st._occ = Counter()
+        st._streamed = 0
+
+    def _ingest(self, st: ProbeState, sig: dict[str, Any], changes: Changes) -> None:
+        kind = str(sig.get("kind", "log"))
+        ident = (kind, str(sig.get("subject", "")), str(sig.get("reason", "")))
+        st._occ[ident] += 1
+        key = f"{st.id}\x1f{ident[0]}\x1f{ident[1]}\x1f{ident[2]}\x1f{st._occ[ident]}"
+        st._live.add(key)
+        row = self.rows.get(key)
+        if row is None:
+            self._seq += 1
+            row = SignalRow(key, st.id, st.family, sig, self._seq, signal_failing(sig))
+            self.rows[key] = row
+            st.keys[key] = None
+            self.kind_counts[kind] += 1
+            changes.added.append(row)
+        elif row.sig != sig:
+            row.sig = sig
+            row.failing = signal_failing(sig)
+            row.cells = None
+            changes.updated.append(row)
+
+    def _finish(self, result: dict[str, Any], changes: Changes) -> None:
+        pid = result["id"]
+        st = self._probe(pid, result.get("family", pid.split("/", 1)[0]), changes)
+        if not st._in_run:
+            self._begin(st, None)
+        if st._streamed == 0:
+            for sig in result.get("signals", []):
+                self._ingest(st, sig, changes)
+        for key in [k for k in st.keys if k not in st._live]:
+            row = self.rows.pop(key)
+            del st.keys[key]
+            self.kind_counts[str(row.sig.get("kind", "log"))] -= 1
+            changes.removed.append(row)
+        st._in_run = False
+        st.result = result
+        st.status = result.get("status", "failed")
+        st.reason = result.get("reason")
+        st.seconds = result.get("seconds")
+        st.cached = bool(result.get("cached"))
+        st.log_tail = result.get("log_tail") or ""
+        st.error = result.get("error")
+        st.file = st.file or result.get("file")
+        st.runs.append(_run_point(len(st.runs) + 1, result))
+        self._gates = None
+        if self.run_started is not None:
+            self.run_seconds = time.monotonic() - self.run_started
+        changes.probes.add(pid)
+        changes.finished.append(pid)
+
+    def abandon(self) -> Changes:
+        """A run was cancelled: queued/running probes fall back to their last result."""
+        changes = Changes()
+        for st in self.probes.values():
+            if st.status not in ("queued", "running"):
+                continue
+            st._in_run = False
+            if st.result is not None:
+                st.status = st.result.get("status", "failed")
+                st.reason = st.result.get("reason")
+            else:
+                st.status, st.reason = "pending", "cancelled"
+            changes.probes.add(st.id)
+        return changes
+
+    # -- queries ------------------------------------------------------------------------
+    def rows_for(self, scope: Scope) -> list[SignalRow]:
+        """Rows of every probe in ``scope``, in arrival order."""
+        what, name = scope
+        if what == "probe":
+            pids = [name] if name in self.probes else []
+        elif what == "family":
+            pids = list(self.families.get(name or "", []))
+        else:
+            pids = list(self.probes)
+        rows = self.rows
+        return [rows[k] for pid in pids for k in self.probes[pid].keys]
+
+    def in_scope(self, row: SignalRow, scope: Scope) -> bool:
+        """Whether ``row`` belongs to ``scope``."""
+        what, name = scope
+        if what == "probe":
+            return row.probe == name
+        if what == "family":
+            return row.family == name
+        return True
+
+    def results(self) -> list[dict[str, Any]]:
+        """Finished results (report entries), in discovery order."""
+        return [st.result for st in self.probes.values() if st.result is not None]
+
+    def gates(self) -> list[dict[str, Any]]:
+        """The gates over the finished results (cached until the next result)."""
+        if self._gates is None:
+            from laya_tui.gates import evaluate_all
+
+            self._gates = evaluate_all(self.results(), self.gate_settings, self.errors)[0]
+        return self._gates
+
+    def status_counts(self) -> Counter[str]:
+        """Probes per status (live states included)."""
+        return Counter(st.status for st in self.probes.values())
+
+    def progress(self) -> tuple[int, int]:
+        """(finished, total) over the probes queued in the current run."""
+        active = [st for st in self.probes.values() if st.status != "pending"]
+        done = sum(1 for st in active if st.status not in ("queued", "running"))
+        return done, len(active)
+
+    def running(self) -> list[ProbeState]:
+        """Probes running now."""
+        return [st for st in self.probes.values() if st.status == "running"]
+
+    def family_of(self, pid: str) -> str | None:
+        st = self.probes.get(pid)
+        return st.family if st else None
+
+
+def _run_point(n: int, result: dict[str, Any]) -> RunPoint:
+    tol: dict[str, tuple[float | None, float | None, bool | None]] = {}
+    timings: dict[str, float] = {}
+    for sig in result.get("signals", []):
+        kind = sig.get("kind")
+        subject = str(sig.get("subject", ""))
+        if kind == "tolerance":
+            value = sig.get("value")
+            tol[subject] = (value if isinstance(value, (int, float)) else None,
+                            sig.get("limit"), sig.get("passed"))
+        elif kind == "timing" and isinstance(sig.get("seconds"), (int, float)):
+            timings[subject] = float(sig["seconds"])
+    return RunPoint(n, result.get("status", "failed"), result.get("seconds"),
+                    bool(result.get("cached")), tol, timings)

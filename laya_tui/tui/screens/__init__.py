@@ -1,0 +1,1 @@
+"""Screens: overview, signal detail, lowering matrix, runs over time, help."""

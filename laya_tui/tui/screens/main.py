@@ -1,0 +1,295 @@
+"""The overview: probe tree, signals table for the selected family or probe, detail pane."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static, Tree
+
+from laya_tui.signals import KINDS
+from laya_tui.tui.messages import (
+    FilterChanged,
+    ScopeChanged,
+    SignalChosen,
+    SignalHighlighted,
+    SortChanged,
+)
+from laya_tui.tui.model import ALL, Changes, Scope
+from laya_tui.tui.widgets.detail import DetailPane
+from laya_tui.tui.widgets.probe_tree import ProbeTree
+from laya_tui.tui.widgets.signal_table import COLUMN_KEYS, SignalTable
+from laya_tui.tui.widgets.summary import SummaryBar
+
+if TYPE_CHECKING:
+    from laya_tui.tui.app import LayaApp
+
+SORT_CYCLE: tuple[str | None, ...] = (None, *COLUMN_KEYS)
+
+
+def scope_label(scope: Scope) -> str:
+    what, name = scope
+    return "all probes" if what == "all" else f"{what} {name}"
+
+
+class MainScreen(Screen[None]):
+    """Families -> probes -> signals -> one signal's detail."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,h", "back", "Back", tooltip="back up one level (table -> tree -> family)"),
+        Binding("slash", "filter", "Filter", tooltip="filter signals by text in any column"),
+        Binding("f", "toggle_failing", "Only failing", tooltip="toggle: only failing signals"),
+        Binding("t", "cycle_kind", "Kind", tooltip="cycle the kind filter over kinds present"),
+        Binding("s", "cycle_sort", "Sort", tooltip="sort by the next column (raw values)"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, tooltip="reverse the sort"),
+        Binding("m", "matrix", "Matrix", tooltip="lowering matrix of the tilelang family"),
+        Binding("p", "runs", "Runs plot",
+                tooltip="plot the selected probe's tolerance deltas and timings over runs"),
+        Binding("o", "open_editor", "Edit site",
+                tooltip="open the signal's call site in $EDITOR at its line"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="main")
+        self.scope: Scope = ALL
+
+    @property
+    def laya(self) -> LayaApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        model = self.laya.model
+        yield SummaryBar(id="summary")
+        with Horizontal(id="body"):
+            yield ProbeTree(model, id="tree")
+            with Vertical(id="right"):
+                yield Static(id="table-status")
+                yield SignalTable(id="signals")
+                yield DetailPane(id="detail")
+        yield Input(placeholder="filter signals: text in any column (Enter keeps it, Esc clears)",
+                    id="filter", classes="-hidden")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.tree.sync_structure()
+        self.table.scope_test = lambda row: self.laya.model.in_scope(row, self.scope)
+        self.table.rebuild(self.laya.model.rows_for(self.scope))
+        self.tree.focus()
+        self.refresh_summary()
+        self._status_line()
+        self._update_detail()
+
+    # -- widgets ------------------------------------------------------------------------
+    @property
+    def tree(self) -> ProbeTree:
+        return self.query_one("#tree", ProbeTree)
+
+    @property
+    def table(self) -> SignalTable:
+        return self.query_one("#signals", SignalTable)
+
+    @property
+    def detail(self) -> DetailPane:
+        return self.query_one("#detail", DetailPane)
+
+    @property
+    def filter_input(self) -> Input:
+        return self.query_one("#filter", Input)
+
+    # -- run updates --------------------------------------------------------------------
+    def apply_changes(self, changes: Changes) -> None:
+        """Fold one coalesced batch into the widgets, by key."""
+        if changes.structure:
+            self.tree.sync_structure()
+        if changes.probes:
+            self.tree.update_probes(changes.probes)
+        if changes.added or changes.updated or changes.removed:
+            self.table.apply(changes.added, changes.updated, changes.removed)
+            self._status_line()
+        self.refresh_summary()
+        subject = self.detail.subject
+        if subject is None:
+            self._update_detail()
+        elif subject[0] == "probe" and subject[1] in changes.probes:
+            self._update_detail()
+        elif subject[0] == "signal" and (
+                any(r.key == subject[1] for r in changes.updated)
+                or any(r.key == subject[1] for r in changes.removed)
+                or changes.finished):
+            self._update_detail()
+
+    def refresh_summary(self) -> None:
+        self.query_one(SummaryBar).show(self.laya.model, watching=self.laya.watching)
+
+    def tick(self) -> None:
+        """Once a second while probes run: elapsed times in the tree."""
+        self.tree.tick_running()
+
+    def _status_line(self) -> None:
+        t = self.table
+        parts = [scope_label(self.scope)]
+        f = t.filter
+        parts.append(f"kind: {f.kind or 'all'}")
+        if f.text:
+            parts.append(f"text: {f.text!r}")
+        if f.only_failing:
+            parts.append("only failing")
+        if t.sort_column:
+            parts.append(f"sort: {t.sort_column} {'▼' if t.sort_reverse else '▲'}")
+        parts.append(f"{t.row_count:,} rows")
+        self.query_one("#table-status", Static).update("  ·  ".join(parts))
+
+    def _update_detail(self) -> None:
+        model, ws = self.laya.model, self.laya.workspace
+        key = self.table.cursor_key
+        what, name = self.scope
+        prefer_probe = what == "probe" and (self.focused is not self.table or key is None)
+        if prefer_probe and name in model.probes:
+            self.detail.show_probe(model.probes[name], ws)
+        elif key is not None and key in model.rows:
+            row = model.rows[key]
+            self.detail.show_signal(row, model.probes.get(row.probe), ws)
+        elif not model.discovered:
+            self.detail.show_text("discovering probes…")
+        else:
+            self.detail.show_text("no signal selected")
+
+    # -- tree ---------------------------------------------------------------------------
+    @on(Tree.NodeHighlighted, "#tree")
+    def _scope_moved(self, event: Tree.NodeHighlighted) -> None:
+        scope = event.node.data or ALL
+        if scope != self.scope:
+            self.scope = scope
+            self.table.rebuild(self.laya.model.rows_for(scope))
+            self.post_message(ScopeChanged(scope))
+            self._status_line()
+        self._update_detail()
+
+    @on(Tree.NodeSelected, "#tree")
+    def _drill_from_tree(self, event: Tree.NodeSelected) -> None:
+        event.stop()
+        node = event.node
+        what, _ = node.data or ALL
+        if what == "probe" or not node.children:
+            self.table.focus()
+            return
+        node.expand()
+        self.tree.move_cursor(node.children[0])
+
+    # -- table --------------------------------------------------------------------------
+    def on_signal_highlighted(self, event: SignalHighlighted) -> None:
+        self._update_detail()
+
+    def on_signal_chosen(self, event: SignalChosen) -> None:
+        from laya_tui.tui.screens.signal import SignalScreen
+
+        if event.key in self.laya.model.rows:
+            self.app.push_screen(SignalScreen(event.key))
+
+    def on_sort_changed(self, event: SortChanged) -> None:
+        self._status_line()
+
+    def on_descendant_focus(self) -> None:
+        self._update_detail()
+
+    # -- actions ------------------------------------------------------------------------
+    def action_back(self) -> None:
+        if self.focused is self.filter_input:
+            self.filter_input.value = ""
+            self.filter_input.add_class("-hidden")
+            self.table.focus()
+            return
+        if self.focused is self.table:
+            self.tree.focus()
+            return
+        node = self.tree.cursor_node
+        if node is not None and node.parent is not None:
+            self.tree.move_cursor(node.parent)
+
+    def action_filter(self) -> None:
+        self.filter_input.remove_class("-hidden")
+        self.filter_input.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        self._set_filter(text=event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_kept(self, event: Input.Submitted) -> None:
+        if not event.value:
+            self.filter_input.add_class("-hidden")
+        self.table.focus()
+
+    def _set_filter(self, **changes: object) -> None:
+        t = self.table
+        new = replace(t.filter, **changes)  # type: ignore[arg-type]
+        if new == t.filter:
+            return
+        t.filter = new
+        t.rebuild(self.laya.model.rows_for(self.scope))
+        self.post_message(FilterChanged(new.text, new.kind, new.only_failing))
+        self._status_line()
+
+    def action_toggle_failing(self) -> None:
+        self._set_filter(only_failing=not self.table.filter.only_failing)
+
+    def action_cycle_kind(self) -> None:
+        present = {str(r.sig.get("kind")) for r in self.laya.model.rows_for(self.scope)}
+        kinds: list[str | None] = [None, *(k for k in KINDS if k in present)]
+        current = self.table.filter.kind
+        nxt = kinds[(kinds.index(current) + 1) % len(kinds)] if current in kinds else None
+        self.set_kind(nxt)
+
+    def set_kind(self, kind: str | None) -> None:
+        """Show only ``kind`` (None: every kind)."""
+        self._set_filter(kind=kind)
+
+    def action_cycle_sort(self) -> None:
+        t = self.table
+        nxt = SORT_CYCLE[(SORT_CYCLE.index(t.sort_column) + 1) % len(SORT_CYCLE)]
+        numeric = nxt in ("count", "bytes")
+        t.set_sort(nxt, numeric)
+
+    def action_reverse_sort(self) -> None:
+        t = self.table
+        t.set_sort(t.sort_column, not t.sort_reverse)
+
+    def select_scope(self, scope: Scope) -> None:
+        """Jump the tree (and so the table) to ``scope``."""
+        self.tree.select_scope(scope)
+        self.tree.focus()
+
+    def action_matrix(self) -> None:
+        from laya_tui.tui.screens.matrix import MatrixScreen
+
+        self.app.push_screen(MatrixScreen())
+
+    def action_runs(self) -> None:
+        pid = self.selected_probe()
+        if pid is None:
+            self.app.notify("select a probe (or one of its signals) to plot its runs",
+                            severity="warning")
+            return
+        from laya_tui.tui.screens.runs import RunsScreen
+
+        self.app.push_screen(RunsScreen(pid))
+
+    def selected_probe(self) -> str | None:
+        """The probe in focus: the tree's probe, or the highlighted signal's probe."""
+        what, name = self.scope
+        if what == "probe":
+            return name
+        key = self.table.cursor_key
+        if key is not None and key in self.laya.model.rows:
+            return self.laya.model.rows[key].probe
+        return None
+
+    def action_open_editor(self) -> None:
+        key = self.table.cursor_key
+        row = self.laya.model.rows.get(key) if key else None
+        self.laya.open_site(row)

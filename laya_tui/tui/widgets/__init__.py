@@ -1,0 +1,1 @@
+"""Widgets of the dashboard (each in its own module)."""

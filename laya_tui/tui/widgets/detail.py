@@ -1,0 +1,236 @@
+"""The detail of one signal (or one probe): reason, call site with its source, fix,
+tolerance numbers, generated source or package path, and the probe's log tail."""
+
+from __future__ import annotations
+
+import json
+import os
+from itertools import islice
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from laya_tui.signals import format_site
+from laya_tui.tui.format import human_bytes, human_seconds, number
+from laya_tui.tui.model import ProbeState, SignalRow
+
+#: Detail keys shown in their own sections (the rest go to "more detail").
+_SHOWN = {"diagnostic", "source_excerpt", "generated_source", "path", "package",
+          "argmax_match", "rows", "top2_gap_min", "mismatch_rows", "mismatch_top2_gaps",
+          "stack", "kernel", "target", "dtype", "spec", "outcome", "seconds"}
+_LEXERS = {".py": "python", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cu": "cuda",
+           ".h": "c", ".mlir": "text", ".ll": "llvm"}
+
+
+def resolve_path(path: str, workspace: str | None) -> str:
+    """A site or probe path made absolute against the workspace."""
+    if os.path.isabs(path) or not workspace:
+        return path
+    return os.path.join(workspace, path)
+
+
+def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None:
+    """(text, first line number) around ``line`` of ``path``; None when unreadable."""
+    start = max(1, line - context)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = list(islice(fh, start - 1, line + context))
+    except OSError:
+        return None
+    if not lines:
+        return None
+    return "".join(lines), start
+
+
+def _section(title: str) -> Text:
+    return Text(title, style="bold underline")
+
+
+def _kv_table(pairs: list[tuple[str, str]]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column()
+    for k, v in pairs:
+        table.add_row(k, v)
+    return table
+
+
+def _tail(text: str, lines: int | None) -> str:
+    rows = text.rstrip().splitlines()
+    if lines is not None and len(rows) > lines:
+        rows = ["…"] + rows[-lines:]
+    return "\n".join(rows)
+
+
+def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, *,
+                  full: bool = False) -> RenderableType:
+    """Everything known about one signal, top to bottom."""
+    sig = row.sig
+    detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f" {sig.get('kind', '?')} ", style="reverse bold")
+    head.append(f"  {sig.get('subject', '')}", style="bold")
+    head.append(f"   {row.probe}", style="dim")
+    if row.failing:
+        head.append("   failing", style="bold red")
+    parts.append(head)
+
+    facts: list[tuple[str, str]] = []
+    if sig.get("reason"):
+        facts.append(("reason", str(sig["reason"])))
+    if detail.get("diagnostic") and detail.get("diagnostic") != sig.get("reason"):
+        facts.append(("diagnostic", str(detail["diagnostic"])))
+    if detail.get("outcome"):
+        cell = ", ".join(str(detail[k]) for k in ("kernel", "target", "dtype", "spec")
+                         if detail.get(k))
+        facts.append(("outcome", f"{detail['outcome']}  ({cell})" if cell else
+                      str(detail["outcome"])))
+    if sig.get("value") is not None and "limit" not in sig:
+        facts.append(("value", str(sig["value"])))
+    if sig.get("count") is not None:
+        facts.append(("count", str(sig["count"])))
+    if sig.get("bytes") is not None:
+        facts.append(("bytes", f"{human_bytes(sig['bytes'])}  ({sig['bytes']:,} B)"))
+    if sig.get("seconds") is not None:
+        facts.append(("seconds", human_seconds(sig["seconds"])))
+    if isinstance(detail.get("seconds"), dict):
+        stages = ", ".join(f"{k} {human_seconds(v)}" for k, v in detail["seconds"].items()
+                           if isinstance(v, (int, float)))
+        if stages:
+            facts.append(("stages", stages))
+    if sig.get("fix"):
+        facts.append(("fix", str(sig["fix"])))
+    if facts:
+        parts.append(_kv_table(facts))
+
+    if sig.get("kind") == "tolerance" or "limit" in sig:
+        tol: list[tuple[str, str]] = [
+            ("value", number(sig.get("value"))), ("limit", number(sig.get("limit"))),
+            ("passed", "yes" if sig.get("passed") else "no" if sig.get("passed") is False
+             else "")]
+        if "argmax_match" in detail:
+            rows = detail.get("rows")
+            tol.append(("argmax", f"{detail['argmax_match']} / {rows} rows match"
+                        if rows is not None else str(detail["argmax_match"])))
+        if "top2_gap_min" in detail:
+            tol.append(("top-2 gap", f"min {number(detail['top2_gap_min'])}"))
+        if detail.get("mismatch_rows"):
+            gaps = detail.get("mismatch_top2_gaps") or []
+            pairs = ", ".join(f"row {r}" + (f" (gap {number(g)})" if g is not None else "")
+                              for r, g in zip(detail["mismatch_rows"],
+                                              list(gaps) + [None] * len(detail["mismatch_rows"]),
+                                              strict=False))
+            tol.append(("mismatches", pairs))
+        parts += [_section("tolerance"), _kv_table([t for t in tol if t[1]])]
+
+    site = sig.get("site")
+    if isinstance(site, dict) and site.get("file"):
+        parts.append(_section("call site"))
+        parts.append(Text(format_site(site)))
+        if site.get("line"):
+            path = resolve_path(str(site["file"]), workspace)
+            excerpt = source_excerpt(path, int(site["line"]), 12 if full else 4)
+            if excerpt is None:
+                parts.append(Text(f"(source not readable: {path})", style="dim"))
+            else:
+                code, start = excerpt
+                parts.append(Syntax(code, _LEXERS.get(os.path.splitext(path)[1], "text"),
+                                    line_numbers=True, start_line=start,
+                                    highlight_lines={int(site["line"])}, theme="ansi_dark",
+                                    word_wrap=False))
+    if detail.get("stack"):
+        parts += [_section("stack"), Text("\n".join(map(str, detail["stack"]))[:4000])]
+
+    paths = [(k, str(detail[k])) for k in ("generated_source", "path", "package") if detail.get(k)]
+    if paths:
+        parts += [_section("files"), _kv_table(paths)]
+    if detail.get("source_excerpt"):
+        gen = str(detail.get("generated_source") or "")
+        parts.append(_section("generated source"))
+        parts.append(Syntax(str(detail["source_excerpt"]),
+                            _LEXERS.get(os.path.splitext(gen)[1], "c"), line_numbers=True,
+                            theme="ansi_dark"))
+    rest = {k: v for k, v in detail.items() if k not in _SHOWN}
+    if rest:
+        parts += [_section("more detail"),
+                  Text(json.dumps(rest, indent=1, default=repr)[: 20000 if full else 2000])]
+    if st is not None and st.log_tail.strip():
+        parts += [_section(f"log tail of {st.id}"),
+                  Text(_tail(st.log_tail, None if full else 8), style="dim")]
+    return Group(*parts)
+
+
+def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -> RenderableType:
+    """A probe without a selected signal: status, reason, error and log tail."""
+    head = Text()
+    head.append(f" {st.status} ", style="reverse bold")
+    head.append(f"  {st.id}", style="bold")
+    facts: list[tuple[str, str]] = []
+    if st.reason:
+        facts.append(("reason", st.reason))
+    if st.seconds is not None:
+        facts.append(("seconds", human_seconds(st.seconds) + ("  (cached)" if st.cached else "")))
+    if st.file:
+        facts.append(("file", str(st.file)))
+    deps = (st.result or {}).get("deps") or []
+    if deps:
+        facts.append(("deps", ", ".join(map(str, deps[:8])) + (" …" if len(deps) > 8 else "")))
+    facts.append(("signals", str(len(st.keys))))
+    parts: list[RenderableType] = [head, _kv_table(facts)]
+    err = st.error or {}
+    if isinstance(err, dict) and err.get("site"):
+        site = err["site"]
+        parts += [_section("raised at"), Text(format_site(site))]
+        if site.get("line"):
+            path = resolve_path(str(site["file"]), workspace)
+            excerpt = source_excerpt(path, int(site["line"]), 8 if full else 3)
+            if excerpt:
+                parts.append(Syntax(excerpt[0], "python", line_numbers=True,
+                                    start_line=excerpt[1], highlight_lines={int(site["line"])},
+                                    theme="ansi_dark"))
+    label = {"crashed": "stderr tail", "timeout": "log tail"}.get(st.status, "log tail")
+    if st.log_tail.strip():
+        parts += [_section(label), Text(_tail(st.log_tail, None if full else 40), style="dim")]
+    elif st.status not in ("pending", "queued", "running"):
+        parts.append(Text("(the probe wrote nothing to stdout or stderr)", style="dim"))
+    return Group(*parts)
+
+
+class DetailPane(VerticalScroll):
+    """A scrolling pane showing one signal or one probe."""
+
+    def __init__(self, *, full: bool = False, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.full = full
+        self.subject: tuple[str, str] | None = None  # ("signal", key) / ("probe", id)
+
+    def compose(self):  # noqa: D102 - textual hook
+        yield Static(id="detail-body", expand=True)
+
+    def _body(self) -> Static:
+        return self.query_one("#detail-body", Static)
+
+    def show_signal(self, row: SignalRow, st: ProbeState | None, workspace: str | None) -> None:
+        self.subject = ("signal", row.key)
+        self._body().update(render_signal(row, st, workspace, full=self.full))
+        self.scroll_home(animate=False)
+
+    def show_probe(self, st: ProbeState, workspace: str | None) -> None:
+        self.subject = ("probe", st.id)
+        self._body().update(render_probe(st, workspace, full=self.full))
+        self.scroll_home(animate=False)
+
+    def show_text(self, text: str) -> None:
+        self.subject = None
+        self._body().update(Text(text, style="dim"))
+
+    def details(self) -> Any:
+        """The renderable shown now (for tests)."""
+        return self._body().renderable if hasattr(self._body(), "renderable") else None

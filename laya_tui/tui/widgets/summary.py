@@ -1,0 +1,104 @@
+"""The header of the overview: probe counts per status, signal counts per kind, gate verdict
+and a progress bar while probes run."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import ProgressBar, Static
+
+from laya_tui.signals import KINDS
+from laya_tui.tui.model import RunModel
+
+_STATUS_ORDER = ("ok", "failed", "skipped", "crashed", "timeout", "running", "queued")
+
+
+class SummaryText(Static):
+    """Three lines of counts (status, kinds, gates); restyled by component classes."""
+
+    lines: tuple[Text, Text, Text] = (Text(), Text(), Text())
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "summary--label", "summary--pass", "summary--fail", "summary--dim",
+        "summary--count", "summary--bad",
+    }
+
+    def _s(self, name: str) -> Style:
+        return self.get_component_rich_style(f"summary--{name}", partial=True)
+
+    def show(self, model: RunModel, *, watching: bool, running: bool) -> None:
+        """Re-render from the model (cheap: a few counters)."""
+        counts = model.status_counts()
+        label, dim, cnt, bad = self._s("label"), self._s("dim"), self._s("count"), self._s("bad")
+        line = Text()
+        line.append("probes ", style=label)
+        line.append(str(len(model.probes)), style=cnt)
+        for status in _STATUS_ORDER:
+            n = counts.get(status, 0)
+            if n or status in ("ok", "failed"):
+                line.append("  " + status + " ", style=dim)
+                is_bad = status in ("failed", "crashed", "timeout") and n
+                line.append(str(n), style=bad if is_bad else cnt)
+        if watching:
+            line.append("   ◉ watching", style=label)
+        kinds = Text()
+        kinds.append("signals", style=label)
+        shown = 0
+        for kind in KINDS:
+            n = model.kind_counts.get(kind, 0)
+            if n:
+                kinds.append(f"  {kind} ", style=dim)
+                kinds.append(f"{n:,}", style=cnt)
+                shown += 1
+        if not shown:
+            kinds.append("  none yet", style=dim)
+        gates = Text()
+        gates.append("gates ", style=label)
+        if not model.discovered:
+            gates.append("discovering probes…", style=dim)
+        elif not model.results():
+            gates.append("waiting for results", style=dim)
+        else:
+            evaluated = model.gates()
+            failed = [g for g in evaluated if not g["passed"]]
+            if failed:
+                gates.append(" FAIL ", style=self._s("fail"))
+                gates.append("  " + ", ".join(
+                    f"{g['name']} ({len(g.get('failures', []))})" for g in failed), style=dim)
+            else:
+                gates.append(" PASS ", style=self._s("pass"))
+                gates.append(f"  {len(evaluated)} gates hold", style=dim)
+            if running:
+                gates.append("  (partial: probes still running)", style=dim)
+        if model.errors:
+            gates.append(f"  {len(model.errors)} probe file error(s)", style=bad)
+        self.lines = (line, kinds, gates)
+
+
+class SummaryBar(Vertical):
+    """Status counts and progress, signal kinds, gate verdict: three lines."""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="summary-top"):
+            yield SummaryText(id="summary-status")
+            yield ProgressBar(total=None, show_eta=False, id="progress")
+        yield Static(id="summary-kinds")
+        yield Static(id="summary-gates")
+
+    def show(self, model: RunModel, *, watching: bool = False) -> None:
+        done, total = model.progress()
+        running = done < total
+        text = self.query_one(SummaryText)
+        text.show(model, watching=watching, running=running)
+        status, kinds, gates = text.lines
+        text.update(status)
+        self.query_one("#summary-kinds", Static).update(kinds)
+        self.query_one("#summary-gates", Static).update(gates)
+        bar = self.query_one(ProgressBar)
+        if total:
+            bar.update(total=total, progress=done)
+        bar.set_class(running, "-running")
