@@ -124,6 +124,9 @@ class DependencyTracker:
                 if mod is not None:
                     self._note(mod)
             return result
+        # Parent packages imported on the way (never targets of the hook themselves).
+        fresh += [p for t in targets for p in _parents(t)
+                  if p not in sys.modules and p not in fresh]
         with self.recording(merge=False) as pulled:
             result = call()
         for t in fresh:
@@ -158,20 +161,23 @@ class DependencyTracker:
         """Drop workspace modules whose file or closure touches ``changed``; return their names."""
         changed = {os.path.realpath(p) for p in changed}
         dropped = []
+        was_package: set[str] = set()
         for name, mod in list(sys.modules.items()):
             path = self.workspace_file(mod)
             if path is None:
                 continue
             if path in changed or self.closure.get(path, set()) & changed:
+                if hasattr(mod, "__path__"):
+                    was_package.add(name)
                 del sys.modules[name]
                 self.closure.pop(path, None)
                 dropped.append(name)
         # Reload the enclosing workspace packages whole: their __init__ may re-export
         # names of a dropped module (``from .gemm import gemm_kernel``), and a package
         # re-run beside cached children would lack those children as attributes.
-        packages = {".".join(name.split(".")[:i]) for name in dropped
-                    for i in range(1, name.count(".") + 1)}
-        packages = {p for p in packages if self.workspace_file(sys.modules.get(p))}
+        packages = {p for name in dropped for p in _parents(name)
+                    if p in dropped or self.workspace_file(sys.modules.get(p))}
+        packages |= {name for name in dropped if name in was_package}
         for name, mod in list(sys.modules.items()):
             if any(name == p or name.startswith(p + ".") for p in packages):
                 path = self.workspace_file(mod)
@@ -180,3 +186,9 @@ class DependencyTracker:
                     self.closure.pop(path, None)
                     dropped.append(name)
         return dropped
+
+
+def _parents(name: str) -> list[str]:
+    """``a.b.c`` -> ``["a", "a.b"]``."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
