@@ -1,6 +1,7 @@
 """MLX encoder benchmark: MLX uncompiled vs compiled vs torch eager, cold compile, retrace cost.
 
-Usage: .venv/bin/python benchmarks/bench_mlx.py [--rounds N] [--cold-repeat N]
+Usage: .venv/bin/python benchmarks/bench_mlx.py [--rounds N] [--block N] [--runs N]
+       [--cold-repeat N] [--torch-threads N] [--parts latency,retrace,cold]
 
 All figures come from this one run. Latencies are interleaved round-robin (one call of each
 variant per round, order rotated) so a busy machine slows every variant alike; the ratios
@@ -40,17 +41,23 @@ def _libs():
     return mx, torch
 
 
-def latency(rounds: int) -> None:
-    """Interleaved medians: MLX eager, MLX compiled (fp32, fp16), torch eager."""
+def latency(rounds: int, block: int) -> None:
+    """Medians of MLX eager/compiled (fp32, fp16) and torch eager on the same inputs.
+
+    Two schedules, both over ``rounds`` rounds with the variant order rotated: interleaved
+    (one call per variant per round: every variant sees the same machine load, but each
+    call follows another library's, whose idle threads and cache footprint it inherits)
+    and blocked (``block`` consecutive calls per variant per round, the first dropped).
+    """
     mx, torch = _libs()
-    from laya_tui.mlx_encoder import MlxEncoder, timed_forward
+    from laya_tui.mlx_encoder import MlxEncoder, blas_library, timed_forward
     from laya_tui.presets import tiny_modernbert, token_batch
 
     model = tiny_modernbert()
     enc32 = MlxEncoder.from_torch(model, "fp32")
     enc16 = MlxEncoder.from_torch(model, "fp16")
-    print(f"mlx {mx.__version__} on {mx.default_device()}, torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads), {rounds} interleaved rounds")
+    print(f"mlx {mx.__version__} on {mx.default_device()} (BLAS: {blas_library()}), torch "
+          f"{torch.__version__} ({torch.get_num_threads()} threads); {rounds} rounds")
     for label, lengths in LATENCY_BATCHES.items():
         inputs = token_batch(lengths)
         args = (inputs["input_ids"], inputs["attention_mask"])
@@ -74,23 +81,30 @@ def latency(rounds: int) -> None:
         }
         for fn in variants.values():  # warm-up: traces, JIT kernels, torch caches
             fn(), fn()
-        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
         names = list(variants)
-        for r in range(rounds):
-            for name in names[r % len(names):] + names[: r % len(names)]:
-                samples[name].append(variants[name]())
-        fwd = {k: statistics.median(s[0] for s in v) for k, v in samples.items()}
-        tot = {k: statistics.median(s[1] for s in v) for k, v in samples.items()}
-        ref = fwd["torch eager fp32"]
         waste = 1 - sum(lengths) / (len(lengths) * max(lengths))
-        print(f"\n[{label}] padding waste {waste:.1%}; forward = graph build + evaluated "
-              f"forward; total adds input prep + output conversion (median per run)")
-        for name in names:
-            print(f"  {name:<20} forward {fwd[name] * 1e3:8.2f} ms  total {tot[name] * 1e3:8.2f}"
-                  f" ms  torch/this {ref / fwd[name]:5.2f}x")
-        comp, eager = fwd["mlx compiled fp32"], fwd["mlx eager fp32"]
-        print(f"  compiled/uncompiled (fp32): {comp / eager:.2f}  mlx compiled fp32 / torch "
-              f"eager: {comp / ref:.2f}  mlx eager fp32 / torch eager: {eager / ref:.2f}")
+        unique = len({tuple(row) for row in inputs["input_ids"].tolist()})
+        print(f"\n[{label}] padding waste {waste:.1%}, {unique} unique rows; forward = "
+              f"graph build + evaluated forward (mx.eval + sync); "
+              f"total adds input prep + output conversion (median per run)")
+        for schedule, per in (("interleaved", 1), ("blocked", block)):
+            samples: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
+            for r in range(rounds):
+                for name in names[r % len(names):] + names[: r % len(names)]:
+                    runs = [variants[name]() for _ in range(per)]
+                    samples[name].extend(runs[1:] if per > 1 else runs)
+            fwd = {k: statistics.median(x[0] for x in v) for k, v in samples.items()}
+            tot = {k: statistics.median(x[1] for x in v) for k, v in samples.items()}
+            ref = fwd["torch eager fp32"]
+            print(f"  {schedule} ({len(samples[names[0]])} samples each)")
+            for name in names:
+                print(f"    {name:<20} forward {fwd[name] * 1e3:8.2f} ms  total "
+                      f"{tot[name] * 1e3:8.2f} ms  this/torch {fwd[name] / ref:6.2f}x")
+            comp, eager = fwd["mlx compiled fp32"], fwd["mlx eager fp32"]
+            print(f"    ratios: mlx compiled/uncompiled fp32 {comp / eager:.2f}, fp16 "
+                  f"{fwd['mlx compiled fp16'] / fwd['mlx eager fp16']:.2f}; mlx compiled fp32 /"
+                  f" torch eager {comp / ref:.2f}; mlx uncompiled fp32 / torch eager "
+                  f"{eager / ref:.2f}")
 
 
 def retrace(runs: int) -> None:
@@ -176,18 +190,30 @@ def cold(repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--block", type=int, default=6, help="calls per variant per blocked round")
     ap.add_argument("--runs", type=int, default=15, help="warm runs per shape for retrace")
     ap.add_argument("--cold-repeat", type=int, default=1)
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="torch.set_num_threads (on a busy shared host, 1 avoids OpenMP "
+                         "barrier stalls that inflate torch's figures)")
+    ap.add_argument("--parts", default="latency,retrace,cold",
+                    help="comma-separated subset of latency,retrace,cold")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     try:
         import mlx.core  # noqa: F401
     except ImportError:
         sys.exit("mlx not installed: pip install 'mlx[cpu]' on Linux, 'mlx' on macOS")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    latency(args.rounds)
-    retrace(args.runs)
-    cold(args.cold_repeat)
+    if args.torch_threads:
+        _libs()[1].set_num_threads(args.torch_threads)
+    if "latency" in parts:
+        latency(args.rounds, args.block)
+    if "retrace" in parts:
+        retrace(args.runs)
+    if "cold" in parts:
+        cold(args.cold_repeat)
 
 
 if __name__ == "__main__":

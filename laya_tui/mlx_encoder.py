@@ -328,6 +328,23 @@ def kernel_count() -> int:
     return sum(1 for _ in d.glob("lib*.so")) if d.is_dir() else 0
 
 
+def blas_library() -> str | None:
+    """The BLAS library MLX's CPU backend links, as mapped in this process (Linux only).
+
+    The ``mlx[cpu]`` Linux wheel bundles the reference (netlib) BLAS under ``mlx_cpu.libs``,
+    which bounds what its matmuls can do; name it next to every latency figure. ``None``
+    where ``/proc/self/maps`` is absent (macOS: Accelerate) or no MLX BLAS is mapped.
+    """
+    maps = Path("/proc/self/maps")
+    if not maps.is_file():
+        return None
+    for line in maps.read_text().splitlines():
+        path = Path(line.split()[-1]) if len(line.split()) >= 6 else None
+        if path and "blas" in path.name.lower() and path.parent.name.startswith("mlx"):
+            return str(path)
+    return None
+
+
 # -- timing ----------------------------------------------------------------------------
 PHASES: tuple[str, ...] = ("prepare", "graph", "forward", "convert")
 

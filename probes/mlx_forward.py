@@ -48,10 +48,11 @@ def _libs(ctx: Any) -> tuple[Any, Any]:
         import transformers  # noqa: F401 - the reference model needs it
     except ImportError as exc:
         ctx.skip(f"torch/transformers not installed ({exc}): pip install 'laya-tui[torch]'")
-    from laya_tui.mlx_encoder import kernel_cache_dir
+    from laya_tui.mlx_encoder import blas_library, kernel_cache_dir
 
     ctx.environment("mlx", mx.__version__, detail={
-        "device": str(mx.default_device()), "kernel_cache": str(kernel_cache_dir())})
+        "device": str(mx.default_device()), "kernel_cache": str(kernel_cache_dir()),
+        "blas": blas_library()})
     return mx, torch
 
 
@@ -135,7 +136,7 @@ def encoder_parity(ctx: Any, dtype: str, compiled: bool) -> None:
         if i == 0:
             _phase_signals(ctx, [t], "cold", {
                 "mode": mode, "shape": list(batch.shape), "padding_waste": batch.padding_waste,
-                "jit_kernels_built": kernel_count() - k0})
+                "jit_kernels_built": kernel_count() - k0, "jit_kernels_cached_before": k0})
         seen = _report_traces(ctx, enc, seen)
         ctx.compare(f"last_hidden_state[{batch.shape[0]}x{batch.shape[1]}]", out, ref,
                     atol=limit, mask=_valid(inputs),
