@@ -3,10 +3,10 @@ tolerance numbers, generated source or package path, and the probe's log tail.""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from itertools import islice
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -158,8 +158,9 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
                             theme="ansi_dark"))
     rest = {k: v for k, v in detail.items() if k not in _SHOWN}
     if rest:
-        parts += [_section("more detail"),
-                  Text(json.dumps(rest, indent=1, default=repr)[: 20000 if full else 2000])]
+        limit = 4000 if full else 300
+        parts += [_section("more detail"), _kv_table(
+            [(k, json.dumps(v, default=repr)[:limit]) for k, v in rest.items()])]
     if st is not None and st.log_tail.strip():
         parts += [_section(f"log tail of {st.id}"),
                   Text(_tail(st.log_tail, None if full else 8), style="dim")]
@@ -210,27 +211,36 @@ class DetailPane(VerticalScroll):
         super().__init__(id=id, classes=classes)
         self.full = full
         self.subject: tuple[str, str] | None = None  # ("signal", key) / ("probe", id)
+        self._shown: RenderableType = ""
 
     def compose(self):  # noqa: D102 - textual hook
         yield Static(id="detail-body", expand=True)
+
+    def _set(self, renderable: RenderableType) -> None:
+        self._shown = renderable
+        self._body().update(renderable)
 
     def _body(self) -> Static:
         return self.query_one("#detail-body", Static)
 
     def show_signal(self, row: SignalRow, st: ProbeState | None, workspace: str | None) -> None:
         self.subject = ("signal", row.key)
-        self._body().update(render_signal(row, st, workspace, full=self.full))
+        self._set(render_signal(row, st, workspace, full=self.full))
         self.scroll_home(animate=False)
 
     def show_probe(self, st: ProbeState, workspace: str | None) -> None:
         self.subject = ("probe", st.id)
-        self._body().update(render_probe(st, workspace, full=self.full))
+        self._set(render_probe(st, workspace, full=self.full))
         self.scroll_home(animate=False)
 
     def show_text(self, text: str) -> None:
         self.subject = None
-        self._body().update(Text(text, style="dim"))
+        self._set(Text(text, style="dim"))
 
-    def details(self) -> Any:
-        """The renderable shown now (for tests)."""
-        return self._body().renderable if hasattr(self._body(), "renderable") else None
+    def plain_text(self, width: int = 120) -> str:
+        """What the pane shows, as plain text (tests, copy)."""
+        from rich.console import Console
+
+        console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+        console.print(self._shown)
+        return console.export_text()

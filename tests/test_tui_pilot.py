@@ -1,0 +1,240 @@
+"""Pilot tests: the real app, fed recorded signals, driven by keys like a user would."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from laya_tui.report import validate_report
+from laya_tui.tui.screens.main import MainScreen
+from laya_tui.tui.screens.matrix import MatrixScreen
+from laya_tui.tui.screens.runs import RunsScreen, timing_series, tolerance_series
+from laya_tui.tui.screens.signal import SignalScreen
+from laya_tui.tui.widgets.matrix import LoweringMatrix
+from tests._tui import SIZE, MessageLog, recorded_app
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_recorded_run_fills_tree_table_and_header():
+    log = MessageLog()
+    app = recorded_app()
+    async with app.run_test(size=SIZE, message_hook=log) as pilot:
+        await app.settled()
+        await pilot.pause()
+        main = app.main_screen
+        assert isinstance(main, MainScreen)
+        assert len(app.model.probes) == 19
+        assert app.model.status_counts()["crashed"] == 1
+        assert main.table.row_count == 26
+        assert log.of("ProbesDiscovered")[0].count == 19
+        assert log.of("RunCompleted")[-1].what == "all"
+        # events were coalesced: far fewer RunUpdated messages than runner events
+        updates = log.of("RunUpdated")
+        assert sum(m.changes.events for m in updates) >= 19 * 3
+        assert len(updates) < 19
+        status = str(main.query_one("#summary-gates").render())
+        assert "FAIL" in status and "no-crash (1)" in status
+
+
+async def test_drill_down_family_probe_signal_and_back():
+    log = MessageLog()
+    app = recorded_app()
+    async with app.run_test(size=SIZE, message_hook=log) as pilot:
+        await app.settled()
+        main = app.main_screen
+        await pilot.press("j", "j", "j")  # all -> env -> demo_facts -> explain
+        await pilot.pause()
+        assert main.scope == ("family", "explain")
+        assert main.table.row_count == 11
+        await pilot.press("enter")  # family: drill to its first probe
+        await pilot.pause()
+        assert main.scope == ("probe", "explain/tiny_llama_forward")
+        assert log.of("ScopeChanged")[-1].scope == ("probe", "explain/tiny_llama_forward")
+        assert main.table.row_count == 8
+        await pilot.press("enter")  # probe: into its signals
+        await pilot.pause()
+        assert app.focused is main.table
+        await pilot.press("j", "j")
+        await pilot.pause()
+        key = main.table.cursor_key
+        assert app.model.rows[key].sig["subject"] == "aten::_softmax"
+        assert log.of("SignalHighlighted")[-1].key == key
+        await pilot.press("enter")  # signal: full detail
+        await pilot.pause()
+        assert isinstance(app.screen, SignalScreen) and app.screen.key == key
+        assert log.of("SignalChosen")[-1].key == key
+        text = app.screen.query_one("#full-detail").plain_text()
+        assert "query length 7 is not a multiple of 32" in text
+        assert "pad prompts to a multiple of 32 tokens" in text
+        assert "model.py:23(attention)" in text
+        assert "scores = scores + mask" in text  # the source excerpt around the line
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main
+        await pilot.press("escape")  # table -> tree
+        await pilot.pause()
+        assert app.focused is main.tree
+        await pilot.press("escape")  # probe -> its family
+        await pilot.pause()
+        assert main.scope == ("family", "explain")
+
+
+async def test_filter_kind_only_failing_and_sort_on_raw_bytes():
+    log = MessageLog()
+    app = recorded_app()
+    async with app.run_test(size=SIZE, message_hook=log) as pilot:
+        await app.settled()
+        main = app.main_screen
+        table = main.table
+        await pilot.press("slash", *"fallback")
+        await pilot.pause()
+        assert log.of("FilterChanged")[-1].text == "fallback"
+        assert set(table.column_values("kind")) == {"fallback"}
+        assert table.row_count == 4
+        await pilot.press("enter")  # keep the filter, back to the table
+        # sort by bytes: 4 presses of s = kind, subject, count, bytes (descending first)
+        await pilot.press("s", "s", "s", "s")
+        await pilot.pause()
+        assert log.of("SortChanged")[-1].column == "bytes"
+        # 1.5 MiB > 256 KiB > 128 KiB > 64 KiB: numeric order, not text order
+        assert table.column_values("bytes") == ["1.5 MiB", "256.0 KiB", "128.0 KiB", "64.0 KiB"]
+        await pilot.press("S")
+        await pilot.pause()
+        assert table.column_values("bytes") == ["64.0 KiB", "128.0 KiB", "256.0 KiB", "1.5 MiB"]
+        await pilot.press("escape", "escape")  # leave the table, clear nothing
+        await pilot.press("slash")
+        await pilot.press("escape")  # Esc in the filter box clears it
+        await pilot.pause()
+        assert table.filter.text == ""
+        assert table.row_count == 26
+        await pilot.press("f")  # only failing
+        await pilot.pause()
+        assert log.of("FilterChanged")[-1].only_failing is True
+        subjects = set(table.column_values("subject"))
+        assert "hidden_states" in subjects and "logits" not in subjects
+        assert all(app.model.rows[k].failing for k in table.keys())
+        await pilot.press("f", "t")  # every kind, then the first kind present
+        await pilot.pause()
+        assert table.filter.kind == "environment"
+        assert table.column_values("kind") == ["environment"]
+
+
+async def test_rows_update_by_key_on_rerun_and_runs_history(tmp_path):
+    log = MessageLog()
+    app = recorded_app(tmp_path)
+    async with app.run_test(size=SIZE, message_hook=log) as pilot:
+        await app.settled()
+        main = app.main_screen
+        main.select_scope(("probe", "explain/tiny_llama_forward"))
+        await pilot.pause()
+        before = {k: app.model.rows[k] for k in main.table.keys()}
+        await pilot.press("r")
+        await app.settled()
+        await pilot.pause()
+        assert log.of("RunStarted")[-1].probe_ids == ("explain/tiny_llama_forward",)
+        after = {k: app.model.rows[k] for k in main.table.keys()}
+        assert list(after) == list(before)  # same keys, same order: updated in place
+        assert all(after[k] is before[k] for k in after)  # the very same row objects
+        st = app.model.probes["explain/tiny_llama_forward"]
+        assert [r.run for r in st.runs] == [1, 2]
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+        await pilot.press("r")
+        await app.settled()
+        await pilot.pause()
+        assert [r.run for r in st.runs] == [1, 2, 3]
+        assert tolerance_series(st.runs) == {"logits": [(1, 0.0123), (2, 0.0123), (3, 0.0123)]}
+        assert [p[0] for p in timing_series(st.runs)["prefill"]] == [1, 2, 3]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main
+
+
+async def test_export_writes_a_valid_report(tmp_path):
+    log = MessageLog()
+    app = recorded_app(tmp_path)
+    async with app.run_test(size=SIZE, message_hook=log) as pilot:
+        await app.settled()
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        exported = log.of("ReportExported")
+        assert exported and exported[-1].path == str(tmp_path / "report.json")
+        report = json.loads((tmp_path / "report.json").read_text())
+        validate_report(report)
+        assert len(report["probes"]) == 19
+        assert report["summary"]["passed"] is False
+
+
+async def test_lowering_matrix_cells_and_diagnostic():
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled()
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, MatrixScreen)
+        matrix = app.screen.query_one(LoweringMatrix)
+        grid = matrix.outcome_grid()
+        assert grid["gemm_kernel"] == {"c·fp32·cpu": "ran", "c·fp16·gpu": "build-failed",
+                                       "c·bf16·gpu": "lower-failed",
+                                       "cuda·fp16·gpu": "skipped"}
+        assert grid["rope_kernel"]["c·fp32·cpu"] == "run-failed"
+        assert grid["rope_kernel"]["c·bf16·gpu"] == "built"
+        await pilot.press("right")  # c·fp16·gpu of gemm_kernel
+        await pilot.pause()
+        text = app.screen.query_one("#cell-detail").plain_text()
+        assert "cannot convert 'half8' to 'float8'" in text
+        assert "build-failed" in text
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SignalScreen)
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_crashed_probe_shows_stderr_tail():
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled()
+        app.main_screen.select_scope(("probe", "faults/segfault"))
+        await pilot.pause()
+        text = app.main_screen.detail.plain_text()
+        assert "crashed" in text and "worker killed by SIGSEGV" in text
+        assert "stderr tail" in text and "about to segfault" in text
+
+
+async def test_palette_jumps_to_a_probe_and_quit_closes_the_runner():
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled()
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"go to probe hangs")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.main_screen.scope == ("probe", "faults/hangs")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        runner = app.runner
+        await pilot.press("q")
+        await pilot.pause()
+    assert runner.killed and runner.closed
+    assert app.return_code == 0
+
+
+async def test_watch_is_refused_for_a_recording():
+    app = recorded_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await app.settled()
+        await pilot.press("w")
+        await pilot.pause()
+        assert not app.watching
+        assert any("recorded" in n.message for n in app._notifications)
