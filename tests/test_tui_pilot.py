@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from laya_tui.tui.screens.matrix import MatrixScreen
 from laya_tui.tui.screens.runs import RunsScreen, timing_series, tolerance_series
 from laya_tui.tui.screens.signal import SignalScreen
 from laya_tui.tui.widgets.matrix import LoweringMatrix
-from tests._tui import SIZE, MessageLog, recorded_app
+from tests._tui import DEMO_WS, SIZE, MessageLog, recorded_app
 
 pytestmark = pytest.mark.asyncio
 
@@ -238,3 +239,21 @@ async def test_watch_is_refused_for_a_recording():
         await pilot.pause()
         assert not app.watching
         assert any("recorded" in n.message for n in app._notifications)
+
+
+async def test_o_opens_the_call_site_in_the_editor_at_its_line(tmp_path, monkeypatch):
+    args = tmp_path / "args"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\necho "$@" > {args}\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = recorded_app()
+    # the headless test driver cannot hand the terminal over; the editor still runs for real
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled()
+        app.main_screen.select_scope(("probe", "explain/tiny_llama_forward"))
+        await pilot.press("enter", "o")
+        await pilot.pause()
+    assert args.read_text().split() == ["+8", str(DEMO_WS / "model.py")]

@@ -1,0 +1,146 @@
+"""The dashboard's pure parts: model keys across re-runs, the pump's time budget, formats,
+the editor command, and the virtual table's sorting and filtering."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from laya_tui.events import ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.tui.editor import editor_command
+from laya_tui.tui.format import human_bytes, split_cell
+from laya_tui.tui.model import Changes, RunModel
+from laya_tui.tui.pump import EventPump
+from laya_tui.tui.recorded import load_report
+from laya_tui.tui.widgets.matrix import matrix_cells
+from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_cells
+from tests._tui import DEMO_REPORT
+
+
+def run(model: RunModel, pid: str, signals: list[dict], status: str = "ok") -> Changes:
+    changes = Changes()
+    model.apply(ProbeQueued(pid, "fam"), changes)
+    model.apply(ProbeStarted(pid, "fam", 1.0), changes)
+    for sig in signals:
+        model.apply(SignalEmitted(pid, sig), changes)
+    model.apply(ProbeFinished({"id": pid, "family": "fam", "status": status, "reason": None,
+                               "seconds": 0.5, "signals": signals, "log_tail": ""}), changes)
+    return changes
+
+
+def fb(subject: str, count: int = 1, **kw) -> dict:
+    return {"kind": "fallback", "subject": subject, "count": count, "reason": "r", **kw}
+
+
+def test_rerun_updates_changed_rows_and_drops_gone_ones():
+    model = RunModel()
+    first = run(model, "fam/p", [fb("a"), fb("b"), fb("a")])  # duplicate keys get #1, #2
+    assert len(first.added) == 3 and len({r.key for r in first.added}) == 3
+    keys = list(model.probes["fam/p"].keys)
+    second = run(model, "fam/p", [fb("a"), fb("a", count=5)])
+    assert second.added == []
+    assert [r.key for r in second.updated] == [keys[2]]  # the second "a" changed its count
+    assert [r.sig["subject"] for r in second.removed] == ["b"]
+    assert list(model.probes["fam/p"].keys) == [keys[0], keys[2]]
+    assert model.kind_counts["fallback"] == 2
+    assert [r.run for r in model.probes["fam/p"].runs] == [1, 2]
+
+
+def test_finished_without_streamed_signals_ingests_the_result():
+    model = RunModel()
+    changes = Changes()
+    model.apply(ProbeFinished({"id": "f/x", "family": "f", "status": "crashed",
+                               "reason": "worker killed by SIGSEGV", "seconds": 0.1,
+                               "signals": [{"kind": "log", "reason": "before"}],
+                               "log_tail": "boom"}), changes)
+    st = model.probes["f/x"]
+    assert st.status == "crashed" and st.log_tail == "boom" and len(st.keys) == 1
+    assert changes.structure and changes.finished == ["f/x"]
+
+
+def test_abandon_restores_the_last_status():
+    model = RunModel()
+    run(model, "fam/p", [fb("a")], status="failed")
+    changes = Changes()
+    model.apply(ProbeQueued("fam/p", "fam"), changes)
+    model.apply(ProbeQueued("fam/q", "fam"), changes)
+    model.abandon()
+    assert model.probes["fam/p"].status == "failed"
+    assert model.probes["fam/q"].status == "pending"
+
+
+def test_pump_drains_in_time_boxed_slices():
+    model = RunModel()
+    pump = EventPump(model, budget=0.002)
+    pump.push(ProbeStarted("f/flood", "f", 1.0))
+    for i in range(50_000):
+        pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}",
+                                            "seconds": 0.001}))
+    t0 = time.perf_counter()
+    first = pump.drain()
+    took = time.perf_counter() - t0
+    assert 0 < len(first.added) < 50_000 and pump.pending > 0
+    assert took < 0.05  # the budget plus at most one 128-event stride
+    while pump.pending:
+        pump.drain()
+    assert len(model.rows) == 50_000
+
+
+def test_human_bytes_and_cells():
+    assert human_bytes(None) == ""
+    assert human_bytes(512) == "512 B"
+    assert human_bytes(1536) == "1.5 KiB"
+    assert human_bytes(3 * 1024**3) == "3.0 GiB"
+    assert split_cell("tilelang/gemm_kernel[c,bf16,gpu]") == ("gemm_kernel", ["c", "bf16", "gpu"])
+    assert split_cell("env/python") is None
+
+
+@pytest.mark.parametrize(("editor", "expected"), [
+    ("vim", ["vim", "+12", "/w/m.py"]),
+    ("nvim -p", ["nvim", "-p", "+12", "/w/m.py"]),
+    ("code --wait", ["code", "--wait", "--goto", "/w/m.py:12"]),
+    ("subl", ["subl", "/w/m.py:12"]),
+])
+def test_editor_command(editor, expected):
+    assert editor_command(editor, "/w/m.py", 12) == expected
+    assert editor_command(editor, "/w/m.py", None)[-1] == "/w/m.py"
+
+
+def _recorded_model() -> RunModel:
+    model = RunModel()
+    changes = Changes()
+    for p in load_report(DEMO_REPORT)["probes"]:
+        model.apply(ProbeFinished(p), changes)
+    return model
+
+
+def test_table_sorts_on_raw_values_and_filters():
+    model = _recorded_model()
+    table = SignalTable()
+    table.filter = TableFilter(kind="fallback")
+    table.sort_column, table.sort_reverse = "bytes", True
+    table._after_change = lambda keep, announce: None  # no app: skip widget refresh
+    table.rebuild(model.rows.values())
+    assert table.column_values("bytes") == ["1.5 MiB", "256.0 KiB", "128.0 KiB", "64.0 KiB"]
+    table.filter = TableFilter(text="SOFTMAX")
+    table.rebuild(model.rows.values())
+    assert table.column_values("subject") == ["aten::_softmax", "hidden_states"]
+    # streaming a row in keeps the order (bisect on the raw value)
+    table.filter = TableFilter()
+    table.sort_column, table.sort_reverse = "count", False
+    table.rebuild([r for r in model.rows.values() if r.sig["kind"] == "fallback"])
+    assert table.column_values("count") == ["1", "2", "2", "4"]
+    extra = run(model, "fam/new", [fb("aten::x", count=3)]).added
+    table.apply(extra, [], [])
+    assert table.column_values("count") == ["1", "2", "2", "3", "4"]
+    assert row_cells(extra[0]).text[0] == "fallback"
+
+
+def test_matrix_cells_from_lowering_signals_and_statuses():
+    kernels, columns, cells = matrix_cells(_recorded_model())
+    assert kernels == ["gemm_kernel", "add_ln_kernel", "rope_kernel"]
+    assert columns == [("c", "fp32", "cpu"), ("c", "fp16", "gpu"), ("c", "bf16", "gpu"),
+                       ("cuda", "fp16", "gpu")]
+    assert cells[("add_ln_kernel", ("c", "fp16", "gpu"))].outcome == "lower-failed"
+    assert cells[("gemm_kernel", ("cuda", "fp16", "gpu"))].outcome == "skipped"
