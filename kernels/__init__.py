@@ -1,25 +1,39 @@
 """TileLang kernels of a ModernBERT-style encoder (DESIGN §4).
 
 Each module holds one factory (GPU specialization by default, ``cpu=True`` for the fp32
-CPU specialization) and an ``example()`` the lowering-matrix probe runs. Importing this
-package imports TileLang: do it only in workers and tests.
+CPU specialization) and an ``example()`` the lowering-matrix probe runs.
+
+Importing this package imports nothing heavy: the names below load their module (and
+TileLang) on first access. That matters because transformers probes
+``importlib.import_module("kernels")`` (the Hugging Face kernels hub package) whenever a
+model loads, and finds this folder when the workspace is on ``sys.path``; without a
+``__version__`` it concludes that hub kernels are unavailable, at no cost.
 """
 
-from .add_ln import add_ln_kernel
-from .attn import attn_kernel
-from .common import Example, Spec, compile_cpu, make_spec
-from .geglu import gemm_geglu_kernel
-from .gemm import gemm_kernel
-from .rope import rope_kernel
+from __future__ import annotations
 
-__all__ = [
-    "Example",
-    "Spec",
-    "add_ln_kernel",
-    "attn_kernel",
-    "compile_cpu",
-    "gemm_geglu_kernel",
-    "gemm_kernel",
-    "make_spec",
-    "rope_kernel",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "add_ln_kernel": "add_ln",
+    "attn_kernel": "attn",
+    "Example": "common",
+    "Spec": "common",
+    "compile_cpu": "common",
+    "make_spec": "common",
+    "gemm_geglu_kernel": "geglu",
+    "gemm_kernel": "gemm",
+    "rope_kernel": "rope",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
