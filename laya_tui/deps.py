@@ -29,6 +29,8 @@ class DependencyTracker:
         self._stack: list[set[str]] = []
         #: module file -> workspace files its first import pulled in (transitively)
         self.closure: dict[str, set[str]] = {}
+        self._stamp: dict[str, int] = {}  # module file -> import call that set its closure
+        self._calls = 0
         self._orig_import = builtins.__import__
         self._orig_import_module = importlib.import_module
         self._installed = False
@@ -127,15 +129,18 @@ class DependencyTracker:
         # Parent packages imported on the way (never targets of the hook themselves).
         fresh += [p for t in targets for p in _parents(t)
                   if p not in sys.modules and p not in fresh]
+        self._calls += 1
+        call_id = self._calls
         with self.recording(merge=False) as pulled:
             result = call()
         for t in fresh:
             mod = sys.modules.get(t)
             path = self.workspace_file(mod) if mod is not None else None
-            if path is not None:
-                # The innermost import (the one that ran the module) set it already;
-                # an outer one also pulled in parent packages and their other children.
-                self.closure.setdefault(path, set(pulled) - {path})
+            if path is not None and self._stamp.get(path, 0) <= call_id:
+                # Not when an import nested in this one (the one that ran the module) set
+                # it: this outer one also pulled in parent packages and their children.
+                self.closure[path] = set(pulled) - {path}
+                self._stamp[path] = call_id
         for t in targets:
             mod = sys.modules.get(t)
             if mod is not None:

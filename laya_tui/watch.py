@@ -70,7 +70,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from laya_tui.events import Event, ProbeStarted
+from laya_tui.events import Event, ProbeFinished, ProbeStarted
 from laya_tui.runner import Discovery, RunConfig, Runner, WorkerDied, WorkerHandle, matches_any
 from laya_tui.signals import signal_key
 
@@ -91,6 +91,7 @@ NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 COMPARED_FIELDS = ("count", "bytes", "value", "passed")
 DIAGNOSTIC_ERRORS = ("ProbeFileError", "SyntaxError", "IndentationError", "TabError",
                      "ImportError", "ModuleNotFoundError")
+CANCELLED = "cancelled by a newer change"  # the runner's reason for a superseded run
 _AT_FILE_LINE = re.compile(r" at (?P<file>\S+):(?P<line>\d+)$")
 
 Record = dict[str, Any]
@@ -521,6 +522,9 @@ class Watcher:
             pending = getattr(self.runner, "_stale", {}).get(event.family, set())
             if not pending & self._deps.get(event.probe_id, set()):
                 self._started_gen[event.probe_id] = self._gen.get(event.probe_id, 0)
+        if isinstance(event, ProbeFinished) and event.result.get("reason") == CANCELLED \
+                and event.result.get("id") in self._gen:
+            return  # superseded by a newer change: its result is the one to show
         if self._prev_on_event is not None:
             self._prev_on_event(event)
 

@@ -60,3 +60,13 @@ def test_invalidation_reloads_the_package_so_reexports_are_fresh(pkg):
     assert ns["FOO"] == 42
     assert sys.modules[name].foo.FOO == 42
     assert sys.modules[name].bar.BAR == 2  # siblings are attributes again
+
+
+def test_a_module_reimported_after_an_outside_purge_gets_its_new_imports(pkg):
+    # The lowering probe drops its kernel modules itself (fingerprint refresh), without
+    # DependencyTracker.invalidate: the next import must record the edited imports.
+    name, root, tracker = pkg
+    assert record(tracker, f"import {name}.bar") == {"__init__.py", "bar.py"}
+    del sys.modules[f"{name}.bar"]
+    (root / "bar.py").write_text("from .common import BASE\nBAR = BASE\n")
+    assert record(tracker, f"import {name}.bar") == {"__init__.py", "bar.py", "common.py"}

@@ -1,0 +1,280 @@
+"""Watch-mode latency: save a TileLang kernel file, wait for its updated result.
+
+Prints, measured in one run:
+  * the cold first run (watcher start -> first result of the cell: discovery, worker
+    start, ``import tilelang``/``torch``, first lower+build+run);
+  * save -> updated-result latency over N content-changing saves (p50, p95), with the
+    cell's own run seconds beside it;
+  * the same kernel's lower+build time in an already-warm process (one process imports
+    tilelang once, then lowers and builds N times);
+  * the ratio against the target: latency p50/p95 <= 1.3 x warm lower+build + 0.2 s.
+
+Workspace: a temporary copy of the repo's ``kernels/`` (never the real files). The cell is
+the real ``probes/tilelang_matrix.py`` cell matching ``--cell`` when that probe exists,
+else a small probe that lowers, builds, runs and compares the kernel's CPU specialization
+exactly like the kernel tests do. ``--synthetic`` uses a one-file TileLang kernel instead.
+TileLang's disk cache is off on both sides (``TILELANG_DISABLE_CACHE=1``) so every save
+pays a real lower+build, as an edit that changes the kernel does.
+
+Usage: ``python benchmarks/bench_watch.py [--edits 20] [--kernel gemm] [--synthetic]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+os.environ["TILELANG_DISABLE_CACHE"] = "1"
+
+from laya_tui.runner import RunConfig  # noqa: E402
+from laya_tui.watch import Watcher  # noqa: E402
+
+FACTORIES = {"gemm": "gemm_kernel", "geglu": "gemm_geglu_kernel", "add_ln": "add_ln_kernel",
+             "rope": "rope_kernel", "attn": "attn_kernel"}
+
+BENCH_PROBE = '''
+"""Lower, build, run and compare one kernel's CPU specialization (watch benchmark)."""
+import importlib
+
+from laya_tui import param, probe
+
+
+@probe(family="tilelang", params=[param("c,fp32,cpu", name="{factory}", module="{module}")])
+def cell(ctx, module):
+    import torch  # noqa: F401
+
+    mod = importlib.import_module(f"kernels.{{module}}")
+    from kernels.common import compile_cpu
+
+    ex = mod.example()
+    with ctx.timed("lower+build"):
+        kernel = compile_cpu(getattr(mod, "{factory}"), *ex.args, **ex.kwargs)
+    ctx.lowering("{factory}[c,fp32,cpu]", passed=True, detail={{"outcome": "built"}})
+    tensors, promoted = ex.materialize()
+    expected = ex.expected(promoted)
+    kernel(*tensors.values())
+    actual = ex.actual(tensors)
+    for name, ref in expected.items():
+        ctx.compare(name, actual[name], ref, atol=ex.tolerance(name, dtype="float32", cpu=True))
+'''
+
+SYNTH_KERNEL = '''
+import tilelang.language as T
+
+SCALE = {scale!r}
+
+
+def scale_add_kernel(M, N, block_M=16, block_N=16, dtype="float32"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=1) as (bx, by):
+            for i, j in T.grid(block_M, block_N):
+                C[by * block_M + i, bx * block_N + j] = (
+                    A[by * block_M + i, bx * block_N + j] * SCALE
+                    + B[by * block_M + i, bx * block_N + j])
+    return main
+'''
+
+SYNTH_PROBE = '''
+import importlib
+
+from laya_tui import probe
+
+
+@probe(family="tilelang", name="scale_add_kernel[c,fp32,cpu]")
+def cell(ctx):
+    import tilelang
+    import torch
+
+    mod = importlib.import_module("kernels.scale_add")
+    with ctx.timed("lower+build"):
+        kernel = tilelang.compile(mod.scale_add_kernel(64, 64), target="c",
+                                  execution_backend="cython")
+    ctx.lowering("scale_add_kernel[c,fp32,cpu]", passed=True, detail={"outcome": "built"})
+    a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.empty(64, 64)
+    kernel(a, b, c)
+    ctx.compare("C", c, a * mod.SCALE + b, atol=2e-5)
+'''
+
+WARM_REAL = '''
+import importlib, json, statistics, sys, time
+import tilelang
+mod = importlib.import_module("kernels.{module}")
+ex = mod.example()
+factory = getattr(mod, "{factory}")
+out = []
+for i in range({n} + 1):
+    t = time.perf_counter()
+    tilelang.compile(factory(*ex.args, cpu=True, **ex.kwargs), target="c",
+                     execution_backend="cython")
+    out.append(time.perf_counter() - t)
+print(json.dumps(out[1:]))
+'''
+
+WARM_SYNTH = '''
+import json, time
+import tilelang
+from kernels import scale_add
+out = []
+for i in range({n} + 1):
+    t = time.perf_counter()
+    tilelang.compile(scale_add.scale_add_kernel(64, 64), target="c", execution_backend="cython")
+    out.append(time.perf_counter() - t)
+print(json.dumps(out[1:]))
+'''
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s) + 0.5) - 1))]
+
+
+def build_workspace(root: Path, kernel: str, synthetic: bool) -> tuple[Path, str, Path, str]:
+    """(workspace, cell glob, kernel file to edit, warm-process script)."""
+    ws = root / "ws"
+    (ws / "probes").mkdir(parents=True)
+    if synthetic:
+        (ws / "kernels").mkdir()
+        (ws / "kernels" / "__init__.py").write_text("")
+        (ws / "kernels" / "scale_add.py").write_text(SYNTH_KERNEL.format(scale=1.5))
+        (ws / "probes" / "tl.py").write_text(SYNTH_PROBE)
+        return ws, "tilelang/*", ws / "kernels" / "scale_add.py", WARM_SYNTH
+    shutil.copytree(REPO / "kernels", ws / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    factory = FACTORIES[kernel]
+    real_probe = REPO / "probes" / "tilelang_matrix.py"
+    if real_probe.exists():
+        shutil.copy(real_probe, ws / "probes" / real_probe.name)
+        for helper in (REPO / "probes").glob("_*.py"):
+            shutil.copy(helper, ws / "probes" / helper.name)
+        cell = f"tilelang/{factory}[c,fp32,cpu]"
+    else:
+        (ws / "probes" / "tl.py").write_text(BENCH_PROBE.format(factory=factory, module=kernel))
+        cell = f"tilelang/{factory}[c,fp32,cpu]"
+    warm = WARM_REAL.replace("{module}", kernel).replace("{factory}", factory)
+    return ws, cell, ws / "kernels" / f"{kernel}.py", warm
+
+
+def warm_lower_build(ws: Path, script: str, n: int) -> list[float]:
+    """Lower+build ``n`` times in one already-warm process (after one warm-up build)."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", script.replace("{n}", str(n))], cwd=ws,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+async def measure(ws: Path, cell: str, target: Path, edits: int, synthetic: bool
+                  ) -> tuple[float, list[float], list[float], list[dict]]:
+    """(cold seconds, latencies, run seconds, records) over ``edits`` saves."""
+    config = RunConfig(workspace=str(ws), probes=[str(ws / "probes")],
+                       kernels=[str(ws / "kernels")], only=[cell], use_cache=False,
+                       cache_dir=str(ws.parent / "cache"), jobs=1)
+    records: asyncio.Queue[dict] = asyncio.Queue()
+    watcher = Watcher(config, on_record=records.put_nowait, debounce_ms=50)
+    t0 = time.perf_counter()
+    task = asyncio.create_task(watcher.run())
+    cold = None
+    while True:
+        rec = await asyncio.wait_for(records.get(), 600)
+        if rec["type"] == "result" and cold is None:
+            cold = time.perf_counter() - t0
+            if rec["status"] != "ok":
+                raise SystemExit(f"first run of {rec['probe']} is {rec['status']}: "
+                                 f"{rec['reason']}\n{rec['result'].get('log_tail', '')[-2000:]}")
+        if rec["type"] == "diagnostic":
+            raise SystemExit(f"discovery: {rec['reason']}")
+        if rec["type"] == "ready":
+            break
+    if cold is None:
+        raise SystemExit(f"no cell matches {cell}")
+    original = target.read_text()
+    latencies, runs, recs = [], [], []
+    try:
+        for i in range(edits):
+            await asyncio.sleep(0.3)
+            if synthetic:
+                text = SYNTH_KERNEL.format(scale=1.5 + (i + 1) / 1024)
+            else:
+                text = original + f"\n# watch benchmark edit {i}\n"
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_text(text)
+            t_save = time.time()
+            os.replace(tmp, target)  # an editor's atomic save
+            while True:
+                rec = await asyncio.wait_for(records.get(), 300)
+                if rec["type"] == "result":
+                    break
+            latencies.append(time.time() - t_save)
+            runs.append(rec["seconds"])
+            recs.append(rec)
+            if rec["status"] != "ok":
+                raise SystemExit(f"edit {i}: {rec['status']}: {rec['reason']}")
+    finally:
+        target.write_text(original)
+        watcher.stop()
+        await asyncio.wait_for(task, 60)
+    return cold, latencies, runs, recs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--edits", type=int, default=20)
+    ap.add_argument("--warm-builds", type=int, default=10)
+    ap.add_argument("--kernel", default="gemm", choices=sorted(FACTORIES))
+    ap.add_argument("--cell", help="the probe cell id to measure (default: the kernel's "
+                    "fp32 CPU cell, tilelang/<factory>[c,fp32,cpu])")
+    ap.add_argument("--synthetic", action="store_true",
+                    help="a one-file TileLang kernel instead of the repo's kernels/")
+    args = ap.parse_args()
+    synthetic = args.synthetic or not (REPO / "kernels" / f"{args.kernel}.py").exists()
+    with tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
+        ws, cell, target, warm_script = build_workspace(Path(tmp), args.kernel, synthetic)
+        cell = args.cell or cell
+        what = "synthetic scale_add" if synthetic else f"kernels/{args.kernel}.py"
+        probe = ("probes/tilelang_matrix.py" if (ws / "probes" / "tilelang_matrix.py").exists()
+                 else "bench probe")
+        print(f"watch benchmark: {what}, cell {cell} ({probe}), {args.edits} saves, "
+              f"{os.cpu_count()} CPUs (shared machine: figures are noisy)")
+        cold, lat, runs, recs = asyncio.run(measure(ws, cell, target, args.edits, synthetic))
+        warm = warm_lower_build(ws, warm_script, args.warm_builds)
+    wb = statistics.median(warm)
+    target_s = 1.3 * wb + 0.2
+    p50, p95 = pct(lat, 50), pct(lat, 95)
+    print(f"  cold first run (start -> first result):   {cold:7.3f} s")
+    print(f"  save -> updated result   p50 {p50:7.3f} s   p95 {p95:7.3f} s   "
+          f"(min {min(lat):.3f}, max {max(lat):.3f})")
+    print(f"  the cell's own run       p50 {pct(runs, 50):7.3f} s   p95 {pct(runs, 95):7.3f} s")
+    stages: dict[str, list[float]] = {}
+    for r in recs:
+        for s in r["result"]["signals"]:
+            if s.get("seconds") is not None and s.get("kind") in ("timing", "lowering"):
+                stages.setdefault(f"{s['kind']} {s.get('subject', '')}", []).append(s["seconds"])
+    for name, vals in stages.items():
+        print(f"    inside: {name[:40]:<40} p50 {pct(vals, 50):7.3f} s   "
+              f"p95 {pct(vals, 95):7.3f} s")
+    print(f"  warm-process lower+build median {wb:7.3f} s   (min {min(warm):.3f}, "
+          f"max {max(warm):.3f}, n={len(warm)})")
+    print(f"  target 1.3 x {wb:.3f} + 0.2 = {target_s:.3f} s:  p50 {p50 / target_s:.2f}x, "
+          f"p95 {p95 / target_s:.2f}x of target  -> "
+          f"{'MET' if p95 <= target_s else ('p50 MET, p95 over' if p50 <= target_s else 'OVER')}")
+    print(f"  overhead over the warm build: p50 +{p50 - wb:.3f} s ({p50 / wb:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
