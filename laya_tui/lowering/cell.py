@@ -1,0 +1,370 @@
+"""One lowering-matrix cell: import, trace, lower, build, run and compare one kernel (worker side).
+
+Signals per cell (the dashboard's lowering matrix reads them):
+
+* exactly one ``lowering`` signal summarising the cell (``subject`` = ``gemm_kernel[c,bf16,gpu]``,
+  ``passed``, ``reason`` = first diagnostic line, ``site``/``fix`` on failure, ``detail`` with
+  kernel/target/dtype/spec/outcome/stage/diagnostic/... and per-stage seconds);
+* a ``timing`` signal per stage attempted (``<cell>/lower``, ``/build``, ``/run``);
+* a ``tolerance`` signal per checked output (``<cell>/<output>``);
+* an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.lowering.diagnostics import Diagnostic, from_compiler, from_exception
+from laya_tui.lowering.discover import DTYPES, cell_label
+
+SEED = 1234
+DEFAULT_CUDA_ARCH = "sm_90"
+INSTALL_HINT = "pip install 'laya-tui[tilelang]'"
+
+
+class StageFailed(Exception):
+    """A stage ended the cell with a diagnostic."""
+
+    def __init__(self, diag: Diagnostic) -> None:
+        super().__init__(diag.line)
+        self.diag = diag
+
+
+@dataclass
+class CellState:
+    """What a cell learnt so far; becomes the lowering signal's detail."""
+
+    kernel: str
+    target: str
+    dtype: str
+    spec: str
+    file: str
+    kind: str
+    stage: str = "import"
+    outcome: str = "lower-failed"
+    seconds: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    diag: Diagnostic | None = None
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.target, self.dtype, self.spec)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kernel}[{self.label}]"
+
+    def detail(self) -> dict[str, Any]:
+        d = self.diag
+        out: dict[str, Any] = {
+            "kernel": self.kernel, "target": self.target, "dtype": DTYPES.get(self.dtype,
+                                                                                self.dtype),
+            "spec": self.spec, "outcome": self.outcome, "stage": self.stage,
+            "exception": d.exception if d else None,
+            "diagnostic": d.text if d else None,
+            "source_excerpt": d.source_excerpt if d else None,
+            "kernel_site": ({k: v for k, v in d.site.items() if k in ("file", "line")}
+                            if d and d.site else None),
+            "pass": d.pass_name if d else None,
+            "command": d.command if d and d.command else self.extra.get("command"),
+            "generated_source": self.extra.get("generated_source"),
+            "seconds": {k: round(v, 6) for k, v in self.seconds.items()},
+            "file": self.file, "kind": self.kind,
+        }
+        if d and d.buffers:
+            out["buffers"] = d.buffers
+        out.update({k: v for k, v in self.extra.items()
+                    if k not in ("command", "generated_source")})
+        return out
+
+
+def cuda_target_spec() -> dict[str, str]:
+    """The CUDA target: the local GPU's arch when there is one, else sm_90 (Hopper)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return {"kind": "cuda", "arch": f"sm_{major}{minor}"}
+    except Exception:  # noqa: BLE001 - no usable torch.cuda
+        pass
+    return {"kind": "cuda", "arch": DEFAULT_CUDA_ARCH}
+
+
+def _factory_site(path: str, line: int | None, func: str | None) -> dict[str, Any] | None:
+    if not line:
+        return None
+    site: dict[str, Any] = {"file": os.path.realpath(path), "line": int(line)}
+    if func:
+        site["func"] = func
+    return site
+
+
+def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype: str,
+             spec: str, factory: str | None = None, line: int | None = None) -> None:
+    """Probe one cell and report it through ``ctx`` (see the module docstring)."""
+    state = CellState(kernel=kernel, target=target, dtype=dtype, spec=spec, file=file,
+                      kind=kind)
+    ctx.depends_on(file)
+    if kind == "factory" and spec == "cpu" and dtype != "float32":
+        dl = DTYPES.get(dtype, dtype)
+        ctx.skip(f"cpu=True is the fp32 specialization: {dl} is not one of its dtypes "
+                 f"(the gpu specialization covers {dl})")
+    try:
+        import tilelang  # noqa: F401 - the probe's one heavy import
+    except ImportError as exc:
+        ctx.skip(f"tilelang is not importable ({exc}): {INSTALL_HINT}")
+    if target == "cuda":
+        from tilelang.tools.compile_only import cuda_codegen_available
+
+        if not cuda_codegen_available():
+            ctx.skip("this TileLang build has no CUDA codegen (a Metal/CPU wheel)")
+    fsite = _factory_site(file, line, factory)
+    try:
+        func, example = _trace(ctx, state, fsite, factory)
+        artifact, tgt = _lower(ctx, state, func, fsite)
+        built = _build(ctx, state, func, artifact, tgt)
+        if built is not None:
+            _run(ctx, state, func, artifact, tgt, built, example)
+    except StageFailed as failed:
+        state.diag = failed.diag
+        state.outcome = {"import": "lower-failed", "factory": "lower-failed",
+                         "lower": "lower-failed", "build": "build-failed",
+                         "run": "run-failed"}[state.stage]
+    _emit_summary(ctx, state)
+
+
+# -- stages ---------------------------------------------------------------------------------
+
+
+def _trace(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
+           factory: str | None) -> tuple[Any, Any]:
+    """Import the kernel file and build its PrimFunc (timed as part of ``lower``)."""
+    from laya_tui.lowering.modules import find_kernel_object, import_kernel_file, loaded_files
+
+    t0 = time.perf_counter()
+    try:
+        state.stage = "import"
+        mod = import_kernel_file(state.file)
+        for dep in loaded_files(os.path.dirname(state.file)):
+            ctx.depends_on(dep)
+        state.stage = "factory"
+        if state.kind == "file":
+            return find_kernel_object(mod), None
+        fn = getattr(mod, factory or state.kernel, None)
+        if fn is None:
+            raise LookupError(f"{state.file} no longer defines {factory or state.kernel}()")
+        if fsite is None or fsite.get("line") is None:
+            try:
+                fsite = {"file": state.file, "line": inspect.getsourcelines(fn)[1],
+                         "func": fn.__name__}
+            except (OSError, TypeError):
+                pass
+        example = _example(mod, fn)
+        args = example.args if example is not None else ()
+        kwargs = dict(example.kwargs) if example is not None else {}
+        func = fn(*args, **kwargs, dtype=state.dtype, cpu=state.spec == "cpu")
+        return func, example
+    except Exception as exc:  # noqa: BLE001 - a broken kernel is this cell's diagnostic
+        diag = from_exception(exc, stage=state.stage, target=state.target,
+                              kernel_file=state.file, factory_site=fsite)
+        if state.stage == "factory" and isinstance(exc, TypeError):
+            diag.fix = ("a factory takes shapes, dtype= and cpu=; give its module an "
+                        "example() returning kernels.common.Example")
+        raise StageFailed(diag) from exc
+    finally:
+        state.seconds["trace"] = time.perf_counter() - t0
+
+
+def _example(mod: Any, fn: Any) -> Any:
+    """The module's ``example()`` for this factory (``example_<factory>()`` wins)."""
+    maker = getattr(mod, f"example_{fn.__name__}", None) or getattr(mod, "example", None)
+    if maker is None:
+        return None
+    ex = maker(seed=SEED) if "seed" in inspect.signature(maker).parameters else maker()
+    return ex
+
+
+def _lower(ctx: Any, state: CellState, func: Any,
+           fsite: dict[str, Any] | None) -> tuple[Any, Any]:
+    """``tilelang.lower(..., enable_device_compile=False)`` under a pass tracker."""
+    import tilelang
+    from tvm.target import Target
+
+    from laya_tui.lowering.build import cache_root
+    from laya_tui.lowering.diagnostics import make_pass_tracker
+
+    state.stage = "lower"
+    tgt = Target(cuda_target_spec() if state.target == "cuda" else state.target)
+    tracker = make_pass_tracker()
+    config: dict[str, Any] = {}
+    key = getattr(tilelang.transform.PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
+    if key is not None:
+        config[key] = True  # generated code carries #line: compiler errors name kernel lines
+    t0 = time.perf_counter()
+    try:
+        with tilelang.transform.PassContext(opt_level=3, config=config,
+                                            instruments=[tracker]), tgt:
+            artifact = tilelang.lower(func, target=tgt, enable_device_compile=False)
+    except Exception as exc:  # noqa: BLE001 - the lowering diagnostic is the result
+        state.seconds["lower"] = time.perf_counter() - t0 + state.seconds.get("trace", 0.0)
+        ctx.timing(f"{state.name}/lower", state.seconds["lower"], detail=_tdetail(state))
+        raise StageFailed(from_exception(exc, stage="lower", target=state.target,
+                                         kernel_file=state.file, factory_site=fsite,
+                                         tracker=tracker, source_func=func)) from exc
+    state.seconds["lower"] = time.perf_counter() - t0 + state.seconds.get("trace", 0.0)
+    ctx.timing(f"{state.name}/lower", state.seconds["lower"], detail=_tdetail(state))
+    state.outcome = "lowered"
+    src_dir = os.path.join(cache_root(ctx.options), "src", _safe(state.kernel))
+    os.makedirs(src_dir, exist_ok=True)
+    path = os.path.join(src_dir, _safe(state.label) + (".cu" if state.target == "cuda" else ".c"))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(str(artifact.kernel_source))
+    state.extra["generated_source"] = path
+    ctx.artifact(f"{state.name}/source", path,
+                 detail={"kind": "generated source", **_tdetail(state)})
+    return artifact, tgt
+
+
+def _build(ctx: Any, state: CellState, func: Any, artifact: Any,
+           tgt: Any) -> tuple[str, str] | None:
+    """Compile the wrapped source (C++ for c, nvcc for cuda): ``(library, source)`` or None
+    when there is nothing to run."""
+    from laya_tui.lowering.build import (
+        build_library,
+        cache_root,
+        can_link_cuda,
+        compiler_for,
+        wrap_source,
+    )
+
+    state.stage = "build"
+    if not compiler_for(state.target):
+        what = "nvcc" if state.target == "cuda" else "a C++ compiler"
+        note = f"build skipped: {what} not found on this machine (lowered only)"
+        state.extra["build_skipped"] = note
+        ctx.log(note, subject=state.name)
+        return None
+    link = state.target != "cuda" or can_link_cuda()
+    t0 = time.perf_counter()
+    try:
+        code = wrap_source(func, artifact, tgt)
+        result = build_library(code, tgt, cache_root(ctx.options), link=link)
+    except Exception as exc:  # noqa: BLE001 - wrapper generation failed: a build diagnostic
+        state.seconds["build"] = time.perf_counter() - t0
+        ctx.timing(f"{state.name}/build", state.seconds["build"], detail=_tdetail(state))
+        raise StageFailed(from_exception(exc, stage="build", target=state.target,
+                                         kernel_file=state.file)) from exc
+    state.seconds["build"] = time.perf_counter() - t0
+    ctx.timing(f"{state.name}/build", state.seconds["build"],
+               detail={**_tdetail(state), "cached": result.cached})
+    state.extra["command"] = " ".join(result.command)
+    state.extra["build_cached"] = result.cached
+    state.extra["wrapped_source"] = result.source_path
+    if not result.ok:
+        raise StageFailed(from_compiler(result.output, result.command, target=state.target,
+                                        source_path=result.source_path,
+                                        returncode=result.returncode))
+    state.outcome = "built"
+    if not result.linked:
+        state.extra["linked"] = False
+        state.extra["run_skipped"] = _no_gpu_reason(linked=False)
+        ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
+        return None
+    return str(result.lib_path), code
+
+
+def _no_gpu_reason(*, linked: bool) -> str:
+    """Why a cuda cell was built but not run here."""
+    how = ("compiled with nvcc to an object only, no libcuda (NVIDIA driver) to link"
+           if not linked else "lowered and built with nvcc")
+    try:
+        import torch
+
+        gpu = torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        gpu = False
+    if not gpu:
+        return f"no CUDA device here (torch.cuda.is_available() is False): {how}, not run"
+    return f"{how}, not run"
+
+
+def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
+         built: tuple[str, str], example: Any) -> None:
+    """Run on the CPU (c) or the GPU (cuda) and compare every output with the reference."""
+    import torch
+
+    from laya_tui.lowering.build import load_kernel
+
+    if example is None:
+        why = ("a plain TileLang file has no example() giving inputs and a reference"
+               if state.kind == "file" else "the module defines no example()")
+        state.extra["run_skipped"] = f"{why}: lowered and built only"
+        ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
+        return
+    if state.target == "cuda" and not torch.cuda.is_available():
+        state.extra["run_skipped"] = _no_gpu_reason(linked=True)
+        ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
+        return
+    state.stage = "run"
+    device = "cuda" if state.target == "cuda" else "cpu"
+    dl = DTYPES.get(state.dtype, state.dtype)
+    t0 = time.perf_counter()
+    try:
+        kernel = load_kernel(func, artifact, tgt, built[1], built[0])
+        torch.manual_seed(SEED)
+        tensors, promoted = example.materialize(state.dtype, device)
+        expected = example.expected(promoted, state.dtype)
+        kernel(*tensors.values())
+        if device == "cuda":
+            torch.cuda.synchronize()
+        actual = example.actual(tensors)
+    except Exception as exc:  # noqa: BLE001 - a crash at run time is this cell's diagnostic
+        state.seconds["run"] = time.perf_counter() - t0
+        ctx.timing(f"{state.name}/run", state.seconds["run"], detail=_tdetail(state))
+        raise StageFailed(from_exception(exc, stage="run", target=state.target,
+                                         kernel_file=state.file)) from exc
+    failures = []
+    checks = {}
+    for name in example.outputs:
+        limit = example.tolerance(name, dtype=state.dtype, cpu=state.spec == "cpu")
+        sig = ctx.compare(f"{state.name}/{name}", actual[name], expected[name], atol=limit,
+                          mask=example.masks.get(name),
+                          detail={"dtype": dl, "target": state.target, "spec": state.spec,
+                                  "kernel": state.kernel, "seed": SEED})
+        checks[name] = {"value": sig.get("value"), "limit": limit, "passed": sig.get("passed")}
+        if not sig.get("passed"):
+            failures.append(f"{name}: max |diff| {sig.get('value'):.3g} > {limit:g}")
+    state.seconds["run"] = time.perf_counter() - t0
+    ctx.timing(f"{state.name}/run", state.seconds["run"], detail=_tdetail(state))
+    state.extra["checks"] = checks
+    if failures:
+        raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
+                                     line=failures[0], text="\n".join(failures)))
+    state.outcome = "ran"
+
+
+# -- the summary signal ----------------------------------------------------------------------
+
+
+def _emit_summary(ctx: Any, state: CellState) -> None:
+    failed = state.outcome in ("lower-failed", "build-failed", "run-failed")
+    d = state.diag
+    total = sum(v for k, v in state.seconds.items() if k != "trace")
+    ctx.lowering(state.name, passed=not failed, reason=d.line if (failed and d) else None,
+                 site=d.site if (failed and d and d.site) else None,
+                 fix=d.fix if (failed and d) else None,
+                 seconds=round(total, 6), detail=state.detail())
+
+
+def _tdetail(state: CellState) -> dict[str, Any]:
+    return {"kernel": state.kernel, "target": state.target,
+            "dtype": DTYPES.get(state.dtype, state.dtype), "spec": state.spec}
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in text)

@@ -1,0 +1,32 @@
+"""The TileLang lowering matrix: every kernel x target (c, cuda) x dtype x specialization.
+
+Each cell imports its kernel, lowers it (``tilelang.lower(..., enable_device_compile=False)``),
+builds it (the C++ compiler for ``c``, nvcc for ``cuda``), runs it where it can (``c`` on the
+CPU, ``cuda`` on a GPU) and compares it with the kernel's torch fp32 reference; a failing
+stage reports its first real diagnostic. Kernels come from ``--kernels DIR`` (default
+``./kernels``): factory modules (``gemm_kernel(N, K, *, cpu=False, dtype=...)`` plus an
+``example()``) and plain TileLang files with a module-level ``@tilelang.jit`` / ``PrimFunc``.
+
+Discovery stays light: the cells come from a syntax-tree scan of the kernel files; TileLang
+is imported inside the probe function only.
+"""
+
+from __future__ import annotations
+
+from laya_tui.api import Param, options, param, probe
+
+
+def lowering_cells() -> list[Param]:
+    """One cell per kernel x target x dtype x specialization (no TileLang import)."""
+    from laya_tui.lowering.discover import matrix_cells
+
+    return [param(c["id"], name=c["name"], deps=c["deps"], **c["kwargs"])
+            for c in matrix_cells(options())]
+
+
+@probe(family="tilelang", name="lowering", params=lowering_cells)
+def lowering(ctx, **cell) -> None:  # noqa: ANN001 - ctx is laya_tui.api.Context
+    """Lower, build, run and compare one cell; report it as one ``lowering`` signal."""
+    from laya_tui.lowering.cell import run_cell
+
+    run_cell(ctx, **cell)
