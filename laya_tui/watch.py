@@ -594,8 +594,22 @@ class Watcher:
     # -- watching ---------------------------------------------------------------------------------
     def _watch_roots(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(recursive roots, single-folder roots): probe/kernel paths, then dependency folders."""
-        rec = sorted({r for r in self.probe_roots + self.kernel_roots if os.path.isdir(r)})
         flat: set[str] = {os.path.dirname(r) for r in self.probe_roots if os.path.isfile(r)}
+        wanted: set[str] = set()
+        for root in (r for r in self.probe_roots + self.kernel_roots if os.path.isdir(r)):
+            try:
+                children = [e for e in os.scandir(root) if e.is_dir()]
+            except OSError:
+                continue
+            if any(e.name in IGNORED_DIRS or e.name.startswith(".") for e in children):
+                # A root holding a virtual environment or .git (``--probes .``): watch its
+                # own files and its other folders, never thousands of ignored ones.
+                flat.add(root)
+                wanted |= {os.path.realpath(e.path) for e in children
+                           if e.name not in IGNORED_DIRS and not e.name.startswith(".")}
+            else:
+                wanted.add(root)
+        rec = sorted(r for r in wanted if not any(r != o and _under(r, [o]) for o in wanted))
         deps = set(self._discovery_deps)
         for d in self._deps.values():
             deps |= d

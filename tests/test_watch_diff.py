@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
-from laya_tui.watch import ChangeFilter, diagnostic_of, diff_signals
+from laya_tui.watch import ChangeFilter, Watcher, diagnostic_of, diff_signals
 from laya_tui.watch_headless import human_line, stream_line
+from tests._watch_util import config_for, make_workspace
 
 
 def sig(kind, subject, **kw):
@@ -96,3 +98,17 @@ def test_stream_line_is_one_compact_json_object_without_the_full_result():
     back = json.loads(line)
     assert "result" not in back and back["new"][0]["subject"] == "op2"
     assert human_line(rec) == "watch: ok       kern/cell[foo] 0.50s <- kernels/foo.py +1 -0 ~0"
+
+
+def test_a_workspace_wide_probe_root_never_watches_ignored_folders(tmp_path):
+    ws = make_workspace(tmp_path)
+    (ws / ".venv" / "lib" / "site-packages").mkdir(parents=True)
+    (ws / ".git" / "objects").mkdir(parents=True)
+    cfg = config_for(ws)
+    cfg.probes = [str(ws)]
+    watcher = Watcher(cfg)
+    recursive, flat = watcher._watch_roots()
+    shutil.rmtree(watcher.runner.log_dir)
+    real = ws.resolve()
+    assert str(real) in flat
+    assert {os.path.basename(r) for r in recursive} == {"probes", "kernels", "helpers"}

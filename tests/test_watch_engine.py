@@ -177,3 +177,26 @@ async def test_a_crashed_worker_restarts_for_the_next_change(tmp_path):
         rec = await h.until(lambda r: r["type"] == "result")
         assert rec["status"] == "ok" and rec["previous_status"] == "crashed"
         assert signal_value(rec, "scale") == 2.0
+
+
+async def test_new_probe_file_broken_then_fixed_then_deleted(tmp_path):
+    ws = make_workspace(tmp_path)
+    async with WatchHarness(ws) as h:
+        extra = ws / "probes" / "extra.py"
+        save(extra, "from laya_tui import probe\n\n@probe(family='other')\ndef extra(ctx)\n")
+        rec = await h.until(lambda r: r["type"] == "diagnostic")
+        assert rec["probe"] is None and rec["diagnostic"]["file"] == str(extra.resolve())
+        assert rec["diagnostic"]["line"] == 4 and "SyntaxError" in rec["reason"]
+        assert h.watcher.report()["errors"][0]["line"] == 4
+
+        save(extra, "from laya_tui import probe\n\n@probe(family='other')\ndef extra(ctx):\n"
+                    "    ctx.signal('log', reason='extra')\n")
+        rec = await h.until(lambda r: r["type"] == "result")
+        assert rec["probe"] == "other/extra" and rec["status"] == "ok"
+        assert h.watcher.report()["errors"] == []
+
+        extra.unlink()
+        rec = await h.until(lambda r: r["type"] == "removed")
+        assert rec["probe"] == "other/extra"
+        assert "other/extra" not in {p["id"] for p in h.watcher.report()["probes"]}
+
