@@ -334,7 +334,8 @@ class Watcher:
             disc = await self._discover()
             self._apply_discovery(disc, trigger=cause, changed=changed)
         # 2. invalidation
-        native = any(p.endswith(NATIVE_SUFFIXES) for p in changed)
+        native = any(p.endswith(NATIVE_SUFFIXES) and any(p in d for d in self._deps.values())
+                     for p in changed)
         await self.runner.invalidate(changed, recycle=native)
         # 3. mapping
         deleted = {p for p in changed if not os.path.exists(p)}
@@ -668,13 +669,15 @@ class Watcher:
 
     async def _shutdown(self) -> None:
         self._stop.set()
-        for pid in list(self._inflight):
-            self.runner.cancel(pid)
-        drivers = list(self._drivers.values())
-        for t in drivers:
+        # Let the drivers end on their own (a killed run returns at once): cancelling a
+        # task mid-protocol would leave a shared runner's worker out of step.
+        deadline = time.monotonic() + 5.0
+        while self._drivers and time.monotonic() < deadline:
+            for pid in list(self._inflight):
+                self.runner.cancel(pid)
+            await asyncio.wait(list(self._drivers.values()), timeout=0.1)
+        for t in list(self._drivers.values()):
             t.cancel()
-        if drivers:
-            await asyncio.wait(drivers, timeout=5.0)
         await self._stop_streams(self._stream_stop, self._streams)
         self._streams = []
         if self._disc_handle is not None:

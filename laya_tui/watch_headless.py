@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from typing import Any, TextIO
@@ -82,9 +83,19 @@ async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUN
     writer.watcher = watcher
     loop = asyncio.get_running_loop()
     installed: list[int] = []
+    stopping = False
+
+    def on_signal() -> None:
+        nonlocal stopping
+        if stopping:  # a second Ctrl-C: do not wait for a clean stop
+            watcher.runner.kill_all()
+            os._exit(130)
+        stopping = True
+        watcher.stop()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, watcher.stop)
+            loop.add_signal_handler(sig, on_signal)
             installed.append(sig)
         except (NotImplementedError, RuntimeError):
             pass
