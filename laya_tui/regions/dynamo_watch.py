@@ -1,0 +1,150 @@
+"""What torch.compile did inside a region: compiles, recompiles (guard failures), graph breaks.
+
+Sources, all public-ish torch 2.x surfaces read as deltas over the region:
+``torch._dynamo.utils.get_compilation_metrics()`` (one record per frame compile, with the
+first guard-failure reason on a recompile), ``counters["graph_break"]`` with
+``graph_break_reasons`` (reason text and user stack), and a compile-start callback
+(``torch._dynamo.callback_handler``) that records which user line triggered each compile.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from laya_tui.regions.aggregate import Aggregator
+from laya_tui.regions.sites import caller_site, format_frame, short_path
+
+FIX_RECOMPILE_SHAPE = ("a new input shape recompiles: pad/bucket inputs to fixed shapes, or "
+                       "compile with dynamic=True / torch._dynamo.mark_dynamic")
+FIX_RECOMPILE = "a guard failed: keep that value stable between calls, or make it dynamic"
+FIX_COLD = "one-time cost of the first call per frame; warm the model before timing"
+
+
+class DynamoWatch:
+    """Snapshot at :meth:`start`, deltas at :meth:`stop`, turned into signals by :meth:`emit`."""
+
+    def __init__(self, *, with_stack: bool = True) -> None:
+        self.with_stack = with_stack
+        self.active = False
+        self.sites: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
+        self.metrics: list[Any] = []
+        self.breaks: dict[str, int] = {}
+        self.break_reasons: list[Any] = []
+        #: called after each compile ends inside the region
+        self.on_compiled: Any = None
+
+    def start(self) -> DynamoWatch:
+        """Record the baseline; a no-op when torch._dynamo was never imported."""
+        dyn = sys.modules.get("torch._dynamo")
+        if dyn is None:
+            return self
+        from torch._dynamo import utils as du
+        from torch._dynamo.callback import callback_handler
+
+        self._du = du
+        self._handler = callback_handler
+        self._seen = {id(m) for m in du.get_compilation_metrics()}
+        self._breaks0 = dict(du.counters["graph_break"])
+        self._reasons0 = len(du.graph_break_reasons)
+        callback_handler.register_start_callback(self._on_compile_start)
+        callback_handler.register_end_callback(self._on_compile_end)
+        self.active = True
+        return self
+
+    def _on_compile_start(self, args: Any) -> None:
+        site, stack, _ = caller_site(1, depth=6 if self.with_stack else 0)
+        self.sites[str(getattr(args, "compile_id", ""))] = (site, stack)
+
+    def _on_compile_end(self, args: Any) -> None:
+        if self.on_compiled is not None:
+            self.on_compiled()
+
+    def stop(self) -> None:
+        """Collect what was compiled and what broke since :meth:`start`."""
+        if not self.active:
+            return
+        self.active = False
+        for remove, cb in ((self._handler.remove_start_callback, self._on_compile_start),
+                           (self._handler.remove_end_callback, self._on_compile_end)):
+            try:
+                remove(cb)
+            except ValueError:
+                pass
+        du = self._du
+        self.metrics = [m for m in du.get_compilation_metrics()
+                        if id(m) not in self._seen and not getattr(m, "is_runtime", False)]
+        now = dict(du.counters["graph_break"])
+        self.breaks = {k: v - self._breaks0.get(k, 0) for k, v in now.items()
+                       if v - self._breaks0.get(k, 0) > 0}
+        reasons = du.graph_break_reasons
+        self.break_reasons = list(reasons[self._reasons0:]) if len(reasons) >= self._reasons0 \
+            else list(reasons)
+
+    def emit(self, agg: Aggregator, region: str, phase: str | None) -> None:
+        """Add recompile / fallback entries for what :meth:`stop` collected."""
+        base = {"region": region, "phase": phase}
+        for m in self.metrics:
+            frame = f"{m.co_name} ({short_path(m.co_filename or '')}:{m.co_firstlineno})"
+            cid = str(m.compile_id)
+            site, stack = self.sites.get(cid, (None, []))
+            seconds = m.entire_frame_compile_time_s
+            detail = dict(base, compile_id=cid, frame=frame)
+            if self.with_stack and stack:
+                detail["stack"] = stack
+            if m.fail_type:
+                agg.add("fallback", frame, reason=f"compile failed, ran eager: {m.fail_type}: "
+                        f"{str(m.fail_reason or '').splitlines()[0][:300]}", site=site,
+                        seconds=seconds, fix="fix the failing construct or graph-break around it",
+                        detail=detail)
+                continue
+            guard = m.recompile_reason
+            if not guard:
+                e = agg.add("recompile", frame, reason="cold compile (first compile of this frame)",
+                            site=site, seconds=seconds, fix=FIX_COLD, detail=detail)
+                e.detail["cold_compile"] = True
+                e.detail.setdefault("compile_ids", []).append(cid)
+                continue
+            first = guard.strip().splitlines()[0]
+            fix = FIX_RECOMPILE_SHAPE if "size mismatch" in first or "stride mismatch" in first \
+                else FIX_RECOMPILE
+            e = agg.add("recompile", frame, reason=first, site=site, seconds=seconds, fix=fix,
+                        detail=dict(detail, guard=guard[:2000], cold_compile=False))
+            e.detail.setdefault("compile_ids", []).append(cid)
+        # Graph breaks: counter deltas give the counts; graph_break_reasons the user stacks.
+        where: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
+        for r in self.break_reasons:
+            frames = list(getattr(r, "user_stack", []) or [])
+            if not frames:
+                continue
+            inner = frames[-1]
+            site = {"file": inner.filename, "line": inner.lineno, "func": inner.name}
+            stack = [format_frame({"file": f.filename, "line": f.lineno, "func": f.name})
+                     for f in reversed(frames[-7:])]
+            where.setdefault(str(r.reason), (site, stack))
+        for text, n in self.breaks.items():
+            site, stack = where.get(text) or _match_reason(where, text)
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            hint = next((ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")),
+                        None)
+            detail = dict(base, graph_break=True, explanation=_explanation(lines))
+            if self.with_stack and stack:
+                detail["stack"] = stack
+            agg.add("fallback", "graph break", reason=lines[0] if lines else text[:200],
+                    site=site, count=n, fix=hint or "rewrite the construct Dynamo cannot trace",
+                    detail=detail)
+
+
+def _match_reason(where: dict[str, Any], text: str) -> tuple[dict[str, Any] | None, list[str]]:
+    head = text.strip().splitlines()[0] if text.strip() else text
+    for reason, value in where.items():
+        if reason.strip().startswith(head):
+            return value
+    return None, []
+
+
+def _explanation(lines: list[str]) -> str | None:
+    for ln in lines:
+        if ln.startswith("Explanation:"):
+            return ln[len("Explanation:"):].strip()
+    return None
