@@ -229,3 +229,11 @@ class Context:
         from laya_tui.regions import open_region
 
         return open_region(self, name, with_stack=with_stack, **kwargs)
+
+    def explain_steady(self, name: str, fn: Callable[[], Any], *, warmup: int = 2,
+                       **kwargs: Any) -> Any:
+        """Cold region around ``fn()``, ``warmup`` calls, warm region around a later call;
+        emits both and their difference (see :func:`laya_tui.regions.explain_steady`)."""
+        from laya_tui.regions import explain_steady
+
+        return explain_steady(self, name, fn, warmup=warmup, **kwargs)
