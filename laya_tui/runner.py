@@ -274,8 +274,10 @@ class Runner:
         async with lock:
             result = await self._execute(probe)
         if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
-            self.cache.store(probe["id"], probe.get("params"), options, self.versions,
-                             self._abs_deps(probe, result), result)
+            # in a thread: json.dump of a 100k-signal result takes ~1 s of pure Python
+            await asyncio.to_thread(self.cache.store, probe["id"], probe.get("params"),
+                                    options, self.versions, self._abs_deps(probe, result),
+                                    result)
         self.on_event(ProbeFinished(result))
         return result
 
@@ -346,6 +348,8 @@ class Runner:
                                          + json.dumps(event)[:200])
                     signals.append(sig)
                     self.on_event(SignalEmitted(pid, sig))
+                    if len(signals) % 256 == 0:  # buffered lines never suspend readline:
+                        await asyncio.sleep(0)   # let the UI's loop breathe in a flood
                 elif etype == "finished" and event.get("id") == pid:
                     result = dict(base, status=event.get("status", "failed"),
                                   reason=event.get("reason"),

@@ -14,7 +14,7 @@ from laya_tui.tui.model import Changes, RunModel
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.recorded import load_report
 from laya_tui.tui.widgets.matrix import matrix_cells
-from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_cells
+from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_text
 from tests._tui import DEMO_REPORT
 
 
@@ -134,7 +134,7 @@ def test_table_sorts_on_raw_values_and_filters():
     extra = run(model, "fam/new", [fb("aten::x", count=3)]).added
     table.apply(extra, [], [])
     assert table.column_values("count") == ["1", "2", "2", "3", "4"]
-    assert row_cells(extra[0]).text[0] == "fallback"
+    assert row_text(extra[0])[0] == "fallback"
 
 
 def test_matrix_cells_from_lowering_signals_and_statuses():

@@ -9,6 +9,7 @@ Screens update their widgets by key from that record.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shlex
@@ -80,8 +81,11 @@ class LayaApp(App[int]):
                  autorun: bool = True, watch: bool = False,
                  watch_factory: WatchFactory | None = None, export_path: str | None = None,
                  flush_interval: float = 1 / 30, budget: float = 0.012,
-                 gate_settings: Any = None) -> None:
+                 gate_settings: Any = None, freeze_every: int = 10_000) -> None:
         super().__init__()
+        self.freeze_every = freeze_every
+        self._rows_since_freeze = 0
+        self._run_pending = False
         self.runner_factory = runner_factory
         self.workspace = workspace
         self.autorun = autorun
@@ -116,7 +120,8 @@ class LayaApp(App[int]):
         except (NotImplementedError, RuntimeError, ValueError):
             pass
         if self.autorun:
-            self.start_run()
+            self._run_pending = True
+            self.call_after_refresh(self.start_run)  # paint first, then spawn workers
         elif self.watch_on_start:
             self.call_after_refresh(self.action_toggle_watch)
 
@@ -163,6 +168,13 @@ class LayaApp(App[int]):
         if not self.pump.pending:
             self._drain_timer.pause()
         if changes:
+            self._rows_since_freeze += len(changes.added)
+            if self.freeze_every and self._rows_since_freeze >= self.freeze_every:
+                # Rows live as long as the app: move what exists now out of the cyclic
+                # collector's sight, so full collections stay short with 100,000 rows
+                # instead of pausing the loop for a scan of every row (DESIGN §6).
+                self._rows_since_freeze = 0
+                gc.freeze()
             self.post_message(RunUpdated(changes))
 
     def on_run_updated(self, message: RunUpdated) -> None:
@@ -184,8 +196,8 @@ class LayaApp(App[int]):
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while loop.time() < end:
-            busy = any(w.group in ("run", "rerun") and not w.is_finished
-                       for w in self.workers)
+            busy = self._run_pending or any(
+                w.group in ("run", "rerun") and not w.is_finished for w in self.workers)
             if not busy and not self.pump.pending:
                 await asyncio.sleep(self.flush_interval * 2)
                 if not self.pump.pending:
@@ -196,6 +208,7 @@ class LayaApp(App[int]):
     # -- runs ---------------------------------------------------------------------------
     def start_run(self, *, use_cache: bool | None = None) -> None:
         """Discover (once) and run every probe; a new run cancels the one in progress."""
+        self._run_pending = False
         self._run_all(use_cache)
 
     @work(exclusive=True, exit_on_error=False, group="run")

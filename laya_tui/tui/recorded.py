@@ -7,7 +7,6 @@ replays the probe's recorded result again (a new run in the probe's history).
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -59,7 +58,8 @@ class RecordedRunner:
     async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None
                       ) -> dict[str, Any]:
         """Replay one probe's recorded events."""
-        result = copy.deepcopy(self._results[probe["id"]])
+        recorded = self._results[probe["id"]]
+        result = dict(recorded, signals=list(recorded.get("signals", [])))
         self.on_event(ProbeStarted(result["id"], result["family"], RECORDED_START))
         for i, sig in enumerate(result.get("signals", [])):
             self.on_event(SignalEmitted(result["id"], sig))

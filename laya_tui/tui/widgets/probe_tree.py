@@ -70,6 +70,7 @@ class ProbeTree(Tree[NodeData]):
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "first", "Top", show=False),
         Binding("G", "last", "Bottom", show=False),
+        Binding("enter", "select_cursor", "Drill down"),
         Binding("l", "select_cursor", "Drill down", show=False),
     ]
 

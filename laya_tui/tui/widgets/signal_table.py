@@ -55,24 +55,16 @@ COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 
-@dataclass
-class RowCells:
-    """A row's display text per column, raw sort values, and filter haystack."""
+def row_text(row: SignalRow) -> tuple[str, ...]:
+    """A row's display text per column, formatted once (cached on the row until it changes).
 
-    text: tuple[str, ...]
-    sort: dict[str, Any]
-    haystack: str
-
-
-def row_cells(row: SignalRow) -> RowCells:
-    """Format a signal row once (cached on the row until its signal changes)."""
+    Only rows that are drawn (or searched) are formatted: streaming rows in costs no
+    formatting, and the cache is a tuple of strings, which the garbage collector skips.
+    """
     if row.cells is not None:
         return row.cells
     sig = row.sig
     kind = str(sig.get("kind", ""))
-    subject = one_line(sig.get("subject"), 200)
-    count = sig.get("count")
-    nbytes = sig.get("bytes")
     reason = one_line(sig.get("reason"), 300)
     if not reason and kind == "tolerance" and sig.get("value") is not None:
         op = ">" if sig.get("passed") is False else "<="
@@ -81,23 +73,39 @@ def row_cells(row: SignalRow) -> RowCells:
         reason = f"{number(sig.get('seconds'))} s"
     if not reason and kind == "environment" and sig.get("value") is not None:
         reason = one_line(sig.get("value"), 300)
-    site = short_site(sig.get("site"))
-    fix = one_line(sig.get("fix"), 300)
-    probe = leaf_name(row.probe)
-    text = (kind, subject, "" if count is None else str(count), human_bytes(nbytes),
-            reason, site, fix, probe)
-    sort = {
-        "kind": (_KIND_ORDER.get(kind, 99), kind),
-        "subject": subject.lower(),
-        "count": (count is not None, count if isinstance(count, (int, float)) else 0),
-        "bytes": (nbytes is not None, nbytes if isinstance(nbytes, (int, float)) else 0),
-        "reason": reason.lower(),
-        "site": site.lower(),
-        "fix": fix.lower(),
-        "probe": probe.lower(),
-    }
-    row.cells = RowCells(text, sort, "\x00".join(text).lower())
+    count = sig.get("count")
+    row.cells = (kind, one_line(sig.get("subject"), 200), "" if count is None else str(count),
+                 human_bytes(sig.get("bytes")), reason, short_site(sig.get("site")),
+                 one_line(sig.get("fix"), 300), leaf_name(row.probe))
     return row.cells
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else float("-inf")
+
+
+def sort_value(row: SignalRow, column: str) -> Any:
+    """The raw value a column sorts on (numbers as numbers, absent ones first)."""
+    sig = row.sig
+    if column == "kind":
+        return _KIND_ORDER.get(str(sig.get("kind")), 99)
+    if column in ("count", "bytes"):
+        return _number(sig.get(column))
+    if column == "site":
+        return short_site(sig.get("site")).lower()
+    if column == "probe":
+        return leaf_name(row.probe).lower()
+    return str(sig.get(column) or "").lower()
+
+
+def haystack(row: SignalRow) -> str:
+    """What the text filter searches: every column's raw text, lower-cased."""
+    sig = row.sig
+    site = sig.get("site")
+    where = f"{site.get('file', '')}:{site.get('line', '')}({site.get('func', '')})" \
+        if isinstance(site, dict) else ""
+    return (f"{sig.get('kind', '')}\x00{sig.get('subject', '')}\x00{sig.get('reason', '')}"
+            f"\x00{where}\x00{sig.get('fix', '')}\x00{row.probe}").lower()
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ class TableFilter:
             return False
         if self.only_failing and not row.failing:
             return False
-        if self.text and self.text.lower() not in row_cells(row).haystack:
+        if self.text and self.text.lower() not in haystack(row):
             return False
         return True
 
@@ -128,7 +136,8 @@ class SignalTable(ScrollView, can_focus=True):
         Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False),
         Binding("home,g", "edge(0)", "First", show=False),
         Binding("end,G", "edge(1)", "Last", show=False),
-        Binding("enter,l", "choose", "Drill down", show=False),
+        Binding("enter", "choose", "Drill down"),
+        Binding("l", "choose", "Drill down", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -189,12 +198,12 @@ class SignalTable(ScrollView, can_focus=True):
     def column_values(self, column: str) -> list[str]:
         """Display text of one column, in display order (for tests and export)."""
         i = COLUMN_KEYS.index(column)
-        return [row_cells(self._rows[k]).text[i] for k in self.keys()]
+        return [row_text(self._rows[k])[i] for k in self.keys()]
 
     def _sort_value(self, row: SignalRow) -> tuple[Any, int, str]:
         if self.sort_column is None:
             return ((), row.seq, row.key)
-        return (row_cells(row).sort[self.sort_column], row.seq, row.key)
+        return (sort_value(row, self.sort_column), row.seq, row.key)
 
     def _insert(self, row: SignalRow) -> None:
         sv = self._sort_value(row)
@@ -244,10 +253,20 @@ class SignalTable(ScrollView, can_focus=True):
             if self.accepts(row):
                 self._insert(row)
             touched = True
-        for row in added:
-            if row.key not in self._rows and self.accepts(row):
+        fresh = [row for row in added if row.key not in self._rows and self.accepts(row)]
+        if len(fresh) > 64:  # a burst: one merge of two sorted runs beats many list inserts
+            batch = []
+            for row in fresh:
+                sv = self._sort_value(row)
+                self._rows[row.key] = row
+                self._sortval[row.key] = sv
+                batch.append(sv)
+            self._order.extend(batch)
+            self._order.sort()
+        else:
+            for row in fresh:
                 self._insert(row)
-                touched = True
+        touched = touched or bool(fresh)
         if touched:
             self._after_change(keep, announce=keep is None or keep not in self._rows)
 
@@ -414,14 +433,14 @@ class SignalTable(ScrollView, can_focus=True):
                 return Strip([Segment(text, base + self._style("empty"))], width)
             return Strip.blank(width, base)
         row = self._rows[key]
-        cells = row_cells(row)
+        cells = row_text(row)
         line_style = base
         if row.failing:
             line_style = line_style + self._style("failing")
         if index == self.cursor:
             line_style = line_style + self._style("cursor")
         segments = [Segment(" ", line_style)]
-        for col, w, text in zip(COLUMNS, widths, cells.text, strict=True):
+        for col, w, text in zip(COLUMNS, widths, cells, strict=True):
             style = line_style
             if col.key == "kind" and index != self.cursor:
                 style = line_style + self._style(f"kind-{text}") if text in _KIND_ORDER \

@@ -1,0 +1,246 @@
+"""Dashboard benchmark: time to first paint, and ingesting 100,000 streamed signals.
+
+Usage: .venv/bin/python benchmarks/bench_tui.py [--signals N] [--paints N]
+
+1. First paint: ``laya-tui`` started on a pseudo-terminal (160x45) on the demo workspace;
+   the time from exec to the first frame on the terminal (the tree's "all probes" and the
+   footer drawn). Target: under 0.5 s. The app process must not import torch & co (a
+   fresh interpreter imports the app modules and lists the heavy ones found).
+2. Ingest: one probe emits N signals through the real worker, pipe and runner into the
+   app (headless Textual driver, the full compositor still renders); total time from the
+   run's start until every signal is a row in the table, and the longest event-loop stall
+   seen by a 5 ms heartbeat on the app's loop. Target: no stall over 100 ms. The same
+   with the recorded runner (no subprocess: the UI's own cost) for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DEMO_WS = REPO / "tests" / "fixtures" / "recorded" / "demo_ws"
+LAYA = REPO / ".venv" / "bin" / "laya-tui"
+HEAVY = ["torch", "transformers", "tilelang", "mlx", "torch_rbln", "numpy"]
+
+FLOOD_PROBE = '''
+from laya_tui import probe
+
+@probe(family="flood", timeout=600)
+def many_signals(ctx):
+    import os
+    n = int(os.environ.get("LAYA_BENCH_SIGNALS", "100000"))
+    for i in range(n):
+        ctx.signal("fallback", subject=f"aten::op_{i % 997}", count=i % 13 + 1,
+                   bytes=(i * 7919) % 10_000_000, reason=f"reason {i % 31}",
+                   site={"file": __file__, "line": 5 + i % 40, "func": "forward"},
+                   fix="pad to 64")
+'''
+
+
+# -- first paint ---------------------------------------------------------------------------
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Footer, Static
+
+class Bare(App):
+    BINDINGS = [("q", "quit", "Quit"), ("r", "bell", "Re-run")]
+
+    def compose(self):
+        yield Static("all probes")
+        yield Footer()
+
+Bare().run()
+"""
+
+
+def first_paint(ws: Path, timeout: float = 20.0, bare: bool = False) -> tuple[float, float]:
+    """(seconds to first frame, seconds to quit after 'q') of laya-tui on a pty.
+
+    ``bare``: the same for a two-widget Textual app (the floor on this machine, now).
+    """
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="45",
+               TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-c", BARE_APP] if bare else [
+        str(LAYA), "--workspace", str(ws), "--no-cache", "--cache-dir", str(ws / ".cache")]
+    proc = subprocess.Popen(cmd,
+                            stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ws,
+                            start_new_session=True)
+    os.close(slave)
+    buf = b""
+    painted = None
+    try:
+        while time.perf_counter() - t0 < timeout:
+            ready, _, _ = select.select([master], [], [], 0.01)
+            if ready:
+                try:
+                    buf += os.read(master, 65536)
+                except OSError:
+                    break
+            if painted is None and b"all probes" in buf and b"Re-run" in buf:
+                painted = time.perf_counter() - t0
+                break
+        if painted is None:
+            raise RuntimeError("no frame within the timeout: " + buf[-300:].decode("utf-8",
+                                                                                   "replace"))
+        time.sleep(1.0)  # let it run its probes a moment
+        t1 = time.perf_counter()
+        os.write(master, b"q")
+        while proc.poll() is None and time.perf_counter() - t1 < 10:
+            ready, _, _ = select.select([master], [], [], 0.02)
+            if ready:
+                try:
+                    os.read(master, 65536)
+                except OSError:
+                    pass
+        quit_s = time.perf_counter() - t1
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.close(master)
+    return painted, quit_s
+
+
+def heavy_in_app_process() -> list[str]:
+    code = ("import sys, json\nimport laya_tui.cli, laya_tui.app_main, laya_tui.tui.app\n"
+            "import laya_tui.tui.screens.runs, laya_tui.tui.watch_adapter\n"
+            f"print(json.dumps([h for h in {HEAVY!r} if h in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+# -- ingest ----------------------------------------------------------------------------------
+class Heartbeat:
+    """Measures event-loop stalls: the lateness of a 5 ms sleep, repeatedly."""
+
+    def __init__(self, period: float = 0.005) -> None:
+        self.period = period
+        self.worst = 0.0
+        self.beats = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            t = loop.time()
+            await asyncio.sleep(self.period)
+            self.worst = max(self.worst, loop.time() - t - self.period)
+            self.beats += 1
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int]:
+    """(total seconds, worst stall, heartbeats) until n rows are in the app's table."""
+    beat = Heartbeat()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        beat.start()
+        t0 = time.perf_counter()
+        app.start_run()
+        while time.perf_counter() - t0 < timeout:
+            table = app.main_screen.table
+            if table.row_count >= n and not app.pump.pending:
+                break
+            await asyncio.sleep(0.01)
+        total = time.perf_counter() - t0
+        await pilot.pause()
+        beat.stop()
+        rows = app.main_screen.table.row_count
+        await app.shutdown_runner()
+    if rows < n:
+        raise RuntimeError(f"only {rows} of {n} rows after {total:.1f} s")
+    return total, beat.worst, beat.beats
+
+
+def live_ingest(n: int) -> tuple[float, float, int]:
+    from laya_tui.runner import RunConfig
+    from laya_tui.tui.app import build_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        (ws / "probes").mkdir()
+        (ws / "probes" / "flood.py").write_text(FLOOD_PROBE)
+        os.environ["LAYA_BENCH_SIGNALS"] = str(n)
+        config = RunConfig(workspace=str(ws), probes=[str(ws / "probes")], use_cache=False,
+                           cache_dir=str(ws / ".cache"))
+        return asyncio.run(ingest(build_app(config, autorun=False), n))
+
+
+def recorded_ingest(n: int) -> tuple[float, float, int]:
+    from laya_tui.tui.app import build_app
+
+    sigs = [{"kind": "fallback", "probe": "flood/many", "subject": f"aten::op_{i % 997}",
+             "count": i % 13 + 1, "bytes": (i * 7919) % 10_000_000, "reason": f"reason {i % 31}",
+             "site": {"file": "m.py", "line": 5 + i % 40, "func": "forward"}, "fix": "pad"}
+            for i in range(n)]
+    report = {"probes": [{"id": "flood/many", "family": "flood", "status": "ok",
+                          "reason": None, "seconds": 1.0, "cached": False, "deps": [],
+                          "signals": sigs, "log_tail": ""}], "errors": []}
+    return asyncio.run(ingest(build_app(recorded=report, autorun=False), n))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--signals", type=int, default=100_000)
+    ap.add_argument("--paints", type=int, default=5)
+    args = ap.parse_args()
+
+    heavy = heavy_in_app_process()
+    print(f"heavy modules in the app process: {heavy or 'none'}")
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        shutil.copytree(DEMO_WS, ws)
+        paints, quits, bares = [], [], []
+        for _ in range(args.paints):  # interleaved, so both see the same machine load
+            p, q = first_paint(ws)
+            paints.append(p)
+            quits.append(q)
+            bares.append(first_paint(ws, bare=True)[0])
+    med = statistics.median(paints)
+    print(f"first paint (exec -> first frame on a 160x45 pty): median {med:.3f} s, max "
+          f"{max(paints):.3f} s over {args.paints} (target < 0.5 s; {med / 0.5:.2f}x the target)")
+    bare = statistics.median(bares)
+    print(f"a bare two-widget Textual app, same pty, interleaved: median {bare:.3f} s "
+          f"(laya-tui = {med / bare:.2f}x the bare app)")
+    print(f"quit while probes run (q -> process gone): median {statistics.median(quits):.3f} s")
+
+    total, worst, beats = live_ingest(args.signals)
+    print(f"ingest {args.signals:,} signals, live worker -> pipe -> runner -> app: total "
+          f"{total:.2f} s ({args.signals / total:,.0f} signals/s), longest loop stall "
+          f"{worst * 1000:.1f} ms over {beats} heartbeats (target < 100 ms; "
+          f"{worst / 0.1:.2f}x the target)")
+    total, worst, beats = recorded_ingest(args.signals)
+    print(f"ingest {args.signals:,} signals, recorded runner (UI cost only): total "
+          f"{total:.2f} s ({args.signals / total:,.0f} signals/s), longest loop stall "
+          f"{worst * 1000:.1f} ms over {beats} heartbeats")
+
+
+if __name__ == "__main__":
+    main()
