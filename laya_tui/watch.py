@@ -329,15 +329,25 @@ class Watcher:
                 (self._known_py.add if os.path.exists(p) else self._known_py.discard)(p)
         structural = (py_under_probes or appeared_or_gone or changed & self._discovery_deps
                       or (self._blocked and any(p.endswith(".py") for p in changed)))
-        if structural:
-            cause = sorted(py_under_probes or appeared_or_gone or changed)[0]
-            disc = await self._discover()
-            self._apply_discovery(disc, trigger=cause, changed=changed)
+        # A probe file edit or a file appearing/going may change the cells: discover first.
+        # Otherwise (a kernel a cell's parameters derive from) the affected cells start now
+        # and discovery runs beside them; a cell whose definition changed starts over.
+        first = bool(py_under_probes or appeared_or_gone or self._blocked)
+        cause = sorted(py_under_probes or appeared_or_gone or changed)[0]
+        if structural and first:
+            self._apply_discovery(await self._discover(), trigger=cause, changed=changed)
         # 2. invalidation
         native = any(p.endswith(NATIVE_SUFFIXES) and any(p in d for d in self._deps.values())
                      for p in changed)
         await self.runner.invalidate(changed, recycle=native)
         # 3. mapping
+        self._map(changed, when)
+        if structural and not first:
+            self._apply_discovery(await self._discover(), trigger=cause, changed=changed)
+        await self._restart_streams()
+
+    def _map(self, changed: set[str], when: float) -> None:
+        """Schedule the cells whose dependency set meets ``changed``."""
         deleted = {p for p in changed if not os.path.exists(p)}
         changed_py = {p for p in changed if p.endswith(".py")}
         for pid in list(self.probes):
@@ -356,7 +366,6 @@ class Watcher:
             if hit and not self._is_blocked(pid):
                 trig = sorted(hit)[0]
                 self._schedule(pid, trig, _mtime(trig, when))
-        await self._restart_streams()
 
     # -- discovery --------------------------------------------------------------------------------
     async def _discover(self) -> Discovery:
@@ -406,13 +415,15 @@ class Watcher:
         self.errors = list(disc.errors)
         removed = [self.probes[pid] for pid in self.probes if pid not in fresh]
         added = [pid for pid in fresh if pid not in self.probes]
+        redefined = [pid for pid, p in fresh.items()
+                     if pid in self.probes and _definition(p) != _definition(self.probes[pid])]
         self.probes = fresh
         for pid, p in fresh.items():
             self._deps[pid] = self._deps.get(pid, set()) | set(p.get("deps", []))
         for p in removed:
             self._forget(p, trigger)
         if not first:
-            for pid in added:
+            for pid in added + redefined:
                 if not self._is_blocked(pid):
                     self._schedule(pid, trigger, _mtime(trigger, time.time()))
         # Diagnostics: only when the error is new or its file was just saved.
@@ -646,7 +657,7 @@ class Watcher:
     async def _stream(self, roots: tuple[str, ...], recursive: bool, stop: asyncio.Event) -> None:
         from watchfiles import awatch
 
-        step = max(5, min(25, self.debounce_ms // 4))
+        step = max(5, min(10, self.debounce_ms // 5))  # quiet time that ends a burst
         try:
             async for changes in awatch(*roots, watch_filter=self.filter, recursive=recursive,
                                         debounce=self.debounce_ms, step=step, stop_event=stop,
@@ -698,6 +709,12 @@ class Watcher:
 
     def _rel(self, deps: Iterable[str]) -> list[str]:
         return sorted(self._rel_one(d) for d in deps)
+
+
+def _definition(probe: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a cell run differently (not its deps or timeout)."""
+    return (probe.get("family"), probe.get("file"), probe.get("func"), probe.get("param"),
+            repr(probe.get("params")))
 
 
 def _imports_sibling(init: str, module: str) -> bool:
