@@ -1,7 +1,8 @@
 """explain probes: model forwards inside explain regions, compared with an fp32 CPU reference.
 
 Cells ``explain/<preset>[<dtype>,<scenario>]`` for the tiny ModernBERT encoder and the tiny
-Llama causal LM, in fp32 and bf16, each scenario a cold and a warm region
+Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on the
+``rbln`` device inside ``torch.rbln.explain``), each scenario a cold and a warm region
 (:func:`laya_tui.regions.explain_steady`):
 
 - ``eager``: the same prompt batch twice; shows casts, host syncs, CPU ops on a device.
@@ -15,6 +16,7 @@ Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec, an
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from laya_tui import param, probe
@@ -30,9 +32,21 @@ LIMITS = {"fp32": 1e-4, "bf16": 0.05, "fp16": 0.05}
 TORCH_HINT = "pip install 'laya-tui[torch]'"
 
 
+def _on_rbln_host() -> bool:
+    """torch-rbln with a loadable runtime (answered without importing torch)."""
+    from laya_tui.rbln_status import runtime_reason, torch_rbln_installed
+
+    return torch_rbln_installed() and runtime_reason() is None
+
+
+def _dtypes() -> tuple[str, ...]:
+    """fp32 and a half type: fp16 on an RBLN host (its device dtype), bf16 elsewhere."""
+    return ("fp32", "fp16") if _on_rbln_host() else DTYPES
+
+
 def _cells() -> list[Any]:
     cells = [param(f"{dt},{sc}", name=preset, preset=preset, dtype=dt, scenario=sc)
-             for preset in PRESETS for dt in DTYPES for sc in SCENARIOS]
+             for preset in PRESETS for dt in _dtypes() for sc in SCENARIOS]
     opts = options()
     for spec in opts.get("models") or []:
         for sc in ("eager", "compile"):
@@ -58,6 +72,10 @@ def _device(torch: Any, ctx: Any) -> str:
     dev = ctx.options.get("device")
     if dev:
         return str(dev)
+    from laya_tui.regions.rbln import unavailable_reason
+
+    if _on_rbln_host() and unavailable_reason() is None:
+        return "rbln"
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -103,6 +121,8 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
     if spec is not None:
         _user_model(ctx, spec, scenario)
         return
+    if _on_rbln_host():  # the runtime's fallback log, read by the RBLN region
+        os.environ.setdefault("TORCH_RBLN_LOG_LEVEL", "INFO")
     torch = _torch(ctx)
     from laya_tui import presets
     from laya_tui.regions import explain_steady
@@ -114,7 +134,8 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
     pad = PAD_TO if scenario == "compile-padded" else None
     batches = [presets.token_batch(rows, pad_to=pad) for rows in (BATCH_A, BATCH_B)]
     inputs = [_to(b, device) for b in batches]
-    backend = str(ctx.options.get("explain_backend") or "inductor")
+    backend = str(ctx.options.get("explain_backend")
+                  or ("rbln" if device.startswith("rbln") else "inductor"))
     ctx.environment("explain.model", preset, detail={
         "dtype": dtype, "device": device, "scenario": scenario, "widths":
         [int(b["input_ids"].shape[1]) for b in batches],
