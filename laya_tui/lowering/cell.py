@@ -22,7 +22,7 @@ from laya_tui.lowering.diagnostics import Diagnostic, from_compiler, from_except
 from laya_tui.lowering.discover import DTYPES, cell_label
 
 SEED = 1234
-DEFAULT_CUDA_ARCH = "sm_90"
+DEFAULT_CUDA_ARCH = "sm_90a"
 INSTALL_HINT = "pip install 'laya-tui[tilelang]'"
 
 
@@ -83,13 +83,15 @@ class CellState:
 
 
 def cuda_target_spec() -> dict[str, str]:
-    """The CUDA target: the local GPU's arch when there is one, else sm_90 (Hopper)."""
+    """The CUDA target: the local GPU's arch when there is one (``sm_90a`` on Hopper: the
+    wgmma/TMA instructions need the arch-specific target), else ``sm_90a`` (H100/H200)."""
     try:
         import torch
+        from tilelang.contrib.nvcc import get_target_arch
 
         if torch.cuda.is_available():
-            major, minor = torch.cuda.get_device_capability()
-            return {"kind": "cuda", "arch": f"sm_{major}{minor}"}
+            return {"kind": "cuda",
+                    "arch": f"sm_{get_target_arch(torch.cuda.get_device_capability())}"}
     except Exception:  # noqa: BLE001 - no usable torch.cuda
         pass
     return {"kind": "cuda", "arch": DEFAULT_CUDA_ARCH}
@@ -313,6 +315,16 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     state.stage = "run"
     device = "cuda" if state.target == "cuda" else "cpu"
     dl = DTYPES.get(state.dtype, state.dtype)
+    if device == "cuda" and _CUDA_LOST:
+        raise StageFailed(Diagnostic(
+            stage="run", exception="CudaContextLost",
+            line=f"not run: this worker's CUDA context was lost when {_CUDA_LOST[0]} failed "
+                 f"({_CUDA_LOST[1]})",
+            text=f"{_CUDA_LOST[0]} hit a sticky CUDA error ({_CUDA_LOST[1]}); every later "
+                 "launch in this process fails. Fix that cell, then restart laya-tui or run "
+                 "this cell alone.",
+            fix="restart laya-tui (a new worker gets a new CUDA context)"))
+    log_offset = _stdout_offset()
     t0 = time.perf_counter()
     try:
         kernel = load_kernel(func, artifact, tgt, built[1], built[0])
@@ -326,8 +338,15 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     except Exception as exc:  # noqa: BLE001 - a crash at run time is this cell's diagnostic
         state.seconds["run"] = time.perf_counter() - t0
         ctx.timing(f"{state.name}/run", state.seconds["run"], detail=_tdetail(state))
-        raise StageFailed(from_exception(exc, stage="run", target=state.target,
-                                         kernel_file=state.file)) from exc
+        diag = from_exception(exc, stage="run", target=state.target, kernel_file=state.file)
+        if device == "cuda":
+            device_lines = _device_messages(log_offset)
+            if device_lines:  # the kernel's own assertion beats "device-side assert triggered"
+                diag.text = "\n".join(device_lines[:5]) + "\n" + diag.text
+                diag.line = device_lines[0][:500]
+            if _sticky_cuda_error(str(exc)):
+                _mark_cuda_lost(state.name, first_line_of(str(exc)))
+        raise StageFailed(diag) from exc
     failures = []
     checks = {}
     for name in example.outputs:
@@ -346,6 +365,58 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
                                      line=failures[0], text="\n".join(failures)))
     state.outcome = "ran"
+
+
+# -- CUDA failures -----------------------------------------------------------------------------
+
+#: (cell, error) of the failure that left this process's CUDA context unusable.
+_CUDA_LOST: tuple[str, str] | None = None
+_STICKY = ("device-side assert", "illegal memory access", "unspecified launch failure",
+           "misaligned address", "illegal instruction", "launch timed out")
+
+
+def _sticky_cuda_error(message: str) -> bool:
+    low = message.lower()
+    return any(s in low for s in _STICKY)
+
+
+def _mark_cuda_lost(cell: str, error: str) -> None:
+    global _CUDA_LOST
+    if _CUDA_LOST is None:
+        _CUDA_LOST = (cell, error)
+
+
+def first_line_of(text: str) -> str:
+    """First non-empty line of ``text``."""
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), text.strip())[:300]
+
+
+def _stdout_offset() -> int | None:
+    """Size of the file fd 1 writes to (the probe's log), to read device printf after it."""
+    try:
+        import stat
+
+        st = os.fstat(1)
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        return None
+
+
+def _device_messages(offset: int | None) -> list[str]:
+    """Device-side assertion lines the kernel printed since ``offset`` (first ones first)."""
+    if offset is None:
+        return []
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+        with open("/proc/self/fd/1", encoding="utf-8", errors="replace") as f:
+            f.seek(offset)
+            text = f.read(1 << 20)
+    except OSError:
+        return []
+    lines = [ln.strip() for ln in text.splitlines() if "Assertion" in ln or "error" in ln.lower()]
+    return list(dict.fromkeys(lines))
 
 
 # -- the summary signal ----------------------------------------------------------------------

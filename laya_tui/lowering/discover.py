@@ -79,10 +79,11 @@ def _decorator_text(fn: ast.FunctionDef, source: str) -> str:
 
 
 def _labels(source: str) -> tuple[str, str]:
-    """(dtype, spec) a plain file uses: its most frequent float dtype, GPU constructs or not."""
+    """(dtype, spec) a plain file uses: its most frequent 16-bit dtype, if any, else float32
+    (fp32 alone is usually the accumulator); GPU constructs or not."""
     counts = {dt: len(re.findall(rf"\b{dt}\b", source)) for dt in DTYPES}  # bfloat16 != float16
-    dtype = max(DTYPES, key=lambda d: (counts[d], d == "float32")) if any(
-        counts.values()) else "float32"
+    low = [d for d in ("float16", "bfloat16") if counts[d]]
+    dtype = max(low, key=lambda d: counts[d]) if low else "float32"
     spec = "gpu" if any(m in source for m in _GPU_MARKERS) else "cpu"
     return dtype, spec
 
