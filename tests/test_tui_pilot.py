@@ -257,3 +257,23 @@ async def test_o_opens_the_call_site_in_the_editor_at_its_line(tmp_path, monkeyp
         await pilot.press("enter", "o")
         await pilot.pause()
     assert args.read_text().split() == ["+8", str(DEMO_WS / "model.py")]
+
+
+async def test_clicking_a_column_header_sorts_by_it():
+    log = MessageLog()
+    app = recorded_app()
+    async with app.run_test(size=SIZE, message_hook=log) as pilot:
+        await app.settled()
+        table = app.main_screen.table
+        widths = table._column_widths(table.size.width)
+        x = 1 + sum(w + 1 for w in widths[:3]) + 2  # inside the "bytes" header
+        await pilot.click("#signals", offset=(x, 0))
+        await pilot.pause()
+        assert (log.of("SortChanged")[-1].column, log.of("SortChanged")[-1].reverse) == \
+            ("bytes", True)
+        values = [app.model.rows[k].sig.get("bytes") for k in table.keys()]
+        present = [v for v in values if v is not None]
+        assert present == sorted(present, reverse=True) and values[: len(present)] == present
+        await pilot.click("#signals", offset=(x, 0))  # again: ascending
+        await pilot.pause()
+        assert log.of("SortChanged")[-1].reverse is False

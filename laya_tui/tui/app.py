@@ -298,13 +298,16 @@ class LayaApp(App[int]):
         what, name = main.scope
         if what == "family":
             return list(self.model.families.get(name or "", []))
+        if what == "all" and self.focused is not main.table:
+            return []  # on "all probes", r is ambiguous: R re-runs everything
         pid = main.selected_probe()
         return [pid] if pid else []
 
     def action_rerun(self) -> None:
         ids = self._targets()
         if not ids:
-            self.notify("select a probe or a family to re-run", severity="warning")
+            self.notify("select a probe or a family to re-run (R re-runs all)",
+                        severity="warning")
             return
         self.rerun(ids)
 

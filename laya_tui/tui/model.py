@@ -121,6 +121,8 @@ class RunModel:
         self.run_seconds: float = 0.0
         self._seq = 0
         self._gates: list[dict[str, Any]] | None = None
+        #: the probes of the current (or last) run, for the progress bar
+        self.run_ids: set[str] = set()
 
     # -- discovery ----------------------------------------------------------------------
     def discover(self, probes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> Changes:
@@ -162,6 +164,9 @@ class RunModel:
             changes.probes.add(st.id)
         elif isinstance(event, ProbeQueued):
             st = self._probe(event.probe_id, event.family, changes)
+            if not any(self.probes[p].status in ("queued", "running") for p in self.run_ids):
+                self.run_ids = set()  # nothing in flight: this queues a new run
+            self.run_ids.add(st.id)
             st.status, st.reason, st._in_run = "queued", None, False
             if self.run_started is None:
                 self.run_started = time.monotonic()
@@ -281,10 +286,10 @@ class RunModel:
         return Counter(st.status for st in self.probes.values())
 
     def progress(self) -> tuple[int, int]:
-        """(finished, total) over the probes queued in the current run."""
-        active = [st for st in self.probes.values() if st.status != "pending"]
-        done = sum(1 for st in active if st.status not in ("queued", "running"))
-        return done, len(active)
+        """(finished, total) over the probes queued in the current (or last) run."""
+        states = [self.probes[p] for p in self.run_ids]
+        done = sum(1 for st in states if st.status not in ("queued", "running", "pending"))
+        return done, len(states)
 
     def running(self) -> list[ProbeState]:
         """Probes running now."""
