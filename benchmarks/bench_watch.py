@@ -125,9 +125,9 @@ def build(value):
                      execution_backend="cython")
     return time.perf_counter() - t
 build(None)
-print("ready", flush=True)
+print("@@ ready", flush=True)
 for line in sys.stdin:
-    print(json.dumps(build(json.loads(line))), flush=True)
+    print("@@", json.dumps(build(json.loads(line))), flush=True)
 '''
 
 WARM_MATRIX = '''
@@ -156,9 +156,9 @@ def build(value):
     assert res.ok and not res.cached, res.output
     return time.perf_counter() - t
 build(None)
-print("ready", flush=True)
+print("@@ ready", flush=True)
 for line in sys.stdin:
-    print(json.dumps(build(json.loads(line))), flush=True)
+    print("@@", json.dumps(build(json.loads(line))), flush=True)
 '''
 
 #: Content edits that change the generated code (so no build cache can answer): the
@@ -175,9 +175,9 @@ def build(value):
     tilelang.compile(scale_add.scale_add_kernel(64, 64), target="c", execution_backend="cython")
     return time.perf_counter() - t
 build(None)
-print("ready", flush=True)
+print("@@ ready", flush=True)
 for line in sys.stdin:
-    print(json.dumps(build(json.loads(line))), flush=True)
+    print("@@", json.dumps(build(json.loads(line))), flush=True)
 '''
 
 
@@ -225,12 +225,17 @@ class WarmServer:
         self.proc = subprocess.Popen([sys.executable, "-c", script], cwd=ws, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
-        self.check(self.proc.stdout.readline())
+        self.reply()
 
-    def check(self, line: str) -> str:
-        if not line:
-            raise SystemExit(f"warm-process build failed:\n{self.proc.stderr.read()[-3000:]}")
-        return line
+    def reply(self) -> str:
+        """The next ``@@`` line (libraries may print their own lines on stdout)."""
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise SystemExit("warm-process build failed:\n"
+                                 + self.proc.stderr.read()[-3000:])
+            if line.startswith("@@ "):
+                return line[3:]
 
     def build(self, value: object) -> float:
         """One timed lower+build in the warm process (blocking; run it in a thread)."""
@@ -238,7 +243,7 @@ class WarmServer:
 
         self.proc.stdin.write(json.dumps(value) + "\n")
         self.proc.stdin.flush()
-        return float(json.loads(self.check(self.proc.stdout.readline())))
+        return float(json.loads(self.reply()))
 
     def close(self) -> None:
         self.proc.stdin.close()
