@@ -1,0 +1,763 @@
+"""export -> aoti_compile_and_package -> aoti_load_package (fresh process and warm) -> compare.
+
+Worker side: torch is imported inside the functions. Every step's time, the package size,
+latencies and numeric deltas go out as signals and into ``results.json`` beside the
+package. A failing step is a result: a ``log`` signal naming the step, exception, first
+meaningful line and call site; the steps that do not depend on it still run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from laya_tui.aoti.failure import StepFailure, describe, describe_remote
+from laya_tui.aoti.results import (
+    PACKAGE_NAME,
+    RESULTS_NAME,
+    RESULTS_SCHEMA_ID,
+    cell_dir,
+    prune_old,
+    read_results,
+    write_results,
+)
+from laya_tui.aoti.targets import Inputs, Target
+from laya_tui.aoti_load import SPEC_KEY, check_shapes
+
+#: Latency: warm-up calls, timed groups, and the wall time one group aims for.
+WARMUP, WARMUP_SECONDS, GROUPS, GROUP_SECONDS, MAX_REPS = 3, 0.5, 5, 0.08, 64
+FRESH_TIMEOUT = 300.0
+#: The matmul-like ops whose mixed input dtypes break packaged models.
+MATMUL_OPS = ("linear", "addmm", "mm", "bmm", "matmul", "baddbmm")
+
+
+class Unavailable(Exception):
+    """AOTInductor cannot run here (no compiler, no API, no bf16): a skip with this reason."""
+
+
+# -- environment -------------------------------------------------------------------------
+def require_aoti(dtype: str) -> dict[str, Any]:
+    """Facts about the toolchain, or :class:`Unavailable` with the reason and a hint."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise Unavailable(f"torch not installed ({exc}): pip install 'laya-tui[torch]'") from exc
+    import torch._inductor as inductor
+
+    if not (hasattr(inductor, "aoti_compile_and_package")
+            and hasattr(inductor, "aoti_load_package")):
+        raise Unavailable(f"torch {torch.__version__} has no AOTInductor packaging API "
+                          "(aoti_compile_and_package): install torch>=2.6")
+    from torch._inductor import cpp_builder
+
+    try:
+        compiler = cpp_builder.get_cpp_compiler()
+    except Exception as exc:  # noqa: BLE001 - InvalidCxxCompiler and friends
+        raise Unavailable(f"no working C++ compiler for AOTInductor ({type(exc).__name__}): "
+                          "install g++ or clang++, or set CXX") from exc
+    version = _compiler_version(compiler)
+    if dtype == "bf16":
+        try:
+            a = torch.ones((4, 4), dtype=torch.bfloat16)
+            (a @ a).sum().item()
+        except Exception as exc:  # noqa: BLE001
+            raise Unavailable(f"bf16 matmul does not run on this platform: {exc}") from exc
+    try:
+        import transformers
+
+        tf_version: str | None = transformers.__version__
+    except ImportError:
+        tf_version = None
+    native_bf16 = bool(getattr(torch.backends.mkldnn, "is_available", lambda: False)()
+                       and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return {
+        "python": platform.python_version(), "torch": torch.__version__,
+        "transformers": tf_version, "platform": platform.platform(),
+        "machine": platform.machine(), "cpu": _cpu_model(), "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(), "compiler": compiler, "compiler_version": version,
+        "native_bf16": native_bf16,
+    }
+
+
+def _compiler_version(compiler: str) -> str:
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                             timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return (out.splitlines() or [""])[0].strip()[:200]
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# -- cache key ---------------------------------------------------------------------------
+def weights_digest(model: Any) -> str:
+    """sha256 over every state_dict entry's name, dtype, shape and bytes."""
+    import torch
+
+    h = hashlib.sha256()
+    state = model.state_dict() if hasattr(model, "state_dict") else {}
+    for name in sorted(state):
+        t = state[name]
+        if not isinstance(t, torch.Tensor):
+            continue
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        flat = t.detach().to("cpu").contiguous().reshape(-1)
+        if flat.numel():
+            h.update(flat.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _file_digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def cache_key(target: Target, model: Any, env: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(model source hash, weights, config, torch version, dtype) -> ``(hex key, parts)``."""
+    parts = {
+        "sources": {os.path.basename(p): _file_digest(p) for p in target.sources},
+        "weights": weights_digest(model), "config": target.config, "dtype": target.dtype,
+        "torch": env["torch"], "transformers": env.get("transformers"),
+        "machine": env["machine"], "python": ".".join(env["python"].split(".")[:2]),
+    }
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest(), parts
+
+
+# -- export facts ------------------------------------------------------------------------
+def _path_name(path: Any) -> str:
+    from torch.utils import _pytree as pytree
+
+    keys = list(path)
+    if keys and getattr(keys[0], "idx", None) == 1:  # kwargs
+        rest = keys[1:]
+        text = pytree.keystr(rest)
+        return text[2:-2] if text.startswith("['") and text.endswith("']") else text
+    return "args" + pytree.keystr(keys[1:])
+
+
+def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
+               ) -> dict[str, Any]:
+    """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}]}``."""
+    import sympy
+    import torch
+    from torch.utils import _pytree as pytree
+
+    args, kwargs = example
+    flat = [(p, x) for p, x in pytree.tree_flatten_with_path((tuple(args), kwargs))[0]
+            if isinstance(x, torch.Tensor)]
+    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+    fakes = [vals[name] for name in ep.graph_signature.user_inputs]
+    fakes = [f for f in fakes if isinstance(f, torch.Tensor)]
+    ranges = {str(k): v for k, v in ep.range_constraints.items()}
+
+    def bound(v: Any) -> int:
+        try:
+            return int(v)
+        except Exception:  # noqa: BLE001 - sympy/torch infinities: unbounded
+            return 2**62
+
+    inputs = []
+    for (path, x), fake in zip(flat, fakes, strict=False):
+        name = _path_name(path)
+        dims = []
+        for d, size in enumerate(fake.shape):
+            label = dim_names.get(name, {}).get(d) or f"dim{d}"
+            if isinstance(size, int):
+                dims.append({"name": label, "min": size, "max": size})
+                continue
+            expr = size.node.expr
+            coeff, rest = expr.as_coeff_Mul() if isinstance(expr, sympy.Expr) else (1, expr)
+            coeff = int(coeff) if coeff and coeff == int(coeff) else 1
+            vr = ranges.get(str(rest)) or ranges.get(str(expr))
+            lo = bound(vr.lower) * coeff if vr is not None else int(x.shape[d])
+            hi = bound(vr.upper) * coeff if vr is not None else int(x.shape[d])
+            dim = {"name": label, "min": lo, "max": hi, "symbol": str(rest)}
+            if coeff > 1:
+                dim["multiple"] = coeff
+            dims.append(dim)
+        inputs.append({"name": name, "dtype": str(x.dtype), "dims": dims})
+    return {"inputs": inputs}
+
+
+def mixed_dtype_matmuls(ep: Any) -> list[dict[str, Any]]:
+    """Matmul-like nodes whose floating inputs disagree in dtype, with their source site."""
+    import torch
+
+    from laya_tui.aoti.failure import site_from_text
+
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for node in ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        op = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+        if op not in MATMUL_OPS:
+            continue
+        dtypes = []
+        for arg in node.args:
+            val = getattr(arg, "meta", {}).get("val") if hasattr(arg, "meta") else None
+            if isinstance(val, torch.Tensor) and val.is_floating_point():
+                dtypes.append(str(val.dtype).replace("torch.", ""))
+        if len(set(dtypes)) > 1:
+            trace = node.meta.get("stack_trace") or ""
+            site = site_from_text(trace)
+            key = (op, ",".join(dtypes), json.dumps(site, sort_keys=True))
+            if key in found:
+                found[key]["nodes"].append(node.name)
+                continue
+            found[key] = {"op": f"aten.{op}", "nodes": [node.name], "dtypes": dtypes,
+                          "site": site, "trace": trace[-1500:]}
+    return list(found.values())
+
+
+# -- measuring ---------------------------------------------------------------------------
+def call(fn: Any, inputs: Inputs) -> Any:
+    """``fn(*args, **kwargs)`` under ``no_grad``."""
+    import torch
+
+    args, kwargs = inputs
+    with torch.no_grad():
+        return fn(*args, **kwargs)
+
+
+def flat_outputs(out: Any) -> list[Any]:
+    """Tensor leaves of a model output."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
+
+
+def output_names(out: Any, heads: tuple[str, ...] | None) -> list[str]:
+    """Head names when declared, else the output's pytree paths (``out0`` for a tensor)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    pairs = [(p, x) for p, x in pytree.tree_flatten_with_path(out)[0]
+             if isinstance(x, torch.Tensor)]
+    if heads and len(heads) == len(pairs):
+        return list(heads)
+    names = [pytree.keystr(p).strip("[].'").replace("'][", ".").replace("][", ".")
+             for p, _ in pairs]
+    return [f"out{n}" if n.isdigit() else (n or f"out{i}") for i, n in enumerate(names)]
+
+
+def _warm_up(fn: Any, inputs: Inputs) -> tuple[int, float]:
+    """Up to :data:`WARMUP` calls (stopping past :data:`WARMUP_SECONDS`); then one timed call."""
+    t0 = time.perf_counter()
+    warm = 0
+    while warm < WARMUP and (warm == 0 or time.perf_counter() - t0 < WARMUP_SECONDS):
+        call(fn, inputs)
+        warm += 1
+    t0 = time.perf_counter()
+    call(fn, inputs)
+    return warm, max(time.perf_counter() - t0, 1e-7)
+
+
+def median_latencies(fns: dict[str, Any], inputs: Inputs
+                     ) -> dict[str, tuple[float, dict[str, Any]] | BaseException]:
+    """Median per-call seconds of each callable, side by side.
+
+    After warm-up, :data:`GROUPS` rounds each time every callable in turn for enough
+    repetitions to last about :data:`GROUP_SECONDS` (interleaved, so load on a shared
+    machine hits all of them alike). A callable that raises maps to its exception.
+    """
+    out: dict[str, Any] = {}
+    plan: dict[str, tuple[int, int]] = {}
+    for name, fn in fns.items():
+        try:
+            warm, one = _warm_up(fn, inputs)
+        except Exception as exc:  # noqa: BLE001 - reported by the caller
+            out[name] = exc
+            continue
+        plan[name] = (warm, max(1, min(MAX_REPS, int(GROUP_SECONDS / one))))
+    means: dict[str, list[float]] = {name: [] for name in plan}
+    for _ in range(GROUPS):
+        for name, (_, reps) in plan.items():
+            fn = fns[name]
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                call(fn, inputs)
+            means[name].append((time.perf_counter() - t0) / reps)
+    for name, (warm, reps) in plan.items():
+        m = means[name]
+        out[name] = (statistics.median(m), {"warmup": warm, "groups": GROUPS, "reps": reps,
+                                            "min": min(m), "max": max(m)})
+    return out
+
+
+def head_deltas(out: Any, ref: Any) -> dict[str, Any]:
+    """Max |logit delta|, max |softmax delta| (last axis) and argmax agreement per row."""
+    import numpy as np
+
+    from laya_tui.numeric import to_numpy
+
+    a, b = to_numpy(out), to_numpy(ref)
+    if a.shape != b.shape:
+        raise ValueError(f"shape mismatch: output {a.shape} vs reference {b.shape}")
+    finite = bool(np.all(np.isfinite(a)))
+    logit = float(np.abs(a - b).max()) if a.size and finite else (0.0 if finite else float("nan"))
+
+    def softmax(x: Any) -> Any:
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    if a.ndim == 0 or not a.size:
+        return {"logit": logit, "prob": logit, "agree": [], "ref_absmax": 0.0}
+    prob = float(np.abs(softmax(a) - softmax(b)).max()) if finite else float("nan")
+    a2, b2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    agree = [bool(x) for x in (a2.argmax(-1) == b2.argmax(-1))]
+    return {"logit": logit, "prob": prob, "agree": agree, "ref_absmax": float(np.abs(b).max())}
+
+
+# -- the run -----------------------------------------------------------------------------
+class Pipeline:
+    """One cell: its steps, their signals, and its results.json."""
+
+    def __init__(self, ctx: Any, target: Target, root: Path) -> None:
+        self.ctx = ctx
+        self.target = target
+        self.root = Path(root)
+        self.failures: list[StepFailure] = []
+        self.mixed: list[dict[str, Any]] = []
+        self.results: dict[str, Any] = {
+            "schema": RESULTS_SCHEMA_ID, "model": target.name, "dtype": target.dtype,
+            "steps": {}, "shapes": [], "failures": [], "ok": False, "package": None,
+            "package_bytes": None, "input_spec": None,
+        }
+
+    # -- reporting helpers ---------------------------------------------------------------
+    def fail(self, failure: StepFailure) -> None:
+        """Record a failed step: a ``log`` signal and a results.json entry."""
+        if self.mixed and "same dtype" in failure.line and self.mixed[0].get("site"):
+            if failure.site and failure.site != self.mixed[0]["site"]:
+                failure.detail.setdefault("runtime_site", failure.site)
+            failure.site = self.mixed[0]["site"]
+        self.failures.append(failure)
+        self.results["failures"].append(failure.as_dict())
+        self.results["steps"].setdefault(failure.step, {"ok": False})["ok"] = False
+        self.ctx.signal("log", subject=failure.step, reason=failure.line, site=failure.site,
+                        fix=failure.fix, detail={"step": failure.step,
+                                                 "exception": failure.exception,
+                                                 "text": failure.text[-6000:],
+                                                 **failure.detail})
+
+    @contextlib.contextmanager
+    def step(self, name: str, **detail: Any) -> Iterator[dict[str, Any]]:
+        """Run a block as step ``name``; an exception becomes a failure, not a crash."""
+        box: dict[str, Any] = {"ok": False}
+        t0 = time.perf_counter()
+        try:
+            yield box
+            box["ok"] = True
+        except Exception as exc:  # noqa: BLE001 - every step failure is reported
+            self.fail(describe(name, exc, **detail))
+        finally:
+            box["seconds"] = time.perf_counter() - t0
+
+    # -- main ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Every step; returns results.json's content (also written beside the package)."""
+        import torch
+
+        t = self.target
+        env = require_aoti(t.dtype)
+        self.results["environment"] = env
+        self.ctx.environment("aoti/toolchain", env["torch"], detail=env)
+        for src in t.sources:
+            self.ctx.depends_on(src)
+        model = t.build()
+        key, parts = cache_key(t, model, env)
+        self.results.update(key=key, cache_parts=parts,
+                            limits={"logits": t.limit, "probs": t.limit,
+                                    "scaled_by": "max(1, max|reference|)"})
+        cdir = cell_dir(self.root, t.name, key)
+        cdir.mkdir(parents=True, exist_ok=True)
+        package = cdir / PACKAGE_NAME
+        self.results["package"] = str(package)
+        self.results["removed_old"] = prune_old(self.root, t.name, cdir)
+
+        spec = self.build_package(model, package, cdir, key)
+        shapes = []
+        if spec is not None:
+            shapes = self.shapes_in_range(spec)
+        fresh = self.load_fresh(package, shapes) if spec is not None else None
+        compiled = self.load_warm(package) if spec is not None else None
+        ref_model = t.reference(model)
+        per_shape = {name: {"name": name, "dims": dims, "heads": {}, "latency": {},
+                            "ratios": {}} for name, _, dims in shapes}
+        self.results["shapes"] = list(per_shape.values())
+        refs, same = self.eager_outputs(model, ref_model, shapes)
+        warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
+        self.compare(shapes, per_shape, refs, same, fresh, warm)
+        self.latency(model, compiled, shapes, per_shape)
+        torch._dynamo.reset()
+
+        self.results["ok"] = not self.failures and all(
+            h["passed"] for s in per_shape.values() for h in s["heads"].values())
+        results_path = cdir / RESULTS_NAME
+        write_results(results_path, self.results)
+        self.ctx.artifact("results.json", results_path)
+        return self.results
+
+    # -- export + package ------------------------------------------------------------------
+    def build_package(self, model: Any, package: Path, cdir: Path, key: str
+                      ) -> dict[str, Any] | None:
+        """Export and package, or reuse the cached package; returns the input spec."""
+        t0 = time.perf_counter()
+        prev = read_results(cdir / RESULTS_NAME)
+        steps = (prev or {}).get("steps", {})
+        if (package.is_file() and prev and prev.get("key") == key
+                and steps.get("package", {}).get("ok") and prev.get("input_spec")):
+            lookup = time.perf_counter() - t0
+            for name in ("export", "package"):
+                built = dict(steps.get(name) or {})
+                self.results["steps"][name] = {**built, "ok": True, "cached": True,
+                                               "seconds": lookup,
+                                               "built_seconds": built.get("built_seconds",
+                                                                          built.get("seconds"))}
+            self.results["export_graph"] = prev.get("export_graph")
+            self.results["input_spec"] = prev["input_spec"]
+            self.mixed = prev.get("mixed_dtype") or []
+            self.results["mixed_dtype"] = self.mixed
+            self.ctx.timing("export", lookup, detail={"cached": True, **(prev.get(
+                "export_graph") or {}), "built_seconds": steps.get("export", {}).get("seconds")})
+            self.report_mixed()
+            self.ctx.timing("package", lookup, detail={
+                "cached": True, "built_seconds": self.results["steps"]["package"]["built_seconds"],
+                "key": key})
+            self.report_package(package, cached=True)
+            return prev["input_spec"]
+
+        import torch
+
+        ep = None
+        with self.step("export") as box:
+            dyn = self.target.dynamic_shapes(model)
+            args, kwargs = self.target.example
+            with torch.no_grad():
+                ep = torch.export.export(model, tuple(args), dict(kwargs), dynamic_shapes=dyn)
+        self.results["steps"]["export"] = {"ok": box["ok"], "seconds": box["seconds"],
+                                           "cached": False}
+        if ep is None:
+            return None
+        spec = input_spec(ep, self.target.example, self.target.dim_names)
+        self.results["input_spec"] = spec
+        graph_path = cdir / "exported_graph.py"
+        code = ep.graph_module.print_readable(print_output=False)
+        graph_path.write_text(code)
+        nodes = [n for n in ep.graph.nodes if n.op == "call_function"]
+        graph = {"nodes": len(nodes), "ops": len({str(n.target) for n in nodes}),
+                 "graph_chars": len(code),
+                 "ranges": {str(k): [str(v.lower), str(v.upper)]
+                            for k, v in ep.range_constraints.items()}}
+        self.results["export_graph"] = graph
+        self.ctx.timing("export", box["seconds"], detail={"cached": False, **graph})
+        self.ctx.artifact("exported-graph", graph_path, detail={"nodes": graph["nodes"]})
+        self.mixed = mixed_dtype_matmuls(ep)
+        self.results["mixed_dtype"] = [{k: v for k, v in m.items() if k != "trace"}
+                                       for m in self.mixed]
+        self.report_mixed()
+
+        tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
+        with self.step("package") as box:
+            configs = {"aot_inductor.metadata": {SPEC_KEY: json.dumps(spec), "laya.key": key}}
+            torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp),
+                                                     inductor_configs=configs)
+            os.replace(tmp, package)
+        self.results["steps"]["package"] = {"ok": box["ok"], "seconds": box["seconds"],
+                                            "cached": False}
+        if not box["ok"]:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return None
+        self.ctx.timing("package", box["seconds"], detail={"cached": False, "key": key})
+        self.report_package(package, cached=False)
+        return spec
+
+    def report_mixed(self) -> None:
+        for m in self.mixed:
+            self.ctx.signal("cast", subject=m["op"], count=len(m["nodes"]), site=m.get("site"),
+                            reason=f"mixed-dtype matmul: {' x '.join(m['dtypes'])}",
+                            fix="cast the odd input to the weight's dtype before this op",
+                            detail={"nodes": m["nodes"], "dtypes": m["dtypes"]})
+
+    def report_package(self, package: Path, *, cached: bool) -> None:
+        size = package.stat().st_size
+        self.results["package_bytes"] = size
+        self.ctx.artifact("package", package, bytes=size, detail={"cached": cached})
+
+    def shapes_in_range(self, spec: dict[str, Any]) -> list[tuple[str, Inputs, dict[str, int]]]:
+        """The target's shapes, dropping (and logging) any the exported ranges refuse."""
+        from laya_tui.aoti_load import ShapeError, flat_tensors
+
+        keep = []
+        for name, inputs, dims in self.target.shapes(spec):
+            flat = flat_tensors(*inputs)
+            try:
+                check_shapes(spec, [tuple(x.shape) for x in flat], [str(x.dtype) for x in flat],
+                             what=f"shape {name}")
+                keep.append((name, inputs, dims))
+            except ShapeError as exc:
+                self.ctx.log(str(exc), subject=f"shape[{name}]")
+        return keep
+
+    # -- loading ---------------------------------------------------------------------------
+    def load_fresh(self, package: Path, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                   ) -> dict[str, list[Any]] | None:
+        """``python -m laya_tui.aoti_load`` in a new process; returns its outputs per shape."""
+        import torch
+
+        import laya_tui
+        from laya_tui.rbln_status import guard_autoload
+
+        env = dict(os.environ)
+        guard_autoload(env)
+        src_root = os.path.dirname(os.path.dirname(os.path.abspath(laya_tui.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
+        with tempfile.TemporaryDirectory(prefix="laya-aoti-") as tmp:
+            inputs_path, result_path = os.path.join(tmp, "inputs.pt"), os.path.join(tmp, "out.pt")
+            torch.save({"shapes": [{"name": n, "args": list(i[0]), "kwargs": i[1]}
+                                   for n, i, _ in shapes]}, inputs_path)
+            cmd = [sys.executable, "-m", "laya_tui.aoti_load", str(package), inputs_path,
+                   "--result", result_path]
+            for mod in self.target.forbid:
+                cmd += ["--forbid", mod]
+            t0 = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                                      timeout=FRESH_TIMEOUT, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired as exc:
+                self.fail(describe_remote("load-fresh", None, str(exc.stderr or ""), None,
+                                          process="fresh"))
+                return None
+            wall = time.perf_counter() - t0
+            result = (torch.load(result_path, weights_only=True)
+                      if os.path.isfile(result_path) else None)
+        error = (result or {}).get("error")
+        if result is None or error:
+            failure = describe_remote("load-fresh", error, proc.stderr, proc.returncode,
+                                      process="fresh", shape=(error or {}).get("shape"))
+            self.fail(failure)
+            if result is None or "load_seconds" not in result:
+                return None
+        detail = {"process_seconds": round(wall, 4),
+                  "import_seconds": round(result["import_seconds"], 4),
+                  "loader_import_seconds": round(result.get("loader_import_seconds", 0.0), 4),
+                  "isa_probe_seconds": round(result.get("isa_probe_seconds", 0.0), 4),
+                  "first_run_seconds": {k: round(v, 6) for k, v in
+                                        result["first_run_seconds"].items()},
+                  "model_code_imported": result.get("forbidden_imported", []),
+                  "isa": result["metadata"].get("AOTI_CPU_ISA"),
+                  "threads": result.get("threads")}
+        self.results["steps"]["load-fresh"] = {"ok": not error, "seconds": result["load_seconds"],
+                                               **detail}
+        self.ctx.timing("load-fresh", result["load_seconds"], detail=detail)
+        if result.get("forbidden_imported"):
+            self.ctx.log("the fresh process imported model code: "
+                         + ", ".join(result["forbidden_imported"]), subject="load-fresh")
+        return None if error else result["outputs"]
+
+    def load_warm(self, package: Path) -> Any:
+        """``aoti_load_package`` in this (warm) process."""
+        import torch
+
+        compiled = None
+        with self.step("load-warm", process="warm") as box:
+            compiled = torch._inductor.aoti_load_package(str(package))
+        self.results["steps"]["load-warm"] = {"ok": box["ok"], "seconds": box["seconds"]}
+        if box["ok"]:
+            self.ctx.timing("load-warm", box["seconds"])
+        return compiled
+
+    # -- outputs -----------------------------------------------------------------------------
+    def eager_outputs(self, model: Any, ref_model: Any,
+                      shapes: list[tuple[str, Inputs, dict[str, int]]]
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """fp32 eager reference outputs, and the model's own (same-dtype) eager outputs."""
+        refs: dict[str, Any] = {}
+        same: dict[str, Any] = {}
+        with self.step("eager") as box:
+            for name, inputs, _ in shapes:
+                out = call(ref_model, inputs)
+                refs[name] = (flat_outputs(out), output_names(out, self.target.heads))
+        if ref_model is not model:
+            with self.step("eager", dtype=self.target.dtype) as box2:
+                for name, inputs, _ in shapes:
+                    same[name] = flat_outputs(call(model, inputs))
+            box["ok"] = box["ok"] and box2["ok"]
+        self.results["steps"]["eager"] = {"ok": box["ok"], "seconds": box["seconds"]}
+        return refs, same
+
+    def warm_outputs(self, compiled: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                     ) -> dict[str, list[Any]]:
+        """The package's outputs in this process, per shape (stops at the first error)."""
+        outs: dict[str, list[Any]] = {}
+        for name, inputs, _ in shapes:
+            with self.step("run", process="warm", shape=name) as box:
+                outs[name] = flat_outputs(call(compiled, inputs))
+            if not box["ok"]:
+                break
+        return outs
+
+    def compare(self, shapes: list[tuple[str, Inputs, dict[str, int]]],
+                per_shape: dict[str, dict[str, Any]], refs: dict[str, Any],
+                same: dict[str, Any], fresh: dict[str, list[Any]] | None,
+                warm: dict[str, list[Any]]) -> None:
+        """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference."""
+        from laya_tui.numeric import max_abs_diff
+
+        for name, _, _ in shapes:
+            if name not in refs:
+                continue
+            ref_outs, heads = refs[name]
+            outs, source = (fresh or {}).get(name), "aoti fresh process"
+            if outs is None:
+                outs, source = warm.get(name), "aoti warm process"
+            if outs is None:
+                continue
+            if len(outs) != len(ref_outs):
+                self.fail(describe("compare", ValueError(
+                    f"package returned {len(outs)} outputs, eager {len(ref_outs)}"), shape=name))
+                continue
+            fresh_vs_warm = None
+            if fresh and name in fresh and name in warm:
+                fresh_vs_warm = max(max_abs_diff(a, b)[0] for a, b in zip(
+                    fresh[name], warm[name], strict=True))
+            for i, head in enumerate(heads):
+                d = head_deltas(outs[i], ref_outs[i])
+                limit = self.target.limit * max(1.0, d["ref_absmax"])
+                vs_same = (max_abs_diff(outs[i], same[name][i])[0]
+                           if name in same else None)
+                passed_logit = d["logit"] <= limit
+                passed_prob = d["prob"] <= limit
+                rows = len(d["agree"])
+                detail = {"argmax_agree": d["agree"], "argmax_match": sum(d["agree"]),
+                          "rows": rows, "compared": source,
+                          "reference": "eager fp32" if self.target.dtype == "fp32"
+                          or same else "eager", "fresh_vs_warm": fresh_vs_warm,
+                          "vs_same_dtype_eager": vs_same}
+                self.ctx.tolerance(f"{head}/logits[{name}]", d["logit"], limit,
+                                   passed=passed_logit, detail=detail)
+                self.ctx.tolerance(f"{head}/probs[{name}]", d["prob"], limit,
+                                   passed=passed_prob, detail=detail)
+                per_shape[name]["heads"][head] = {
+                    "max_logit_delta": d["logit"], "max_prob_delta": d["prob"],
+                    "limit": limit, "prob_limit": limit, "argmax_agree": d["agree"],
+                    "passed": bool(passed_logit and passed_prob),
+                    "vs_same_dtype_eager": vs_same, "fresh_vs_warm": fresh_vs_warm}
+
+    def latency(self, model: Any, compiled: Any,
+                shapes: list[tuple[str, Inputs, dict[str, int]]],
+                per_shape: dict[str, dict[str, Any]]) -> None:
+        """Median latency of eager, torch.compile'd and AOTI on every shape, side by side."""
+        variants: dict[str, Any] = {}
+        if self.results["steps"].get("eager", {}).get("ok"):
+            variants["eager"] = model
+        cmodel = self.compile_model(model, shapes)
+        if cmodel is not None:
+            variants["compiled"] = cmodel
+        run_ok = not any(f.step == "run" for f in self.failures)
+        if compiled is not None and run_ok:
+            variants["aoti"] = compiled
+        recompiled: dict[str, list[str]] = {}
+        for name, inputs, _ in shapes:
+            row = per_shape[name]
+            before, reasons = self._graphs(), self._guard_failures()
+            measured = median_latencies(variants, inputs)
+            if cmodel is not None and self._graphs() > before:
+                recompiled[name] = self._guard_failures()[len(reasons):][:5]
+            for variant in variants:
+                got = measured[variant]
+                if isinstance(got, BaseException):
+                    self.fail(describe("latency", got, variant=variant, shape=name))
+                    continue
+                seconds, detail = got
+                row["latency"][variant] = seconds
+                eager = row["latency"].get("eager")
+                ratio = eager / seconds if eager and variant != "eager" else None
+                if ratio is not None:
+                    row["ratios"][f"{variant}_speedup_vs_eager"] = ratio
+                    detail["speedup_vs_eager"] = round(ratio, 4)
+                self.ctx.timing(f"latency/{variant}[{name}]", seconds, detail=detail)
+        if cmodel is not None:
+            step = self.results["steps"].setdefault("compile", {"ok": True})
+            step["recompiled_on"] = recompiled
+            for name, why in recompiled.items():
+                self.ctx.signal("recompile", subject="torch.compile", count=1,
+                                reason=(why[0] if why else f"new input shape {name}")[:300],
+                                detail={"shape": name, "guard_failures": why})
+
+    def _guard_failures(self) -> list[str]:
+        from torch._dynamo.utils import guard_failures
+
+        return [str(r) for reasons in guard_failures.values() for r in reasons]
+
+    def _graphs(self) -> int:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"].get("unique_graphs", 0))
+
+    def compile_model(self, model: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                      ) -> Any:
+        """``torch.compile(model, dynamic=True)``; the first call's seconds is the compile."""
+        import torch
+
+        if not shapes:
+            return None
+        torch._dynamo.reset()
+        cmodel = None
+        with self.step("compile") as box:
+            cmodel = torch.compile(model, dynamic=True)
+            call(cmodel, shapes[0][1])
+        self.results["steps"]["compile"] = {"ok": box["ok"], "seconds": box["seconds"]}
+        if not box["ok"]:
+            return None
+        self.ctx.timing("compile", box["seconds"], detail={"mode": "dynamic=True",
+                                                           "first_shape": shapes[0][0]})
+        return cmodel
+
+
+def run_target(ctx: Any, target: Target, out: str | None) -> dict[str, Any]:
+    """Run one cell end to end; skip when AOTInductor cannot run, fail on a failed step."""
+    from laya_tui.aoti.results import output_root
+
+    pipe = Pipeline(ctx, target, output_root(out))
+    try:
+        results = pipe.run()
+    except Unavailable as exc:
+        ctx.skip(str(exc))
+        raise  # unreachable: skip raises
+    if pipe.failures:
+        first = pipe.failures[0]
+        ctx.fail(f"{first.step} failed: {first.exception}: {first.line}")
+    return results
+
+
+def clear_cache(root: Path) -> None:
+    """Remove every cached package under ``root`` (benchmarks use it for a cold run)."""
+    shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,168 @@
+"""What the aoti pipeline packages: the decision model cells and ``--model`` specs.
+
+Worker side: torch is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: ``(args, kwargs)`` of one call.
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+
+#: Logit limits: AOTI fp32 vs eager fp32 is one compiler's rounding away; a bf16 copy vs the
+#: fp32 eager reference carries bf16's 8-bit mantissa (2^-9 relative per rounding) through
+#: three encoder layers, measured ~0.008 on this model, so 0.05 leaves ~6x headroom and
+#: still catches a wrong cast or garbage. Both scale by max(1, max|reference|); the
+#: probability limit equals the logit limit because softmax moves no probability by more
+#: than the largest logit change.
+LIMITS = {"fp32": 1e-4, "bf16": 0.05, "fp16": 0.05}
+#: Bumped when the pipeline changes what goes into a package.
+PIPELINE_VERSION = 1
+
+
+@dataclass
+class Target:
+    """One cell's model, inputs and how to judge it."""
+
+    name: str
+    dtype: str
+    build: Callable[[], Any]
+    reference: Callable[[Any], Any]
+    example: Inputs
+    dynamic_shapes: Callable[[Any], Any]
+    shapes: Callable[[dict[str, Any] | None], list[tuple[str, Inputs, dict[str, int]]]]
+    heads: tuple[str, ...] | None = None
+    dim_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    forbid: list[str] = field(default_factory=list)
+
+    @property
+    def limit(self) -> float:
+        """Base logit limit for this cell's dtype."""
+        return LIMITS.get(self.dtype, LIMITS["bf16"])
+
+
+def decision_target(dtype: str, *, cast_features: bool = True) -> Target:
+    """The decision model cell in ``fp32`` or ``bf16`` (weights cast, no autocast)."""
+    import torch
+
+    from laya_tui import decision_model as dm
+    from laya_tui import presets
+
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+
+    def build() -> Any:
+        return dm.build_decision_model(torch_dtype, cast_features=cast_features)
+
+    def reference(model: Any) -> Any:
+        return model if dtype == "fp32" else dm.build_decision_model(torch.float32)
+
+    def shapes(_spec: dict[str, Any] | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+        return [(s.name, ((), dm.decision_inputs(s)),
+                 {"rows": s.rows, "tokens": s.tokens, "markers": s.markers})
+                for s in dm.SHAPES]
+
+    suffix = "" if cast_features else ",uncast"
+    return Target(
+        name=f"decision[{dtype}{suffix}]", dtype=dtype, build=build, reference=reference,
+        example=((), dm.decision_inputs(dm.EXAMPLE)),
+        dynamic_shapes=lambda _model: dm.dynamic_shapes(), shapes=shapes, heads=dm.HEADS,
+        dim_names=dm.DIM_NAMES, sources=[dm.__file__, presets.__file__],
+        config={"modernbert": presets.MODERNBERT_CONFIG, "rows": dm.ROWS,
+                "tokens16": dm.TOKENS16, "markers": dm.MARKERS,
+                "cast_features": cast_features, "pipeline": PIPELINE_VERSION},
+        forbid=["transformers", "laya_tui.decision_model", "laya_tui.presets"],
+    )
+
+
+def _normalise_inputs(inputs: Any) -> Inputs:
+    if isinstance(inputs, dict):
+        return (), dict(inputs)
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), {}
+    return (inputs,), {}
+
+
+def _auto_dynamic(model: Any, example: Inputs) -> Any:
+    """``Dim.AUTO`` on every dim of every tensor input, keyed by forward's parameter names."""
+    import torch
+    from torch.export import Dim
+    from torch.utils import _pytree as pytree
+
+    def spec(x: Any) -> Any:
+        return {d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None
+
+    args, kwargs = example
+    bound = inspect.signature(model.forward).bind(*args, **kwargs)
+    return {name: pytree.tree_map(spec, value) for name, value in bound.arguments.items()}
+
+
+def _batch_variant(spec: dict[str, Any] | None, example: Inputs
+                   ) -> list[tuple[str, Inputs, dict[str, int]]]:
+    """A second shape when every input's dim 0 is one dynamic dim: rows repeated or cut."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    if not spec or not spec.get("inputs"):
+        return []
+    firsts = [inp["dims"][0] for inp in spec["inputs"] if inp.get("dims")]
+    if not firsts or len({d.get("symbol") for d in firsts}) != 1 or not firsts[0].get("symbol"):
+        return []
+    dim = firsts[0]
+    leaves = [x for x in pytree.tree_leaves(example) if isinstance(x, torch.Tensor)]
+    batch = int(leaves[0].shape[0])
+    new = 2 * batch if 2 * batch <= dim["max"] else batch - 1
+    if not dim["min"] <= new <= dim["max"] or new == batch:
+        return []
+
+    def resize(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or x.dim() == 0:
+            return x
+        return torch.cat([x, x])[:new] if new > batch else x[:new]
+
+    args, kwargs = pytree.tree_map(resize, example)
+    return [(f"batch{new}", (tuple(args), dict(kwargs)), {"dim0": new})]
+
+
+def user_target(spec: str) -> Target:
+    """A ``--model module:callable`` returning ``(model, inputs)``, packaged as given."""
+    import torch
+
+    from laya_tui.presets import load_user_model
+
+    model, inputs = load_user_model(spec)
+    if hasattr(model, "eval"):
+        model.eval()
+    example = _normalise_inputs(inputs)
+    floats = [p.dtype for p in model.parameters() if p.is_floating_point()] \
+        if hasattr(model, "parameters") else []
+    dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(floats[0], "fp32") \
+        if floats else "fp32"
+    module_name = spec.partition(":")[0]
+    sources = []
+    found = importlib.util.find_spec(module_name)
+    if found is not None and found.origin and os.path.isfile(found.origin):
+        sources.append(found.origin)
+    try:
+        src = inspect.getsourcefile(type(model))
+        if src and src not in sources:
+            sources.append(src)
+    except TypeError:
+        pass
+
+    def shapes(exported: dict[str, Any] | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+        return [("example", example, {})] + _batch_variant(exported, example)
+
+    return Target(
+        name=f"model[{spec}]", dtype=dtype, build=lambda: model, reference=lambda m: m,
+        example=example, dynamic_shapes=lambda m: _auto_dynamic(m, example), shapes=shapes,
+        sources=sources, config={"spec": spec, "pipeline": PIPELINE_VERSION},
+        forbid=[module_name, "transformers"],
+    )

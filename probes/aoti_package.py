@@ -1,0 +1,47 @@
+"""aoti probes: can the model be exported, packaged with AOTInductor, loaded in a fresh
+process, and does it give the same answers? At what cost?
+
+Cells: ``aoti/decision[fp32]`` and ``aoti/decision[bf16]`` (the tiny ModernBERT decision
+model; bf16 is a weight-cast copy compared with the fp32 eager reference) and one
+``aoti/model[MODULE:CALLABLE]`` per ``--model``. Packages and results.json go to ``--out``
+(``<out>/aoti``) or the per-user cache; an unchanged re-run reuses the package.
+Heavy imports stay inside the function (discovery must stay fast).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from laya_tui import api, param, probe
+
+
+def _cells() -> list[Any]:
+    cells = [param("fp32", name="decision", kind="decision", dtype="fp32"),
+             param("bf16", name="decision", kind="decision", dtype="bf16")]
+    for spec in api.options().get("models") or []:
+        cells.append(param(spec, name="model", kind="model", spec=spec))
+    return cells
+
+
+@probe(family="aoti", name="package", params=_cells, timeout=600)
+def package(ctx: Any, kind: str, dtype: str = "fp32", spec: str | None = None) -> None:
+    """export -> package (.pt2) -> load fresh + warm -> compare heads -> latency."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        ctx.skip(f"torch not installed ({exc}): pip install 'laya-tui[torch]'")
+    from laya_tui.aoti.pipeline import run_target
+    from laya_tui.aoti.targets import decision_target, user_target
+
+    if kind == "decision":
+        try:
+            import transformers  # noqa: F401
+        except ImportError as exc:
+            ctx.skip(f"transformers not installed ({exc}): pip install 'laya-tui[torch]'")
+        target = decision_target(dtype)
+    else:
+        try:
+            target = user_target(str(spec))
+        except Exception as exc:  # noqa: BLE001 - a broken --model is a one-line failure
+            ctx.fail(f"--model {spec}: {type(exc).__name__}: {exc}".splitlines()[0])
+    run_target(ctx, target, ctx.options.get("out"))

@@ -1,0 +1,275 @@
+"""aoti family, fast part: shape checks, failure descriptions, results schema, cache paths,
+import hygiene, and the failures that need no packaging (export error, missing compiler)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from laya_tui.aoti.failure import cpp_site, first_meaningful_line, fix_for
+from laya_tui.aoti.results import (
+    RESULTS_SCHEMA_ID,
+    default_root,
+    output_root,
+    prune_old,
+    slug,
+    validate_results,
+)
+from laya_tui.aoti_load import ShapeError, check_shapes, shape_problems
+
+REPO = Path(__file__).resolve().parents[1]
+
+SPEC = {"inputs": [
+    {"name": "input_ids", "dtype": "torch.int64", "dims": [
+        {"name": "rows", "min": 2, "max": 64, "symbol": "s0"},
+        {"name": "tokens", "min": 32, "max": 256, "multiple": 16, "symbol": "s1"}]},
+    {"name": "confidence", "dtype": "torch.float32", "dims": [
+        {"name": "rows", "min": 2, "max": 64, "symbol": "s0"},
+        {"name": "features", "min": 3, "max": 3}]},
+]}
+
+
+# -- shape checks ------------------------------------------------------------------------
+def test_shapes_inside_the_ranges_pass():
+    assert shape_problems(SPEC, [(4, 64), (4, 3)], ["torch.int64", "torch.float32"]) == []
+    check_shapes(SPEC, [(64, 256), (64, 3)])
+
+
+@pytest.mark.parametrize("shapes, expected", [
+    ([(65, 64), (65, 3)], "input_ids dim 0 (rows) = 65 is outside the exported range 2..64"),
+    ([(1, 64), (1, 3)], "input_ids dim 0 (rows) = 1 is outside the exported range 2..64"),
+    ([(4, 40), (4, 3)], "input_ids dim 1 (tokens) = 40 is not a multiple of 16"),
+    ([(4, 272), (4, 3)], "input_ids dim 1 (tokens) = 272 is outside the exported range 32..256"),
+    ([(4, 64), (5, 3)], "confidence dim 0 (rows) = 5 must equal input_ids dim 0 (rows) = 4"),
+    ([(4, 64), (4, 4)], "confidence dim 1 (features) = 4, but the package is static there (3)"),
+    ([(4, 64, 1), (4, 3)], "input_ids has 3 dims [4, 64, 1], exported with 2"),
+    ([(4, 64)], "got 1 tensor inputs, the package was exported with 2"),
+])
+def test_shapes_outside_the_ranges_are_named(shapes, expected):
+    with pytest.raises(ShapeError) as info:
+        check_shapes(SPEC, shapes, what="shape x")
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("shape x outside the exported ranges: ")
+    assert expected in msg
+
+
+def test_dtype_mismatch_is_named():
+    problems = shape_problems(SPEC, [(4, 64), (4, 3)], ["torch.int64", "torch.float64"])
+    assert problems == ["confidence has dtype torch.float64, exported with torch.float32"]
+
+
+# -- failure descriptions ----------------------------------------------------------------
+CXX_TEXT = """backend='inductor' raised:
+CppCompileError: C++ compile error
+
+Command:
+g++ /tmp/x/cabc.cpp -shared -fPIC -O3 -o /tmp/x/cabc.so
+
+Output:
+/tmp/x/cabc.cpp: In function 'void kernel()':
+/tmp/x/cabc.cpp:12:5: error: 'foo' was not declared in this scope
+"""
+AOTI_RUN_TEXT = "\n".join([
+    "Error: aoti_torch_cpu_addmm_out(buf89, b, buf88, w, 1L, 1L) API call failed "
+    "at /tmp/ti/c.wrapper.cpp, line 1756",
+    "mat1 and mat2 must have the same dtype, but got Float and BFloat16",
+    "Exception raised from meta at aten/src/ATen/native/LinearAlgebra.cpp:194 (most recent "
+    "call first):",
+    "frame #0: c10::Error::Error() + 0x9d",
+])
+
+
+def test_first_meaningful_line_skips_banners():
+    assert first_meaningful_line(CXX_TEXT) == \
+        "/tmp/x/cabc.cpp:12:5: error: 'foo' was not declared in this scope"
+    assert first_meaningful_line(AOTI_RUN_TEXT) == \
+        "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
+    assert first_meaningful_line("\n\nTraceback (most recent call last):\nValueError: x\n") == \
+        "ValueError: x"
+
+
+def test_cpp_site_and_fixes():
+    assert cpp_site(AOTI_RUN_TEXT) == {"file": "/tmp/ti/c.wrapper.cpp", "line": 1756,
+                                       "func": "aoti_torch_cpu_addmm_out"}
+    assert "cast" in fix_for(AOTI_RUN_TEXT)
+    assert "torch.cond" in fix_for("Could not guard on data-dependent expression Eq(u0, 1)")
+    assert "compiler" in fix_for(CXX_TEXT)
+    assert fix_for("something nobody has seen") is None
+
+
+# -- results.json and folders ------------------------------------------------------------
+def _minimal_results() -> dict[str, Any]:
+    return {
+        "schema": RESULTS_SCHEMA_ID, "model": "decision[fp32]", "dtype": "fp32",
+        "key": "0" * 64, "ok": True, "environment": {"torch": "2.x", "python": "3.11"},
+        "steps": {"export": {"ok": True, "seconds": 0.5, "cached": False}},
+        "shapes": [{"name": "r4.t64.m3", "latency": {"eager": 0.01, "aoti": 0.005},
+                    "heads": {"action": {"max_logit_delta": 1e-7, "max_prob_delta": 1e-8,
+                                         "limit": 1e-4, "argmax_agree": [True, True],
+                                         "passed": True}}}],
+        "failures": [],
+    }
+
+
+def test_results_schema_accepts_and_rejects():
+    doc = _minimal_results()
+    validate_results(doc)
+    bad = json.loads(json.dumps(doc))
+    del bad["shapes"][0]["heads"]["action"]["argmax_agree"]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_results(bad)
+    bad = dict(doc, failures=[{"step": "export"}])
+    with pytest.raises(jsonschema.ValidationError):
+        validate_results(bad)
+
+
+def test_output_root_is_out_or_the_user_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_root() == tmp_path / "xdg" / "laya-tui" / "aoti"
+    assert output_root(None) == default_root()
+    assert output_root(str(tmp_path / "o")) == tmp_path / "o" / "aoti"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_root() == Path.home() / ".cache" / "laya-tui" / "aoti"
+    assert REPO not in default_root().parents
+
+
+def test_prune_keeps_the_newest_old_folders(tmp_path):
+    import os
+
+    dirs = [tmp_path / f"decision_fp32-{i:016x}" for i in range(5)]
+    for i, d in enumerate(dirs):
+        d.mkdir()
+        os.utime(d, (1000 + i, 1000 + i))
+    other = tmp_path / "decision_bf16-" f"{0:016x}"
+    other.mkdir()
+    removed = prune_old(tmp_path, "decision[fp32]", dirs[4], keep=2)
+    assert sorted(removed) == sorted(str(d) for d in dirs[:2])
+    assert other.exists() and dirs[2].exists() and dirs[3].exists() and dirs[4].exists()
+
+
+# -- import hygiene ------------------------------------------------------------------------
+def test_light_modules_and_probe_discovery_import_no_torch():
+    code = (
+        "import sys, json\n"
+        "import laya_tui.aoti, laya_tui.aoti.failure, laya_tui.aoti.results, laya_tui.aoti_load\n"
+        "from laya_tui.loader import import_probe_file\n"
+        f"mod = import_probe_file({str(REPO / 'probes' / 'aoti_package.py')!r}, {str(REPO)!r})\n"
+        "print(json.dumps([m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=REPO)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_cells_follow_the_model_option(monkeypatch):
+    from laya_tui.loader import import_probe_file
+
+    monkeypatch.setenv("LAYA_TUI_OPTIONS", json.dumps({"models": ["pkg.mod:build"]}))
+    mod = import_probe_file(str(REPO / "probes" / "aoti_package.py"), str(REPO))
+    ids = [cid for cid, _ in mod.package.__laya_probe__.cells()]
+    assert ids == ["aoti/decision[fp32]", "aoti/decision[bf16]", "aoti/model[pkg.mod:build]"]
+
+
+def test_no_ui_module_imports_the_worker_side_aoti_modules():
+    for path in (REPO / "laya_tui").rglob("*.py"):
+        rel = path.relative_to(REPO / "laya_tui")
+        if rel.parts[0] == "aoti" or rel.name in {"aoti_load.py", "decision_model.py"}:
+            continue
+        text = path.read_text()
+        assert "decision_model" not in text, f"{rel} imports the worker-side decision model"
+        assert "aoti.pipeline" not in text and "aoti.targets" not in text, rel
+
+
+# -- failures that need no packaging -------------------------------------------------------
+def data_dependent_model() -> tuple[Any, Any]:
+    """A model whose Python branch reads a tensor value: torch.export must refuse it."""
+    import torch
+    from torch import nn
+
+    class DataDependent(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 4)
+
+        def forward(self, x: Any) -> Any:
+            if x.sum() > 0:  # the data-dependent branch
+                return self.lin(x)
+            return -self.lin(x)
+
+    torch.manual_seed(0)
+    return DataDependent().eval(), (torch.randn(4, 8),)
+
+
+def tiny_model() -> tuple[Any, Any]:
+    """A small two-output model: fast to export (the compiler-failure tests use it)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 6), nn.GELU(), nn.Linear(6, 3)).eval(), \
+        (torch.randn(4, 8),)
+
+
+def run_cell(target: Any, out: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Run one aoti cell in this process; ``(status, signals)``."""
+    from laya_tui.aoti.pipeline import run_target
+    from laya_tui.api import Context, Failed, Skipped
+
+    events: list[dict[str, Any]] = []
+    ctx = Context("aoti/test", "aoti", events.append, opts={"out": str(out), "models": []})
+    try:
+        run_target(ctx, target, str(out))
+        status = "failed" if ctx.failures else "ok"
+    except Skipped as exc:
+        status = f"skipped: {exc}"
+    except Failed as exc:
+        status = f"failed: {exc}"
+    return status, [e["signal"] for e in events]
+
+
+def results_of(out: Path, prefix: str) -> dict[str, Any]:
+    paths = sorted((out / "aoti").glob(f"{prefix}-*/results.json"))
+    assert len(paths) == 1, paths
+    doc = json.loads(paths[0].read_text())
+    validate_results(doc)
+    return doc
+
+
+def test_data_dependent_control_flow_fails_export(tmp_path):
+    pytest.importorskip("torch")
+    from laya_tui.aoti.targets import user_target
+
+    status, signals = run_cell(user_target(f"{__name__}:data_dependent_model"), tmp_path)
+    assert status.startswith("failed: export failed: GuardOnDataDependentSymNode: "
+                             "Could not guard on data-dependent expression"), status
+    logs = [s for s in signals if s["kind"] == "log" and s.get("subject") == "export"]
+    assert len(logs) == 1
+    log = logs[0]
+    assert log["detail"]["step"] == "export"
+    assert log["detail"]["exception"] == "GuardOnDataDependentSymNode"
+    assert log["site"]["file"] == __file__ and log["site"]["func"] == "forward"
+    assert "if x.sum() > 0" in Path(__file__).read_text().splitlines()[log["site"]["line"] - 1]
+    assert "torch.cond" in log["fix"]
+    assert not [s for s in signals if s["kind"] == "timing" and s["subject"] == "package"]
+    doc = results_of(tmp_path, slug(f"model[{__name__}:data_dependent_model]"))
+    assert doc["ok"] is False and doc["steps"]["export"]["ok"] is False
+    assert doc["failures"][0]["step"] == "export"
+    assert not list((tmp_path / "aoti").glob("*/model.pt2"))
+
+
+def test_missing_compiler_is_a_skip(tmp_path):
+    pytest.importorskip("torch")
+    import torch._inductor.config as inductor_config
+
+    from laya_tui.aoti.targets import user_target
+
+    with inductor_config.patch({"cpp.cxx": (None, str(tmp_path / "no-such-c++"))}):
+        status, signals = run_cell(user_target(f"{__name__}:tiny_model"), tmp_path)
+    assert status.startswith("skipped: no working C++ compiler for AOTInductor"), status
+    assert "install g++" in status
