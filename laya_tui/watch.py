@@ -140,9 +140,18 @@ def diff_signals(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any
 def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
     """``{file, line, message}`` when a result is a syntax/import error saved mid-edit."""
     err = result.get("error")
-    if result.get("status") != "failed" or not isinstance(err, dict):
+    if result.get("status") != "failed":
         return None
-    if err.get("type") not in DIAGNOSTIC_ERRORS:
+    if not isinstance(err, dict) or err.get("type") not in DIAGNOSTIC_ERRORS:
+        # A probe may report the import failure itself: a failing signal whose detail
+        # names the exception (the lowering probe's ``stage: import`` cells).
+        for sig in result.get("signals", []):
+            detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
+            site = sig.get("site") or {}
+            if sig.get("passed") is False and detail.get("exception") in DIAGNOSTIC_ERRORS \
+                    and site.get("file"):
+                return {"file": site["file"], "line": site.get("line"),
+                        "message": result.get("reason") or sig.get("reason") or ""}
         return None
     message = result.get("reason") or err.get("message") or ""
     site = err.get("site") or {}

@@ -85,6 +85,15 @@ def test_diagnostic_of_points_at_the_broken_file():
     assert diagnostic_of({"status": "failed", "reason": "ValueError: x",
                           "error": {"type": "ValueError"}}) is None
     assert diagnostic_of({"status": "ok"}) is None
+    # A probe that reports the import failure as its own failing signal (lowering cells).
+    lowered = {"status": "failed", "reason": "lowering gemm: invalid syntax (gemm.py, line 98)",
+               "signals": [{"kind": "lowering", "probe": "p", "passed": False,
+                            "site": {"file": "/w/kernels/gemm.py", "line": 98},
+                            "detail": {"exception": "SyntaxError", "stage": "import"}}]}
+    assert diagnostic_of(lowered) == {"file": "/w/kernels/gemm.py", "line": 98,
+                                      "message": lowered["reason"]}
+    lowered["signals"][0]["detail"]["exception"] = "TVMError"
+    assert diagnostic_of(lowered) is None
 
 
 def test_stream_line_is_one_compact_json_object_without_the_full_result():
