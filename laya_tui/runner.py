@@ -107,8 +107,9 @@ class WorkerHandle:
         rfd, wfd = os.pipe()
         env = dict(os.environ)
         env["LAYA_TUI_OPTIONS"] = json.dumps(self.config.options())
-        env["PYTHONPATH"] = os.pathsep.join(
-            [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
+        if not _installed():  # run from a source tree: let the worker find laya_tui
+            env["PYTHONPATH"] = os.pathsep.join(
+                [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
         logf = open(self.worker_log, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.proc = await asyncio.create_subprocess_exec(
@@ -462,3 +463,19 @@ def _tail(path: str, chars: int = LOG_TAIL_CHARS) -> str:
 
 def _package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _installed() -> bool:
+    """True when laya-tui is an installed distribution (editable or not).
+
+    Then the worker imports laya_tui like the CLI did, and the repo root stays off its
+    PYTHONPATH: the repo's own ``kernels``/``probes`` folders must not shadow a user
+    workspace's.
+    """
+    from importlib import metadata
+
+    try:
+        metadata.distribution("laya-tui")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
