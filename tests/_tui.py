@@ -10,14 +10,17 @@ from laya_tui.tui.app import LayaApp, build_app
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 DEMO_REPORT = RECORDED / "demo_report.json"
 DEMO_WS = RECORDED / "demo_ws"
+#: A real ``laya-tui --headless --json --only 'tilelang/*'`` run (record.py tilelang).
+TILELANG_REPORT = RECORDED / "tilelang_report.json"
+REPO = RECORDED.parents[2]
 SIZE = (160, 45)
 
 
 def recorded_app(tmp_path: Path | None = None, report: Path = DEMO_REPORT,
-                 **kwargs: Any) -> LayaApp:
-    """The real app fed the recorded demo report (no subprocess, no clock)."""
+                 workspace: str = str(DEMO_WS), **kwargs: Any) -> LayaApp:
+    """The real app fed a recorded report (no subprocess, no clock)."""
     export = str(tmp_path / "report.json") if tmp_path is not None else None
-    return build_app(recorded=report, workspace=str(DEMO_WS), export_path=export, **kwargs)
+    return build_app(recorded=report, workspace=workspace, export_path=export, **kwargs)
 
 
 class MessageLog:

@@ -15,7 +15,7 @@ from laya_tui.tui.pump import EventPump
 from laya_tui.tui.recorded import load_report
 from laya_tui.tui.widgets.matrix import matrix_cells
 from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_text
-from tests._tui import DEMO_REPORT
+from tests._tui import DEMO_REPORT, TILELANG_REPORT
 
 
 def run(model: RunModel, pid: str, signals: list[dict], status: str = "ok") -> Changes:
@@ -107,10 +107,10 @@ def test_editor_command(editor, expected):
     assert editor_command(editor, "/w/m.py", None)[-1] == "/w/m.py"
 
 
-def _recorded_model() -> RunModel:
+def _recorded_model(report=DEMO_REPORT) -> RunModel:
     model = RunModel()
     changes = Changes()
-    for p in load_report(DEMO_REPORT)["probes"]:
+    for p in load_report(report)["probes"]:
         model.apply(ProbeFinished(p), changes)
     return model
 
@@ -138,9 +138,12 @@ def test_table_sorts_on_raw_values_and_filters():
 
 
 def test_matrix_cells_from_lowering_signals_and_statuses():
-    kernels, columns, cells = matrix_cells(_recorded_model())
-    assert kernels == ["gemm_kernel", "add_ln_kernel", "rope_kernel"]
-    assert columns == [("c", "fp32", "cpu"), ("c", "fp16", "gpu"), ("c", "bf16", "gpu"),
-                       ("cuda", "fp16", "gpu")]
+    kernels, columns, cells = matrix_cells(_recorded_model(TILELANG_REPORT))
+    assert sorted(kernels) == ["add_ln_kernel", "attn_kernel", "gemm_geglu_kernel",
+                               "gemm_kernel", "rope_kernel"]
+    assert columns[:2] == [("c", "fp32", "cpu"), ("c", "fp32", "gpu")]  # c first, cpu first
+    assert len(columns) == 12
     assert cells[("add_ln_kernel", ("c", "fp16", "gpu"))].outcome == "lower-failed"
-    assert cells[("gemm_kernel", ("cuda", "fp16", "gpu"))].outcome == "skipped"
+    assert cells[("gemm_kernel", ("c", "fp16", "cpu"))].outcome == "skipped"  # status only
+    assert cells[("gemm_kernel", ("c", "fp16", "cpu"))].row_key is None
+    assert matrix_cells(_recorded_model())[0] == []  # no lowering family in the demo

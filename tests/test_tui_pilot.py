@@ -13,7 +13,14 @@ from laya_tui.tui.screens.matrix import MatrixScreen
 from laya_tui.tui.screens.runs import RunsScreen, timing_series, tolerance_series
 from laya_tui.tui.screens.signal import SignalScreen
 from laya_tui.tui.widgets.matrix import LoweringMatrix
-from tests._tui import DEMO_WS, SIZE, MessageLog, recorded_app
+from tests._tui import (
+    DEMO_WS,
+    REPO,
+    SIZE,
+    TILELANG_REPORT,
+    MessageLog,
+    recorded_app,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,15 +33,16 @@ async def test_recorded_run_fills_tree_table_and_header():
         await pilot.pause()
         main = app.main_screen
         assert isinstance(main, MainScreen)
-        assert len(app.model.probes) == 19
+        assert len(app.model.probes) == 7
         assert app.model.status_counts()["crashed"] == 1
-        assert main.table.row_count == 26
-        assert log.of("ProbesDiscovered")[0].count == 19
+        assert main.table.row_count == 14
+        assert log.of("ProbesDiscovered")[0].count == 7
         assert log.of("RunCompleted")[-1].what == "all"
         # events were coalesced: far fewer RunUpdated messages than runner events
         updates = log.of("RunUpdated")
-        assert sum(m.changes.events for m in updates) >= 19 * 3
-        assert len(updates) < 19
+        events = sum(m.changes.events for m in updates)
+        assert events >= 7 * 3 + 14
+        assert len(updates) * 5 < events
         status = str(main.query_one("#summary-gates").render())
         assert "FAIL" in status and "no-crash (1)" in status
 
@@ -109,7 +117,7 @@ async def test_filter_kind_only_failing_and_sort_on_raw_bytes():
         await pilot.press("escape")  # Esc in the filter box clears it
         await pilot.pause()
         assert table.filter.text == ""
-        assert table.row_count == 26
+        assert table.row_count == 14
         await pilot.press("f")  # only failing
         await pilot.pause()
         assert log.of("FilterChanged")[-1].only_failing is True
@@ -166,12 +174,12 @@ async def test_export_writes_a_valid_report(tmp_path):
         assert exported and exported[-1].path == str(tmp_path / "report.json")
         report = json.loads((tmp_path / "report.json").read_text())
         validate_report(report)
-        assert len(report["probes"]) == 19
+        assert len(report["probes"]) == 7
         assert report["summary"]["passed"] is False
 
 
-async def test_lowering_matrix_cells_and_diagnostic():
-    app = recorded_app()
+async def test_lowering_matrix_from_a_real_tilelang_run():
+    app = recorded_app(report=TILELANG_REPORT, workspace=str(REPO))
     async with app.run_test(size=SIZE) as pilot:
         await app.settled()
         await pilot.press("m")
@@ -179,16 +187,17 @@ async def test_lowering_matrix_cells_and_diagnostic():
         assert isinstance(app.screen, MatrixScreen)
         matrix = app.screen.query_one(LoweringMatrix)
         grid = matrix.outcome_grid()
-        assert grid["gemm_kernel"] == {"c·fp32·cpu": "ran", "c·fp16·gpu": "build-failed",
-                                       "c·bf16·gpu": "lower-failed",
-                                       "cuda·fp16·gpu": "skipped"}
-        assert grid["rope_kernel"]["c·fp32·cpu"] == "run-failed"
-        assert grid["rope_kernel"]["c·bf16·gpu"] == "built"
-        await pilot.press("right")  # c·fp16·gpu of gemm_kernel
+        assert set(grid) == {"gemm_kernel", "gemm_geglu_kernel", "add_ln_kernel", "rope_kernel",
+                             "attn_kernel"}
+        assert grid["gemm_kernel"]["c·fp32·cpu"] == "ran"  # the CPU specialization works
+        assert grid["add_ln_kernel"]["c·fp32·gpu"] == "lower-failed"  # the GPU one does not
+        assert grid["gemm_kernel"]["c·fp16·cpu"] == "skipped"
+        await pilot.press("right")  # add_ln_kernel, c·fp32·gpu
         await pilot.pause()
         text = app.screen.query_one("#cell-detail").plain_text()
-        assert "cannot convert 'half8' to 'float8'" in text
-        assert "build-failed" in text
+        assert "lower-failed" in text and "local.fragment" in text
+        assert "call site" in text and "kernels/add_ln.py:30" in text
+        assert "tl.LowerTileOp" in text
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, SignalScreen)

@@ -17,8 +17,8 @@ from laya_tui.tui.widgets.matrix import LoweringMatrix
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
 
-LEGEND = ("✓ ran within tolerance   ◐ built   ◔ lowered   ✗ lower / build / run: failed at "
-          "that stage   ⊘ skipped   ✹ crashed   · not run")
+LEGEND = ("✓ ran within tolerance   ◐ built   ◔ lowered   ✗ lower / ✗ build / ✗ run: failed "
+          "at that stage   ⊘ skipped   ✹ crashed   · not run")
 
 
 class MatrixScreen(Screen[None]):

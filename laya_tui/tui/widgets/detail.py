@@ -22,7 +22,12 @@ from laya_tui.tui.model import ProbeState, SignalRow
 #: Detail keys shown in their own sections (the rest go to "more detail").
 _SHOWN = {"diagnostic", "source_excerpt", "generated_source", "path", "package",
           "argmax_match", "rows", "top2_gap_min", "mismatch_rows", "mismatch_top2_gaps",
-          "stack", "kernel", "target", "dtype", "spec", "outcome", "seconds"}
+          "stack", "kernel", "target", "dtype", "spec", "outcome", "seconds", "stage", "pass",
+          "exception", "run_skipped", "build_cached", "kernel_site", "checks", "buffers",
+          "command", "wrapped_source", "file"}
+#: Detail keys shown as one-line facts, in this order.
+_FACTS = (("stage", "stage"), ("pass", "pass"), ("exception", "exception"),
+          ("run_skipped", "run"), ("build_cached", "build cached"))
 _LEXERS = {".py": "python", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cu": "cuda",
            ".h": "c", ".mlir": "text", ".ll": "llvm"}
 
@@ -104,10 +109,22 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
                            if isinstance(v, (int, float)))
         if stages:
             facts.append(("stages", stages))
+    for key, label in _FACTS:
+        if detail.get(key) is not None:
+            facts.append((label, str(detail[key])))
     if sig.get("fix"):
         facts.append(("fix", str(sig["fix"])))
     if facts:
         parts.append(_kv_table(facts))
+    checks = detail.get("checks")
+    if isinstance(checks, dict) and checks:
+        rows = []
+        for name, c in checks.items():
+            if isinstance(c, dict):
+                mark = "" if c.get("passed") is None else ("  ok" if c.get("passed") else "  FAIL")
+                rows.append((str(name), f"{number(c.get('value'))} vs limit "
+                                        f"{number(c.get('limit'))}{mark}"))
+        parts += [_section("checks"), _kv_table(rows)]
 
     if sig.get("kind") == "tolerance" or "limit" in sig:
         tol: list[tuple[str, str]] = [
@@ -144,18 +161,43 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
                                     line_numbers=True, start_line=start,
                                     highlight_lines={int(site["line"])}, theme="ansi_dark",
                                     word_wrap=False))
+    ksite = detail.get("kernel_site")
+    same_as_site = isinstance(site, dict) and isinstance(ksite, dict) and (
+        site.get("file"), site.get("line")) == (ksite.get("file"), ksite.get("line"))
+    if isinstance(ksite, dict) and ksite.get("file") and not same_as_site:
+        parts += [_section("kernel site"), Text(format_site(ksite))]
+        if ksite.get("line"):
+            path = resolve_path(str(ksite["file"]), workspace)
+            excerpt = source_excerpt(path, int(ksite["line"]), 8 if full else 3)
+            if excerpt is not None:
+                parts.append(Syntax(excerpt[0], _LEXERS.get(os.path.splitext(path)[1], "text"),
+                                    line_numbers=True, start_line=excerpt[1],
+                                    highlight_lines={int(ksite["line"])}, theme="ansi_dark"))
+    buffers = detail.get("buffers")
+    if isinstance(buffers, list) and buffers:
+        rows = [(str(b.get("name", "?")), " ".join(str(b[k]) for k in ("scope", "dtype")
+                                                   if b.get(k)) +
+                 (f"  {b['file']}:{b.get('line')}" if b.get("file") else ""))
+                for b in buffers if isinstance(b, dict)]
+        parts += [_section("buffers"), _kv_table(rows)]
     if detail.get("stack"):
         parts += [_section("stack"), Text("\n".join(map(str, detail["stack"]))[:4000])]
 
-    paths = [(k, str(detail[k])) for k in ("generated_source", "path", "package") if detail.get(k)]
+    paths = [(k.replace("_", " "), str(detail[k]))
+             for k in ("generated_source", "wrapped_source", "path", "package", "command")
+             if detail.get(k)]
     if paths:
         parts += [_section("files"), _kv_table(paths)]
     if detail.get("source_excerpt"):
         gen = str(detail.get("generated_source") or "")
-        parts.append(_section("generated source"))
-        parts.append(Syntax(str(detail["source_excerpt"]),
-                            _LEXERS.get(os.path.splitext(gen)[1], "c"), line_numbers=True,
-                            theme="ansi_dark"))
+        if gen:
+            parts.append(_section("generated source"))
+            parts.append(Syntax(str(detail["source_excerpt"]),
+                                _LEXERS.get(os.path.splitext(gen)[1], "c"), line_numbers=True,
+                                theme="ansi_dark"))
+        elif str(detail["source_excerpt"]).strip() not in str(detail.get("diagnostic") or ""):
+            # a diagnostic's own excerpt (already numbered), unless the diagnostic has it
+            parts += [_section("excerpt"), Text(str(detail["source_excerpt"]))]
     rest = {k: v for k, v in detail.items() if k not in _SHOWN}
     if rest:
         limit = 4000 if full else 300

@@ -27,14 +27,14 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "lower-failed": ("✗ lower", "lower-failed"),
     "build-failed": ("✗ build", "build-failed"),
     "run-failed": ("✗ run", "run-failed"),
-    "skipped": ("⊘ skipped", "skipped"),
-    "crashed": ("✹ crashed", "crashed"),
+    "skipped": ("⊘ skip", "skipped"),
+    "crashed": ("✹ crash", "crashed"),
     "timeout": ("◷ timeout", "crashed"),
     "failed": ("✗ probe", "run-failed"),
     "ok": ("✓ ok", "ran"),
-    "running": ("▶ running", "pending"),
-    "queued": ("○ queued", "pending"),
-    "pending": ("· pending", "pending"),
+    "running": ("▶ run…", "pending"),
+    "queued": ("○ queue", "pending"),
+    "pending": ("·", "pending"),
 }
 
 
@@ -100,7 +100,7 @@ class LoweringMatrix(DataTable):
         f"lowering-matrix--{v[1]}" for v in OUTCOMES.values()} | {"lowering-matrix--missing"}
 
     def __init__(self, model: RunModel, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="cell", zebra_stripes=False)
+        super().__init__(id=id, cursor_type="cell", zebra_stripes=False, header_height=2)
         self.model = model
         self.layout_key: tuple[tuple[str, ...], tuple[CellId, ...]] = ((), ())
         self.cells: dict[tuple[str, CellId], MatrixCell] = {}
@@ -129,8 +129,10 @@ class LoweringMatrix(DataTable):
             self.clear(columns=True)
             self.add_column(Text("kernel", style="bold"), key="kernel")
             for col in columns:
-                self.add_column(Text("·".join(c for c in col if c), justify="center"),
-                                key="·".join(col), width=max(11, len("·".join(col)) + 2))
+                target, dtype, spec = col
+                label = Text(f"{target}\n{dtype}·{spec}" if spec else f"{target}\n{dtype}",
+                             justify="center")
+                self.add_column(label, key="·".join(col), width=9)
             for k in kernels:
                 self.add_row(Text(k, style="bold"),
                              *(self._cell_text(cells.get((k, c))) for c in columns), key=k)
