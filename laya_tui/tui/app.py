@@ -191,6 +191,11 @@ class LayaApp(App[int]):
     def _tick(self) -> None:
         self.main_screen.tick()
 
+    async def drained(self) -> None:
+        """Wait until every buffered runner event is in the model."""
+        while self.pump.pending:
+            await asyncio.sleep(self.flush_interval)
+
     async def settled(self, timeout: float = 30.0) -> None:
         """Wait until no run worker is active and every event reached the widgets (tests)."""
         loop = asyncio.get_running_loop()

@@ -21,6 +21,7 @@ async def watch_factory(app: LayaApp, runner: RunnerLike, probes: list[dict[str,
     config = getattr(runner, "config", None)
     if config is None:
         raise RuntimeError("watch mode needs live probes, not a recorded report")
+    await app.drained()  # the results the watcher starts from include the last events
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     watcher = Watcher(config, runner,  # type: ignore[arg-type]
                       on_record=queue.put_nowait, initial=app.model.results(),
