@@ -42,12 +42,12 @@ if str(REPO) not in sys.path:
 # -- the full matrix through the real runner ---------------------------------------------------
 
 
-async def _matrix_runs(only: list[str], out_dir: str) -> tuple[list[dict[str, Any]], ...]:
+async def _matrix_runs(only: list[str], out_dir: str) -> tuple[Any, ...]:
     from laya_tui.runner import RunConfig, Runner
 
     config = RunConfig(workspace=str(REPO), probes=[str(REPO / "probes" / "tilelang_matrix.py")],
                        kernels=[str(REPO / "kernels")], only=only, use_cache=False,
-                       out=out_dir, jobs=1)
+                       out=out_dir, cache_dir=os.path.join(out_dir, "results"), jobs=1)
     runner = Runner(config)
     try:
         disc = await runner.discover()
@@ -60,7 +60,11 @@ async def _matrix_runs(only: list[str], out_dir: str) -> tuple[list[dict[str, An
             results = await runner.run(disc.probes)
             timings.append(time.perf_counter() - t0)
             runs.append(results)
-        return runs[0], runs[1], timings
+        t0 = time.perf_counter()
+        hits = [await runner.run_one(p, use_cache=True) for p in disc.probes]
+        t_cached = time.perf_counter() - t0
+        n_hits = sum(bool(h.get("cached")) for h in hits)
+        return runs[0], runs[1], timings, (t_cached, n_hits)
     finally:
         await runner.close()
 
@@ -89,13 +93,16 @@ def _cell_table(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def bench_matrix(only: list[str]) -> dict[str, Any]:
     """Cold and warm wall time of the whole matrix in one worker, and per-cell seconds."""
     with tempfile.TemporaryDirectory(prefix="bench-tilelang-out-") as out_dir:
-        cold, warm, (t_cold, t_warm) = asyncio.run(_matrix_runs(only, out_dir))
+        cold, warm, (t_cold, t_warm), (t_cached, n_hits) = asyncio.run(
+            _matrix_runs(only, out_dir))
     rows = _cell_table(cold)
     warm_rows = {r["id"]: r for r in _cell_table(warm)}
     lowers = [r["lower"] for r in rows if r["lower"] is not None]
     print(f"matrix: {len(cold)} cells  cold {t_cold:.1f} s  warm {t_warm:.1f} s  "
           f"(warm/cold {t_warm / t_cold:.2f})")
     print(f"  cold statuses {_summary(cold)}   warm statuses {_summary(warm)}")
+    print(f"  warm with the result cache on: {t_cached:.2f} s ({n_hits}/{len(cold)} cells "
+          f"served from the cache)")
     if lowers:
         print(f"  lower seconds per cell: median {statistics.median(lowers):.2f}  "
               f"min {min(lowers):.2f}  max {max(lowers):.2f}  sum {sum(lowers):.1f}")
@@ -115,7 +122,7 @@ def bench_matrix(only: list[str]) -> dict[str, Any]:
         print("  first diagnostic per failing cell:")
         for r in failing:
             print(f"    {r['id'].removeprefix('tilelang/')}: {r['reason']}")
-    return {"cold_s": t_cold, "warm_s": t_warm, "cells": len(cold),
+    return {"cold_s": t_cold, "warm_s": t_warm, "cached_s": t_cached, "cells": len(cold),
             "cold_statuses": _summary(cold), "warm_statuses": _summary(warm), "rows": rows,
             "warm_rows": list(warm_rows.values())}
 
@@ -134,12 +141,19 @@ def _median_pair(fa: Any, fb: Any, reps: int) -> tuple[float, float]:
 
 
 def bench_ratio(reps: int) -> list[dict[str, Any]]:
-    """CPU specialization (c, fp32) vs the torch fp32 reference on the same shapes."""
+    """CPU specialization (c, fp32) vs the torch fp32 reference on the same shapes.
+
+    The kernel is built twice: TileLang's default C++ command (no ``-O``: what the probe and
+    ``tilelang.compile`` run) and with ``compile_flags=["-O3"]``.
+    """
+    import logging
+
     import torch
 
     from kernels import add_ln, attn, geglu, gemm, rope
     from kernels.common import compile_cpu
 
+    logging.getLogger("tilelang").setLevel(logging.WARNING)
     torch.set_num_threads(1)
     encoder = {  # a small encoder layer: 128 tokens, width 256, 4 heads of 64, MLP 512
         "gemm_kernel": (gemm, gemm.example(M=128, N=256, K=256)),
@@ -152,27 +166,31 @@ def bench_ratio(reps: int) -> list[dict[str, Any]]:
     probe_shapes = {name: (mod, mod.example()) for name, (mod, _) in encoder.items()}
     rows = []
     print(f"CPU kernel (c, fp32, scalar) vs torch fp32 reference, 1 torch thread, "
-          f"median of {reps}:")
-    print(f"  {'kernel':<18} {'shapes':<8} {'kernel ms':>10} {'torch ms':>9} {'ratio':>7}")
+          f"median of {reps} interleaved calls:")
+    print(f"  {'kernel':<18} {'shapes':<8} {'torch ms':>9} {'-O0 ms':>9} {'ratio':>7} "
+          f"{'-O3 ms':>9} {'ratio':>7}")
     for label, table in (("probe", probe_shapes), ("encoder", encoder)):
         for name, (mod, ex) in table.items():
-            kernel = compile_cpu(getattr(mod, name), *ex.args, **ex.kwargs)
-            tensors, promoted = ex.materialize()
-            fresh = {k: v.clone() for k, v in tensors.items()}
+            row: dict[str, Any] = {"kernel": name, "shapes": label}
+            for opt, flags in (("O0", None), ("O3", ["-O3"])):
+                kernel = compile_cpu(getattr(mod, name), *ex.args, compile_flags=flags,
+                                     **ex.kwargs)
+                tensors, promoted = ex.materialize()
 
-            def run_kernel(kernel: Any = kernel, fresh: dict = fresh) -> None:
-                kernel(*fresh.values())
+                def run_kernel(kernel: Any = kernel, tensors: dict = tensors) -> None:
+                    kernel(*tensors.values())
 
-            def run_torch(ex: Any = ex, promoted: dict = promoted) -> None:
-                ex.reference(promoted)
+                def run_torch(ex: Any = ex, promoted: dict = promoted) -> None:
+                    ex.reference(promoted)
 
-            run_kernel()
-            run_torch()
-            tk, tt = _median_pair(run_kernel, run_torch, reps)
-            rows.append({"kernel": name, "shapes": label, "kernel_ms": tk * 1e3,
-                         "torch_ms": tt * 1e3, "ratio": tk / tt})
-            print(f"  {name:<18} {label:<8} {tk * 1e3:>10.3f} {tt * 1e3:>9.3f} "
-                  f"{tk / tt:>7.1f}")
+                run_kernel()
+                run_torch()
+                tk, tt = _median_pair(run_kernel, run_torch, reps)
+                row[f"{opt}_ms"], row[f"torch_ms_{opt}"] = tk * 1e3, tt * 1e3
+                row[f"ratio_{opt}"] = tk / tt
+            rows.append(row)
+            print(f"  {name:<18} {label:<8} {row['torch_ms_O0']:>9.3f} {row['O0_ms']:>9.3f} "
+                  f"{row['ratio_O0']:>7.1f} {row['O3_ms']:>9.3f} {row['ratio_O3']:>7.1f}")
     return rows
 
 

@@ -190,19 +190,23 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def compile_cpu(factory: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def compile_cpu(factory: Callable[..., Any], *args: Any,
+                compile_flags: list[str] | None = None, **kwargs: Any) -> Any:
     """Compile ``factory(*args, cpu=True, **kwargs)`` for target ``c``; cached per call form.
 
     Dynamic dimensions (tokens, sequence length) stay symbolic, so one compiled kernel
     serves every size: callers keep calling this and get the same kernel back.
+    ``compile_flags`` go to the C++ compiler (TileLang's default command has no ``-O``).
     """
     kwargs = {**kwargs, "cpu": True}
-    key = (factory.__module__, factory.__qualname__, _freeze(args), _freeze(kwargs))
+    key = (factory.__module__, factory.__qualname__, _freeze(args), _freeze(kwargs),
+           _freeze(compile_flags or []))
     with _CPU_LOCK:
         kernel = _CPU_CACHE.get(key)
         if kernel is None:
             func = factory(*args, **kwargs)
-            kernel = tilelang.compile(func, target="c", execution_backend="cython")
+            kernel = tilelang.compile(func, target="c", execution_backend="cython",
+                                      compile_flags=compile_flags)
             _CPU_CACHE[key] = kernel
         return kernel
 
