@@ -261,8 +261,11 @@ class SignalTable(ScrollView, can_focus=True):
                 self._rows[row.key] = row
                 self._sortval[row.key] = sv
                 batch.append(sv)
+            batch.sort()
+            tail_only = not self._order or batch[0] > self._order[-1]
             self._order.extend(batch)
-            self._order.sort()
+            if not tail_only:  # arrival order streams in at the end: no sort needed then
+                self._order.sort()
         else:
             for row in fresh:
                 self._insert(row)
