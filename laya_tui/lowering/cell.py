@@ -174,7 +174,7 @@ def _trace(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
     except Exception as exc:  # noqa: BLE001 - a broken kernel is this cell's diagnostic
         diag = from_exception(exc, stage=state.stage, target=state.target,
                               kernel_file=state.file, factory_site=fsite)
-        if state.stage == "factory" and isinstance(exc, TypeError):
+        if state.stage == "factory" and state.kind == "factory" and isinstance(exc, TypeError):
             diag.fix = ("a factory takes shapes, dtype= and cpu=; give its module an "
                         "example() returning kernels.common.Example")
         raise StageFailed(diag) from exc
