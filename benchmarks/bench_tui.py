@@ -161,6 +161,7 @@ async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int
     beat = Heartbeat()
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
+        await app.ensure_runner()  # a replay loads its file here: not part of the stream
         beat.start()
         t0 = time.perf_counter()
         app.start_run()
@@ -203,7 +204,24 @@ def recorded_ingest(n: int) -> tuple[float, float, int]:
     report = {"probes": [{"id": "flood/many", "family": "flood", "status": "ok",
                           "reason": None, "seconds": 1.0, "cached": False, "deps": [],
                           "signals": sigs, "log_tail": ""}], "errors": []}
-    return asyncio.run(ingest(build_app(recorded=report, autorun=False), n))
+    with tempfile.TemporaryDirectory() as tmp:  # replayed from a file, as a user would
+        path = Path(tmp) / "flood.json"
+        path.write_text(json.dumps(report))
+        del report, sigs
+        return asyncio.run(ingest(build_app(recorded=path, autorun=False), n))
+
+
+def noise_floor(seconds: float = 3.0) -> float:
+    """Worst lateness of the same heartbeat on an idle loop: what the machine adds alone."""
+
+    async def go() -> float:
+        beat = Heartbeat()
+        beat.start()
+        await asyncio.sleep(seconds)
+        beat.stop()
+        return beat.worst
+
+    return asyncio.run(go())
 
 
 def main() -> None:
@@ -232,6 +250,9 @@ def main() -> None:
           f"(laya-tui = {med / bare:.2f}x the bare app)")
     print(f"quit while probes run (q -> process gone): median {statistics.median(quits):.3f} s")
 
+    floor = noise_floor()
+    print(f"noise floor: an idle asyncio loop's heartbeat is up to {floor * 1000:.0f} ms late "
+          f"on this machine right now (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     for name, fn in (("live worker -> pipe -> runner -> app", live_ingest),
                      ("recorded runner (the UI's own cost)", recorded_ingest)):
         runs = [fn(args.signals) for _ in range(args.ingests)]

@@ -19,7 +19,7 @@ from laya_tui.tui.model import Changes, RunModel
 class EventPump:
     """A buffer of runner events and a budgeted drain into the model."""
 
-    def __init__(self, model: RunModel, *, budget: float = 0.012,
+    def __init__(self, model: RunModel, *, budget: float = 0.008,
                  on_pending: Callable[[], None] | None = None) -> None:
         self.model = model
         self.budget = budget

@@ -7,6 +7,7 @@ replays the probe's recorded result again (a new run in the probe's history).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,8 @@ from laya_tui.runner import Discovery
 
 #: A fixed start time, so nothing in a replay depends on the clock.
 RECORDED_START = 1_700_000_000.0
+#: Recordings with more signals than this are frozen out of the garbage collector's scans.
+FREEZE_ABOVE = 10_000
 
 
 def load_report(source: str | Path | dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +40,10 @@ class RecordedRunner:
         self.delay = delay
         self.chunk = chunk
         self._results = {p["id"]: p for p in self.report.get("probes", [])}
+        if sum(len(p.get("signals", [])) for p in self._results.values()) > FREEZE_ABOVE:
+            # A large recording is immutable and lives as long as the app: keep it out of
+            # the cyclic collector's full scans (the app does the same for live rows).
+            gc.freeze()
         self.workers: dict[str, Any] = {}
         self.killed = False
         self.closed = False
