@@ -152,8 +152,12 @@ def _trace(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
     try:
         state.stage = "import"
         mod = import_kernel_file(state.file)
-        for dep in loaded_files(os.path.dirname(state.file)):
-            ctx.depends_on(dep)
+        folder = os.path.dirname(state.file)
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            # A plain folder's modules load by path, out of the worker's import tracking
+            # (which covers package folders precisely): depend on what is loaded from it.
+            for dep in loaded_files(folder):
+                ctx.depends_on(dep)
         state.stage = "factory"
         if state.kind == "file":
             return find_kernel_object(mod), None
