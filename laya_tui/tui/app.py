@@ -26,7 +26,6 @@ from textual.screen import Screen
 
 from laya_tui.events import Event
 from laya_tui.runner import Discovery, RunConfig
-from laya_tui.tui.commands import LayaCommands
 from laya_tui.tui.editor import default_editor, editor_command
 from laya_tui.tui.messages import (
     ProbesDiscovered,
@@ -67,7 +66,7 @@ class LayaApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "laya-tui"
-    COMMANDS = App.COMMANDS | {LayaCommands}
+    COMMANDS = App.COMMANDS | {lambda: _laya_commands()}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="quit (ends every probe worker)"),
         Binding("r", "rerun", "Re-run", tooltip="re-run the selected probe (or family)"),
@@ -462,6 +461,13 @@ class LayaApp(App[int]):
     def changes_snapshot(self) -> Changes:
         """Drain whatever is buffered right now (benchmarks)."""
         return self.pump.drain()
+
+
+def _laya_commands() -> type[Any]:
+    """The palette provider, imported when the palette first opens."""
+    from laya_tui.tui.commands import LayaCommands
+
+    return LayaCommands
 
 
 def default_watch_factory() -> WatchFactory | None:

@@ -75,8 +75,6 @@ class MainScreen(Screen[None]):
                 yield Static(id="table-status")
                 yield SignalTable(id="signals")
                 yield DetailPane(id="detail")
-        yield Input(placeholder="filter signals: text in any column (Enter keeps it, Esc clears)",
-                    id="filter", classes="-hidden")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -102,8 +100,10 @@ class MainScreen(Screen[None]):
         return self.query_one("#detail", DetailPane)
 
     @property
-    def filter_input(self) -> Input:
-        return self.query_one("#filter", Input)
+    def filter_input(self) -> Input | None:
+        """The filter box, once ``/`` has mounted it (one widget less at start-up)."""
+        found = self.query("#filter")
+        return found.first(Input) if found else None
 
     # -- run updates --------------------------------------------------------------------
     def apply_changes(self, changes: Changes) -> None:
@@ -146,7 +146,7 @@ class MainScreen(Screen[None]):
         if t.sort_column:
             parts.append(f"sort: {t.sort_column} {'▼' if t.sort_reverse else '▲'}")
         parts.append(f"{t.row_count:,} rows")
-        self.query_one("#table-status", Static).update("  ·  ".join(parts))
+        self.query_one("#table-status", Static).update("  ·  ".join(parts), layout=False)
 
     def _update_detail(self) -> None:
         model, ws = self.laya.model, self.laya.workspace
@@ -203,9 +203,10 @@ class MainScreen(Screen[None]):
 
     # -- actions ------------------------------------------------------------------------
     def action_back(self) -> None:
-        if self.focused is self.filter_input:
-            self.filter_input.value = ""
-            self.filter_input.add_class("-hidden")
+        box = self.filter_input
+        if box is not None and self.focused is box:
+            box.value = ""
+            box.add_class("-hidden")
             self.table.focus()
             return
         if self.focused is self.table:
@@ -215,9 +216,14 @@ class MainScreen(Screen[None]):
         if node is not None and node.parent is not None:
             self.tree.move_cursor(node.parent)
 
-    def action_filter(self) -> None:
-        self.filter_input.remove_class("-hidden")
-        self.filter_input.focus()
+    async def action_filter(self) -> None:
+        box = self.filter_input
+        if box is None:
+            box = Input(placeholder="filter signals: text in any column (Enter keeps it, "
+                        "Esc clears)", id="filter")
+            await self.mount(box, before=self.query_one(Footer))
+        box.remove_class("-hidden")
+        box.focus()
 
     @on(Input.Changed, "#filter")
     def _filter_typed(self, event: Input.Changed) -> None:
@@ -226,7 +232,7 @@ class MainScreen(Screen[None]):
     @on(Input.Submitted, "#filter")
     def _filter_kept(self, event: Input.Submitted) -> None:
         if not event.value:
-            self.filter_input.add_class("-hidden")
+            event.input.add_class("-hidden")
         self.table.focus()
 
     def _set_filter(self, **changes: object) -> None:

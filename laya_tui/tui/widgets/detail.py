@@ -7,9 +7,9 @@ import io
 import json
 import os
 from itertools import islice
+from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -30,6 +30,13 @@ _FACTS = (("stage", "stage"), ("pass", "pass"), ("exception", "exception"),
           ("run_skipped", "run"), ("build_cached", "build cached"))
 _LEXERS = {".py": "python", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cu": "cuda",
            ".h": "c", ".mlir": "text", ".ll": "llvm"}
+
+
+def Syntax(code: str, lexer: str, **kwargs: Any) -> RenderableType:  # noqa: N802
+    """rich's Syntax, imported on first use (pygments costs ~10 ms at start-up)."""
+    from rich.syntax import Syntax as RichSyntax
+
+    return RichSyntax(code, lexer, **kwargs)
 
 
 def resolve_path(path: str, workspace: str | None) -> str:

@@ -9,7 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import ProgressBar, Static
+from textual.widgets import Static
 
 from laya_tui.signals import KINDS
 from laya_tui.tui.model import RunModel
@@ -79,13 +79,31 @@ class SummaryText(Static):
         self.lines = (line, kinds, gates)
 
 
+class RunProgress(Static):
+    """A one-line progress bar for the current run (no timers, nothing animates)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"run-progress--done", "run-progress--todo"}
+    WIDTH = 22
+
+    def show(self, done: int, total: int) -> None:
+        text = Text()
+        if total:
+            filled = round(self.WIDTH * done / total)
+            text.append("━" * filled, style=self.get_component_rich_style(
+                "run-progress--done", partial=True))
+            text.append("━" * (self.WIDTH - filled), style=self.get_component_rich_style(
+                "run-progress--todo", partial=True))
+            text.append(f" {done}/{total} {100 * done // total:3d}%")
+        self.update(text, layout=False)
+
+
 class SummaryBar(Vertical):
     """Status counts and progress, signal kinds, gate verdict: three lines."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="summary-top"):
             yield SummaryText(id="summary-status")
-            yield ProgressBar(total=None, show_eta=False, id="progress")
+            yield RunProgress(id="progress")
         yield Static(id="summary-kinds")
         yield Static(id="summary-gates")
 
@@ -95,10 +113,9 @@ class SummaryBar(Vertical):
         text = self.query_one(SummaryText)
         text.show(model, watching=watching, running=running)
         status, kinds, gates = text.lines
-        text.update(status)
-        self.query_one("#summary-kinds", Static).update(kinds)
-        self.query_one("#summary-gates", Static).update(gates)
-        bar = self.query_one(ProgressBar)
-        if total:
-            bar.update(total=total, progress=done)
+        text.update(status, layout=False)  # fixed one-line widgets: no reflow per update
+        self.query_one("#summary-kinds", Static).update(kinds, layout=False)
+        self.query_one("#summary-gates", Static).update(gates, layout=False)
+        bar = self.query_one(RunProgress)
+        bar.show(done, total)
         bar.set_class(running, "-running")
