@@ -173,6 +173,7 @@ def test_two_lengths_recompile_with_the_guard_reason():
     warm = _phase(events, "recompile", "warm")
     assert len(warm) >= 1
     guard = warm[0]
+    assert guard["subject"].startswith("LlamaForCausalLM: ")  # the module whose frame compiled
     assert guard["reason"] and "size mismatch" in guard["reason"]
     assert "expected 7, actual 9" in guard["detail"]["guard"]
     assert guard["detail"]["cold_compile"] is False and "pad/bucket" in guard["fix"]

@@ -28,6 +28,7 @@ class DynamoWatch:
         self.with_stack = with_stack
         self.active = False
         self.sites: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
+        self.owners: dict[str, str] = {}
         self.metrics: list[Any] = []
         self.breaks: dict[str, int] = {}
         self.break_reasons: list[Any] = []
@@ -54,7 +55,11 @@ class DynamoWatch:
 
     def _on_compile_start(self, args: Any) -> None:
         site, stack, _ = caller_site(1, depth=6 if self.with_stack else 0)
-        self.sites[str(getattr(args, "compile_id", ""))] = (site, stack)
+        cid = str(getattr(args, "compile_id", ""))
+        self.sites[cid] = (site, stack)
+        owner = _compiled_owner(sys._getframe(1))
+        if owner:
+            self.owners[cid] = owner
 
     def _on_compile_end(self, args: Any) -> None:
         if self.on_compiled is not None:
@@ -85,8 +90,10 @@ class DynamoWatch:
         """Add recompile / fallback entries for what :meth:`stop` collected."""
         base = {"region": region, "phase": phase}
         for m in self.metrics:
-            frame = f"{m.co_name} ({short_path(m.co_filename or '')}:{m.co_firstlineno})"
             cid = str(m.compile_id)
+            frame = f"{m.co_name} ({short_path(m.co_filename or '')}:{m.co_firstlineno})"
+            if cid in self.owners:
+                frame = f"{self.owners[cid]}: {frame}"
             site, stack = self.sites.get(cid, (None, []))
             seconds = m.entire_frame_compile_time_s
             detail = dict(base, compile_id=cid, frame=frame)
@@ -133,6 +140,33 @@ class DynamoWatch:
             agg.add("fallback", "graph break", reason=lines[0] if lines else text[:200],
                     site=site, count=n, fix=hint or "rewrite the construct Dynamo cannot trace",
                     detail=detail)
+
+
+def _compiled_owner(frame: Any) -> str | None:
+    """Class name of the nn.Module whose frame Dynamo is about to compile (best effort).
+
+    The frame being compiled is the ``frame`` argument of convert_frame's callbacks; its
+    locals hold ``self`` (a method) or ``args[0]`` (transformers' forward wrappers).
+    """
+    f, hops = frame, 0
+    while f is not None and hops < 40:
+        target = f.f_locals.get("frame") if "convert_frame" in f.f_code.co_filename else None
+        if target is not None:
+            try:
+                loc = target.f_locals
+            except Exception:  # noqa: BLE001 - an interpreter frame we cannot read
+                return None
+            obj = loc.get("self")
+            args = loc.get("args")
+            if obj is None and isinstance(args, tuple) and args:
+                obj = args[0]
+            nn = sys.modules.get("torch.nn")
+            if obj is not None and nn is not None and isinstance(obj, nn.Module):
+                return type(obj).__name__
+            return None
+        f = f.f_back
+        hops += 1
+    return None
 
 
 def _match_reason(where: dict[str, Any], text: str) -> tuple[dict[str, Any] | None, list[str]]:

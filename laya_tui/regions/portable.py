@@ -239,8 +239,14 @@ def mode_class() -> Any:
             self.hooks = rec.hooks
             self.other = rec.on_other
 
+        supports_higher_order_operators = True
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            out = func._op(*args, **kwargs) if kwargs else func._op(*args)
+            try:
+                op = func._op
+            except AttributeError:  # a higher-order operator (cond, flex_attention...)
+                return func(*args, **(kwargs or {}))
+            out = op(*args, **kwargs) if kwargs else op(*args)
             hook = self.hooks.get(id(func))
             if hook is not None:
                 hook(func, args, out, sys._getframe(1))
