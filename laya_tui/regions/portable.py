@@ -27,6 +27,8 @@ FIX_UPCAST = ("deliberate fp32 section (norm/softmax accuracy); torch.compile or
 FIX_DOWNCAST = ("cast back to the model dtype after an fp32 section; torch.compile or a fused "
                 "norm kernel folds it away")
 FIX_MIXED = "align the dtypes that meet here (model.to(dtype), inputs, buffers)"
+FIX_INDEX = ("index/mask dtype conversion, usually intended; precompute it once if it recurs "
+             "in the hot loop")
 FIX_D2H = "keep the tensor on the device, or move it once after the hot loop"
 FIX_H2D = "create the tensor on the device (device=...) or move it once before the hot loop"
 FIX_SYNC = ("avoid reading device values on the host in the forward (.item(), .tolist(), "
@@ -68,9 +70,8 @@ class Recorder:
         #: "cpu" (no device: no per-op check), a device string, or None (learn from ops)
         self.device = device
         self.device_seen = device not in (None, "cpu")
+        #: host scalar reads (.item() on CPU tensors): syncs once the model is on a device
         self.cpu_scalar_reads = 0
-        self.cpu_copies = 0
-        self.op_count = 0
         self.hooks: dict[int, Any] = {}
         self.view_ops: set[Any] = set()
         #: whether ops without a hook are looked at (device region, or compiled code around)
@@ -114,6 +115,8 @@ class Recorder:
             reason, fix = f"upcast {a}->{b}", FIX_UPCAST
         elif a in _WIDE and b in _NARROW:
             reason, fix = f"downcast {a}->{b}", FIX_DOWNCAST
+        elif a.startswith(("int", "uint", "bool")) or b.startswith(("int", "uint", "bool")):
+            reason, fix = f"cast {a}->{b}", FIX_INDEX
         else:
             reason, fix = f"cast {a}->{b}", FIX_MIXED
         self._add("cast", func, caller, reason=reason, nbytes=out.nbytes, fix=fix,
@@ -132,9 +135,8 @@ class Recorder:
                   nbytes=nbytes, fix=fix, detail={"direction": direction})
 
     def _moves(self, func: Any, src: Any, dst: Any, caller: Any) -> None:
-        if src.is_cpu and dst.is_cpu:
-            self.cpu_copies += 1
-        elif src.is_cpu != dst.is_cpu or src.device != dst.device:
+        if not (src.is_cpu and dst.is_cpu) and (src.is_cpu != dst.is_cpu
+                                                or src.device != dst.device):
             self._transfer(func, src.device, dst.device, dst.nbytes, caller)
 
     def _on_to_copy(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
