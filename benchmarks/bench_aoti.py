@@ -1,10 +1,10 @@
 """AOTInductor packaging benchmark: what export, package and load cost, and what AOTI buys.
 
 Usage: .venv/bin/python benchmarks/bench_aoti.py [--dtypes fp32,bf16] [--out DIR] [--keep]
-       [--warm-inductor]
+       [--warm-inductor] [--threads N]
 
 All figures come from this one run: each decision-model cell runs cold (a new package
-folder and, unless --warm-inductor, an empty TORCHINDUCTOR_CACHE_DIR) and then again
+folder and, unless --warm-inductor, its own empty TORCHINDUCTOR_CACHE_DIR) and then again
 unchanged (the package cache hit). Printed per cell: export / package / load (fresh
 process and warm) seconds, package bytes, torch.compile's first call, and per shape the
 median latencies (grouped runs after warm-up, eager / compiled / AOTI interleaved) with
@@ -59,22 +59,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--out", help="package folder (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the packages")
+    ap.add_argument("--threads", type=int,
+                    help="torch intra-op threads (on a busy 2-core box, 1 avoids OpenMP "
+                         "barrier stalls that swamp eager latency)")
     ap.add_argument("--warm-inductor", action="store_true",
                     help="keep the default inductor cache (cold figures then skip codegen)")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-aoti-"))
-    if not args.warm_inductor:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(out / "inductor-cache")
     from laya_tui.rbln_status import guard_autoload
 
     guard_autoload()
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {os.cpu_count()} cores, {torch.get_num_threads()} "
           f"threads; load average {_loadavg()}; inductor cache "
           f"{'default (warm)' if args.warm_inductor else 'empty (cold)'}")
     rows = []
     for dtype in args.dtypes.split(","):
+        if not args.warm_inductor:  # each cell's cold run starts from its own empty cache
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(out / f"inductor-cache-{dtype}")
         cold = _run(dtype, out)
         warm = _run(dtype, out)
         rows.append((dtype, cold, warm))

@@ -97,7 +97,7 @@ def flat_tensors(args: Any, kwargs: dict[str, Any], in_spec: Any = None) -> list
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
-def _isa_probe_seconds() -> float:
+def isa_probe_seconds() -> float:
     """Seconds of inductor's (cached) CPU vector-ISA probe, which loading a package runs."""
     t0 = time.perf_counter()
     try:
@@ -132,7 +132,7 @@ def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int
         import torch._inductor.package  # noqa: F401 - its import is not the package's load
 
         result["loader_import_seconds"] = time.perf_counter() - t1
-        result["isa_probe_seconds"] = _isa_probe_seconds()
+        result["isa_probe_seconds"] = isa_probe_seconds()
         t1 = time.perf_counter()
         compiled = torch._inductor.aoti_load_package(package)
         # The user-visible load includes the CPU ISA probe (it compiles tiny programs).
@@ -142,6 +142,8 @@ def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int
         result["error"] = _error("load-fresh", exc)
         return EXIT_FAILED, result
     spec = json.loads(result["metadata"].get(SPEC_KEY, "null") or "null")
+    if spec and spec.get("unreadable"):
+        spec = None
     from torch.utils import _pytree as pytree
 
     in_spec = pytree.treespec_loads(compiled.loader.get_call_spec()[0])

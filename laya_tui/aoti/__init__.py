@@ -1,5 +1,7 @@
 """The aoti family's pipeline: export, package, load (fresh and warm), compare, time.
 
-Worker side: :mod:`laya_tui.aoti.pipeline` imports torch inside its functions; the other
-modules here (failure descriptions, results schema, cache paths) are plain Python.
+Worker side: ``pipeline`` (the steps), ``targets`` (what is packaged), ``toolchain``
+(compiler facts, cache key), ``exported`` (ranges, mixed-dtype matmuls) and ``measure``
+(latency, deltas) import torch inside their functions. ``failure`` and ``results`` are
+plain Python.
 """

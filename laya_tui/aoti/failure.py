@@ -45,6 +45,9 @@ FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Constraints violated|specializ|ConstraintViolation", re.I),
      "the model fixes a dim declared dynamic: apply export's suggested Dim fix "
      "or declare that dim static"),
+    (re.compile(r"in pytree is not registered", re.I),
+     "the package's output spec names a Python class (such as a transformers ModelOutput): "
+     "import its library before calling the package, or return a tuple of tensors"),
     (re.compile(r"outside the exported ranges", re.I),
      "pad or split inputs into the exported ranges, or re-export with wider Dims"),
     (re.compile(r"C\+\+ compile error|CppCompileError|InvalidCxxCompiler", re.I),

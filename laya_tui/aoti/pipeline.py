@@ -9,12 +9,9 @@ meaningful line and call site; the steps that do not depend on it still run.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from laya_tui.aoti.exported import input_spec, mixed_dtype_matmuls
 from laya_tui.aoti.failure import StepFailure, describe, describe_remote
+from laya_tui.aoti.measure import call, flat_outputs, head_deltas, median_latencies, output_names
 from laya_tui.aoti.results import (
     PACKAGE_NAME,
     RESULTS_NAME,
@@ -34,307 +33,12 @@ from laya_tui.aoti.results import (
     write_results,
 )
 from laya_tui.aoti.targets import Inputs, Target
+from laya_tui.aoti.toolchain import Unavailable, Unwritable, cache_key, require_aoti
 from laya_tui.aoti_load import SPEC_KEY, check_shapes
 
-#: Latency: warm-up calls, timed groups, and the wall time one group aims for.
-WARMUP, WARMUP_SECONDS, GROUPS, GROUP_SECONDS, MAX_REPS = 3, 0.5, 5, 0.08, 64
 FRESH_TIMEOUT = 300.0
-#: The matmul-like ops whose mixed input dtypes break packaged models.
-MATMUL_OPS = ("linear", "addmm", "mm", "bmm", "matmul", "baddbmm")
 
 
-class Unavailable(Exception):
-    """AOTInductor cannot run here (no compiler, no API, no bf16): a skip with this reason."""
-
-
-# -- environment -------------------------------------------------------------------------
-def require_aoti(dtype: str) -> dict[str, Any]:
-    """Facts about the toolchain, or :class:`Unavailable` with the reason and a hint."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise Unavailable(f"torch not installed ({exc}): pip install 'laya-tui[torch]'") from exc
-    import torch._inductor as inductor
-
-    if not (hasattr(inductor, "aoti_compile_and_package")
-            and hasattr(inductor, "aoti_load_package")):
-        raise Unavailable(f"torch {torch.__version__} has no AOTInductor packaging API "
-                          "(aoti_compile_and_package): install torch>=2.6")
-    from torch._inductor import cpp_builder
-
-    try:
-        compiler = cpp_builder.get_cpp_compiler()
-    except Exception as exc:  # noqa: BLE001 - InvalidCxxCompiler and friends
-        raise Unavailable(f"no working C++ compiler for AOTInductor ({type(exc).__name__}): "
-                          "install g++ or clang++, or set CXX") from exc
-    version = _compiler_version(compiler)
-    if dtype == "bf16":
-        try:
-            a = torch.ones((4, 4), dtype=torch.bfloat16)
-            (a @ a).sum().item()
-        except Exception as exc:  # noqa: BLE001
-            raise Unavailable(f"bf16 matmul does not run on this platform: {exc}") from exc
-    try:
-        import transformers
-
-        tf_version: str | None = transformers.__version__
-    except ImportError:
-        tf_version = None
-    native_bf16 = bool(getattr(torch.backends.mkldnn, "is_available", lambda: False)()
-                       and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    return {
-        "python": platform.python_version(), "torch": torch.__version__,
-        "transformers": tf_version, "platform": platform.platform(),
-        "machine": platform.machine(), "cpu": _cpu_model(), "cores": os.cpu_count(),
-        "threads": torch.get_num_threads(), "compiler": compiler, "compiler_version": version,
-        "native_bf16": native_bf16,
-    }
-
-
-def _compiler_version(compiler: str) -> str:
-    try:
-        out = subprocess.run([compiler, "--version"], capture_output=True, text=True,
-                             timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return (out.splitlines() or [""])[0].strip()[:200]
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-# -- cache key ---------------------------------------------------------------------------
-def weights_digest(model: Any) -> str:
-    """sha256 over every state_dict entry's name, dtype, shape and bytes."""
-    import torch
-
-    h = hashlib.sha256()
-    state = model.state_dict() if hasattr(model, "state_dict") else {}
-    for name in sorted(state):
-        t = state[name]
-        if not isinstance(t, torch.Tensor):
-            continue
-        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        flat = t.detach().to("cpu").contiguous().reshape(-1)
-        if flat.numel():
-            h.update(flat.view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def _file_digest(path: str) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return "missing"
-
-
-def cache_key(target: Target, model: Any, env: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(model source hash, weights, config, torch version, dtype) -> ``(hex key, parts)``."""
-    parts = {
-        "sources": {os.path.basename(p): _file_digest(p) for p in target.sources},
-        "weights": weights_digest(model), "config": target.config, "dtype": target.dtype,
-        "torch": env["torch"], "transformers": env.get("transformers"),
-        "machine": env["machine"], "python": ".".join(env["python"].split(".")[:2]),
-    }
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest(), parts
-
-
-# -- export facts ------------------------------------------------------------------------
-def _path_name(path: Any) -> str:
-    from torch.utils import _pytree as pytree
-
-    keys = list(path)
-    if keys and getattr(keys[0], "idx", None) == 1:  # kwargs
-        rest = keys[1:]
-        text = pytree.keystr(rest)
-        return text[2:-2] if text.startswith("['") and text.endswith("']") else text
-    return "args" + pytree.keystr(keys[1:])
-
-
-def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
-               ) -> dict[str, Any]:
-    """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}]}``."""
-    import sympy
-    import torch
-    from torch.utils import _pytree as pytree
-
-    args, kwargs = example
-    flat = [(p, x) for p, x in pytree.tree_flatten_with_path((tuple(args), kwargs))[0]
-            if isinstance(x, torch.Tensor)]
-    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
-    fakes = [vals[name] for name in ep.graph_signature.user_inputs]
-    fakes = [f for f in fakes if isinstance(f, torch.Tensor)]
-    ranges = {str(k): v for k, v in ep.range_constraints.items()}
-
-    def bound(v: Any) -> int:
-        try:
-            return int(v)
-        except Exception:  # noqa: BLE001 - sympy/torch infinities: unbounded
-            return 2**62
-
-    inputs = []
-    for (path, x), fake in zip(flat, fakes, strict=False):
-        name = _path_name(path)
-        dims = []
-        for d, size in enumerate(fake.shape):
-            label = dim_names.get(name, {}).get(d) or f"dim{d}"
-            if isinstance(size, int):
-                dims.append({"name": label, "min": size, "max": size})
-                continue
-            expr = size.node.expr
-            coeff, rest = expr.as_coeff_Mul() if isinstance(expr, sympy.Expr) else (1, expr)
-            coeff = int(coeff) if coeff and coeff == int(coeff) else 1
-            vr = ranges.get(str(rest)) or ranges.get(str(expr))
-            lo = bound(vr.lower) * coeff if vr is not None else int(x.shape[d])
-            hi = bound(vr.upper) * coeff if vr is not None else int(x.shape[d])
-            dim = {"name": label, "min": lo, "max": hi, "symbol": str(rest)}
-            if coeff > 1:
-                dim["multiple"] = coeff
-            dims.append(dim)
-        inputs.append({"name": name, "dtype": str(x.dtype), "dims": dims})
-    return {"inputs": inputs}
-
-
-def mixed_dtype_matmuls(ep: Any) -> list[dict[str, Any]]:
-    """Matmul-like nodes whose floating inputs disagree in dtype, with their source site."""
-    import torch
-
-    from laya_tui.aoti.failure import site_from_text
-
-    found: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for node in ep.graph.nodes:
-        if node.op != "call_function":
-            continue
-        op = getattr(node.target, "__name__", str(node.target)).split(".")[0]
-        if op not in MATMUL_OPS:
-            continue
-        dtypes = []
-        for arg in node.args:
-            val = getattr(arg, "meta", {}).get("val") if hasattr(arg, "meta") else None
-            if isinstance(val, torch.Tensor) and val.is_floating_point():
-                dtypes.append(str(val.dtype).replace("torch.", ""))
-        if len(set(dtypes)) > 1:
-            trace = node.meta.get("stack_trace") or ""
-            site = site_from_text(trace)
-            key = (op, ",".join(dtypes), json.dumps(site, sort_keys=True))
-            if key in found:
-                found[key]["nodes"].append(node.name)
-                continue
-            found[key] = {"op": f"aten.{op}", "nodes": [node.name], "dtypes": dtypes,
-                          "site": site, "trace": trace[-1500:]}
-    return list(found.values())
-
-
-# -- measuring ---------------------------------------------------------------------------
-def call(fn: Any, inputs: Inputs) -> Any:
-    """``fn(*args, **kwargs)`` under ``no_grad``."""
-    import torch
-
-    args, kwargs = inputs
-    with torch.no_grad():
-        return fn(*args, **kwargs)
-
-
-def flat_outputs(out: Any) -> list[Any]:
-    """Tensor leaves of a model output."""
-    import torch
-    from torch.utils import _pytree as pytree
-
-    return [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
-
-
-def output_names(out: Any, heads: tuple[str, ...] | None) -> list[str]:
-    """Head names when declared, else the output's pytree paths (``out0`` for a tensor)."""
-    import torch
-    from torch.utils import _pytree as pytree
-
-    pairs = [(p, x) for p, x in pytree.tree_flatten_with_path(out)[0]
-             if isinstance(x, torch.Tensor)]
-    if heads and len(heads) == len(pairs):
-        return list(heads)
-    names = [pytree.keystr(p).strip("[].'").replace("'][", ".").replace("][", ".")
-             for p, _ in pairs]
-    return [f"out{n}" if n.isdigit() else (n or f"out{i}") for i, n in enumerate(names)]
-
-
-def _warm_up(fn: Any, inputs: Inputs) -> tuple[int, float]:
-    """Up to :data:`WARMUP` calls (stopping past :data:`WARMUP_SECONDS`); then one timed call."""
-    t0 = time.perf_counter()
-    warm = 0
-    while warm < WARMUP and (warm == 0 or time.perf_counter() - t0 < WARMUP_SECONDS):
-        call(fn, inputs)
-        warm += 1
-    t0 = time.perf_counter()
-    call(fn, inputs)
-    return warm, max(time.perf_counter() - t0, 1e-7)
-
-
-def median_latencies(fns: dict[str, Any], inputs: Inputs
-                     ) -> dict[str, tuple[float, dict[str, Any]] | BaseException]:
-    """Median per-call seconds of each callable, side by side.
-
-    After warm-up, :data:`GROUPS` rounds each time every callable in turn for enough
-    repetitions to last about :data:`GROUP_SECONDS` (interleaved, so load on a shared
-    machine hits all of them alike). A callable that raises maps to its exception.
-    """
-    out: dict[str, Any] = {}
-    plan: dict[str, tuple[int, int]] = {}
-    for name, fn in fns.items():
-        try:
-            warm, one = _warm_up(fn, inputs)
-        except Exception as exc:  # noqa: BLE001 - reported by the caller
-            out[name] = exc
-            continue
-        plan[name] = (warm, max(1, min(MAX_REPS, int(GROUP_SECONDS / one))))
-    means: dict[str, list[float]] = {name: [] for name in plan}
-    for _ in range(GROUPS):
-        for name, (_, reps) in plan.items():
-            fn = fns[name]
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                call(fn, inputs)
-            means[name].append((time.perf_counter() - t0) / reps)
-    for name, (warm, reps) in plan.items():
-        m = means[name]
-        out[name] = (statistics.median(m), {"warmup": warm, "groups": GROUPS, "reps": reps,
-                                            "min": min(m), "max": max(m)})
-    return out
-
-
-def head_deltas(out: Any, ref: Any) -> dict[str, Any]:
-    """Max |logit delta|, max |softmax delta| (last axis) and argmax agreement per row."""
-    import numpy as np
-
-    from laya_tui.numeric import to_numpy
-
-    a, b = to_numpy(out), to_numpy(ref)
-    if a.shape != b.shape:
-        raise ValueError(f"shape mismatch: output {a.shape} vs reference {b.shape}")
-    finite = bool(np.all(np.isfinite(a)))
-    logit = float(np.abs(a - b).max()) if a.size and finite else (0.0 if finite else float("nan"))
-
-    def softmax(x: Any) -> Any:
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
-
-    if a.ndim == 0 or not a.size:
-        return {"logit": logit, "prob": logit, "agree": [], "ref_absmax": 0.0}
-    prob = float(np.abs(softmax(a) - softmax(b)).max()) if finite else float("nan")
-    a2, b2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-    agree = [bool(x) for x in (a2.argmax(-1) == b2.argmax(-1))]
-    return {"logit": logit, "prob": prob, "agree": agree, "ref_absmax": float(np.abs(b).max())}
-
-
-# -- the run -----------------------------------------------------------------------------
 class Pipeline:
     """One cell: its steps, their signals, and its results.json."""
 
@@ -396,7 +100,11 @@ class Pipeline:
                             limits={"logits": t.limit, "probs": t.limit,
                                     "scaled_by": "max(1, max|reference|)"})
         cdir = cell_dir(self.root, t.name, key)
-        cdir.mkdir(parents=True, exist_ok=True)
+        try:
+            cdir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Unwritable(f"cannot write packages under {self.root}: {exc.strerror or exc}"
+                             " (pass --out DIR)") from exc
         package = cdir / PACKAGE_NAME
         self.results["package"] = str(package)
         self.results["removed_old"] = prune_old(self.root, t.name, cdir)
@@ -465,7 +173,12 @@ class Pipeline:
                                            "cached": False}
         if ep is None:
             return None
-        spec = input_spec(ep, self.target.example, self.target.dim_names)
+        try:
+            spec = input_spec(ep, self.target.example, self.target.dim_names)
+        except Exception as exc:  # noqa: BLE001 - an odd input structure: no range checks
+            self.ctx.log(f"exported ranges unreadable ({type(exc).__name__}: {exc}); "
+                         "shapes are not checked before running", subject="export")
+            spec = {"inputs": [], "unreadable": True}
         self.results["input_spec"] = spec
         graph_path = cdir / "exported_graph.py"
         code = ep.graph_module.print_readable(print_output=False)
@@ -517,6 +230,9 @@ class Pipeline:
 
         keep = []
         for name, inputs, dims in self.target.shapes(spec):
+            if spec.get("unreadable"):
+                keep.append((name, inputs, dims))
+                continue
             flat = flat_tensors(*inputs)
             try:
                 check_shapes(spec, [tuple(x.shape) for x in flat], [str(x.dtype) for x in flat],
@@ -586,12 +302,19 @@ class Pipeline:
         """``aoti_load_package`` in this (warm) process."""
         import torch
 
+        from laya_tui.aoti_load import isa_probe_seconds
+
         compiled = None
+        # Packaging already ran inductor's CPU-ISA probe; a cached run has not, so run it
+        # first and keep it out of the warm figure.
+        isa = isa_probe_seconds()
         with self.step("load-warm", process="warm") as box:
             compiled = torch._inductor.aoti_load_package(str(package))
-        self.results["steps"]["load-warm"] = {"ok": box["ok"], "seconds": box["seconds"]}
+        self.results["steps"]["load-warm"] = {"ok": box["ok"], "seconds": box["seconds"],
+                                              "isa_probe_seconds": isa}
         if box["ok"]:
-            self.ctx.timing("load-warm", box["seconds"])
+            self.ctx.timing("load-warm", box["seconds"],
+                            detail={"isa_probe_seconds": round(isa, 4)})
         return compiled
 
     # -- outputs -----------------------------------------------------------------------------
@@ -681,7 +404,8 @@ class Pipeline:
         cmodel = self.compile_model(model, shapes)
         if cmodel is not None:
             variants["compiled"] = cmodel
-        run_ok = not any(f.step == "run" for f in self.failures)
+        run_ok = not any(f.step == "run" and f.detail.get("process") == "warm"
+                         for f in self.failures)
         if compiled is not None and run_ok:
             variants["aoti"] = compiled
         recompiled: dict[str, list[str]] = {}
@@ -752,6 +476,9 @@ def run_target(ctx: Any, target: Target, out: str | None) -> dict[str, Any]:
     except Unavailable as exc:
         ctx.skip(str(exc))
         raise  # unreachable: skip raises
+    except Unwritable as exc:
+        ctx.fail(str(exc))
+        raise  # unreachable: fail raises
     if pipe.failures:
         first = pipe.failures[0]
         ctx.fail(f"{first.step} failed: {first.exception}: {first.line}")

@@ -113,13 +113,15 @@ def _batch_variant(spec: dict[str, Any] | None, example: Inputs
     if not spec or not spec.get("inputs"):
         return []
     firsts = [inp["dims"][0] for inp in spec["inputs"] if inp.get("dims")]
-    if not firsts or len({d.get("symbol") for d in firsts}) != 1 or not firsts[0].get("symbol"):
-        return []
-    dim = firsts[0]
     leaves = [x for x in pytree.tree_leaves(example) if isinstance(x, torch.Tensor)]
+    if not firsts or len(firsts) != len(leaves) or not all(d.get("symbol") for d in firsts):
+        return []
     batch = int(leaves[0].shape[0])
-    new = 2 * batch if 2 * batch <= dim["max"] else batch - 1
-    if not dim["min"] <= new <= dim["max"] or new == batch:
+    if any(int(x.shape[0]) != batch for x in leaves):
+        return []
+    lo, hi = max(d["min"] for d in firsts), min(d["max"] for d in firsts)
+    new = 2 * batch if 2 * batch <= hi else batch - 1
+    if not lo <= new <= hi or new == batch:
         return []
 
     def resize(x: Any) -> Any:
