@@ -2,7 +2,9 @@
 process, and does it give the same answers? At what cost?
 
 Cells: ``aoti/decision[fp32]`` and ``aoti/decision[bf16]`` (the tiny ModernBERT decision
-model; bf16 is a weight-cast copy compared with the fp32 eager reference) and one
+model; bf16 is a weight-cast copy compared with the fp32 eager reference),
+``aoti/decision[bf16,cuda]`` (packaged for CUDA, compared with the fp32 CPU reference;
+skipped without a GPU) and one
 ``aoti/model[MODULE:CALLABLE]`` per ``--model``. Packages and results.json go to ``--out``
 (``<out>/aoti``) or the per-user cache; an unchanged re-run reuses the package.
 Heavy imports stay inside the function (discovery must stay fast).
@@ -17,17 +19,20 @@ from laya_tui import api, param, probe
 
 def _cells() -> list[Any]:
     cells = [param("fp32", name="decision", kind="decision", dtype="fp32"),
-             param("bf16", name="decision", kind="decision", dtype="bf16")]
+             param("bf16", name="decision", kind="decision", dtype="bf16"),
+             param("bf16,cuda", name="decision", kind="decision", dtype="bf16",
+                   device="cuda")]
     for spec in api.options().get("models") or []:
         cells.append(param(spec, name="model", kind="model", spec=spec))
     return cells
 
 
 @probe(family="aoti", name="package", params=_cells, timeout=600)
-def package(ctx: Any, kind: str, dtype: str = "fp32", spec: str | None = None) -> None:
+def package(ctx: Any, kind: str, dtype: str = "fp32", spec: str | None = None,
+            device: str = "cpu") -> None:
     """export -> package (.pt2) -> load fresh + warm -> compare heads -> latency."""
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError as exc:
         ctx.skip(f"torch not installed ({exc}): pip install 'laya-tui[torch]'")
     from laya_tui.aoti.pipeline import run_target
@@ -38,7 +43,10 @@ def package(ctx: Any, kind: str, dtype: str = "fp32", spec: str | None = None) -
             import transformers  # noqa: F401
         except ImportError as exc:
             ctx.skip(f"transformers not installed ({exc}): pip install 'laya-tui[torch]'")
-        target = decision_target(dtype)
+        if device == "cuda" and not torch.cuda.is_available():
+            ctx.skip("no CUDA device here: the cuda package is built and compared on a GPU "
+                     "host (bash scripts/gpu-report.sh)")
+        target = decision_target(dtype, device=device)
     else:
         try:
             target = user_target(str(spec))

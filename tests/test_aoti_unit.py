@@ -173,7 +173,24 @@ def test_cells_follow_the_model_option(monkeypatch):
     monkeypatch.setenv("LAYA_TUI_OPTIONS", json.dumps({"models": ["pkg.mod:build"]}))
     mod = import_probe_file(str(REPO / "probes" / "aoti_package.py"), str(REPO))
     ids = [cid for cid, _ in mod.package.__laya_probe__.cells()]
-    assert ids == ["aoti/decision[fp32]", "aoti/decision[bf16]", "aoti/model[pkg.mod:build]"]
+    assert ids == ["aoti/decision[fp32]", "aoti/decision[bf16]", "aoti/decision[bf16,cuda]",
+                   "aoti/model[pkg.mod:build]"]
+
+
+def test_cuda_cell_skips_without_a_gpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the cuda cell runs for real (scripts/gpu-report.sh)")
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "laya_tui.cli", "--workspace", str(REPO), "--headless",
+         "--json", str(out), "--only", "aoti/decision[bf16,cuda]", "--no-cache",
+         "--cache-dir", str(tmp_path / "c")],
+        capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    (cell,) = json.loads(out.read_text())["probes"]
+    assert cell["status"] == "skipped" and "no CUDA device" in cell["reason"]
 
 
 def test_no_ui_module_imports_the_worker_side_aoti_modules():

@@ -44,15 +44,25 @@ def output_names(out: Any, heads: tuple[str, ...] | None) -> list[str]:
     return [f"out{n}" if n.isdigit() else (n or f"out{i}") for i, n in enumerate(names)]
 
 
+def sync() -> None:
+    """Wait for queued CUDA work (timings of device calls must include it)."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def _warm_up(fn: Any, inputs: Inputs) -> tuple[int, float]:
     """Up to :data:`WARMUP` calls (stopping past :data:`WARMUP_SECONDS`); then one timed call."""
     t0 = time.perf_counter()
     warm = 0
     while warm < WARMUP and (warm == 0 or time.perf_counter() - t0 < WARMUP_SECONDS):
         call(fn, inputs)
+        sync()
         warm += 1
     t0 = time.perf_counter()
     call(fn, inputs)
+    sync()
     return warm, max(time.perf_counter() - t0, 1e-7)
 
 
@@ -80,6 +90,7 @@ def median_latencies(fns: dict[str, Any], inputs: Inputs
             t0 = time.perf_counter()
             for _ in range(reps):
                 call(fn, inputs)
+            sync()
             means[name].append((time.perf_counter() - t0) / reps)
     for name, (warm, reps) in plan.items():
         m = means[name]

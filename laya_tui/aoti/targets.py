@@ -42,6 +42,7 @@ class Target:
     sources: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     forbid: list[str] = field(default_factory=list)
+    device: str = "cpu"
 
     @property
     def limit(self) -> float:
@@ -49,8 +50,27 @@ class Target:
         return LIMITS.get(self.dtype, LIMITS["bf16"])
 
 
-def decision_target(dtype: str, *, cast_features: bool = True) -> Target:
-    """The decision model cell in ``fp32`` or ``bf16`` (weights cast, no autocast)."""
+def to_device(inputs: Any, device: str) -> Any:
+    """Every tensor leaf of ``inputs`` moved to ``device``."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, inputs)
+
+
+class OnHost:
+    """The fp32 CPU reference called with device inputs (moved to the host first)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.model(*to_device(args, "cpu"), **to_device(kwargs, "cpu"))
+
+
+def decision_target(dtype: str, *, cast_features: bool = True, device: str = "cpu") -> Target:
+    """The decision model cell in ``fp32`` or ``bf16`` (weights cast, no autocast), on
+    ``device``; off the CPU the reference is still the fp32 model on the CPU."""
     import torch
 
     from laya_tui import decision_model as dm
@@ -59,26 +79,30 @@ def decision_target(dtype: str, *, cast_features: bool = True) -> Target:
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
 
     def build() -> Any:
-        return dm.build_decision_model(torch_dtype, cast_features=cast_features)
+        return dm.build_decision_model(torch_dtype, cast_features=cast_features).to(device)
 
     def reference(model: Any) -> Any:
-        return model if dtype == "fp32" else dm.build_decision_model(torch.float32)
+        if device == "cpu":
+            return model if dtype == "fp32" else dm.build_decision_model(torch.float32)
+        return OnHost(dm.build_decision_model(torch.float32))
 
     def shapes(_spec: dict[str, Any] | None) -> list[tuple[str, Inputs, dict[str, int]]]:
-        return [(s.name, ((), dm.decision_inputs(s)),
+        return [(s.name, ((), to_device(dm.decision_inputs(s), device)),
                  {"rows": s.rows, "tokens": s.tokens, "markers": s.markers})
                 for s in dm.SHAPES]
 
-    suffix = "" if cast_features else ",uncast"
+    suffix = ("" if device == "cpu" else f",{device}") + ("" if cast_features else ",uncast")
     return Target(
         name=f"decision[{dtype}{suffix}]", dtype=dtype, build=build, reference=reference,
-        example=((), dm.decision_inputs(dm.EXAMPLE)),
+        example=((), to_device(dm.decision_inputs(dm.EXAMPLE), device)),
         dynamic_shapes=lambda _model: dm.dynamic_shapes(), shapes=shapes, heads=dm.HEADS,
         dim_names=dm.DIM_NAMES, sources=[dm.__file__, presets.__file__],
         config={"modernbert": presets.MODERNBERT_CONFIG, "rows": dm.ROWS,
                 "tokens16": dm.TOKENS16, "markers": dm.MARKERS,
-                "cast_features": cast_features, "pipeline": PIPELINE_VERSION},
+                "cast_features": cast_features, "pipeline": PIPELINE_VERSION,
+                **({"device": device} if device != "cpu" else {})},
         forbid=["transformers", "laya_tui.decision_model", "laya_tui.presets"],
+        device=device,
     )
 
 
