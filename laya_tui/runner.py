@@ -29,6 +29,7 @@ from laya_tui.events import (
     ProbeStarted,
     SignalEmitted,
 )
+from laya_tui.logtext import trim_faulthandler
 from laya_tui.versions import library_versions
 
 LOG_TAIL_CHARS = 4000
@@ -458,7 +459,7 @@ def _tail(path: str, chars: int = LOG_TAIL_CHARS) -> str:
             data = fh.read()
     except OSError:
         return ""
-    return data.decode("utf-8", "replace")[-chars:]
+    return trim_faulthandler(data.decode("utf-8", "replace"))[-chars:]
 
 
 def _package_root() -> str:

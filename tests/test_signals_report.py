@@ -55,3 +55,13 @@ def test_schema_rejects_unknown_status_and_kind():
     report["probes"][0]["signals"] = [{"kind": "grade", "probe": "fam/x"}]
     with pytest.raises(jsonschema.ValidationError):
         validate_report(report)
+
+
+def test_faulthandler_extension_list_is_trimmed():
+    from laya_tui.logtext import trim_faulthandler
+
+    text = ("Fatal Python error: Segmentation fault\n  File \"x.py\", line 3 in f\n"
+            "Extension modules: numpy._core, " + "m, " * 2000 + "z (total: 2003)\n")
+    out = trim_faulthandler(text)
+    assert "line 3 in f" in out
+    assert out.endswith("Extension modules: (2003 loaded; list omitted)\n")

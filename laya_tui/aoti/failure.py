@@ -13,6 +13,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.logtext import trim_faulthandler
+
 #: Lines that introduce or wrap an error rather than state it.
 _NOISE = [re.compile(p) for p in (
     r"^Traceback \(most recent call last\):",
@@ -159,9 +161,11 @@ def describe_remote(step: str, error: dict[str, Any] | None, stderr: str = "",
         line = first_meaningful_line(error.get("message", "")) or error.get("type", "Error")
         site = site_from_text(error.get("traceback", "")) or cpp_site(stderr)
         return StepFailure(step=error.get("step") or step, exception=error.get("type", "Error"),
-                           line=line, text=text + "\n" + stderr[-3000:], site=site,
+                           line=line, text=text + "\n" + trim_faulthandler(stderr)[-3000:],
+                           site=site,
                            fix=fix_for(text), detail=dict(detail))
     signame = _signal_name(returncode)
+    stderr = trim_faulthandler(stderr)
     line = first_meaningful_line(stderr) or f"process exited with code {returncode}{signame}"
     return StepFailure(step=step, exception=f"exit {returncode}{signame}", line=line,
                        text=stderr[-6000:], site=cpp_site(stderr), fix=fix_for(stderr),
