@@ -165,9 +165,14 @@ async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int
         beat.start()
         t0 = time.perf_counter()
         app.start_run()
+        ended = None
         while time.perf_counter() - t0 < timeout:
             table = app.main_screen.table
             if table.row_count >= n and not app.pump.pending:
+                break
+            done = [st for st in app.model.probes.values() if st.result is not None]
+            if done and not app.pump.pending:
+                ended = done[0]
                 break
             await asyncio.sleep(0.01)
         total = time.perf_counter() - t0
@@ -176,7 +181,8 @@ async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int
         rows = app.main_screen.table.row_count
         await app.shutdown_runner()
     if rows < n:
-        raise RuntimeError(f"only {rows} of {n} rows after {total:.1f} s")
+        why = f"; the probe ended {ended.status}: {ended.reason}" if ended else ""
+        raise RuntimeError(f"only {rows} of {n} rows after {total:.1f} s{why}")
     return total, beat.worst, beat.beats
 
 

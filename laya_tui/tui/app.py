@@ -80,7 +80,7 @@ class LayaApp(App[int]):
                  autorun: bool = True, watch: bool = False,
                  watch_factory: WatchFactory | None = None, export_path: str | None = None,
                  flush_interval: float = 1 / 30, budget: float = 0.008,
-                 gate_settings: Any = None, freeze_every: int = 10_000) -> None:
+                 gate_settings: Any = None, freeze_every: int = 2_000) -> None:
         super().__init__()
         self.freeze_every = freeze_every
         self._rows_since_freeze = 0

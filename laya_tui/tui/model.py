@@ -75,6 +75,7 @@ class ProbeState:
     _occ: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     _streamed: int = 0
     _in_run: bool = False
+    _checks: list[dict[str, Any]] = field(default_factory=list)  # this run's tolerance/timing
 
     @property
     def finished(self) -> bool:
@@ -182,11 +183,14 @@ class RunModel:
         st._live = set()
         st._occ = Counter()
         st._streamed = 0
+        st._checks = []
 
     def _ingest(self, st: ProbeState, sig: dict[str, Any], changes: Changes) -> None:
         kind = str(sig.get("kind", "log"))
         ident = (kind, str(sig.get("subject", "")), str(sig.get("reason", "")))
         st._occ[ident] += 1
+        if kind == "tolerance" or kind == "timing":
+            st._checks.append(sig)
         key = f"{st.id}\x1f{ident[0]}\x1f{ident[1]}\x1f{ident[2]}\x1f{st._occ[ident]}"
         st._live.add(key)
         row = self.rows.get(key)
@@ -211,7 +215,8 @@ class RunModel:
         if st._streamed == 0:
             for sig in result.get("signals", []):
                 self._ingest(st, sig, changes)
-        for key in [k for k in st.keys if k not in st._live]:
+        gone = [] if len(st._live) == len(st.keys) else [k for k in st.keys if k not in st._live]
+        for key in gone:
             row = self.rows.pop(key)
             del st.keys[key]
             self.kind_counts[str(row.sig.get("kind", "log"))] -= 1
@@ -225,7 +230,8 @@ class RunModel:
         st.log_tail = result.get("log_tail") or ""
         st.error = result.get("error")
         st.file = st.file or result.get("file")
-        st.runs.append(_run_point(len(st.runs) + 1, result))
+        st.runs.append(_run_point(len(st.runs) + 1, result, st._checks))
+        st._checks = []
         self._gates = None
         if self.run_started is not None:
             self.run_seconds = time.monotonic() - self.run_started
@@ -300,10 +306,10 @@ class RunModel:
         return st.family if st else None
 
 
-def _run_point(n: int, result: dict[str, Any]) -> RunPoint:
+def _run_point(n: int, result: dict[str, Any], checks: list[dict[str, Any]]) -> RunPoint:
     tol: dict[str, tuple[float | None, float | None, bool | None]] = {}
     timings: dict[str, float] = {}
-    for sig in result.get("signals", []):
+    for sig in checks:  # the run's tolerance and timing signals, collected as they came
         kind = sig.get("kind")
         subject = str(sig.get("subject", ""))
         if kind == "tolerance":
