@@ -49,6 +49,17 @@ def cache_key(probe_id: str, params: Any, options: Any, versions: dict[str, Any]
     return h.hexdigest()
 
 
+def _entry(probe_id: str, params: Any, options: Any, versions: dict[str, Any],
+           deps: list[str], result: dict[str, Any]) -> dict[str, Any] | None:
+    """The cache file's content, or None when the result must not be cached."""
+    if result.get("status") not in CACHEABLE or result.get("error"):
+        return None
+    key = cache_key(probe_id, params, options, versions, deps)
+    if key is None:
+        return None
+    return {"id": probe_id, "key": key, "deps": sorted(set(deps)), "result": result}
+
+
 class ResultCache:
     """One JSON file per probe id under ``root``."""
 
@@ -76,25 +87,18 @@ class ResultCache:
     def store(self, probe_id: str, params: Any, options: Any, versions: dict[str, Any],
               deps: list[str], result: dict[str, Any]) -> None:
         """Store a result whose status is cacheable; silently skips when unwritable."""
-        if result.get("status") not in CACHEABLE or result.get("error"):
-            return
-        key = cache_key(probe_id, params, options, versions, deps)
-        if key is None:
-            return
-        entry = {"id": probe_id, "key": key, "deps": sorted(set(deps)), "result": result}
-        self._write(probe_id, json.dumps(entry))
+        entry = _entry(probe_id, params, options, versions, deps, result)
+        if entry is not None:
+            self._write(probe_id, json.dumps(entry))
 
     async def store_async(self, probe_id: str, params: Any, options: Any,
                           versions: dict[str, Any], deps: list[str],
                           result: dict[str, Any]) -> None:
         """:meth:`store` without holding the event loop: a result with many signals is
         encoded in slices (yielding between them) and the file is written from a thread."""
-        if result.get("status") not in CACHEABLE or result.get("error"):
+        entry = _entry(probe_id, params, options, versions, deps, result)
+        if entry is None:
             return
-        key = cache_key(probe_id, params, options, versions, deps)
-        if key is None:
-            return
-        entry = {"id": probe_id, "key": key, "deps": sorted(set(deps)), "result": result}
         sigs = result.get("signals")
         if not isinstance(sigs, list) or len(sigs) <= _SLICE:
             text = json.dumps(entry)

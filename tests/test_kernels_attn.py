@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-
-tilelang = pytest.importorskip("tilelang", reason="tilelang not installed: pip install "
-                                                  "'laya-tui[tilelang]'")
-torch = pytest.importorskip("torch")
-if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
-    pytest.skip("no C++ compiler on PATH: the CPU kernels compile with it",
-                allow_module_level=True)
 
 from kernels import attn  # noqa: E402
 from kernels.common import compile_cpu  # noqa: E402
 from kernels.reference import attn_ref  # noqa: E402
-
-ATOL = 2e-5
+from tests._kernel_env import ATOL, torch
 
 
 def _check(B: int, S: int, H: int, Dh: int, lengths: list[int], window: int | None,

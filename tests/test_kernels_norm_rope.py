@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-
-tilelang = pytest.importorskip("tilelang", reason="tilelang not installed: pip install "
-                                                  "'laya-tui[tilelang]'")
-torch = pytest.importorskip("torch")
-if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
-    pytest.skip("no C++ compiler on PATH: the CPU kernels compile with it",
-                allow_module_level=True)
 
 from kernels import add_ln, rope  # noqa: E402
 from kernels.common import compile_cpu  # noqa: E402
 from kernels.reference import add_ln_ref, rope_ref, rope_tables  # noqa: E402
+from tests._kernel_env import ATOL, torch
 
-ATOL = 2e-5
 ROPE_ATOL = 2e-6
 
 
