@@ -221,8 +221,10 @@ class Watcher:
                  on_record: Callable[[Record], None] | None = None,
                  debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                  ignore_paths: Iterable[str] = (),
-                 initial: Iterable[dict[str, Any]] | None = None) -> None:
+                 initial: Iterable[dict[str, Any]] | None = None,
+                 gate_settings: Any = None) -> None:
         self.config = config
+        self.gate_settings = gate_settings
         self._owns_runner = runner is None
         self.runner = runner if runner is not None else (runner_factory or Runner)(config)
         self.on_record = on_record or (lambda r: None)
@@ -296,14 +298,13 @@ class Watcher:
             await self._shutdown()
 
     def report(self) -> dict[str, Any]:
-        """The current report document (same schema as ``--headless --json``)."""
-        from laya_tui.gates import evaluate_gates
-        from laya_tui.report import build_report
+        """The current report document (same schema and gates as ``--headless --json``)."""
+        from laya_tui.headless import make_report
+        from laya_tui.runner import Discovery
 
         results = [self.results[p] for p in self.probes if p in self.results]
-        gates = evaluate_gates(results, None, self.errors)
-        return build_report(results, seconds=sum(r.get("seconds", 0) for r in results),
-                            gates=gates, errors=self.errors)
+        return make_report(results, Discovery([], self.errors),
+                           sum(r.get("seconds", 0) for r in results), self.gate_settings)
 
     # -- the change loop --------------------------------------------------------------------------
     async def _loop(self) -> None:

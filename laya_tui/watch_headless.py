@@ -74,12 +74,14 @@ class StreamWriter:
 
 async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                          report_path: str | None = None, quiet: bool = False,
-                         out: TextIO | None = None, err: TextIO | None = None) -> int:
+                         out: TextIO | None = None, err: TextIO | None = None,
+                         gate_settings: Any = None) -> int:
     """Run the watcher until SIGINT/SIGTERM; records go to ``out`` (stdout)."""
     writer = StreamWriter(out or sys.stdout, err or sys.stderr, quiet=quiet,
                           report_path=report_path)
     ignore = [report_path] if report_path else []
-    watcher = Watcher(config, on_record=writer, debounce_ms=debounce_ms, ignore_paths=ignore)
+    watcher = Watcher(config, on_record=writer, debounce_ms=debounce_ms, ignore_paths=ignore,
+                      gate_settings=gate_settings)
     writer.watcher = watcher
     loop = asyncio.get_running_loop()
     installed: list[int] = []
@@ -117,7 +119,8 @@ def run_watch_headless(config: RunConfig, args: argparse.Namespace) -> int:
     if report == "-":
         raise UsageError("--watch writes change records on stdout; give --json a file path")
     kwargs: dict[str, Any] = {"debounce_ms": max(1, debounce), "report_path": report,
-                              "quiet": bool(getattr(args, "quiet", False))}
+                              "quiet": bool(getattr(args, "quiet", False)),
+                              "gate_settings": getattr(args, "gate_settings", None)}
     try:
         code = asyncio.run(watch_headless(config, **kwargs))
     except KeyboardInterrupt:

@@ -118,3 +118,25 @@ def test_watch_stdout_report_is_a_usage_error(tmp_path):
     assert proc.returncode == 2
     assert "give --json a file path" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_watch_report_applies_the_run_gate_settings(tmp_path):
+    """--json PATH under --watch carries the same gates as a one-shot run (--fail-on...)."""
+    from laya_tui.gates import GateSettings
+    from laya_tui.runner import RunConfig
+    from laya_tui.watch import Watcher
+
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    config = RunConfig(workspace=str(tmp_path), probes=[str(probes)])
+    result = {"id": "fam/x", "family": "fam", "status": "ok", "reason": None, "seconds": 0.1,
+              "cached": False, "deps": [], "log_tail": "",
+              "signals": [{"kind": "log", "probe": "fam/x", "reason": "note"}]}
+    watcher = Watcher(config, gate_settings=GateSettings(fail_on=["log"]))
+    watcher.probes = {"fam/x": {"id": "fam/x", "family": "fam"}}
+    watcher.results["fam/x"] = result
+    report = watcher.report()
+    validate_report(report)
+    gate = next(g for g in report["gates"] if g["name"] == "fail-on:log")
+    assert gate["passed"] is False
+    assert report["summary"]["passed"] is False

@@ -25,7 +25,7 @@ async def watch_factory(app: LayaApp, runner: RunnerLike, probes: list[dict[str,
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     watcher = Watcher(config, runner,  # type: ignore[arg-type]
                       on_record=queue.put_nowait, initial=app.model.results(),
-                      ignore_paths=[app.export_path])
+                      ignore_paths=[app.export_path], gate_settings=app.gate_settings)
     task = asyncio.ensure_future(watcher.run())
     try:
         while True:
