@@ -161,7 +161,10 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
             path = resolve_path(str(site["file"]), workspace)
             excerpt = source_excerpt(path, int(site["line"]), 12 if full else 4)
             if excerpt is None:
-                parts.append(Text(f"(source not readable: {path})", style="dim"))
+                # the site as recorded, not where it was looked for: a report read on
+                # another machine or checkout must render the same
+                parts.append(Text(f"(source not readable here: {site['file']})",
+                                  style="dim"))
             else:
                 code, start = excerpt
                 parts.append(Syntax(code, _LEXERS.get(os.path.splitext(path)[1], "text"),
