@@ -92,6 +92,9 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from CI users
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -65,3 +65,19 @@ def test_faulthandler_extension_list_is_trimmed():
     out = trim_faulthandler(text)
     assert "line 3 in f" in out
     assert out.endswith("Extension modules: (2003 loaded; list omitted)\n")
+
+
+def test_write_atomic_gives_ordinary_file_permissions(tmp_path):
+    import os
+
+    from laya_tui.report import write_atomic
+
+    target = tmp_path / "r.json"
+    old = os.umask(0o022)
+    try:
+        write_atomic(str(target), "{}\n")
+    finally:
+        os.umask(old)
+    assert target.read_text() == "{}\n"
+    assert (target.stat().st_mode & 0o777) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
