@@ -262,7 +262,7 @@ class Runner:
                       use_cache: bool | None = None) -> dict[str, Any]:
         """Run one cell in its family's warm worker (or serve it from the cache)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
-        options = self._cache_options(probe)
+        options = self._cache_options()
         if use_cache:
             hit = self.cache.lookup(probe["id"], probe.get("params"), options, self.versions)
             if hit is not None:
@@ -282,7 +282,8 @@ class Runner:
         self.on_event(ProbeFinished(result))
         return result
 
-    def _cache_options(self, probe: dict[str, Any]) -> dict[str, Any]:
+    def _cache_options(self) -> dict[str, Any]:
+        """The run options that shape results (the workspace path itself does not)."""
         opts = self.config.options()
         opts.pop("workspace", None)
         return opts

@@ -136,8 +136,7 @@ class Worker:
             try:
                 with self.tracker.recording():
                     mod = self.load(path)
-                specs = [s for s in _probes_or_empty(probes_in, mod)]
-                for spec in specs:
+                for spec in probes_in(mod):
                     for probe_id, prm in spec.cells():
                         deps = set(self.module_deps.get(os.path.realpath(path), set()))
                         if prm is not None:
@@ -213,10 +212,6 @@ class Worker:
         self.emit({"type": "finished", "id": probe_id, "status": status, "reason": reason,
                    "seconds": round(time.perf_counter() - t0, 6), "deps": sorted(deps),
                    "error": error})
-
-
-def _probes_or_empty(fn: Any, mod: Any) -> list[Any]:
-    return list(fn(mod))
 
 
 def _extra_roots() -> list[str]:
