@@ -23,7 +23,28 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-SPEC_KEY = "laya.input_spec"
+SPEC_KEY = "LAYA_INPUT_SPEC"
+KEY_KEY = "LAYA_PACKAGE_KEY"
+
+
+def encode_metadata(value: Any) -> str:
+    """A JSON value as hex: package metadata then holds only ``[0-9a-f]``.
+
+    The C++ package loader parses the metadata file; plain JSON strings full of quotes and
+    braces are the one thing about these packages that differs from torch's own keys, and
+    are suspected in a load segfault seen on torch 2.11.
+    """
+    return json.dumps(value, separators=(",", ":")).encode().hex()
+
+
+def decode_metadata(text: str | None) -> Any:
+    """Inverse of :func:`encode_metadata` (None for a missing or unreadable value)."""
+    if not text:
+        return None
+    try:
+        return json.loads(bytes.fromhex(text).decode())
+    except ValueError:
+        return None
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -141,7 +162,7 @@ def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int
     except Exception as exc:  # noqa: BLE001
         result["error"] = _error("load-fresh", exc)
         return EXIT_FAILED, result
-    spec = json.loads(result["metadata"].get(SPEC_KEY, "null") or "null")
+    spec = decode_metadata(result["metadata"].get(SPEC_KEY))
     if spec and spec.get("unreadable"):
         spec = None
     from torch.utils import _pytree as pytree

@@ -292,3 +292,14 @@ def test_missing_compiler_is_a_skip(tmp_path):
         status, signals = run_cell(user_target(f"{__name__}:tiny_model"), tmp_path)
     assert status.startswith("skipped: no working C++ compiler for AOTInductor"), status
     assert "install g++" in status
+
+
+def test_package_metadata_is_plain_hex():
+    from laya_tui.aoti_load import decode_metadata, encode_metadata
+
+    spec = {"inputs": [{"name": "input_ids", "dims": [{"min": 2, "max": 64, "symbol": "s0"}]}]}
+    text = encode_metadata(spec)
+    assert set(text) <= set("0123456789abcdef")
+    assert decode_metadata(text) == spec
+    assert decode_metadata(None) is None
+    assert decode_metadata('{"not": "hex"}') is None

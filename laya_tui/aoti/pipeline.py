@@ -9,7 +9,6 @@ meaningful line and call site; the steps that do not depend on it still run.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -34,7 +33,7 @@ from laya_tui.aoti.results import (
 )
 from laya_tui.aoti.targets import Inputs, Target
 from laya_tui.aoti.toolchain import Unavailable, Unwritable, cache_key, require_aoti
-from laya_tui.aoti_load import SPEC_KEY, check_shapes
+from laya_tui.aoti_load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
 
 FRESH_TIMEOUT = 300.0
 
@@ -198,7 +197,8 @@ class Pipeline:
 
         tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
         with self.step("package") as box:
-            configs = {"aot_inductor.metadata": {SPEC_KEY: json.dumps(spec), "laya.key": key}}
+            configs = {"aot_inductor.metadata": {SPEC_KEY: encode_metadata(spec),
+                                                 KEY_KEY: encode_metadata(key)}}
             torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp),
                                                      inductor_configs=configs)
             os.replace(tmp, package)
