@@ -15,6 +15,12 @@ from tests._util import WORKSPACES, run_cli
 GOLDEN = Path(__file__).parent / "golden"
 FIXED_CREATED = "2026-01-01T00:00:00Z"
 
+#: The regressed scenario the golden-file tests share, and the gate flags they run with.
+REGRESS = {"fallback": {"aten::mul.out": 3, "aten::neg": 1}, "recompile": {},
+           "host_bounce_bytes": 8192, "tolerance": 3e-5, "lowering_bf16_fails": False,
+           "skip": False}
+FLAGS = ("--fail-on", "host_bounce", "--max", "fallback=3,cast=5")
+
 
 def ci_workspace(dest: Path, scenario: dict[str, Any] | None = None,
                  pyproject: str | None = None) -> Path:

@@ -7,12 +7,7 @@ import json
 import pytest
 
 from laya_tui.report import validate_report
-from tests._ci_reports import check_golden, ci_workspace, normalized, real_report
-
-REGRESS = {"fallback": {"aten::mul.out": 3, "aten::neg": 1}, "recompile": {},
-           "host_bounce_bytes": 8192, "tolerance": 3e-5, "lowering_bf16_fails": False,
-           "skip": False}
-FLAGS = ("--fail-on", "host_bounce", "--max", "fallback=3,cast=5")
+from tests._ci_reports import FLAGS, REGRESS, check_golden, ci_workspace, normalized, real_report
 
 
 @pytest.fixture(scope="module")

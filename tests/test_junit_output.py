@@ -11,14 +11,18 @@ import pytest
 from laya_tui.gates import GateSettings, evaluate_all
 from laya_tui.junit import build_junit
 from laya_tui.report import build_report, validate_report
-from tests._ci_reports import check_golden, ci_workspace, normalized, real_report, run_ci
+from tests._ci_reports import (
+    FLAGS,
+    REGRESS,
+    check_golden,
+    ci_workspace,
+    normalized,
+    real_report,
+    run_ci,
+)
 
 xmlschema = pytest.importorskip("xmlschema", reason="pip install xmlschema (dev extra)")
 XSD = Path(__file__).parent / "fixtures" / "junit-10.xsd"
-REGRESS = {"fallback": {"aten::mul.out": 3, "aten::neg": 1}, "recompile": {},
-           "host_bounce_bytes": 8192, "tolerance": 3e-5, "lowering_bf16_fails": False,
-           "skip": False}
-FLAGS = ("--fail-on", "host_bounce", "--max", "fallback=3,cast=5")
 
 
 @pytest.fixture(scope="module")

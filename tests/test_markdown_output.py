@@ -10,12 +10,15 @@ from laya_tui.baseline import Baseline
 from laya_tui.gates import GateSettings, evaluate_all
 from laya_tui.markdown import ROWS, build_markdown
 from laya_tui.report import build_report, validate_report
-from tests._ci_reports import check_golden, ci_workspace, normalized, real_report, run_ci
-
-REGRESS = {"fallback": {"aten::mul.out": 3, "aten::neg": 1}, "recompile": {},
-           "host_bounce_bytes": 8192, "tolerance": 3e-5, "lowering_bf16_fails": False,
-           "skip": False}
-FLAGS = ("--fail-on", "host_bounce", "--max", "fallback=3,cast=5")
+from tests._ci_reports import (
+    FLAGS,
+    REGRESS,
+    check_golden,
+    ci_workspace,
+    normalized,
+    real_report,
+    run_ci,
+)
 
 
 @pytest.fixture(scope="module")
