@@ -115,6 +115,19 @@ def fill(S: Spec, buf: T.Buffer, value: Any):  # noqa: ANN201 - a TileLang macro
 
 
 @T.macro
+def load_tile(S: Spec, dst: T.Buffer, src: T.Buffer, r0: Any, c0: Any, M: Any,
+              K: Any):  # noqa: ANN201, N803 - a TileLang macro
+    """``dst = src[r0:, c0:]`` tile of an (M, K) source, zero-padded past its edges.
+
+    The extents are named ``M``/``K`` because a dynamic extent's name becomes the kernel
+    argument's name in the generated code (``int M``), as in the kernels' own signatures.
+    """
+    for i, k in S.par(dst.shape[0], dst.shape[1]):
+        dst[i, k] = T.if_then_else(r0 + i < M and c0 + k < K, src[r0 + i, c0 + k],
+                                   T.cast(0, dst.dtype))
+
+
+@T.macro
 def gemm_nt(S: Spec, a: T.Buffer, b: T.Buffer, acc: T.Buffer):  # noqa: ANN201
     """``acc += a @ b^T`` with a (m, k), b (n, k), acc (m, n) in fp32."""
     if S.cpu:

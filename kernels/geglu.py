@@ -5,7 +5,7 @@ from typing import Any
 
 import tilelang.language as T
 
-from .common import Example, fill, gelu, gemm_nt, make_spec
+from .common import Example, fill, gelu, gemm_nt, load_tile, make_spec
 from .gemm import gemm_tiles
 
 SEED = 1234
@@ -38,11 +38,8 @@ def gemm_geglu_kernel(N: int, K: int, *, dtype: str | None = None, cpu: bool = F
             fill(S, acc_g, 0.0)
             fill(S, acc_u, 0.0)
             for ko in S.stages(T.ceildiv(K, bk), num_stages):
-                for i, k in S.par(bm, bk):
-                    A_t[i, k] = T.if_then_else(
-                        by * bm + i < M and ko * bk + k < K,
-                        A[by * bm + i, ko * bk + k], T.cast(0, dt))
-                for j, k in S.par(bn, bk):
+                load_tile(S, A_t, A, by * bm, ko * bk, M, K)
+                for j, k in S.par(bn, bk):  # both weight tiles in one loop (one predicate)
                     G_t[j, k] = T.if_then_else(
                         bx * bn + j < N and ko * bk + k < K,
                         Wg[bx * bn + j, ko * bk + k], T.cast(0, dt))

@@ -5,7 +5,7 @@ from typing import Any
 
 import tilelang.language as T
 
-from .common import Example, Spec, activation, fill, gemm_nt, make_spec
+from .common import Example, Spec, activation, fill, gemm_nt, load_tile, make_spec
 
 SEED = 1234
 
@@ -40,14 +40,8 @@ def gemm_kernel(N: int, K: int, *, bias: bool = False, act: str | None = None,
             S.swizzle(10)
             fill(S, acc, 0.0)
             for ko in S.stages(T.ceildiv(K, bk), num_stages):
-                for i, k in S.par(bm, bk):
-                    A_t[i, k] = T.if_then_else(
-                        by * bm + i < M and ko * bk + k < K,
-                        A[by * bm + i, ko * bk + k], T.cast(0, dt))
-                for j, k in S.par(bn, bk):
-                    W_t[j, k] = T.if_then_else(
-                        bx * bn + j < N and ko * bk + k < K,
-                        W[bx * bn + j, ko * bk + k], T.cast(0, dt))
+                load_tile(S, A_t, A, by * bm, ko * bk, M, K)
+                load_tile(S, W_t, W, bx * bn, ko * bk, N, K)
                 gemm_nt(S, A_t, W_t, acc)
             for i, j in S.par(bm, bn):
                 v = acc[i, j]
