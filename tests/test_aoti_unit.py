@@ -303,3 +303,28 @@ def test_package_metadata_is_plain_hex():
     assert decode_metadata(text) == spec
     assert decode_metadata(None) is None
     assert decode_metadata('{"not": "hex"}') is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="-Bsymbolic is a GNU ld flag")
+def test_compiler_shim_links_shared_objects_bsymbolic(tmp_path):
+    """The shim adds -Bsymbolic to shared links only (torch 2.11 AOTI load segfault fix)."""
+    import shutil
+
+    from laya_tui.aoti.toolchain import symbolic_compiler
+
+    gxx = shutil.which("g++") or pytest.skip("no g++")
+    shutil.which("readelf") or pytest.skip("no readelf")
+    shim = symbolic_compiler(gxx, tmp_path)
+    assert shim is not None and Path(shim).name == "g++"  # Inductor tells gcc by the name
+    assert symbolic_compiler(gxx, tmp_path) == shim  # idempotent
+    src = tmp_path / "a.cpp"
+    src.write_text("int f() { return 1; }\nint main() { return f() - 1; }\n")
+
+    def dynamic_flags(out: Path, *args: str) -> str:
+        subprocess.run([shim, *args, str(src), "-o", str(out)], check=True)
+        return subprocess.run(["readelf", "-d", str(out)], capture_output=True,
+                              text=True).stdout
+
+    assert "SYMBOLIC" in dynamic_flags(tmp_path / "a.so", "-shared", "-fPIC")
+    assert "SYMBOLIC" not in dynamic_flags(tmp_path / "a.out")
+    subprocess.run([shim, "-c", str(src), "-o", str(tmp_path / "a.o")], check=True)

@@ -32,7 +32,14 @@ from laya_tui.aoti.results import (
     write_results,
 )
 from laya_tui.aoti.targets import Inputs, Target
-from laya_tui.aoti.toolchain import Unavailable, Unwritable, cache_key, require_aoti
+from laya_tui.aoti.toolchain import (
+    SYMBOLIC_FLAG,
+    Unavailable,
+    Unwritable,
+    cache_key,
+    require_aoti,
+    symbolic_compiler,
+)
 from laya_tui.aoti_load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
 
 FRESH_TIMEOUT = 300.0
@@ -197,8 +204,12 @@ class Pipeline:
 
         tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
         with self.step("package") as box:
-            configs = {"aot_inductor.metadata": {SPEC_KEY: encode_metadata(spec),
-                                                 KEY_KEY: encode_metadata(key)}}
+            configs: dict[str, Any] = {"aot_inductor.metadata": {
+                SPEC_KEY: encode_metadata(spec), KEY_KEY: encode_metadata(key)}}
+            shim = symbolic_compiler(self.results["environment"]["compiler"], self.root)
+            if shim is not None:
+                configs["cpp.cxx"] = (None, shim)
+                self.results["link_flags"] = [SYMBOLIC_FLAG]
             torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp),
                                                      inductor_configs=configs)
             os.replace(tmp, package)

@@ -6,7 +6,10 @@ import hashlib
 import json
 import os
 import platform
+import shlex
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,42 @@ def require_aoti(dtype: str) -> dict[str, Any]:
         "threads": torch.get_num_threads(), "compiler": compiler, "compiler_version": version,
         "native_bf16": native_bf16, "loadavg": _loadavg(),
     }
+
+
+#: What the compiler shim appends when it links a shared object.
+SYMBOLIC_FLAG = "-Wl,-Bsymbolic"
+
+
+def symbolic_compiler(compiler: str, root: Path) -> str | None:
+    """A shim around ``compiler`` that links shared objects with ``-Wl,-Bsymbolic``.
+
+    The AOTI wrapper .so instantiates std:: templates (std::regex in parse_device_str) that
+    libtorch_cpu.so also exports. Without -Bsymbolic the dynamic linker binds the wrapper's
+    calls to libtorch's copies; when the two came from different GCC versions (torch 2.11's
+    wheel: GCC 13.3 vs Ubuntu 24.04's g++ 13.3.0) the mixed regex code recurses until the
+    stack overflows, so ``aoti_load_package`` segfaults. Linux only; None elsewhere. The
+    shim keeps the compiler's basename, which Inductor reads to tell gcc from clang.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    real = shutil.which(compiler) or compiler
+    folder = root / "cxx-bsymbolic"
+    path = folder / os.path.basename(real)
+    q = shlex.quote(real)
+    text = ("#!/bin/sh\n# laya-tui: link AOTI shared objects with -Bsymbolic "
+            "(laya_tui/aoti/toolchain.py)\n"
+            f'case " $* " in *" -shared "*) exec {q} "$@" {SYMBOLIC_FLAG};; esac\n'
+            f'exec {q} "$@"\n')
+    try:
+        if not path.is_file() or path.read_text() != text:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{path.name}.{os.getpid()}"
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.replace(tmp, path)
+    except OSError:
+        return None
+    return str(path)
 
 
 def _loadavg() -> list[float] | None:
