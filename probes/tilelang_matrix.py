@@ -7,6 +7,10 @@ stage reports its first real diagnostic. Kernels come from ``--kernels DIR`` (de
 ``./kernels``): factory modules (``gemm_kernel(N, K, *, cpu=False, dtype=...)`` plus an
 ``example()``) and plain TileLang files with a module-level ``@tilelang.jit`` / ``PrimFunc``.
 
+``<kernel>[cpu-vs-gpu,<dtype>]`` cells run a factory kernel's cpu specialization (``c``,
+fp32) and its gpu specialization (``cuda``, fp16/bf16) on the same dtype-rounded inputs and
+compare the two; they need a GPU and skip with the reason elsewhere.
+
 Discovery stays light: the cells come from a syntax-tree scan of the kernel files; TileLang
 is imported inside the probe function only.
 """
@@ -30,3 +34,19 @@ def lowering(ctx, **cell) -> None:  # noqa: ANN001 - ctx is laya_tui.api.Context
     from laya_tui.lowering.cell import run_cell
 
     run_cell(ctx, **cell)
+
+
+def agreement_cells() -> list[Param]:
+    """One cell per factory kernel x fp16/bf16 (no TileLang import)."""
+    from laya_tui.lowering.agree import agreement_cells as cells
+
+    return [param(c["id"], name=c["name"], deps=c["deps"], **c["kwargs"])
+            for c in cells(options())]
+
+
+@probe(family="tilelang", name="agree", params=agreement_cells)
+def agree(ctx, **cell) -> None:  # noqa: ANN001 - ctx is laya_tui.api.Context
+    """The cpu and gpu specializations of one kernel agree on the same inputs."""
+    from laya_tui.lowering.agree import run_agreement
+
+    run_agreement(ctx, **cell)

@@ -348,3 +348,69 @@ def test_headless_run_on_a_foreign_folder(tl: Any, tmp_path: Path) -> None:
     arts = [s["detail"]["path"] for p in probes.values() for s in p["signals"]
             if s["kind"] == "artifact"]
     assert arts and all(a.startswith(str(tmp_path / "out")) for a in arts)  # never the repo
+
+
+# -- cpu-vs-gpu specialization agreement ------------------------------------------------------
+
+
+def _agree(name: str, dtype: str, out: Path) -> tuple[str, list[dict[str, Any]]]:
+    from laya_tui.api import Context, Skipped
+    from laya_tui.lowering.agree import agreement_cells, run_agreement
+
+    cell = next(c for c in agreement_cells({"kernels": [str(KERNELS)]})
+                if c["name"] == name and c["kwargs"]["dtype"] == dtype)
+    signals: list[dict[str, Any]] = []
+    ctx = Context("tilelang/x", "tilelang", lambda e: signals.append(e["signal"]),
+                  opts={"out": str(out)}, add_dep=lambda p: None)
+    try:
+        run_agreement(ctx, **cell["kwargs"])
+    except Skipped as exc:
+        return f"skipped: {exc}", signals
+    return ("failed" if ctx.failures else "ok"), signals
+
+
+def test_agreement_cells_cover_every_factory_kernel_in_both_half_types() -> None:
+    from laya_tui.lowering.agree import agreement_cells
+
+    cells = agreement_cells({"kernels": [str(KERNELS)]})
+    assert sorted({c["name"] for c in cells}) == FIVE
+    assert {c["id"] for c in cells} == {"cpu-vs-gpu,fp16", "cpu-vs-gpu,bf16"}
+
+
+@pytest.mark.parametrize("module,rounded", [("gemm", False), ("add_ln", True)])
+def test_compare_specs_flags_a_disagreement(module: str, rounded: bool) -> None:
+    """The comparison on the shipped examples: equal outputs pass, one bad element fails."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tilelang")
+    import importlib
+
+    from laya_tui.api import Context
+    from laya_tui.lowering.agree import compare_specs
+
+    ex = importlib.import_module(f"kernels.{module}").example()
+    assert bool(ex.rounded) is rounded
+    _, promoted = ex.materialize("bfloat16")
+    cpu_out = ex.expected(promoted)  # fp32 numbers, as the cpu specialization gives
+    gpu_out = {k: v.to(torch.bfloat16).float() if k in ex.rounded else v.clone()
+               for k, v in cpu_out.items()}
+    sink: list[dict[str, Any]] = []
+    ctx = Context("tilelang/x", "tilelang", lambda e: sink.append(e["signal"]))
+    assert compare_specs(ctx, ex, module, "bfloat16", cpu_out, gpu_out) == []
+    name = next(iter(ex.outputs))
+    gpu_out[name].view(-1)[0] += 1.0
+    failures = compare_specs(ctx, ex, module, "bfloat16", cpu_out, gpu_out)
+    assert len(failures) == 1 and failures[0].startswith(f"{name}: gpu-spec bf16 vs cpu-spec")
+    tol = [s for s in sink if s["kind"] == "tolerance"]
+    assert tol and all("cpu-vs-gpu,bf16" in s["subject"] for s in tol)
+
+
+def test_agreement_skips_without_a_gpu_or_agrees_with_one(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tilelang")
+    status, signals = _agree("gemm_kernel", "bfloat16", tmp_path)
+    if not torch.cuda.is_available():
+        assert status.startswith("skipped: no CUDA device here")
+        return
+    assert status == "ok", status
+    tol = [s for s in signals if s["kind"] == "tolerance"]
+    assert tol and all(s["passed"] for s in tol)

@@ -97,7 +97,7 @@ def cuda_target_spec() -> dict[str, str]:
     return {"kind": "cuda", "arch": DEFAULT_CUDA_ARCH}
 
 
-def _factory_site(path: str, line: int | None, func: str | None) -> dict[str, Any] | None:
+def factory_site(path: str, line: int | None, func: str | None) -> dict[str, Any] | None:
     if not line:
         return None
     site: dict[str, Any] = {"file": os.path.realpath(path), "line": int(line)}
@@ -125,11 +125,11 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
 
         if not cuda_codegen_available():
             ctx.skip("this TileLang build has no CUDA codegen (a Metal/CPU wheel)")
-    fsite = _factory_site(file, line, factory)
+    fsite = factory_site(file, line, factory)
     try:
-        func, example = _trace(ctx, state, fsite, factory)
-        artifact, tgt = _lower(ctx, state, func, fsite)
-        built = _build(ctx, state, func, artifact, tgt)
+        func, example = trace_stage(ctx, state, fsite, factory)
+        artifact, tgt = lower_stage(ctx, state, func, fsite)
+        built = build_stage(ctx, state, func, artifact, tgt)
         if built is not None:
             _run(ctx, state, func, artifact, tgt, built, example)
     except StageFailed as failed:
@@ -143,7 +143,7 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
 # -- stages ---------------------------------------------------------------------------------
 
 
-def _trace(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
+def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
            factory: str | None) -> tuple[Any, Any]:
     """Import the kernel file and build its PrimFunc (timed as part of ``lower``)."""
     from laya_tui.lowering.modules import find_kernel_object, import_kernel_file, loaded_files
@@ -195,7 +195,7 @@ def _example(mod: Any, fn: Any) -> Any:
     return ex
 
 
-def _lower(ctx: Any, state: CellState, func: Any,
+def lower_stage(ctx: Any, state: CellState, func: Any,
            fsite: dict[str, Any] | None) -> tuple[Any, Any]:
     """``tilelang.lower(..., enable_device_compile=False)`` under a pass tracker."""
     import tilelang
@@ -236,7 +236,7 @@ def _lower(ctx: Any, state: CellState, func: Any,
     return artifact, tgt
 
 
-def _build(ctx: Any, state: CellState, func: Any, artifact: Any,
+def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any,
            tgt: Any) -> tuple[str, str] | None:
     """Compile the wrapped source (C++ for c, nvcc for cuda): ``(library, source)`` or None
     when there is nothing to run."""
@@ -304,8 +304,6 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     """Run on the CPU (c) or the GPU (cuda) and compare every output with the reference."""
     import torch
 
-    from laya_tui.lowering.build import load_kernel
-
     if example is None:
         why = ("a plain TileLang file has no example() giving inputs and a reference"
                if state.kind == "file" else "the module defines no example()")
@@ -319,38 +317,20 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     state.stage = "run"
     device = "cuda" if state.target == "cuda" else "cpu"
     dl = DTYPES.get(state.dtype, state.dtype)
-    if device == "cuda" and _CUDA_LOST:
-        raise StageFailed(Diagnostic(
-            stage="run", exception="CudaContextLost",
-            line=f"not run: this worker's CUDA context was lost when {_CUDA_LOST[0]} failed "
-                 f"({_CUDA_LOST[1]})",
-            text=f"{_CUDA_LOST[0]} hit a sticky CUDA error ({_CUDA_LOST[1]}); every later "
-                 "launch in this process fails. Fix that cell, then restart laya-tui or run "
-                 "this cell alone.",
-            fix="restart laya-tui (a new worker gets a new CUDA context)"))
-    log_offset = _stdout_offset()
     t0 = time.perf_counter()
     try:
-        kernel = load_kernel(func, artifact, tgt, built[1], built[0])
         torch.manual_seed(SEED)
         tensors, promoted = example.materialize(state.dtype, device)
         expected = example.expected(promoted, state.dtype)
-        kernel(*tensors.values())
-        if device == "cuda":
-            torch.cuda.synchronize()
+        launch(state, func, artifact, tgt, built, tensors)
         actual = example.actual(tensors)
-    except Exception as exc:  # noqa: BLE001 - a crash at run time is this cell's diagnostic
+    except Exception as exc:
         state.seconds["run"] = time.perf_counter() - t0
         ctx.timing(f"{state.name}/run", state.seconds["run"], detail=_tdetail(state))
-        diag = from_exception(exc, stage="run", target=state.target, kernel_file=state.file)
-        if device == "cuda":
-            device_lines = _device_messages(log_offset)
-            if device_lines:  # the kernel's own assertion beats "device-side assert triggered"
-                diag.text = "\n".join(device_lines[:5]) + "\n" + diag.text
-                diag.line = device_lines[0][:500]
-            if _sticky_cuda_error(str(exc)):
-                _mark_cuda_lost(state.name, first_line_of(str(exc)))
-        raise StageFailed(diag) from exc
+        if isinstance(exc, StageFailed):
+            raise
+        raise StageFailed(from_exception(exc, stage="run", target=state.target,
+                                         kernel_file=state.file)) from exc
     failures = []
     checks = {}
     for name in example.outputs:
@@ -369,6 +349,45 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
                                      line=failures[0], text="\n".join(failures)))
     state.outcome = "ran"
+
+
+def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: tuple[str, str],
+           tensors: dict[str, Any]) -> None:
+    """Load the built kernel and call it on ``tensors`` (in place; synchronised on a GPU).
+
+    A crash becomes :class:`StageFailed` with the kernel's own device assertion when it
+    printed one; a sticky CUDA error marks this worker's context as lost."""
+    import torch
+
+    from laya_tui.lowering.build import load_kernel
+
+    state.stage = "run"
+    device = "cuda" if state.target == "cuda" else "cpu"
+    if device == "cuda" and _CUDA_LOST:
+        raise StageFailed(Diagnostic(
+            stage="run", exception="CudaContextLost",
+            line=f"not run: this worker's CUDA context was lost when {_CUDA_LOST[0]} failed "
+                 f"({_CUDA_LOST[1]})",
+            text=f"{_CUDA_LOST[0]} hit a sticky CUDA error ({_CUDA_LOST[1]}); every later "
+                 "launch in this process fails. Fix that cell, then restart laya-tui or run "
+                 "this cell alone.",
+            fix="restart laya-tui (a new worker gets a new CUDA context)"))
+    log_offset = _stdout_offset()
+    try:
+        kernel = load_kernel(func, artifact, tgt, built[1], built[0])
+        kernel(*tensors.values())
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - a crash at run time is this cell's diagnostic
+        diag = from_exception(exc, stage="run", target=state.target, kernel_file=state.file)
+        if device == "cuda":
+            device_lines = _device_messages(log_offset)
+            if device_lines:  # the kernel's own assertion beats "device-side assert triggered"
+                diag.text = "\n".join(device_lines[:5]) + "\n" + diag.text
+                diag.line = device_lines[0][:500]
+            if _sticky_cuda_error(str(exc)):
+                _mark_cuda_lost(state.name, first_line_of(str(exc)))
+        raise StageFailed(diag) from exc
 
 
 # -- CUDA failures -----------------------------------------------------------------------------
