@@ -8,7 +8,7 @@ module imports torch and transformers inside its functions.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, NamedTuple
 
 SEED = 1234
 
@@ -76,6 +76,61 @@ def token_batch(lengths: list[int], *, pad_to: int | None = None, vocab: int = 5
         ids[i, :n] = torch.randint(3, vocab, (n,), generator=gen)
         mask[i, :n] = 1
     return {"input_ids": ids, "attention_mask": mask}
+
+
+class DecodeResult(NamedTuple):
+    """What :func:`host_greedy_decode` leaves behind for a numerics check."""
+
+    #: prompt + generated tokens ``(batch, width)``, int64, on the host
+    ids: Any
+    #: the attention mask of ``ids``, on the host
+    mask: Any
+    #: the last device forward's logits, over ``ids[:, :logits.shape[1]]`` (model dtype,
+    #: on the device)
+    logits: Any
+
+
+def host_greedy_decode(model: Any, batch: dict[str, Any], *, steps: int = 3,
+                       device: Any = None, eos_token_id: int | None = None) -> DecodeResult:
+    """Greedy decode with the token choice on the host, no KV cache.
+
+    This deliberately mirrors a common hand-written sampling loop, so that an explain region
+    around it has real host bounces and CPU ops to show: each step runs the forward on the
+    device over the whole sequence, takes the last position's logits to the host
+    (``.float().cpu()``: a device-to-host copy), picks the token there (softmax and argmax
+    on CPU tensors), checks the EOS stop condition on the host, extends the attention mask
+    on the host (``torch.ones`` + ``torch.cat``) and moves the next ids and the mask back
+    with ``.to(device)`` (host-to-device copies). Rows that reached EOS get the pad token;
+    the loop stops early once every row has. ``batch`` holds ``input_ids`` and
+    ``attention_mask`` (rows of one length: a hand-written loop like this one does not
+    shift positions for padded rows).
+    """
+    import torch
+
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    config = getattr(model, "config", None)
+    eos = eos_token_id if eos_token_id is not None else getattr(config, "eos_token_id", None)
+    pad = getattr(config, "pad_token_id", None) or 0
+    ids, mask = batch["input_ids"].cpu(), batch["attention_mask"].cpu()
+    ids_dev, mask_dev = ids.to(dev), mask.to(dev)
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
+    logits = None
+    with torch.no_grad():
+        for _ in range(steps):
+            logits = model(input_ids=ids_dev, attention_mask=mask_dev).logits
+            last = logits[:, -1, :].float().cpu()
+            probs = torch.softmax(last, dim=-1)
+            next_ids = torch.argmax(probs, dim=-1)
+            if eos is not None:
+                next_ids = torch.where(finished, torch.full_like(next_ids, pad), next_ids)
+                finished |= next_ids == eos
+            ids = torch.cat([ids, next_ids[:, None]], dim=1)
+            mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=mask.dtype)], dim=1)
+            ids_dev = torch.cat([ids_dev, next_ids[:, None].to(dev)], dim=1)
+            mask_dev = mask.to(dev)
+            if eos is not None and bool(finished.all()):
+                break
+    return DecodeResult(ids, mask, logits)
 
 
 def load_user_model(spec: str) -> tuple[Any, Any]:

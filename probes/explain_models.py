@@ -9,6 +9,13 @@ Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on
 - ``compile-two-lengths``: ``torch.compile``; cold = width 7, warm = width 9: the warm
   region shows the recompile and its guard-failure reason.
 - ``compile-padded``: the same two batches padded to one width: the warm region shows none.
+- ``host-decode`` (tiny Llama only): a 3-step greedy decode written the common hand-made
+  way (:func:`laya_tui.presets.host_greedy_decode`): last-position logits to the host with
+  ``.float().cpu()``, softmax/argmax and the EOS check on CPU tensors, the attention mask
+  extended on the host and moved back with ``.to(device)``. On a device this shows real
+  d2h/h2d copies with bytes and call sites, and the host ops as CPU fallbacks; the last
+  forward's logits are compared with the fp32 CPU reference on the same (teacher-forced)
+  sequence.
 
 Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec, and
 ``explain/rbln_log`` when ``--rbln-log PATH`` is given. Heavy imports stay in functions.
@@ -25,8 +32,12 @@ from laya_tui.api import options
 PRESETS = ("tiny_llama", "tiny_modernbert")
 DTYPES = ("fp32", "bf16")
 SCENARIOS = ("eager", "compile-two-lengths", "compile-padded")
+#: Scenarios of one preset only: the host-side decode loop needs a causal LM.
+PRESET_SCENARIOS = {"tiny_llama": ("host-decode",)}
 #: Two prompt batches of different widths (row lengths), and the width padding buckets to.
 BATCH_A, BATCH_B, PAD_TO = [7, 5], [9, 6], 16
+#: host-decode: the prompt rows (one length: the loop does not shift padded positions), steps.
+DECODE_ROWS, DECODE_STEPS = [7, 7], 3
 #: max |diff| limits against the fp32 CPU reference, per dtype.
 LIMITS = {"fp32": 1e-4, "bf16": 0.05, "fp16": 0.05}
 TORCH_HINT = "pip install 'laya-tui[torch]'"
@@ -46,7 +57,8 @@ def _dtypes() -> tuple[str, ...]:
 
 def _cells() -> list[Any]:
     cells = [param(f"{dt},{sc}", name=preset, preset=preset, dtype=dt, scenario=sc)
-             for preset in PRESETS for dt in _dtypes() for sc in SCENARIOS]
+             for preset in PRESETS for dt in _dtypes()
+             for sc in SCENARIOS + PRESET_SCENARIOS.get(preset, ())]
     opts = options()
     for spec in opts.get("models") or []:
         for sc in ("eager", "compile"):
@@ -131,6 +143,9 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
     build = getattr(presets, str(preset))
     model = build(_dtype(torch, dtype)).to(device)
     reference = build(None)
+    if scenario == "host-decode":
+        _host_decode(ctx, torch, str(preset), model, reference, device, dtype)
+        return
     pad = PAD_TO if scenario == "compile-padded" else None
     batches = [presets.token_batch(rows, pad_to=pad) for rows in (BATCH_A, BATCH_B)]
     inputs = [_to(b, device) for b in batches]
@@ -163,6 +178,34 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
             _compare(ctx, f"width={width}", results[i], ref, LIMITS[dtype], mask)
     if scenario.startswith("compile"):
         torch._dynamo.reset()
+
+
+def _host_decode(ctx: Any, torch: Any, preset: str, model: Any, reference: Any, device: str,
+                 dtype: str) -> None:
+    """The ``host-decode`` scenario: the decode loop in a cold and a warm region."""
+    from laya_tui import presets
+    from laya_tui.regions import explain_steady
+
+    batch = presets.token_batch(DECODE_ROWS)
+    ctx.environment("explain.model", preset, detail={
+        "dtype": dtype, "device": device, "scenario": "host-decode",
+        "widths": [int(batch["input_ids"].shape[1])], "steps": DECODE_STEPS,
+        "compile_backend": None})
+    box: list[Any] = []
+
+    def decode() -> Any:
+        box[:] = [presets.host_greedy_decode(model, batch, steps=DECODE_STEPS, device=device)]
+        return box[0]
+
+    explain_steady(ctx, "decode", decode, warmup=2, model=model)
+    result = box[0]
+    width = int(result.logits.shape[1])
+    ids, mask = result.ids[:, :width], result.mask[:, :width]
+    with torch.no_grad():
+        ref = reference(input_ids=ids, attention_mask=mask)
+    ctx.log(f"host decode: {int(result.ids.shape[1]) - DECODE_ROWS[0]} token(s) generated",
+            subject="decode", detail={"generated": result.ids[:, DECODE_ROWS[0]:].tolist()})
+    _compare(ctx, f"decode last step width={width}", result, ref, LIMITS[dtype], mask.bool())
 
 
 def _user_model(ctx: Any, spec: str, scenario: str) -> None:

@@ -30,6 +30,9 @@ def test_cells_are_listed_without_importing_torch():
         for dt in ("fp32", "bf16"):
             for sc in ("eager", "compile-two-lengths", "compile-padded"):
                 assert f"explain/{preset}[{dt},{sc}]" in ids
+            # the host-side decode loop needs a causal LM: tiny Llama only
+            assert (f"explain/{preset}[{dt},host-decode]" in ids) == (preset == "tiny_llama")
+    assert len(ids) == 2 * 2 * 3 + 2  # presets x dtypes x scenarios + Llama's host-decode
     assert not [i for i in ids if i.startswith("explain/rbln_log")]  # only with --rbln-log
 
 

@@ -120,6 +120,72 @@ def test_item_on_cuda_is_a_host_bounce():
     assert sync["bytes"] == 4 and sync["site"]["file"] == HERE
 
 
+def test_host_greedy_decode_grows_by_steps_and_matches_the_reference():
+    """The decode loop itself, on the CPU: ids grow by ``steps``, each chosen token is the
+    reference's argmax at the previous position, the last forward's logits match."""
+    from laya_tui.tolerance import logits_verdict
+
+    batch = presets.token_batch([7, 7])
+    reference = presets.tiny_llama()
+    for dtype, limit in ((torch.float32, 1e-4), (torch.bfloat16, 0.05)):
+        res = presets.host_greedy_decode(presets.tiny_llama(dtype), batch, steps=3, device="cpu")
+        assert res.ids.shape == (2, 10) and res.mask.shape == (2, 10)
+        assert torch.equal(res.ids[:, :7], batch["input_ids"]) and bool(res.mask.all())
+        assert res.logits.shape == (2, 9, presets.LLAMA_CONFIG["vocab_size"])
+        assert res.logits.dtype == dtype and res.ids.device.type == "cpu"
+        with torch.no_grad():
+            ref = reference(input_ids=res.ids[:, :9], attention_mask=res.mask[:, :9]).logits
+        v = logits_verdict(res.logits.float(), ref, atol=limit)
+        assert v["passed"], v
+        if dtype == torch.float32:  # greedy: token t+1 is the argmax at position t
+            assert torch.equal(res.ids[:, 7:], ref[:, 6:].argmax(-1))
+
+
+def test_host_greedy_decode_stops_at_eos():
+    model, batch = presets.tiny_llama(), presets.token_batch([7])
+    first = presets.host_greedy_decode(model, batch, steps=1).ids[0, -1].item()
+    res = presets.host_greedy_decode(model, batch, steps=3, eos_token_id=first)
+    assert res.ids.shape == (1, 8) and res.logits.shape[1] == 7
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none here)")
+def test_host_decode_on_cuda_shows_real_bounces_and_cpu_ops():
+    """The host-decode scenario's loop on a GPU: the ``.float().cpu()`` d2h copy, the
+    host-built ids/mask going back (h2d), and the host ops as CPU fallbacks, with bytes
+    and the decode function's lines as call sites."""
+    steps, rows, vocab = 3, 2, presets.LLAMA_CONFIG["vocab_size"]
+    model = presets.tiny_llama(torch.bfloat16).to("cuda")
+    batch = presets.token_batch([7] * rows)
+    ctx, events = _ctx()
+    with ctx.explain("decode", model=model):
+        presets.host_greedy_decode(model, batch, steps=steps, device="cuda")
+    mine = presets.__file__
+    fn = presets.host_greedy_decode
+    bounces = {(s["detail"]["direction"], s["site"]["line"]): s
+               for s in _sigs(events, "host_bounce") if s["site"]["file"] == mine}
+    d2h = bounces[("d2h", _line_of(fn, "last = logits[:, -1, :].float().cpu()"))]
+    assert d2h["subject"] == "aten::_to_copy" and d2h["count"] == steps
+    assert d2h["bytes"] == steps * rows * vocab * 4
+    ids_h2d = bounces[("h2d", _line_of(fn, "next_ids[:, None].to(dev)"))]
+    assert ids_h2d["count"] == steps and ids_h2d["bytes"] == steps * rows * 8
+    mask_h2d = bounces[("h2d", _line_of(fn, "mask_dev = mask.to(dev)"))]
+    widths = range(8, 8 + steps)
+    assert mask_h2d["count"] == steps and mask_h2d["bytes"] == sum(rows * w * 8 for w in widths)
+    prompt = bounces[("h2d", _line_of(fn, "ids_dev, mask_dev = ids.to(dev), mask.to(dev)"))]
+    assert prompt["count"] == 2 and prompt["bytes"] == 2 * rows * 7 * 8
+    cpu_ops = {s["subject"]: s for s in _sigs(events, "fallback") if s["site"]["file"] == mine}
+    for op, needle in (("aten::_softmax", "torch.softmax(last"),
+                       ("aten::argmax", "torch.argmax(probs"),
+                       ("aten::ones", "torch.ones((mask.shape[0], 1)")):
+        assert cpu_ops[op]["count"] == steps, (op, cpu_ops)
+        assert cpu_ops[op]["site"]["line"] == _line_of(fn, needle)
+        assert cpu_ops[op]["reason"].startswith("ran on CPU in a cuda")
+    assert cpu_ops["aten::cat"]["count"] >= steps
+    up = [s for s in _sigs(events, "cast") if s["site"]["file"] == mine]
+    assert [(s["reason"], s["count"], s["bytes"]) for s in up] == [
+        ("upcast bfloat16->float32", steps, steps * rows * vocab * 4)]
+
+
 def _graph_break_module():
     class M(torch.nn.Module):
         def forward(self, x):
