@@ -4,6 +4,7 @@ import hygiene, and the failures that need no packaging (export error, missing c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -305,26 +306,28 @@ def test_package_metadata_is_plain_hex():
     assert decode_metadata('{"not": "hex"}') is None
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="-Bsymbolic is a GNU ld flag")
-def test_compiler_shim_links_shared_objects_bsymbolic(tmp_path):
-    """The shim adds -Bsymbolic to shared links only (torch 2.11 AOTI load segfault fix)."""
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF shared objects")
+def test_a_compiler_linking_libstdcxx_statically_is_replaced(tmp_path, monkeypatch):
+    """A g++ wrapper adding -static-libstdc++ to shared links (as on the GPU host's image)
+    gives AOTI packages that cannot load: it is detected and another g++ is used."""
     import shutil
 
-    from laya_tui.aoti.toolchain import symbolic_compiler
+    from laya_tui.aoti.toolchain import aoti_compiler, static_libstdcxx
 
     gxx = shutil.which("g++") or pytest.skip("no g++")
     shutil.which("readelf") or pytest.skip("no readelf")
-    shim = symbolic_compiler(gxx, tmp_path)
-    assert shim is not None and Path(shim).name == "g++"  # Inductor tells gcc by the name
-    assert symbolic_compiler(gxx, tmp_path) == shim  # idempotent
-    src = tmp_path / "a.cpp"
-    src.write_text("int f() { return 1; }\nint main() { return f() - 1; }\n")
-
-    def dynamic_flags(out: Path, *args: str) -> str:
-        subprocess.run([shim, *args, str(src), "-o", str(out)], check=True)
-        return subprocess.run(["readelf", "-d", str(out)], capture_output=True,
-                              text=True).stdout
-
-    assert "SYMBOLIC" in dynamic_flags(tmp_path / "a.so", "-shared", "-fPIC")
-    assert "SYMBOLIC" not in dynamic_flags(tmp_path / "a.out")
-    subprocess.run([shim, "-c", str(src), "-o", str(tmp_path / "a.o")], check=True)
+    wrapper = tmp_path / "bin" / "g++"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\ncase " $* " in *" -shared "*) exec {gxx} "$@" '
+                       f'-static-libstdc++;; esac\nexec {gxx} "$@"\n')
+    wrapper.chmod(0o755)
+    if static_libstdcxx(str(wrapper)) is None:
+        pytest.skip("this g++ cannot link libstdc++ statically into a shared object")
+    assert static_libstdcxx(str(wrapper)) is True
+    assert static_libstdcxx(gxx) is False
+    assert aoti_compiler(gxx) == (gxx, None)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    chosen, note = aoti_compiler(str(wrapper))
+    assert chosen != str(wrapper) and static_libstdcxx(chosen) is False
+    assert os.path.basename(chosen) in ("g++", "c++")
+    assert note.startswith(f"{wrapper} links libstdc++ statically") and chosen in note

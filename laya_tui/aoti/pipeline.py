@@ -33,12 +33,11 @@ from laya_tui.aoti.results import (
 )
 from laya_tui.aoti.targets import Inputs, Target
 from laya_tui.aoti.toolchain import (
-    SYMBOLIC_FLAG,
     Unavailable,
     Unwritable,
+    aoti_compiler,
     cache_key,
     require_aoti,
-    symbolic_compiler,
 )
 from laya_tui.aoti_load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
 
@@ -203,13 +202,14 @@ class Pipeline:
         self.report_mixed()
 
         tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
+        configs: dict[str, Any] = {"aot_inductor.metadata": {
+            SPEC_KEY: encode_metadata(spec), KEY_KEY: encode_metadata(key)}}
+        compiler, note = aoti_compiler(self.results["environment"]["compiler"])
+        if note is not None:
+            configs["cpp.cxx"] = (None, compiler)
+            self.results["compiler_note"] = note
+            self.ctx.log(note, subject="package", detail={"compiler": compiler})
         with self.step("package") as box:
-            configs: dict[str, Any] = {"aot_inductor.metadata": {
-                SPEC_KEY: encode_metadata(spec), KEY_KEY: encode_metadata(key)}}
-            shim = symbolic_compiler(self.results["environment"]["compiler"], self.root)
-            if shim is not None:
-                configs["cpp.cxx"] = (None, shim)
-                self.results["link_flags"] = [SYMBOLIC_FLAG]
             torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp),
                                                      inductor_configs=configs)
             os.replace(tmp, package)

@@ -6,10 +6,10 @@ import hashlib
 import json
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -67,40 +67,62 @@ def require_aoti(dtype: str) -> dict[str, Any]:
     }
 
 
-#: What the compiler shim appends when it links a shared object.
-SYMBOLIC_FLAG = "-Wl,-Bsymbolic"
+_PROBE_SRC = "#include <string>\nstd::string laya_probe() { return std::string(40, 'x'); }\n"
 
 
-def symbolic_compiler(compiler: str, root: Path) -> str | None:
-    """A shim around ``compiler`` that links shared objects with ``-Wl,-Bsymbolic``.
+def static_libstdcxx(compiler: str) -> bool | None:
+    """Whether ``compiler -shared`` links libstdc++ statically into a shared object.
 
-    The AOTI wrapper .so instantiates std:: templates (std::regex in parse_device_str) that
-    libtorch_cpu.so also exports. Without -Bsymbolic the dynamic linker binds the wrapper's
-    calls to libtorch's copies; when the two came from different GCC versions (torch 2.11's
-    wheel: GCC 13.3 vs Ubuntu 24.04's g++ 13.3.0) the mixed regex code recurses until the
-    stack overflows, so ``aoti_load_package`` segfaults. Linux only; None elsewhere. The
-    shim keeps the compiler's basename, which Inductor reads to tell gcc from clang.
+    Such a .so carries a second libstdc++; loaded into torch (which uses the system's),
+    std::locale facets from one copy meet code from the other, and the AOTI wrapper's
+    std::regex (parse_device_str) fails at load: a segfault on torch 2.11, "create_func_
+    ... API call failed" on 2.13. None when it cannot be told (no readelf, build failed).
     """
-    if not sys.platform.startswith("linux"):
+    readelf = shutil.which("readelf")
+    if not readelf or not sys.platform.startswith("linux"):
         return None
-    real = shutil.which(compiler) or compiler
-    folder = root / "cxx-bsymbolic"
-    path = folder / os.path.basename(real)
-    q = shlex.quote(real)
-    text = ("#!/bin/sh\n# laya-tui: link AOTI shared objects with -Bsymbolic "
-            "(laya_tui/aoti/toolchain.py)\n"
-            f'case " $* " in *" -shared "*) exec {q} "$@" {SYMBOLIC_FLAG};; esac\n'
-            f'exec {q} "$@"\n')
-    try:
-        if not path.is_file() or path.read_text() != text:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".{path.name}.{os.getpid()}"
-            tmp.write_text(text)
-            tmp.chmod(0o755)
-            os.replace(tmp, path)
-    except OSError:
-        return None
-    return str(path)
+    with tempfile.TemporaryDirectory(prefix="laya-cxx-") as tmp:
+        src, lib = Path(tmp) / "probe.cpp", Path(tmp) / "probe.so"
+        src.write_text(_PROBE_SRC)
+        try:
+            subprocess.run([compiler, "-shared", "-fPIC", str(src), "-o", str(lib)],
+                           capture_output=True, timeout=120, check=True)
+            out = subprocess.run([readelf, "-d", str(lib)], capture_output=True, text=True,
+                                 timeout=30, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return "libstdc++" not in out and "libc++" not in out
+
+
+def _candidates(compiler: str) -> list[str]:
+    """Other C++ compilers of the same family: every one on PATH, then /usr/bin's."""
+    names = ["clang++", "c++"] if "clang" in os.path.basename(compiler) else ["g++", "c++"]
+    found: list[str] = []
+    for name in names:
+        for d in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/bin"]:
+            path = os.path.join(d, name)
+            if os.access(path, os.X_OK) and path not in found:
+                found.append(path)
+    same = os.path.realpath(shutil.which(compiler) or compiler)
+    return [p for p in found if os.path.realpath(p) != same]
+
+
+def aoti_compiler(compiler: str) -> tuple[str, str | None]:
+    """The compiler to build AOTI packages with, and a note when it is not ``compiler``.
+
+    A compiler (wrapper) that links libstdc++ statically gives packages that cannot load
+    (:func:`static_libstdcxx`); then the first other compiler that links it dynamically
+    is used instead. Inductor tells gcc from clang by the name, which a path keeps.
+    """
+    if not static_libstdcxx(compiler):
+        return compiler, None
+    why = (f"{compiler} links libstdc++ statically into shared objects: an AOTI package "
+           "built with it carries a second libstdc++ and fails to load (std::regex in "
+           "parse_device_str)")
+    for cand in _candidates(compiler):
+        if static_libstdcxx(cand) is False:
+            return cand, f"{why}; using {cand}"
+    return compiler, f"{why}; no other C++ compiler found that links it dynamically"
 
 
 def _loadavg() -> list[float] | None:
