@@ -171,3 +171,49 @@ def test_cxx_compile_error_is_a_package_failure(tmp_path, monkeypatch):
     assert log["detail"]["step"] == "package" and "compiler" in log["fix"]
     assert [s for s in signals if s["kind"] == "timing" and s["subject"] == "export"]
     assert not list((tmp_path / "aoti").glob("*/model.pt2"))
+
+
+def test_a_static_libstdcxx_compiler_is_replaced_and_the_package_loads(tmp_path, monkeypatch):
+    """The GPU host's CXX links libstdc++ statically into shared objects: packages built
+    with it fail to load (a segfault on torch 2.11). Shown here first with that compiler
+    (the control), then the cell detects it, builds with another g++ and loads."""
+    import shutil
+
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from laya_tui.aoti.targets import user_target
+    from laya_tui.aoti.toolchain import static_libstdcxx
+    from tests.test_aoti_unit import tiny_model
+
+    gxx = shutil.which("g++") or pytest.skip("no g++")
+    wrapper = tmp_path / "bin" / "g++"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\ncase " $* " in *" -shared "*) exec {gxx} "$@" '
+                       f'-static-libstdc++;; esac\nexec {gxx} "$@"\n')
+    wrapper.chmod(0o755)
+    if not static_libstdcxx(str(wrapper)):
+        pytest.skip("g++ cannot link libstdc++ statically into a shared object here")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+
+    model, args = tiny_model()
+    control = tmp_path / "control.pt2"
+    torch._inductor.aoti_compile_and_package(
+        torch.export.export(model, args), package_path=str(control),
+        inductor_configs={"cpp.cxx": (None, str(wrapper))})
+    load = "import sys, torch; torch._inductor.aoti_load_package(sys.argv[1])"
+    proc = subprocess.run([sys.executable, "-c", load, str(control)], capture_output=True,
+                          text=True, timeout=300)
+    # torch 2.13 raises from the container's constructor; 2.11 segfaulted (rc -11)
+    assert proc.returncode < 0 or "create_func_" in proc.stderr, (
+        f"the control package did not fail as expected (rc {proc.returncode}): "
+        f"{proc.stderr[-500:]}")
+
+    with inductor_config.patch({"cpp.cxx": (None, str(wrapper))}):
+        status, signals = run_cell(user_target("tests.test_aoti_unit:tiny_model"), tmp_path)
+    assert status == "ok", status
+    (note,) = [s for s in signals if s["kind"] == "log" and s.get("subject") == "package"]
+    assert note["reason"].startswith(f"{wrapper} links libstdc++ statically")
+    assert [s for s in signals if s["kind"] == "timing" and s["subject"] == "load-fresh"]
+    doc = results_of(tmp_path, "model_tests.test_aoti_unit_tiny_model")
+    assert doc["compiler_note"] == note["reason"] and doc["steps"]["load-fresh"]["ok"]
