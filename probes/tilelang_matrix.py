@@ -20,12 +20,15 @@ from __future__ import annotations
 from laya_tui.api import Param, options, param, probe
 
 
+def _params(cells: list[dict]) -> list[Param]:
+    return [param(c["id"], name=c["name"], deps=c["deps"], **c["kwargs"]) for c in cells]
+
+
 def lowering_cells() -> list[Param]:
     """One cell per kernel x target x dtype x specialization (no TileLang import)."""
     from laya_tui.lowering.discover import matrix_cells
 
-    return [param(c["id"], name=c["name"], deps=c["deps"], **c["kwargs"])
-            for c in matrix_cells(options())]
+    return _params(matrix_cells(options()))
 
 
 @probe(family="tilelang", name="lowering", params=lowering_cells)
@@ -40,8 +43,7 @@ def agreement_cells() -> list[Param]:
     """One cell per factory kernel x fp16/bf16 (no TileLang import)."""
     from laya_tui.lowering.agree import agreement_cells as cells
 
-    return [param(c["id"], name=c["name"], deps=c["deps"], **c["kwargs"])
-            for c in cells(options())]
+    return _params(cells(options()))
 
 
 @probe(family="tilelang", name="agree", params=agreement_cells)

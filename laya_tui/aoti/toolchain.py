@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -70,6 +71,7 @@ def require_aoti(dtype: str) -> dict[str, Any]:
 _PROBE_SRC = "#include <string>\nstd::string laya_probe() { return std::string(40, 'x'); }\n"
 
 
+@functools.cache  # one probe build per compiler and worker, not one per packaged cell
 def static_libstdcxx(compiler: str) -> bool | None:
     """Whether ``compiler -shared`` links libstdc++ statically into a shared object.
 

@@ -21,6 +21,7 @@ from laya_tui.lowering.cell import (
     CellState,
     StageFailed,
     build_stage,
+    compare_outputs,
     factory_site,
     launch,
     lower_stage,
@@ -54,19 +55,14 @@ def compare_specs(ctx: Any, example: Any, kernel: str, dtype: str,
     import torch
 
     dl = DTYPES.get(dtype, dtype)
-    failures = []
-    for name in example.outputs:
-        ref = cpu_out[name]
-        if name in example.rounded:  # stored in the I/O dtype by the kernel
-            ref = ref.to(getattr(torch, dtype)).float()
-        limit = example.tolerance(name, dtype=dtype, cpu=False)
-        sig = ctx.compare(f"{kernel}[{agreement_label(dtype)}]/{name}", gpu_out[name], ref,
-                          atol=limit, mask=example.masks.get(name),
-                          detail={"kernel": kernel, "dtype": dl, "seed": SEED,
-                                  "a": "cuda gpu-spec", "b": "c cpu-spec fp32"})
-        if not sig.get("passed"):
-            failures.append(f"{name}: gpu-spec {dl} vs cpu-spec max |diff| "
-                            f"{sig.get('value'):.3g} > {limit:g}")
+    # outputs the kernel stores in the I/O dtype: the cpu side rounded the same way
+    ref = {name: t.to(getattr(torch, dtype)).float() if name in example.rounded else t
+           for name, t in cpu_out.items()}
+    _, failures = compare_outputs(
+        ctx, example, f"{kernel}[{agreement_label(dtype)}]", gpu_out, ref, dtype=dtype,
+        cpu=False, label=f"gpu-spec {dl} vs cpu-spec ",
+        detail={"kernel": kernel, "dtype": dl, "seed": SEED, "a": "cuda gpu-spec",
+                "b": "c cpu-spec fp32"})
     return failures
 
 
@@ -104,7 +100,7 @@ def run_agreement(ctx: Any, *, kernel: str, file: str, dtype: str, factory: str 
                 why = state.extra.get("build_skipped") or state.extra.get("run_skipped")
                 ctx.skip(f"{state.name}: {why}")
             torch.manual_seed(SEED)
-            tensors, _ = example.materialize(dtype, "cuda" if target == "cuda" else "cpu")
+            tensors, _ = example.materialize(dtype, state.device)
             if spec == "cpu":  # the fp32 kernel gets the same dtype-rounded numbers
                 tensors = {k: v.float() if v.is_floating_point() else v
                            for k, v in tensors.items()}

@@ -58,6 +58,11 @@ class CellState:
     def name(self) -> str:
         return f"{self.kernel}[{self.label}]"
 
+    @property
+    def device(self) -> str:
+        """Where the built kernel runs: ``cuda`` for the cuda target, else ``cpu``."""
+        return "cuda" if self.target == "cuda" else "cpu"
+
     def detail(self) -> dict[str, Any]:
         d = self.diag
         out: dict[str, Any] = {
@@ -144,7 +149,7 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
 
 
 def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
-           factory: str | None) -> tuple[Any, Any]:
+                factory: str | None) -> tuple[Any, Any]:
     """Import the kernel file and build its PrimFunc (timed as part of ``lower``)."""
     from laya_tui.lowering.modules import find_kernel_object, import_kernel_file, loaded_files
 
@@ -196,7 +201,7 @@ def _example(mod: Any, fn: Any) -> Any:
 
 
 def lower_stage(ctx: Any, state: CellState, func: Any,
-           fsite: dict[str, Any] | None) -> tuple[Any, Any]:
+                fsite: dict[str, Any] | None) -> tuple[Any, Any]:
     """``tilelang.lower(..., enable_device_compile=False)`` under a pass tracker."""
     import tilelang
     from tvm.target import Target
@@ -237,7 +242,7 @@ def lower_stage(ctx: Any, state: CellState, func: Any,
 
 
 def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any,
-           tgt: Any) -> tuple[str, str] | None:
+                tgt: Any) -> tuple[str, str] | None:
     """Compile the wrapped source (C++ for c, nvcc for cuda): ``(library, source)`` or None
     when there is nothing to run."""
     from laya_tui.lowering.build import (
@@ -315,7 +320,7 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     state.stage = "run"
-    device = "cuda" if state.target == "cuda" else "cpu"
+    device = state.device
     dl = DTYPES.get(state.dtype, state.dtype)
     t0 = time.perf_counter()
     try:
@@ -331,17 +336,10 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
             raise
         raise StageFailed(from_exception(exc, stage="run", target=state.target,
                                          kernel_file=state.file)) from exc
-    failures = []
-    checks = {}
-    for name in example.outputs:
-        limit = example.tolerance(name, dtype=state.dtype, cpu=state.spec == "cpu")
-        sig = ctx.compare(f"{state.name}/{name}", actual[name], expected[name], atol=limit,
-                          mask=example.masks.get(name),
-                          detail={"dtype": dl, "target": state.target, "spec": state.spec,
-                                  "kernel": state.kernel, "seed": SEED})
-        checks[name] = {"value": sig.get("value"), "limit": limit, "passed": sig.get("passed")}
-        if not sig.get("passed"):
-            failures.append(f"{name}: max |diff| {sig.get('value'):.3g} > {limit:g}")
+    checks, failures = compare_outputs(
+        ctx, example, state.name, actual, expected, dtype=state.dtype, cpu=state.spec == "cpu",
+        detail={"dtype": dl, "target": state.target, "spec": state.spec,
+                "kernel": state.kernel, "seed": SEED})
     state.seconds["run"] = time.perf_counter() - t0
     ctx.timing(f"{state.name}/run", state.seconds["run"], detail=_tdetail(state))
     state.extra["checks"] = checks
@@ -349,6 +347,23 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
                                      line=failures[0], text="\n".join(failures)))
     state.outcome = "ran"
+
+
+def compare_outputs(ctx: Any, example: Any, prefix: str, actual: dict[str, Any],
+                    expected: dict[str, Any], *, dtype: str, cpu: bool,
+                    detail: dict[str, Any], label: str = "") -> tuple[dict[str, Any], list[str]]:
+    """A ``tolerance`` signal per checked output (``<prefix>/<output>``), within the
+    example's limit for ``dtype``/``cpu``: ``(checks, failure lines)``."""
+    checks: dict[str, Any] = {}
+    failures = []
+    for name in example.outputs:
+        limit = example.tolerance(name, dtype=dtype, cpu=cpu)
+        sig = ctx.compare(f"{prefix}/{name}", actual[name], expected[name], atol=limit,
+                          mask=example.masks.get(name), detail=detail)
+        checks[name] = {"value": sig.get("value"), "limit": limit, "passed": sig.get("passed")}
+        if not sig.get("passed"):
+            failures.append(f"{name}: {label}max |diff| {sig.get('value'):.3g} > {limit:g}")
+    return checks, failures
 
 
 def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: tuple[str, str],
@@ -362,7 +377,7 @@ def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: tuple[st
     from laya_tui.lowering.build import load_kernel
 
     state.stage = "run"
-    device = "cuda" if state.target == "cuda" else "cpu"
+    device = state.device
     if device == "cuda" and _CUDA_LOST:
         raise StageFailed(Diagnostic(
             stage="run", exception="CudaContextLost",
