@@ -23,6 +23,7 @@ from laya_tui.aoti.results import (
     validate_results,
 )
 from laya_tui.aoti_load import ShapeError, check_shapes, shape_problems
+from tests._util import heavy_imports
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -157,15 +158,11 @@ def test_prune_keeps_the_newest_old_folders(tmp_path):
 # -- import hygiene ------------------------------------------------------------------------
 def test_light_modules_and_probe_discovery_import_no_torch():
     code = (
-        "import sys, json\n"
         "import laya_tui.aoti, laya_tui.aoti.failure, laya_tui.aoti.results, laya_tui.aoti_load\n"
         "from laya_tui.loader import import_probe_file\n"
         f"mod = import_probe_file({str(REPO / 'probes' / 'aoti_package.py')!r}, {str(REPO)!r})\n"
-        "print(json.dumps([m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=REPO)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert heavy_imports(code) == []
 
 
 def test_cells_follow_the_model_option(monkeypatch):
