@@ -21,6 +21,7 @@ from laya_tui.aoti.results import (
     prune_old,
     slug,
     validate_results,
+    write_results,
 )
 from laya_tui.aoti_load import ShapeError, check_shapes, shape_problems
 from tests._util import heavy_imports
@@ -129,6 +130,29 @@ def test_results_schema_accepts_and_rejects():
     bad = dict(doc, failures=[{"step": "export"}])
     with pytest.raises(jsonschema.ValidationError):
         validate_results(bad)
+
+
+def test_write_results_validates_or_says_it_could_not(monkeypatch, tmp_path):
+    path = tmp_path / "results.json"
+    assert write_results(path, _minimal_results()) is True
+    bad = dict(_minimal_results(), failures=[{"step": "export"}])
+    with pytest.raises(jsonschema.ValidationError):
+        write_results(tmp_path / "bad.json", bad)
+    assert not (tmp_path / "bad.json").exists()
+    # A bare GPU host running from source may lack jsonschema: keep the measurements.
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    assert write_results(path, dict(_minimal_results(), ok=False)) is False
+    assert json.loads(path.read_text())["ok"] is False
+
+
+def test_isa_probe_note_only_when_the_probe_is_most_of_a_slow_load():
+    from laya_tui.aoti.toolchain import isa_probe_note
+
+    assert isa_probe_note(0.3, 0.35) is None          # torch 2.13 here: nothing to say
+    assert isa_probe_note(3.0, 20.0) is None          # a slow load for other reasons
+    note = isa_probe_note(53.86, 53.87)               # the H200 host, torch 2.11
+    assert note is not None and note.startswith("53.9 s of the 53.9 s load")
+    assert "pick_vec_isa" in note
 
 
 def test_output_root_is_out_or_the_user_cache(monkeypatch, tmp_path):

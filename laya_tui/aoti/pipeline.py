@@ -37,6 +37,7 @@ from laya_tui.aoti.toolchain import (
     Unwritable,
     aoti_compiler,
     cache_key,
+    isa_probe_note,
     require_aoti,
 )
 from laya_tui.aoti_load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
@@ -133,7 +134,9 @@ class Pipeline:
         self.results["ok"] = not self.failures and all(
             h["passed"] for s in per_shape.values() for h in s["heads"].values())
         results_path = cdir / RESULTS_NAME
-        write_results(results_path, self.results)
+        if not write_results(results_path, self.results):
+            self.ctx.log("results.json written without schema validation: jsonschema is not"
+                         " installed (pip install 'jsonschema>=4.18')", subject="results")
         self.ctx.artifact("results.json", results_path)
         return self.results
 
@@ -304,6 +307,9 @@ class Pipeline:
         self.results["steps"]["load-fresh"] = {"ok": not error, "seconds": result["load_seconds"],
                                                **detail}
         self.ctx.timing("load-fresh", result["load_seconds"], detail=detail)
+        note = isa_probe_note(detail["isa_probe_seconds"], result["load_seconds"])
+        if note:
+            self.ctx.log(note, subject="load-fresh")
         if result.get("forbidden_imported"):
             self.ctx.log("the fresh process imported model code: "
                          + ", ".join(result["forbidden_imported"]), subject="load-fresh")

@@ -87,12 +87,23 @@ def validate_results(doc: dict[str, Any]) -> None:
     jsonschema.validate(doc, SCHEMA)
 
 
-def write_results(path: Path, doc: dict[str, Any]) -> None:
-    """Validate and write ``doc`` atomically."""
-    validate_results(doc)
+def write_results(path: Path, doc: dict[str, Any]) -> bool:
+    """Validate and write ``doc`` atomically; False when jsonschema is absent (unvalidated).
+
+    A source-tree run on a bare GPU host may lack jsonschema: the measured results still
+    get written rather than lost, and the caller says they were not validated.
+    """
+    try:
+        import jsonschema  # noqa: F401
+    except ImportError:
+        validated = False
+    else:
+        validate_results(doc)
+        validated = True
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
     os.replace(tmp, path)
+    return validated
 
 
 def read_results(path: Path) -> dict[str, Any] | None:

@@ -188,3 +188,24 @@ def cache_key(target: Target, model: Any, env: dict[str, Any]) -> tuple[str, dic
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest(), parts
+
+
+#: A fresh load whose CPU vector-ISA probe takes longer than this, and most of the load,
+#: gets a note saying where the time went.
+ISA_NOTE_SECONDS = 2.0
+
+
+def isa_probe_note(isa_seconds: float, load_seconds: float) -> str | None:
+    """Why a fresh ``aoti_load_package`` was slow, when inductor's ISA probe was most of it.
+
+    ``aoti_load_package`` calls ``pick_vec_isa()`` for every package, CUDA ones included.
+    torch 2.11 checks each candidate ISA in a child Python that imports torch (measured on
+    the H200 host: 10 children at 3-4.5 s each, every process, cached builds or not);
+    torch 2.13 loads the probe library without importing torch (0.3 s here).
+    """
+    if isa_seconds < ISA_NOTE_SECONDS or isa_seconds < 0.5 * load_seconds:
+        return None
+    return (f"{isa_seconds:.1f} s of the {load_seconds:.1f} s load is inductor's CPU ISA probe"
+            " (pick_vec_isa, run by every aoti_load_package, CUDA packages too): torch 2.11"
+            " starts one Python child importing torch per candidate ISA; torch 2.13 does not"
+            " import torch there (benchmarks/gpu/isa_probe_cost.py shows the split)")
