@@ -65,6 +65,9 @@ def test_round_trip_matches_eager(fp32_run):
         assert all(s["detail"]["argmax_agree"]), s
         assert s["detail"]["compared"] == "aoti fresh process"
         assert s["detail"]["fresh_vs_warm"] == 0.0
+        # torch.compile ran on every shape and was compared with AOTI and the reference
+        assert s["detail"]["vs_compiled"] is not None and s["detail"]["vs_compiled"] <= 1e-4
+        assert 0 <= s["detail"]["compiled_vs_reference"] <= s["limit"], s
     for shape in shapes:
         for variant in ("eager", "compiled", "aoti"):
             assert timings[f"latency/{variant}[{shape}]"]["seconds"] > 0
@@ -85,6 +88,15 @@ def test_results_json_is_valid_and_complete(fp32_run):
     for shape in doc["shapes"]:
         assert set(shape["latency"]) == {"eager", "compiled", "aoti"}
         assert set(shape["heads"]) == {"decision", "action"}
+        for head in shape["heads"].values():
+            assert head["vs_compiled"] is not None and head["compiled_vs_reference"] is not None
+    # dynamic=True compiles once; the 2-marker shape specialises and recompiles
+    recompiled = doc["steps"]["compile"]["recompiled_on"]
+    assert set(recompiled) <= {s["name"] for s in doc["shapes"]}
+    signals = [s for s in fp32_run["signals"] if s["kind"] == "recompile"]
+    assert {s["detail"]["shape"] for s in signals} == set(recompiled)
+    for s in signals:  # the signal carries dynamo's own guard failure
+        assert s["reason"] == recompiled[s["detail"]["shape"]][0]
 
 
 def test_shapes_outside_the_range_are_refused_by_the_fresh_loader(fp32_run, tmp_path):

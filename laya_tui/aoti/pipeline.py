@@ -127,8 +127,10 @@ class Pipeline:
         self.results["shapes"] = list(per_shape.values())
         refs, same = self.eager_outputs(model, ref_model, shapes)
         warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
-        self.compare(shapes, per_shape, refs, same, fresh, warm)
-        self.latency(model, compiled, shapes, per_shape)
+        cmodel = self.compile_model(model, shapes)
+        by_compile = self.compiled_outputs(cmodel, shapes) if cmodel is not None else {}
+        self.compare(shapes, per_shape, refs, same, fresh, warm, by_compile)
+        self.latency(model, compiled, cmodel, by_compile, shapes, per_shape)
         torch._dynamo.reset()
 
         self.results["ok"] = not self.failures and all(
@@ -364,11 +366,36 @@ class Pipeline:
                 break
         return outs
 
+    def compiled_outputs(self, cmodel: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                         ) -> dict[str, list[Any]]:
+        """torch.compile's outputs per shape; a recompile on a shape becomes a signal."""
+        outs: dict[str, list[Any]] = {}
+        recompiled: dict[str, list[str]] = {}
+        for name, inputs, _ in shapes:
+            before, reasons = self._graphs(), self._guard_failures()
+            with self.step("run", process="torch.compile", shape=name) as box:
+                outs[name] = flat_outputs(call(cmodel, inputs))
+            if not box["ok"]:
+                outs.pop(name, None)
+                continue
+            if self._graphs() > before:
+                recompiled[name] = self._guard_failures()[len(reasons):][:5]
+        step = self.results["steps"].setdefault("compile", {"ok": True})
+        step["recompiled_on"] = recompiled
+        for name, why in recompiled.items():
+            self.ctx.signal("recompile", subject="torch.compile", count=1,
+                            reason=(why[0] if why else f"new input shape {name}")[:300],
+                            detail={"shape": name, "guard_failures": why})
+        return outs
+
     def compare(self, shapes: list[tuple[str, Inputs, dict[str, int]]],
                 per_shape: dict[str, dict[str, Any]], refs: dict[str, Any],
                 same: dict[str, Any], fresh: dict[str, list[Any]] | None,
-                warm: dict[str, list[Any]]) -> None:
-        """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference."""
+                warm: dict[str, list[Any]], by_compile: dict[str, list[Any]]) -> None:
+        """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference.
+
+        The detail also carries AOTI vs torch.compile and torch.compile vs the reference.
+        """
         from laya_tui.numeric import max_abs_diff
 
         for name, _, _ in shapes:
@@ -393,6 +420,10 @@ class Pipeline:
                 limit = self.target.limit * max(1.0, d["ref_absmax"])
                 vs_same = (max_abs_diff(outs[i], same[name][i])[0]
                            if name in same else None)
+                vs_compiled = compiled_vs_ref = None
+                if name in by_compile and len(by_compile[name]) == len(outs):
+                    vs_compiled = max_abs_diff(outs[i], by_compile[name][i])[0]
+                    compiled_vs_ref = head_deltas(by_compile[name][i], ref_outs[i])["logit"]
                 passed_logit = d["logit"] <= limit
                 passed_prob = d["prob"] <= limit
                 rows = len(d["agree"])
@@ -400,7 +431,8 @@ class Pipeline:
                           "rows": rows, "compared": source,
                           "reference": "eager fp32" if self.target.dtype == "fp32"
                           or same else "eager", "fresh_vs_warm": fresh_vs_warm,
-                          "vs_same_dtype_eager": vs_same}
+                          "vs_same_dtype_eager": vs_same, "vs_compiled": vs_compiled,
+                          "compiled_vs_reference": compiled_vs_ref}
                 self.ctx.tolerance(f"{head}/logits[{name}]", d["logit"], limit,
                                    passed=passed_logit, detail=detail)
                 self.ctx.tolerance(f"{head}/probs[{name}]", d["prob"], limit,
@@ -409,29 +441,25 @@ class Pipeline:
                     "max_logit_delta": d["logit"], "max_prob_delta": d["prob"],
                     "limit": limit, "prob_limit": limit, "argmax_agree": d["agree"],
                     "passed": bool(passed_logit and passed_prob),
-                    "vs_same_dtype_eager": vs_same, "fresh_vs_warm": fresh_vs_warm}
+                    "vs_same_dtype_eager": vs_same, "fresh_vs_warm": fresh_vs_warm,
+                    "vs_compiled": vs_compiled, "compiled_vs_reference": compiled_vs_ref}
 
-    def latency(self, model: Any, compiled: Any,
+    def latency(self, model: Any, compiled: Any, cmodel: Any,
+                by_compile: dict[str, list[Any]],
                 shapes: list[tuple[str, Inputs, dict[str, int]]],
                 per_shape: dict[str, dict[str, Any]]) -> None:
         """Median latency of eager, torch.compile'd and AOTI on every shape, side by side."""
-        variants: dict[str, Any] = {}
-        if self.results["steps"].get("eager", {}).get("ok"):
-            variants["eager"] = model
-        cmodel = self.compile_model(model, shapes)
-        if cmodel is not None:
-            variants["compiled"] = cmodel
+        eager_fn = model if self.results["steps"].get("eager", {}).get("ok") else None
         run_ok = not any(f.step == "run" and f.detail.get("process") == "warm"
                          for f in self.failures)
-        if compiled is not None and run_ok:
-            variants["aoti"] = compiled
-        recompiled: dict[str, list[str]] = {}
+        aoti_fn = compiled if run_ok else None
         for name, inputs, _ in shapes:
             row = per_shape[name]
-            before, reasons = self._graphs(), self._guard_failures()
+            # torch.compile only where it ran (and compiled) in compiled_outputs
+            chosen = (("eager", eager_fn),
+                      ("compiled", cmodel if name in by_compile else None), ("aoti", aoti_fn))
+            variants = {k: fn for k, fn in chosen if fn is not None}
             measured = median_latencies(variants, inputs)
-            if cmodel is not None and self._graphs() > before:
-                recompiled[name] = self._guard_failures()[len(reasons):][:5]
             for variant in variants:
                 got = measured[variant]
                 if isinstance(got, BaseException):
@@ -445,13 +473,6 @@ class Pipeline:
                     row["ratios"][f"{variant}_speedup_vs_eager"] = ratio
                     detail["speedup_vs_eager"] = round(ratio, 4)
                 self.ctx.timing(f"latency/{variant}[{name}]", seconds, detail=detail)
-        if cmodel is not None:
-            step = self.results["steps"].setdefault("compile", {"ok": True})
-            step["recompiled_on"] = recompiled
-            for name, why in recompiled.items():
-                self.ctx.signal("recompile", subject="torch.compile", count=1,
-                                reason=(why[0] if why else f"new input shape {name}")[:300],
-                                detail={"shape": name, "guard_failures": why})
 
     def _guard_failures(self) -> list[str]:
         from torch._dynamo.utils import guard_failures

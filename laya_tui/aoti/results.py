@@ -32,6 +32,8 @@ _HEAD = {
         "max_logit_delta": _NUM_OR_NULL, "max_prob_delta": _NUM_OR_NULL, "limit": _NUM,
         "prob_limit": _NUM, "argmax_agree": {"type": "array", "items": {"type": "boolean"}},
         "passed": {"type": "boolean"}, "vs_same_dtype_eager": _NUM_OR_NULL,
+        "fresh_vs_warm": _NUM_OR_NULL, "vs_compiled": _NUM_OR_NULL,
+        "compiled_vs_reference": _NUM_OR_NULL,
     },
 }
 SCHEMA: dict[str, Any] = {
