@@ -119,6 +119,10 @@ class Failed(Exception):
     """Raised by :meth:`Context.fail`; ends the probe with status ``failed``."""
 
 
+class Unexamined(Exception):
+    """Raised by :meth:`Context.error`; ends the probe with status ``error``."""
+
+
 class Context:
     """The only way a probe reports: every method turns into signals on the pipe."""
 
@@ -221,8 +225,17 @@ class Context:
         raise Skipped(reason)
 
     def fail(self, reason: str) -> None:
-        """End the probe as ``failed`` with ``reason``."""
+        """End the probe as ``failed`` with ``reason``: a finding about the subject."""
         raise Failed(reason)
+
+    def error(self, reason: str) -> None:
+        """End the probe as ``error``: it could not examine its subject at all.
+
+        Use it for what the user must fix before anything can be found (kernel arguments
+        unknown, a model module that does not import, a factory that raises); a default gate
+        fails on it, unlike :meth:`fail`, which reports what the subject did.
+        """
+        raise Unexamined(reason)
 
     def explain(self, name: str, *, with_stack: bool = True, **kwargs: Any) -> Any:
         """An explain region around model code (RBLN when available, portable otherwise)."""

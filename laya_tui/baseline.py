@@ -27,7 +27,7 @@ from typing import Any
 
 from laya_tui.errors import UsageError
 from laya_tui.gates import COUNTED_KINDS
-from laya_tui.signals import KINDS, SCHEMA_ID, STATUSES
+from laya_tui.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
 
 PREFIX = "laya-tui.report/"
 CURRENT_VERSION = int(SCHEMA_ID.rpartition("/")[2])
@@ -109,7 +109,7 @@ def _check_report(doc: Any, path: str) -> None:
         raise UsageError(f"baseline {path} was written by a newer laya-tui (schema {schema}; "
                          f"this laya-tui reads {SCHEMA_ID}): upgrade laya-tui or regenerate "
                          "the baseline")
-    if int(version) < CURRENT_VERSION:
+    if schema not in READABLE_SCHEMAS:
         raise UsageError(f"baseline {path} has the old schema {schema} (this laya-tui reads "
                          f"{SCHEMA_ID}): regenerate the baseline")
     tool = doc.get("tool")

@@ -132,8 +132,27 @@ def check_output_path(path: str | None) -> None:
         raise UsageError(f"cannot write report {path}: it is a folder")
 
 
+#: ``laya-tui NAME ...`` subcommands: NAME -> "module:function" taking the remaining argv and
+#: returning an exit code (imported only when used, so ``--help`` stays fast).
+SUBCOMMANDS: dict[str, str] = {}
+
+
+def _run_subcommand(name: str, argv: list[str]) -> int:
+    import importlib
+
+    module, _, func = SUBCOMMANDS[name].partition(":")
+    try:
+        return int(getattr(importlib.import_module(module), func)(argv))
+    except UsageError as exc:
+        print(f"laya-tui {name}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``laya-tui`` command."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _run_subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         config = config_from_args(args)

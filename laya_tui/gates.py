@@ -178,9 +178,10 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
                            [{"probe": p["id"], "reason": p.get("reason")}
                             for p in probes if p["status"] == "timeout"]))
     if s.fail_on_error:
-        gates.append(_gate("no-probe-error", "no probe raised an unexpected exception",
+        gates.append(_gate("no-probe-error", "every probe examined its subject (none raised "
+                           "or could not examine it)",
                            [{"probe": p["id"], "reason": p.get("reason")}
-                            for p in probes if p.get("error")]))
+                            for p in probes if p.get("error") or p["status"] == "error"]))
     if s.fail_on_tolerance:
         fails = [{"probe": p["id"], "subject": sig.get("subject"), "value": sig.get("value"),
                   "limit": sig.get("limit")}

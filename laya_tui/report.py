@@ -110,14 +110,16 @@ def human_summary(report: dict[str, Any]) -> str:
     st = s["status"]
     lines = [
         f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: {st['ok']} ok, "
-        f"{st['failed']} failed, {st['skipped']} skipped, {st['crashed']} crashed, "
+        f"{st['failed']} failed, "
+        + (f"{st['error']} could not be examined, " if st.get("error") else "")
+        + f"{st['skipped']} skipped, {st['crashed']} crashed, "
         f"{st['timeout']} timeout ({s.get('cached', 0)} cached)"
     ]
     kinds = ", ".join(f"{k} {n}" for k, n in s["signals"].items() if n)
     if kinds:
         lines.append(f"  signals: {kinds}")
     for p in report["probes"]:
-        if p["status"] in ("crashed", "timeout"):
+        if p["status"] in ("crashed", "timeout", "error"):
             lines.append(f"  {p['status']}: {p['id']}: {p.get('reason') or ''}")
     for e in report.get("errors", []):
         where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]

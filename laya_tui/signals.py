@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_ID = "laya-tui.report/1"
+SCHEMA_ID = "laya-tui.report/2"
+
+#: Older report schemas this version still reads (baselines, show, diff, merge).
+READABLE_SCHEMAS: tuple[str, ...] = ("laya-tui.report/1", SCHEMA_ID)
 
 #: The closed set of signal kinds.
 KINDS: tuple[str, ...] = (
     "environment",
     "fallback",
     "recompile",
+    "compile",
     "host_bounce",
     "cast",
     "tolerance",
@@ -24,7 +28,10 @@ KINDS: tuple[str, ...] = (
 )
 
 #: The closed set of probe statuses.
-STATUSES: tuple[str, ...] = ("ok", "failed", "skipped", "crashed", "timeout")
+#: ``failed`` is a finding about the subject (it does not lower, it drifts); ``error`` means the
+#: probe could not examine its subject at all (unknown kernel arguments, a model that does not
+#: import, a factory that raises): the tool failing the user, never a passing verdict.
+STATUSES: tuple[str, ...] = ("ok", "failed", "error", "skipped", "crashed", "timeout")
 
 #: Fields a signal may carry besides ``kind`` and ``probe``.
 FIELDS: tuple[str, ...] = (

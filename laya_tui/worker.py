@@ -161,7 +161,7 @@ class Worker:
     # -- running -------------------------------------------------------------------------
     def run(self, cmd: dict[str, Any]) -> None:
         """Run one probe cell with fds 1/2 redirected to its log file."""
-        from laya_tui.api import Context, Failed, Skipped
+        from laya_tui.api import Context, Failed, Skipped, Unexamined
         from laya_tui.loader import ProbeFileError, probes_in
 
         probe_id = cmd["id"]
@@ -192,6 +192,8 @@ class Worker:
                 status, reason = "skipped", str(exc)
             except Failed as exc:
                 status, reason = "failed", str(exc)
+            except Unexamined as exc:
+                status, reason = "error", str(exc)
             except ProbeFileError as exc:
                 status, reason = "failed", exc.one_line()
                 error = {"type": "ProbeFileError", "message": exc.message,

@@ -16,6 +16,7 @@ STATUS_GLYPH: dict[str, str] = {
     "running": "▶",
     "ok": "✓",
     "failed": "✗",
+    "error": "⚠",
     "skipped": "⊘",
     "crashed": "✹",
     "timeout": "◷",

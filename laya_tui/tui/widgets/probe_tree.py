@@ -19,7 +19,8 @@ NodeData = Scope
 
 
 StyleOf = Callable[[str], Style]
-STATUSES = ("pending", "queued", "running", "ok", "failed", "skipped", "crashed", "timeout")
+STATUSES = ("pending", "queued", "running", "ok", "failed", "error", "skipped", "crashed",
+            "timeout")
 
 
 def _plain(name: str) -> Style:
@@ -55,7 +56,7 @@ def family_label(name: str, model: RunModel, style: StyleOf = _plain) -> Text:
     states = [model.probes[p] for p in model.families.get(name, [])]
     text = Text(name, style=Style(bold=True))
     text.append(f"  {len(states)}", style=style("dim"))
-    for status in ("running", "crashed", "timeout", "failed", "skipped"):
+    for status in ("running", "crashed", "timeout", "error", "failed", "skipped"):
         n = sum(1 for s in states if s.status == status)
         if n:
             text.append(f" · {n} {status}", style=style(status))

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from laya_tui.signals import KINDS
 from laya_tui.tui.model import RunModel
 
-_STATUS_ORDER = ("ok", "failed", "skipped", "crashed", "timeout", "running", "queued")
+_STATUS_ORDER = ("ok", "failed", "error", "skipped", "crashed", "timeout", "running", "queued")
 
 
 class SummaryText(Static):
@@ -41,7 +41,7 @@ class SummaryText(Static):
             n = counts.get(status, 0)
             if n or status in ("ok", "failed"):
                 line.append("  " + status + " ", style=dim)
-                is_bad = status in ("failed", "crashed", "timeout") and n
+                is_bad = status in ("failed", "error", "crashed", "timeout") and n
                 line.append(str(n), style=bad if is_bad else cnt)
         if watching:
             line.append("   ◉ watching", style=label)
