@@ -88,22 +88,26 @@ def compiler(ctx, tool: str):
 @probe(family="env")
 def rbln_runtime(ctx):
     """torch-rbln and its runtime: the exact reason `import torch` breaks without it."""
-    from laya_tui.rbln_status import AUTOLOAD_VAR, runtime_reason, torch_rbln_installed
+    from laya_tui.rbln_status import AUTOLOAD_VAR, runtime_library, torch_rbln_installed
 
     if not torch_rbln_installed():
         ctx.skip(f"torch-rbln not installed: {INSTALL_HINTS['torch_rbln']}")
-    reason = runtime_reason()
+    lib = runtime_library()  # torch-rbln's own resolve_runtime_library(), torch not imported
+    reason = lib.get("reason")
     # What a user's bare `import torch` does here, with backend autoload on.
     env = dict(os.environ)
     env.pop(AUTOLOAD_VAR, None)
     proc = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True,
                           env=env, timeout=120)
     import_error = _last_error_line(proc.stderr) if proc.returncode else None
-    # The library's own load error, with autoload off so torch itself imports.
+    # The library's own load error, with autoload off so torch itself imports; and whether
+    # an NPU is usable (a compile-only host has the runtime and no device).
     env[AUTOLOAD_VAR] = "0"
-    proc2 = subprocess.run([sys.executable, "-c", "import torch, torch_rbln"],
+    proc2 = subprocess.run([sys.executable, "-c", "import torch, torch_rbln; "
+                            "print(torch.rbln.is_available())"],
                            capture_output=True, text=True, env=env, timeout=120)
     load_error = _last_error_line(proc2.stderr) if proc2.returncode else None
+    npu = proc2.stdout.strip().splitlines()[-1:] == ["True"] if not load_error else None
     available = reason is None and load_error is None
     ctx.environment(
         "rbln.runtime", "available" if available else "unavailable",
@@ -113,6 +117,8 @@ def rbln_runtime(ctx):
             f"{AUTOLOAD_VAR}=0 in its workers and uses the portable explain region"),
         detail={"torch_import_with_autoload": import_error or "ok",
                 "torch_rbln_import": load_error or "ok",
+                "runtime_library": lib.get("path"), "found_via": lib.get("source"),
+                "npu_available": npu,
                 "worker_autoload_guard": os.environ.get(AUTOLOAD_VAR),
                 "version": _version_of("torch-rbln")},
     )
@@ -120,6 +126,10 @@ def rbln_runtime(ctx):
         ctx.environment("rbln.explain", "unavailable",
                         reason="torch.rbln.explain() needs the RBLN runtime; explain probes "
                                "use the portable region")
+    elif not npu:
+        ctx.environment("rbln.device", "unavailable",
+                        reason="torch.rbln.is_available() is False: the runtime loads but no "
+                               "NPU is usable (a compile-only host); models stay off 'rbln'")
 
 
 def _last_error_line(stderr: str) -> str:

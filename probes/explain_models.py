@@ -84,9 +84,9 @@ def _device(torch: Any, ctx: Any) -> str:
     dev = ctx.options.get("device")
     if dev:
         return str(dev)
-    from laya_tui.regions.rbln import unavailable_reason
+    from laya_tui.regions.rbln import device_reason
 
-    if _on_rbln_host() and unavailable_reason() is None:
+    if _on_rbln_host() and device_reason() is None:  # runtime loads and an NPU is there
         return "rbln"
     return "cuda" if torch.cuda.is_available() else "cpu"
 
