@@ -62,8 +62,10 @@ REENTRANT_SUBJECT = "reentrant dispatch"
 REENTRANT_REASON = "unexpected CPU fallback: already inside an RBLN compile op"
 WARNING_SUBJECT = "torch-rbln warning"
 UNATTRIBUTED = "(TRACE sites not next to an op line)"
-#: How many lines after an op line its TRACE warning may come (op, [W] TRACE, warning, code).
-TRACE_WINDOW = 6
+#: How many lines after the op's ``[W] TRACE`` marker (stdout) its Python TRACE warning
+#: (stderr) may come; farther away, or with no marker since the op line, the streams were
+#: captured apart and the site names no op.
+TRACE_WINDOW = 1
 
 
 @dataclass
@@ -102,6 +104,7 @@ class _Parser:
         self.records: dict[tuple[str, str, str | None], LogFallback] = {}
         self.last: LogFallback | None = None
         self.pending: tuple[str, str, int] | None = None  # (level, message, line no.)
+        self.marker = 0  # line no. of the last spdlog "[W] TRACE" marker
 
     def record(self, kind: str, op: str, reason: str | None, line_no: int) -> LogFallback:
         rec = self.records.get((kind, op, reason))
@@ -145,7 +148,9 @@ class _Parser:
 
     def trace(self, lines: list[str], i: int, m: re.Match[str]) -> None:
         target = self.last
-        if target is None or i + 1 - target.last_line > TRACE_WINDOW:
+        near = target is not None and target.last_line <= self.marker and \
+            i + 1 - self.marker <= TRACE_WINDOW
+        if target is None or not near:
             # streams captured apart: a TRACE far from any op line names no op
             target = self.records.get(("unattributed_trace", UNATTRIBUTED, None))
             if target is None:
@@ -188,7 +193,9 @@ def parse_log(text: str) -> list[LogFallback]:
             p.compile_failure(error, i + 1)
             continue
         spd = _SPD_LOG.match(line)
-        if spd and spd["msg"].strip() != "TRACE":
+        if spd and spd["msg"].strip() == "TRACE":
+            p.marker = i + 1
+        elif spd:
             p.warning({"W": "WARNING", "E": "ERROR"}[spd["level"]], spd["msg"], i + 1)
     p.flush()
     return list(p.records.values())
