@@ -270,6 +270,7 @@ def rbln_fallback_log(ctx: Any, path: str) -> None:
     agg = merge_log(Aggregator(), records)
     for entry in agg:
         ctx.signal(entry.kind, **entry.fields())
-    ctx.log(f"RBLN fallback log: {sum(r.count for r in records)} fallback line(s), "
-            f"{len(records)} distinct op/reason", subject=path,
+    fallbacks = [r for r in records if r.kind in ("fallback", "compile_fallback")]
+    ctx.log(f"RBLN fallback log: {sum(r.count for r in fallbacks)} fallback line(s), "
+            f"{len(fallbacks)} distinct op/reason", subject=path,
             detail={"lines": len(text.splitlines()), "path": path})
