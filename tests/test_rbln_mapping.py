@@ -291,3 +291,50 @@ def test_rbln_region_unavailable_reason_is_torch_rblns_own():
         assert device_reason() == reason  # no runtime: no device either
     else:
         pytest.skip("RBLN runtime present: the RBLN region is available here")
+
+
+class _StoppedRegion:
+    """Stands in for ``torch.rbln.explain()`` on a host without the runtime: its stop()
+    succeeds and its dump() returns a recorded dump, or raises as torch-rbln's dump() does
+    when it and librbln disagree (the region's handling is what is tested, not torch-rbln)."""
+
+    def __init__(self, dump=None, error=None):
+        self._dump, self._error = dump, error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def dump(self):
+        if self._error is not None:
+            raise self._error
+        return self._dump
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_rbln_region_maps_the_dump_or_reports_its_failure(monkeypatch, fails):
+    torch = pytest.importorskip("torch")
+    import types
+
+    from laya_tui.regions.rbln import RblnRegion
+
+    error = RuntimeError("runtime hidden-reason axis drifted (runtime reports 4 reasons, this "
+                         "build names 3); torch-rbln and rebel-compiler/librbln are out of sync")
+    fake = _StoppedRegion(COLD, error if fails else None)
+    monkeypatch.setattr(torch, "rbln", types.SimpleNamespace(explain=lambda with_stack: fake),
+                        raising=False)
+    with RblnRegion("prefill", phase="cold") as region:
+        print("[2026-09-14 19:49:00.101][I] `aten::argmax` op ran on CPU instead of RBLN",
+              flush=True)
+    subjects = {e.subject for e in region.entries}
+    assert "aten::argmax" in subjects  # the captured log is merged either way
+    extras = region.extra_signals()
+    if fails:
+        assert subjects == {"aten::argmax"}
+        env = next(x for x in extras if x["subject"] == "rbln.explain.dump")
+        assert env["reason"].startswith("RuntimeError: runtime hidden-reason axis drifted")
+    else:
+        assert "aten::pow.Tensor_Scalar_out" in subjects
+        assert not [x for x in extras if x["subject"] == "rbln.explain.dump"]
