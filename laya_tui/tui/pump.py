@@ -25,13 +25,11 @@ class EventPump:
         self.budget = budget
         self.on_pending = on_pending
         self._buf: deque[Event] = deque()
-        self.received = 0
 
     def push(self, event: Event) -> None:
         """The runner's ``on_event``: append, and wake the drain when it was idle."""
         was_empty = not self._buf
         self._buf.append(event)
-        self.received += 1
         if was_empty and self.on_pending is not None:
             self.on_pending()
 
