@@ -170,7 +170,8 @@ class LayaApp(App[int]):
             if self.freeze_every and self._rows_since_freeze >= self.freeze_every:
                 # Rows live as long as the app: move what exists now out of the cyclic
                 # collector's sight, so full collections stay short with 100,000 rows
-                # instead of pausing the loop for a scan of every row (DESIGN §6).
+                # instead of pausing the loop for a scan of every row (docs/architecture.md,
+                # 'The dashboard').
                 self._rows_since_freeze = 0
                 gc.freeze()
             self.post_message(RunUpdated(changes))

@@ -1,4 +1,5 @@
-"""The dashboard's messages: small, past-tense, one module (DESIGN §6).
+"""The dashboard's messages: small, past-tense, one module (docs/architecture.md,
+'The dashboard').
 
 Runner events never become one message each: the event pump folds them into the model
 and posts one :class:`RunUpdated` per flush (at most ~30 a second, whatever the rate of

@@ -3,7 +3,7 @@
 The runner calls :meth:`EventPump.push` once per event (it may be thousands a second on a
 busy pipe). Pushing is an append. The app drains the buffer on a short interval, folding
 at most ``budget`` seconds of events into the model per tick, so a burst of 100,000
-signals never stalls the event loop (DESIGN §6).
+signals never stalls the event loop (docs/architecture.md, 'The dashboard').
 """
 
 from __future__ import annotations
