@@ -1,4 +1,4 @@
-"""TileLang kernels of a ModernBERT-style encoder (DESIGN §4).
+"""TileLang kernels of a ModernBERT-style encoder (docs/architecture.md, 'The kernels').
 
 Each module holds one factory (GPU specialization by default, ``cpu=True`` for the fp32
 CPU specialization) and an ``example()`` the lowering-matrix probe runs.

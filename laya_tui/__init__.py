@@ -1,7 +1,7 @@
 """laya-tui: explain/fallback diagnostics dashboard for PyTorch ports.
 
 Kept light on purpose: importing ``laya_tui`` never imports torch, tilelang, mlx or
-torch_rbln (DESIGN §1).
+torch_rbln (docs/architecture.md, 'Processes and the one rule').
 """
 
 from laya_tui.api import Context, Param, param, probe

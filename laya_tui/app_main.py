@@ -1,6 +1,7 @@
 """The dashboard launcher: ``laya-tui`` on a terminal (the CLI decides; this runs the app).
 
-Imports Textual only when called, never torch & co (DESIGN §1).
+Imports Textual only when called, never torch & co (docs/architecture.md, 'Processes and
+the one rule').
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Command line: ``laya-tui`` (dashboard), ``--headless --json`` (CI), ``--list``, ``--watch``.
 
 Only argparse and the standard library at import time: ``--help`` and ``--list`` must stay
-well under half a second, and this process never imports torch & co (DESIGN §1).
+well under half a second, and this process never imports torch & co (docs/architecture.md,
+'Processes and the one rule').
 """
 
 from __future__ import annotations

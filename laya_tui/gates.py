@@ -1,4 +1,5 @@
-"""Gates decide what fails CI; signals themselves carry no severity (DESIGN §3).
+"""Gates decide what fails CI; signals themselves carry no severity (docs/architecture.md,
+'Gates and exit codes').
 
 Default gates: no probe crashed, timed out or raised, every compared output is within its
 limit, and every probe file imports. ``--fail-on KIND`` fails on any occurrence of KIND,

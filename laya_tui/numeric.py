@@ -39,20 +39,3 @@ def max_abs_diff(out: Any, ref: Any, *, mask: Any = None) -> tuple[float, dict[s
     detail["mean_abs_diff"] = float(diff.mean())
     return float(diff.max()), detail
 
-
-def logits_agreement(out: Any, ref: Any) -> dict[str, Any]:
-    """Argmax agreement over the last axis and the reference's smallest top-2 gap."""
-    import numpy as np
-
-    a, b = to_numpy(out), to_numpy(ref)
-    a2, b2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-    agree = a2.argmax(-1) == b2.argmax(-1)
-    top2 = np.sort(b2, axis=-1)[:, -2:] if b2.shape[-1] > 1 else np.zeros((len(b2), 2))
-    gaps = top2[:, 1] - top2[:, 0]
-    return {
-        "argmax_match": int(agree.sum()),
-        "rows": int(agree.size),
-        "top2_gap_min": float(gaps.min()) if gaps.size else 0.0,
-        "mismatch_rows": [int(i) for i in np.nonzero(~agree)[0][:20]],
-        "mismatch_top2_gaps": [float(gaps[i]) for i in np.nonzero(~agree)[0][:20]],
-    }

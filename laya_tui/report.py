@@ -1,4 +1,5 @@
-"""The versioned report document (DESIGN §3): build, validate, write atomically, summarise."""
+"""The versioned report document: build, validate, write atomically, summarise
+(docs/architecture.md, 'Signals, results and the report')."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The runner: discovers probes in a worker, runs them in warm per-family workers, survives
 their crashes, hangs and garbage, and streams events to whoever listens (UI or headless).
 
-Pure asyncio and the standard library: nothing heavy is imported here (DESIGN §1).
+Pure asyncio and the standard library: nothing heavy is imported here (docs/architecture.md,
+'Processes and the one rule').
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The signal: one fact a probe reports, with its cause and, where known, its fix (DESIGN §3).
+"""The signal: one fact a probe reports, with its cause and, where known, its fix
+(docs/architecture.md, 'Signals, results and the report').
 
 Pure standard library: imported by the UI, the runner and the workers alike.
 """

@@ -1,4 +1,5 @@
-"""Watch mode engine (DESIGN §5): re-run exactly the probes whose inputs changed.
+"""Watch mode engine: re-run exactly the probes whose inputs changed (docs/architecture.md,
+'Watch mode').
 
 UI-agnostic: the dashboard and the headless writer both drive a :class:`Watcher` and get
 plain dict *records* through ``on_record``. Light on purpose (asyncio + watchfiles): the

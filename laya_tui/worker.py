@@ -1,4 +1,5 @@
-"""Probe worker: a subprocess that imports probe files and runs probes (DESIGN §1).
+"""Probe worker: a subprocess that imports probe files and runs probes (docs/architecture.md,
+'Processes and the one rule', 'Worker protocol').
 
 Protocol. Commands arrive as JSON lines on stdin; events leave as JSON lines on the signal
 fd (``--signal-fd``), never on stdout: the libraries print freely, and while a probe runs

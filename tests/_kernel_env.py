@@ -14,5 +14,5 @@ if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
     pytest.skip("no C++ compiler on PATH: the CPU kernels compile with it",
                 allow_module_level=True)
 
-#: CPU specialization vs the torch fp32 reference (DESIGN §4).
+#: CPU specialization vs the torch fp32 reference (docs/architecture.md, 'The kernels').
 ATOL = 2e-5

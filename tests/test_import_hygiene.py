@@ -1,28 +1,94 @@
-"""The UI/runner process never imports torch, transformers, tilelang, mlx or torch_rbln."""
+"""The UI/runner side never imports torch, transformers, tilelang, tvm, mlx, torch_rbln or
+numpy (docs/architecture.md, 'Processes and the one rule').
+
+Every ``laya_tui`` module is found by walking the package; all but the worker-side family
+code listed below are imported in one fresh interpreter, and the heavy modules each import
+pulled in are reported by name. A module that moves or is renamed changes what the walk
+finds; an entry of the lists below that no longer exists fails the test instead of being
+dropped.
+"""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import os
+import pkgutil
+import subprocess
+import sys
 
-from tests._util import heavy_imports
+import pytest
 
-UI_MODULES = ["laya_tui", "laya_tui.cli", "laya_tui.runner", "laya_tui.report",
-              "laya_tui.headless", "laya_tui.gates", "laya_tui.cache", "laya_tui.api",
-              "laya_tui.baseline", "laya_tui.junit", "laya_tui.markdown", "laya_tui.config",
-              "laya_tui.watch", "laya_tui.watch_headless", "laya_tui.app_main",
-              "laya_tui.tui.app"]
+import laya_tui
+from tests._util import HEAVY, REPO
+
+#: Worker-side family code: runs only inside probe workers and may import heavy libraries.
+#: A module named here, or a package with everything under it.
+WORKER_SIDE = (
+    "laya_tui.regions",
+    "laya_tui.lowering",
+    "laya_tui.aoti",
+    "laya_tui.aoti_load",
+    "laya_tui.decision_model",
+    "laya_tui.mlx_encoder",
+    "laya_tui.presets",
+    "laya_tui.tolerance",
+    "laya_tui.numeric",
+)
+#: Modules the walk must find among the light ones (the core, every front end, the API).
+MUST_BE_LIGHT = (
+    "laya_tui", "laya_tui.api", "laya_tui.signals", "laya_tui.runner", "laya_tui.worker",
+    "laya_tui.cache", "laya_tui.report", "laya_tui.gates", "laya_tui.baseline",
+    "laya_tui.cli", "laya_tui.config", "laya_tui.headless", "laya_tui.watch",
+    "laya_tui.watch_headless", "laya_tui.app_main", "laya_tui.tui.app",
+)
 
 
-def test_ui_modules_import_nothing_heavy():
-    present = [m for m in UI_MODULES if importlib.util.find_spec(m.split(".")[0]) and
-               _exists(m)]
-    assert heavy_imports(f"import importlib\nfor m in {present!r}: importlib.import_module(m)") \
-        == []
-    assert "laya_tui.runner" in present and "laya_tui.cli" in present
+def all_modules() -> list[str]:
+    """Every module of the ``laya_tui`` package, found by walking it."""
+    return ["laya_tui"] + sorted(m.name for m in pkgutil.walk_packages(laya_tui.__path__,
+                                                                        "laya_tui."))
 
 
-def _exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
+def _worker_side(name: str) -> bool:
+    return any(name == w or name.startswith(w + ".") for w in WORKER_SIDE)
+
+
+def light_modules() -> list[str]:
+    """The modules to import: not worker side, and not a ``__main__`` (it would run)."""
+    return [m for m in all_modules() if not _worker_side(m) and not m.endswith(".__main__")]
+
+
+def test_every_listed_module_exists():
+    found = set(all_modules())
+    assert sorted(set(WORKER_SIDE) - found) == [], "WORKER_SIDE names a module that is gone"
+    assert sorted(set(MUST_BE_LIGHT) - set(light_modules())) == [], \
+        "a core or front-end module is gone, or now counted as worker side"
+
+
+def pulled_in(modules: list[str]) -> dict[str, list[str]]:
+    """Import ``modules`` in order in a fresh interpreter: {module: heavy modules it pulled}."""
+    code = (
+        "import importlib, json, sys\n"
+        "pulled = {}\n"
+        f"for m in {modules!r}:\n"
+        f"    before = {{h for h in {HEAVY!r} if h in sys.modules}}\n"
+        "    importlib.import_module(m)\n"
+        f"    new = sorted(h for h in {HEAVY!r} if h in sys.modules and h not in before)\n"
+        "    if new:\n"
+        "        pulled[m] = new\n"
+        "print(json.dumps(pulled))\n"
+    )
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_ui_and_core_modules_import_nothing_heavy():
+    assert pulled_in(light_modules()) == {}
+
+
+def test_the_check_names_the_module_that_pulled_a_heavy_import():
+    pytest.importorskip("numpy")
+    assert pulled_in(["laya_tui.api", "numpy", "laya_tui.cli"]) == {"numpy": ["numpy"]}

@@ -51,15 +51,43 @@ def test_cli_files_validate(runs, schema):
         schema.validate(str(d / name))
 
 
-def test_schema_is_real(schema):
-    # the XSD rejects what CI readers reject: a suite without counts, a bad time
-    assert not schema.is_valid('<testsuites><testsuite name="x" tests="1">'
-                               '<testcase name="a"/></testsuite></testsuites>')
-    assert not schema.is_valid('<testsuites><testsuite name="x" tests="1" failures="0" '
-                               'errors="0" time="1.5 s"><testcase name="a"/></testsuite>'
-                               '</testsuites>')
-    assert not schema.is_valid('<testsuites><testsuite name="x" tests="1" failures="0" '
-                               'errors="0"><testcase/></testsuite></testsuites>')
+@pytest.mark.parametrize("which", ["base", "now"])
+def test_cli_file_has_a_case_per_cell_and_counts_that_match(runs, which):
+    d, base, now = runs
+    report = base if which == "base" else now
+    root = ET.parse(d / f"{which}.xml").getroot()  # what --junit wrote
+    suites = root.findall("testsuite")
+    families = sorted({p["family"] for p in report["probes"]})
+    assert [s.get("name") for s in suites] == families + ["laya-tui.gates"] * (
+        len(suites) > len(families))
+    cells = [f"{c.get('classname')}/{c.get('name')}" for s in suites[:len(families)]
+             for c in s.findall("testcase")]
+    assert sorted(cells) == sorted(p["id"] for p in report["probes"])
+    for suite in suites:
+        cases = suite.findall("testcase")
+        assert suite.get("tests") == str(len(cases))
+        for attr, child in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+            assert suite.get(attr) == str(sum(c.find(child) is not None for c in cases))
+        assert float(suite.get("time")) == pytest.approx(
+            sum(float(c.get("time")) for c in cases), abs=0.001 * (len(cases) + 1))
+    for attr in ("tests", "failures", "errors"):
+        assert root.get(attr) == str(sum(int(s.get(attr)) for s in suites))
+
+
+def test_the_xsd_rejects_our_output_once_broken(runs, schema):
+    # the check the tests above rely on can fail on our own XML, as CI readers would
+    d, _, _ = runs
+    xml = (d / "now.xml").read_text()
+    schema.validate(xml)
+
+    def broken(change) -> str:
+        root = ET.fromstring(xml)
+        change(root)
+        return ET.tostring(root, encoding="unicode")
+
+    assert not schema.is_valid(broken(lambda r: r.find("testsuite").attrib.pop("failures")))
+    assert not schema.is_valid(broken(lambda r: r.find("testsuite").set("time", "1.5 s")))
+    assert not schema.is_valid(broken(lambda r: r.find("testsuite/testcase").attrib.pop("name")))
 
 
 @pytest.mark.parametrize("which", ["base", "now"])

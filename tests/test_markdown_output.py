@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -38,13 +39,59 @@ def test_golden(runs, which):
                                                                   else now)))
 
 
-def test_cli_file_matches_the_report(runs):
+def _table(text: str, header: str) -> list[list[str]]:
+    """The cells of the markdown table under ``header`` (escaped pipes stay in a cell)."""
+    lines = text.splitlines()
+    start = lines.index(header) + 2  # the header and its |---| line
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+@pytest.mark.parametrize("which", ["base", "now"])
+def test_cli_file_states_verdict_counts_and_every_gate(runs, which):
     d, _, base, now = runs
-    assert (d / "base.md").read_text() == build_markdown(base)
+    report = base if which == "base" else now
+    text = (d / f"{which}.md").read_text()  # what --markdown wrote
+    lines = text.splitlines()
+    st = report["summary"]["status"]
+    assert lines[0] == ("## laya-tui: ✅ PASS" if which == "base" else "## laya-tui: ❌ FAIL")
+    assert lines[2].startswith(f"{len(report['probes'])} probes: ")
+    for status in ("ok", "failed", "skipped", "crashed", "timeout"):
+        assert f" {st[status]} {status}" in lines[2]
+    rows = _table(text, "| gate | result | details |")
+    assert [r[0] for r in rows] == [f"`{g['name']}`" for g in report["gates"]]
+    for row, gate in zip(rows, report["gates"], strict=True):
+        assert row[1] == ("✅ pass" if gate["passed"] else f"❌ {len(gate['failures'])}")
+        assert (row[2] == "") == gate["passed"]
+
+
+def test_failures_occurrences_and_baseline_changes_are_spelled_out(runs):
+    d, _, _, now = runs
     text = (d / "now.md").read_text()
-    assert text == build_markdown(now)
-    assert text.startswith("## laya-tui: ❌ FAIL\n")
-    assert "| `baseline` | ❌ 5 |" in text and "| `max:cast` | ✅ pass | |" in text
+    gates = {r[0]: r for r in _table(text, "| gate | result | details |")}
+    # the regressed scenario: numerics drifts to 3e-5 (limit 2e-5), 4 fallbacks (max 3)
+    assert gates["`tolerance`"][2] == "ci/numerics: tolerance logits: 3e-05 > limit 2e-05"
+    assert gates["`max:fallback`"][2] == "fallback: 4 occurrences > max 3"
+    assert gates["`fail-on:host_bounce`"][2].startswith("ci/llama_forward: host_bounce ")
+    fallbacks = sum(s.get("count", 1) for p in now["probes"] for s in p["signals"]
+                    if s["kind"] == "fallback")
+    assert fallbacks == 4 and f"Occurrences: fallback {fallbacks}," in text
+    section = now["baseline"]
+    regs, imps = section["regressions"], section["improvements"]
+    assert len(regs) == 5 and len(imps) == 4
+    assert f"### Baseline: {len(regs)} regression(s), {len(imps)} improvement(s)" in text
+    for title, mark, items in (("Regressions", "❌", regs), ("Improvements", "✅", imps)):
+        rows = _table(text.split(f"**{title}** ({len(items)})", 1)[1], "| | probe | change |")
+        assert rows == [[mark, f"`{i['probe']}`", i["message"]] for i in items]
+    assert ["❌", "`ci/llama_forward`", "new fallback aten::neg (dtype-not-fp16): 1x"] in \
+        _table(text, "| | probe | change |")
+    kinds = {r[0]: r[1:] for r in _table(text, "| kind | baseline | now | Δ |")}
+    assert kinds["fallback"] == ["2", "4", "+2"]
+    assert kinds["failing tolerance"] == ["0", "1", "+1"]
 
 
 def test_long_lists_are_cut_and_cells_escaped(runs):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -519,7 +518,3 @@ def run_target(ctx: Any, target: Target, out: str | None) -> dict[str, Any]:
         ctx.fail(f"{first.step} failed: {first.exception}: {first.line}")
     return results
 
-
-def clear_cache(root: Path) -> None:
-    """Remove every cached package under ``root`` (benchmarks use it for a cold run)."""
-    shutil.rmtree(root, ignore_errors=True)

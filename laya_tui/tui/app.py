@@ -32,12 +32,11 @@ from laya_tui.tui.messages import (
     ReportExported,
     RunCompleted,
     RunFailed,
-    RunStarted,
     RunUpdated,
     WatchChanged,
     WatchToggled,
 )
-from laya_tui.tui.model import Changes, RunModel, Scope, SignalRow
+from laya_tui.tui.model import RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.widgets.detail import resolve_path
@@ -171,7 +170,8 @@ class LayaApp(App[int]):
             if self.freeze_every and self._rows_since_freeze >= self.freeze_every:
                 # Rows live as long as the app: move what exists now out of the cyclic
                 # collector's sight, so full collections stay short with 100,000 rows
-                # instead of pausing the loop for a scan of every row (DESIGN §6).
+                # instead of pausing the loop for a scan of every row (docs/architecture.md,
+                # 'The dashboard').
                 self._rows_since_freeze = 0
                 gc.freeze()
             self.post_message(RunUpdated(changes))
@@ -221,7 +221,6 @@ class LayaApp(App[int]):
         try:
             runner = await self.ensure_runner()
             probes = await self.ensure_discovered(runner)
-            self.post_message(RunStarted("all", tuple(p["id"] for p in probes)))
             config = getattr(runner, "config", None)
             saved = getattr(config, "use_cache", None)
             if use_cache is not None and config is not None:
@@ -251,8 +250,6 @@ class LayaApp(App[int]):
             runner = await self.ensure_runner()
             await self.ensure_discovered(runner)
             specs = [self.probe_specs[p] for p in probe_ids if p in self.probe_specs]
-            self.post_message(RunStarted(probe_ids[0] if len(probe_ids) == 1 else "selection",
-                                         tuple(s["id"] for s in specs)))
             from laya_tui.events import ProbeQueued
 
             for spec in specs:
@@ -324,10 +321,6 @@ class LayaApp(App[int]):
             self.stop_watch()
             return
         factory = self.watch_factory or default_watch_factory()
-        if factory is None:
-            self.notify("watch mode is unavailable in this build (laya_tui.watch is missing)",
-                        severity="warning")
-            return
         if self.watch_factory is None and self.runner is not None and \
                 getattr(self.runner, "config", None) is None:
             self.notify("watch mode needs live probes, not a recorded report",
@@ -458,10 +451,6 @@ class LayaApp(App[int]):
         self.back_to_main()
         self.main_screen.set_kind(kind)
 
-    def changes_snapshot(self) -> Changes:
-        """Drain whatever is buffered right now (benchmarks)."""
-        return self.pump.drain()
-
 
 def _laya_commands() -> type[Any]:
     """The palette provider, imported when the palette first opens."""
@@ -470,12 +459,10 @@ def _laya_commands() -> type[Any]:
     return LayaCommands
 
 
-def default_watch_factory() -> WatchFactory | None:
-    """The watch engine adapter when ``laya_tui.watch`` exists, else None."""
-    try:
-        from laya_tui.tui.watch_adapter import watch_factory
-    except ImportError:
-        return None
+def default_watch_factory() -> WatchFactory:
+    """The watch engine adapter (imported on first use: watchfiles stays out of start-up)."""
+    from laya_tui.tui.watch_adapter import watch_factory
+
     return watch_factory
 
 

@@ -1,4 +1,5 @@
-"""The dashboard's messages: small, past-tense, one module (DESIGN §6).
+"""The dashboard's messages: small, past-tense, one module (docs/architecture.md,
+'The dashboard').
 
 Runner events never become one message each: the event pump folds them into the model
 and posts one :class:`RunUpdated` per flush (at most ~30 a second, whatever the rate of
@@ -11,7 +12,7 @@ from typing import Any
 
 from textual.message import Message
 
-from laya_tui.tui.model import Changes, Scope
+from laya_tui.tui.model import Changes
 
 
 class ProbesDiscovered(Message):
@@ -21,15 +22,6 @@ class ProbesDiscovered(Message):
         super().__init__()
         self.count = count
         self.errors = errors
-
-
-class RunStarted(Message):
-    """A run of ``probe_ids`` started (``what`` is ``all``, a family or a probe id)."""
-
-    def __init__(self, what: str, probe_ids: tuple[str, ...]) -> None:
-        super().__init__()
-        self.what = what
-        self.probe_ids = probe_ids
 
 
 class RunUpdated(Message):
@@ -58,14 +50,6 @@ class RunFailed(Message):
         self.error = error
 
 
-class ScopeChanged(Message):
-    """The tree selection moved: the table now shows ``scope``."""
-
-    def __init__(self, scope: Scope) -> None:
-        super().__init__()
-        self.scope = scope
-
-
 class SignalHighlighted(Message):
     """The table cursor moved to the row ``key`` (None: the table is empty)."""
 
@@ -89,16 +73,6 @@ class SortChanged(Message):
         super().__init__()
         self.column = column
         self.reverse = reverse
-
-
-class FilterChanged(Message):
-    """The table filter changed."""
-
-    def __init__(self, text: str, kind: str | None, only_failing: bool) -> None:
-        super().__init__()
-        self.text = text
-        self.kind = kind
-        self.only_failing = only_failing
 
 
 class ReportExported(Message):

@@ -301,10 +301,6 @@ class RunModel:
         """Probes running now."""
         return [st for st in self.probes.values() if st.status == "running"]
 
-    def family_of(self, pid: str) -> str | None:
-        st = self.probes.get(pid)
-        return st.family if st else None
-
 
 def _run_point(n: int, result: dict[str, Any], checks: list[dict[str, Any]]) -> RunPoint:
     tol: dict[str, tuple[float | None, float | None, bool | None]] = {}

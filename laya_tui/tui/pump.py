@@ -3,7 +3,7 @@
 The runner calls :meth:`EventPump.push` once per event (it may be thousands a second on a
 busy pipe). Pushing is an append. The app drains the buffer on a short interval, folding
 at most ``budget`` seconds of events into the model per tick, so a burst of 100,000
-signals never stalls the event loop (DESIGN §6).
+signals never stalls the event loop (docs/architecture.md, 'The dashboard').
 """
 
 from __future__ import annotations
@@ -25,13 +25,11 @@ class EventPump:
         self.budget = budget
         self.on_pending = on_pending
         self._buf: deque[Event] = deque()
-        self.received = 0
 
     def push(self, event: Event) -> None:
         """The runner's ``on_event``: append, and wake the drain when it was idle."""
         was_empty = not self._buf
         self._buf.append(event)
-        self.received += 1
         if was_empty and self.on_pending is not None:
             self.on_pending()
 

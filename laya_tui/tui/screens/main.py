@@ -13,13 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, Tree
 
 from laya_tui.signals import KINDS
-from laya_tui.tui.messages import (
-    FilterChanged,
-    ScopeChanged,
-    SignalChosen,
-    SignalHighlighted,
-    SortChanged,
-)
+from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
 from laya_tui.tui.widgets.detail import DetailPane
 from laya_tui.tui.widgets.probe_tree import ProbeTree
@@ -170,7 +164,6 @@ class MainScreen(Screen[None]):
         if scope != self.scope:
             self.scope = scope
             self.table.rebuild(self.laya.model.rows_for(scope))
-            self.post_message(ScopeChanged(scope))
             self._status_line()
         self._update_detail()
 
@@ -242,7 +235,6 @@ class MainScreen(Screen[None]):
             return
         t.filter = new
         t.rebuild(self.laya.model.rows_for(self.scope))
-        self.post_message(FilterChanged(new.text, new.kind, new.only_failing))
         self._status_line()
 
     def action_toggle_failing(self) -> None:

@@ -305,14 +305,6 @@ class SignalTable(ScrollView, can_focus=True):
         self._scroll_to_cursor()
         self.refresh()
 
-    def move_to_key(self, key: str) -> bool:
-        """Put the cursor on row ``key`` (False when it is not shown)."""
-        index = self.index_of(key)
-        if index is None:
-            return False
-        self.cursor = index
-        return True
-
     def _scroll_to_cursor(self) -> None:
         height = max(1, self.size.height - 1)
         top = int(self.scroll_y)
