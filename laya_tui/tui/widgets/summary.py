@@ -82,15 +82,18 @@ class SummaryText(Static):
 class RunProgress(Static):
     """A one-line progress bar for the current run (no timers, nothing animates)."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"run-progress--done", "run-progress--todo"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "run-progress--done", "run-progress--active", "run-progress--todo"}
     WIDTH = 22
 
     def show(self, done: int, total: int) -> None:
         text = Text()
         if total:
             filled = round(self.WIDTH * done / total)
-            text.append("━" * filled, style=self.get_component_rich_style(
-                "run-progress--done", partial=True))
+            # the colour is chosen here, not by a class on the widget: a class change is
+            # styled only on a later refresh, which left a finished bar in the running colour
+            part = "run-progress--active" if done < total else "run-progress--done"
+            text.append("━" * filled, style=self.get_component_rich_style(part, partial=True))
             text.append("━" * (self.WIDTH - filled), style=self.get_component_rich_style(
                 "run-progress--todo", partial=True))
             text.append(f" {done}/{total} {100 * done // total:3d}%")
@@ -118,4 +121,3 @@ class SummaryBar(Vertical):
         self.query_one("#summary-gates", Static).update(gates, layout=False)
         bar = self.query_one(RunProgress)
         bar.show(done, total)
-        bar.set_class(running, "-running")
