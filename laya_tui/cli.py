@@ -90,8 +90,9 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
     workspace = os.path.abspath(args.workspace)
     if not os.path.isdir(workspace):
         raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    flags = frozenset(k for k in ("kernels", "demo") if getattr(args, k, None) is not None)
     apply_pyproject(args)  # [tool.laya-tui] fills what no flag set (flags win)
-    probes, kernels = resolve_sources(args, workspace)  # built-ins, own probes, demo
+    probes, kernels = resolve_sources(args, workspace, flags)  # built-ins, own probes, demo
     if args.rbln_log and not os.path.isfile(args.rbln_log):
         raise UsageError(f"RBLN log file does not exist: {args.rbln_log}")
     if args.timeout is not None and args.timeout <= 0:

@@ -87,14 +87,17 @@ def _default_dir(workspace: str, name: str) -> list[str]:
     return [path] if os.path.isdir(path) else []
 
 
-def resolve_sources(args: argparse.Namespace, workspace: str) -> tuple[list[str], list[str]]:
+def resolve_sources(args: argparse.Namespace, workspace: str,
+                    flags: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """The probe paths and kernel folders of a run, from flags already merged with the table.
 
+    ``flags`` names the settings given on the command line (``"kernels"``, ``"demo"``).
     Own probes are ``--probes``, else the table's ``probes``, else ``<workspace>/probes``;
     kernels likewise with ``<workspace>/kernels``. The built-in families join them whenever
     they have something to examine (a model, a kernel folder, the demo) or the project has
-    no probes of its own; ``demo`` adds the demo kernels. A project with none of these and no
-    ``[tool.laya-tui]`` table raises :class:`NothingConfigured`.
+    no probes of its own. The demo adds the demo kernels: always with ``--demo``; with the
+    table's ``demo = true`` unless ``--kernels`` replaces the table's kernel list. A project
+    with none of these and no ``[tool.laya-tui]`` table raises :class:`NothingConfigured`.
     """
     from laya_tui.config import table_present
 
@@ -107,7 +110,7 @@ def resolve_sources(args: argparse.Namespace, workspace: str) -> tuple[list[str]
         if not os.path.isdir(k):
             raise UsageError(f"kernel folder does not exist: {k}")
     demo = bool(getattr(args, "demo", None))
-    if demo:
+    if demo and ("demo" in flags or "kernels" not in flags):
         kernels.append(demo_kernels_dir())
     subjects = bool(kernels or getattr(args, "models", None) or demo)
     if not (subjects or own or table_present(workspace)):

@@ -59,6 +59,12 @@ def test_demo_from_the_table_or_the_flag_adds_the_demo_kernels(tmp_path):
     assert config.options()["demo"] is True
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\ndemo = true\n')
     assert _config(tmp_path).kernels == [demo_kernels_dir()]
+    # --kernels replaces the table's kernels, the table's demo kernels included ...
+    config = _config(tmp_path, "--kernels", str(tmp_path / "k"))
+    assert config.kernels == [str(tmp_path / "k")] and config.options()["demo"] is True
+    # ... and --demo always brings them
+    config = _config(tmp_path, "--demo", "--kernels", str(tmp_path / "k"))
+    assert config.kernels == [str(tmp_path / "k"), demo_kernels_dir()]
     assert _config(tmp_path, "--no-demo").options()["demo"] is False
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\ndemo = "yes"\n')
     with pytest.raises(UsageError, match="demo: expected true or false, got 'yes'"):
