@@ -161,11 +161,16 @@ def main() -> None:
         worker = float(subprocess.run(
             [sys.executable, "-c", WORKER_START, str(project), str(args.repeat)], cwd=project,
             env=env, capture_output=True, text=True, check=True).stdout.strip())
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # as the workers set it
+        imports = {lib: median_wall([sys.executable, "-c", f"import {lib}"], project, env, 1)
+                   for lib in ("torch", "tilelang")}
         ids = timed([*laya, "--list", *[f"--only={o}" for o in args.only]], project, env)[1]
         print(f"project: {MODEL} + src/kernels/elementwise_add.py; "
               f"{len(ids.split())} probe cells; --jobs {args.jobs}; laya-tui from {site}")
         print(f"start-up (--version) {startup:.3f} s | discovery (--list) {listing:.3f} s | "
               f"worker start {worker:.3f} s  (medians of {args.repeat})")
+        print("library imports, part of the work, once per worker that needs them: "
+              + ", ".join(f"import {k} {v:.2f} s" for k, v in imports.items()))
 
         cache = tmp / "cache"
         run = [*laya, "--headless", "-q", "--jobs", str(args.jobs), "--cache-dir", str(cache),

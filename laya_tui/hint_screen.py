@@ -5,9 +5,11 @@ Textual only, imported when the dashboard would start (never torch & co).
 
 from __future__ import annotations
 
+from typing import Any
 
-def show_hint(text: str) -> None:
-    """Show ``text`` full screen until the user presses q, Esc or Enter."""
+
+def hint_app(text: str) -> Any:
+    """A Textual app showing ``text`` until q, Esc or Enter."""
     from textual.app import App, ComposeResult
     from textual.containers import VerticalScroll
     from textual.widgets import Footer, Header, Static
@@ -24,4 +26,9 @@ def show_hint(text: str) -> None:
                 yield Static(text.removeprefix("laya-tui: "), id="hint", markup=False)
             yield Footer()
 
-    HintApp().run()
+    return HintApp()
+
+
+def show_hint(text: str) -> None:
+    """Show ``text`` full screen until the user quits."""
+    hint_app(text).run()

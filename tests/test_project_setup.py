@@ -124,3 +124,17 @@ def test_python_dash_m_laya_tui():
     proc = subprocess.run([sys.executable, "-m", "laya_tui", "--version"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "laya-tui 0.1.0"
+
+
+@pytest.mark.asyncio
+async def test_the_dashboard_shows_the_hint_on_one_screen(tmp_path):
+    from laya_tui.hint_screen import hint_app
+    from laya_tui.project import nothing_configured_hint
+
+    text = nothing_configured_hint(str(tmp_path))
+    app = hint_app(text)
+    async with app.run_test(size=(80, 24)) as pilot:
+        shown = str(app.query_one("#hint").render())
+        assert 'models = ["mypkg.models:build"]' in shown and "--demo" in shown
+        await pilot.press("q")
+    assert app.return_code in (0, None)
