@@ -13,6 +13,7 @@ import sys
 from typing import NoReturn
 
 from laya_tui.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
+from laya_tui.project import NothingConfigured
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,12 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the JSON report to PATH (or '-' for stdout)")
     ap.add_argument("--list", action="store_true", help="print probe ids and exit (runs nothing)")
     ap.add_argument("--probes", action="append", metavar="PATH",
-                    help="probe file or folder (repeatable; default: ./probes)")
+                    help="probe file or folder beside the built-in ones (repeatable; "
+                    "default: ./probes)")
     ap.add_argument("--kernels", action="append", metavar="DIR",
                     help="TileLang kernel folder (repeatable; default: ./kernels)")
     ap.add_argument("--model", action="append", metavar="MODULE:CALLABLE", dest="models",
-                    help="extra model for explain/aoti probes: a callable returning "
-                    "(model, inputs)")
+                    help="model for the explain/aoti probes, imported from the workspace: "
+                    "a callable returning (model, inputs)")
+    ap.add_argument("--demo", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run the built-in demo (tiny Llama/ModernBERT, decision model, "
+                    "MLX encoder, five TileLang kernels); default: [tool.laya-tui] demo")
     ap.add_argument("--only", action="append", metavar="GLOB",
                     help="run only probe ids matching GLOB (repeatable; '[' is literal)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -80,24 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily)
     """Turn parsed flags into a RunConfig, raising UsageError for bad paths."""
     from laya_tui.config import apply_pyproject
+    from laya_tui.project import resolve_sources
     from laya_tui.runner import RunConfig
 
     workspace = os.path.abspath(args.workspace)
     if not os.path.isdir(workspace):
         raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    flags = frozenset(k for k in ("kernels", "demo") if getattr(args, k, None) is not None)
     apply_pyproject(args)  # [tool.laya-tui] fills what no flag set (flags win)
-    probes = args.probes or [os.path.join(workspace, "probes")]
-    for p in probes:
-        if not os.path.exists(p):
-            raise UsageError(f"probe path does not exist: {p}")
-    kernels = args.kernels
-    if kernels:
-        for k in kernels:
-            if not os.path.isdir(k):
-                raise UsageError(f"kernel folder does not exist: {k}")
-    else:
-        default = os.path.join(workspace, "kernels")
-        kernels = [default] if os.path.isdir(default) else []
+    probes, kernels = resolve_sources(args, workspace, flags)  # built-ins, own probes, demo
     if args.rbln_log and not os.path.isfile(args.rbln_log):
         raise UsageError(f"RBLN log file does not exist: {args.rbln_log}")
     if args.timeout is not None and args.timeout <= 0:
@@ -107,7 +103,7 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
     for m in args.models or []:
         if ":" not in m:
             raise UsageError(f"--model must look like module:callable, got {m!r}")
-    extra = {}
+    extra: dict[str, object] = {"demo": bool(getattr(args, "demo", None))}
     if args.rbln_log:
         extra["rbln_log"] = os.path.abspath(args.rbln_log)
     out = os.path.abspath(args.out) if args.out else None
@@ -135,7 +131,9 @@ def check_output_path(path: str | None) -> None:
 
 #: ``laya-tui NAME ...`` subcommands: NAME -> "module:function" taking the remaining argv and
 #: returning an exit code (imported only when used, so ``--help`` stays fast).
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "init": "laya_tui.init_cmd:main",
+}
 
 
 def _run_subcommand(name: str, argv: list[str]) -> int:
@@ -147,6 +145,23 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
     except UsageError as exc:
         print(f"laya-tui {name}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def wants_headless(args: argparse.Namespace) -> bool:
+    """No dashboard: asked for, the report goes to stdout, or no terminal on stdin/stdout."""
+    return bool(args.headless or args.json == "-"
+                or not (sys.stdout.isatty() and sys.stdin.isatty()))
+
+
+def _nothing_configured(hint: str, args: argparse.Namespace) -> int:
+    """The configuration hint: a paragraph on stderr, or one screen on a terminal; exit 2."""
+    if args.list or wants_headless(args):
+        sys.stderr.write(hint)
+        return EXIT_USAGE
+    from laya_tui.hint_screen import show_hint
+
+    show_hint(hint)
+    return EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         from laya_tui.app_main import run_app
 
         return run_app(config, args)
+    except NothingConfigured as exc:
+        return _nothing_configured(str(exc), args)
     except UsageError as exc:
         print(f"laya-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

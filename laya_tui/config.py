@@ -4,7 +4,8 @@ Precedence, highest first: a command-line flag, the ``[tool.laya-tui]`` table, t
 default. List settings (``probes``, ``kernels``, ``models``, ``fail-on``) given as flags
 replace the table's list; ``--max KIND=N`` overrides that one kind of the table's ``max``.
 Relative paths in the table are relative to the workspace folder; paths given as flags are
-relative to the current folder. Standard library only (the CLI imports this).
+relative to the current folder. ``demo = true`` adds the built-in demo (presets and
+kernels) to that workspace's runs. Standard library only (the CLI imports this).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "tolerance-margin": ("tolerance_margin", "ratio"),
     "junit": ("junit", "path"),
     "markdown": ("markdown", "path"),
+    "demo": ("demo", "bool"),
 }
 ALIASES = {"family-timeouts": "timeouts"}
 
@@ -63,6 +65,19 @@ def read_table(workspace: str) -> tuple[dict[str, Any], str]:
     return table, path
 
 
+def table_present(workspace: str) -> bool:
+    """True when the workspace's pyproject.toml has a ``[tool.laya-tui]`` table (even empty)."""
+    path = os.path.join(workspace, "pyproject.toml")
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            tool = tomllib.load(fh).get("tool")
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(tool, dict) and "laya-tui" in tool
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -87,6 +102,10 @@ def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
         if not isinstance(value, str) or not value:
             raise bad("a path string")
         return os.path.normpath(os.path.join(workspace, os.path.expanduser(value)))
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
     if kind == "seconds":
         if not _is_number(value) or not value > 0:
             raise bad("a positive number of seconds")

@@ -287,6 +287,7 @@ class Runner:
         """The run options that shape results (the workspace path itself does not)."""
         opts = self.config.options()
         opts.pop("workspace", None)
+        opts.pop("demo", None)  # decides which cells exist, never what one of them gives
         return opts
 
     def _abs_deps(self, probe: dict[str, Any], result: dict[str, Any]) -> list[str]:

@@ -22,6 +22,8 @@ def _cells() -> list[Any]:
              param("bf16", name="decision", kind="decision", dtype="bf16"),
              param("bf16,cuda", name="decision", kind="decision", dtype="bf16",
                    device="cuda")]
+    if not api.options().get("demo", True):  # the decision model is part of the demo
+        cells = []
     for spec in api.options().get("models") or []:
         cells.append(param(spec, name="model", kind="model", spec=spec))
     return cells

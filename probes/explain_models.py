@@ -56,10 +56,11 @@ def _dtypes() -> tuple[str, ...]:
 
 
 def _cells() -> list[Any]:
-    cells = [param(f"{dt},{sc}", name=preset, preset=preset, dtype=dt, scenario=sc)
-             for preset in PRESETS for dt in _dtypes()
-             for sc in SCENARIOS + PRESET_SCENARIOS.get(preset, ())]
     opts = options()
+    presets = PRESETS if opts.get("demo", True) else ()  # the presets are the demo
+    cells = [param(f"{dt},{sc}", name=preset, preset=preset, dtype=dt, scenario=sc)
+             for preset in presets for dt in _dtypes()
+             for sc in SCENARIOS + PRESET_SCENARIOS.get(preset, ())]
     for spec in opts.get("models") or []:
         for sc in ("eager", "compile"):
             cells.append(param(sc, name=f"model:{spec}", spec=spec, scenario=sc))

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from laya_tui import param, probe
+from laya_tui.api import options
 
 FUNC = "encoder_forward"
 #: Parity batches: shorter than the local window (|q-k| <= 8), past it with padded rows,
@@ -30,6 +31,11 @@ RETRACE_STEPS: tuple[tuple[str, list[int]], ...] = (
 #: Bucketed scenario: a stream of batches whose widths all differ.
 STREAM: tuple[list[int], ...] = ([33, 20], [37, 12], [40, 40], [45, 3], [47, 30],
                                  [60, 41], [61, 61], [93, 50])
+
+
+def _demo(*cells: Any) -> Any:
+    """The encoder is part of the demo: its cells exist only in a run that includes it."""
+    return lambda: list(cells) if options().get("demo", True) else []
 
 
 def _install_hint() -> str:
@@ -115,8 +121,8 @@ def _torch_median(model: Any, batch: dict[str, Any], runs: int) -> float:
 
 
 @probe(family="mlx", name="encoder",
-       params=[param(f"{dt},{mode}", dtype=dt, compiled=mode == "compiled")
-               for dt in ("fp32", "fp16") for mode in ("eager", "compiled")])
+       params=_demo(*(param(f"{dt},{mode}", dtype=dt, compiled=mode == "compiled")
+                      for dt in ("fp32", "fp16") for mode in ("eager", "compiled"))))
 def encoder_parity(ctx: Any, dtype: str, compiled: bool) -> None:
     """Parity on several shapes, cold/warm phase timings and torch eager on the same input."""
     mx, torch = _libs(ctx)
@@ -158,7 +164,7 @@ def encoder_parity(ctx: Any, dtype: str, compiled: bool) -> None:
         "threads": torch.get_num_threads()})
 
 
-@probe(family="mlx", name="encoder", params=[param("fp32,retrace")])
+@probe(family="mlx", name="encoder", params=_demo(param("fp32,retrace")))
 def encoder_retrace(ctx: Any) -> None:
     """A shape change after ``mx.compile``: each new (B, L) retraces, a repeat does not."""
     mx, _torch = _libs(ctx)
@@ -201,7 +207,7 @@ def encoder_retrace(ctx: Any) -> None:
     _report_traces(ctx, enc, seen)
 
 
-@probe(family="mlx", name="encoder", params=[param("fp32,bucketed", bucket=16)])
+@probe(family="mlx", name="encoder", params=_demo(param("fp32,bucketed", bucket=16)))
 def encoder_bucketed(ctx: Any, bucket: int) -> None:
     """A stream of widths, unbucketed vs bucketed: retraces bounded, padding paid."""
     mx, _torch = _libs(ctx)

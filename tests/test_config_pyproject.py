@@ -11,6 +11,7 @@ from laya_tui.cli import build_parser, config_from_args
 from laya_tui.config import DEFAULT_TOLERANCE_MARGIN, default_jobs, load_settings
 from laya_tui.errors import UsageError
 from laya_tui.gates import prepare_gates
+from laya_tui.project import builtin_probes_dir
 from laya_tui.report import validate_report
 from tests._ci_reports import ci_workspace, real_report, run_ci, set_scenario
 
@@ -63,7 +64,7 @@ def test_no_table_means_built_in_defaults(ws):
 def test_full_table(ws):
     (ws / "pyproject.toml").write_text(FULL)
     args, config = _args(ws, "--cache-dir", str(ws / "c"))
-    assert config.probes == [str(ws / "probes")]
+    assert config.probes == [builtin_probes_dir(), str(ws / "probes")]  # built-ins + own
     assert config.kernels == [str(ws / "kernels")]
     assert config.models == ["mymodels:build"]
     assert config.timeout == 42.0 and config.jobs == 1
@@ -83,7 +84,7 @@ def test_flags_override_the_table(ws, tmp_path):
                          "--fail-on", "recompile", "--max", "fallback=10", "--no-baseline",
                          "--junit", str(tmp_path / "j.xml"))
     assert config.jobs == 2 and config.timeout == 5.0
-    assert config.probes == [str(other)]  # a list flag replaces the table's list
+    assert config.probes == [builtin_probes_dir(), str(other)]  # replaces the table's list
     assert args.baseline is None  # --no-baseline
     assert args.junit == str(tmp_path / "j.xml")
     settings = prepare_gates(args)
@@ -97,7 +98,7 @@ def test_paths_are_relative_to_the_workspace_not_the_cwd(ws, tmp_path, monkeypat
                                        'baseline = "../b.json"\n')
     monkeypatch.chdir(tmp_path)
     args, config = _args(ws)
-    assert config.probes == [str(ws / "probes")]
+    assert config.probes == [builtin_probes_dir(), str(ws / "probes")]  # ws has kernels/
     assert args.baseline == str(tmp_path / "b.json")
 
 

@@ -1,0 +1,7 @@
+"""``python -m laya_tui``: the same command as the ``laya-tui`` script."""
+
+import sys
+
+from laya_tui.cli import main
+
+sys.exit(main())
