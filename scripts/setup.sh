@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 EXTRAS=${LAYA_EXTRAS:-all,dev}
 "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "laya-tui needs Python >= 3.11, got " + sys.version.split()[0])'
-want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)-$EXTRAS
+want=$(cat pyproject.toml setup.py constraints.txt | sha256sum | cut -d' ' -f1)-$EXTRAS
 stamp=.venv/.laya-setup-stamp
 if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0
