@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--markdown", metavar="PATH",
                     help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
                     "when set)")
+    ci.add_argument("--html", metavar="PATH",
+                    help="also write a self-contained HTML page of the report")
+    ci.add_argument("--trace", metavar="PATH",
+                    help="also write the run's timeline as Chrome trace JSON (Perfetto)")
     ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
     return ap
 
@@ -134,7 +138,10 @@ def check_output_path(path: str | None) -> None:
 
 #: ``laya-tui NAME ...`` subcommands: NAME -> "module:function" taking the remaining argv and
 #: returning an exit code (imported only when used, so ``--help`` stays fast).
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "show": "laya_tui.show:main",
+    "diff": "laya_tui.diff:main",
+}
 
 
 def _run_subcommand(name: str, argv: list[str]) -> int:

@@ -45,6 +45,8 @@ class SummaryText(Static):
                 line.append(str(n), style=bad if is_bad else cnt)
         if watching:
             line.append("   ◉ watching", style=label)
+        if model.source:
+            line.append(f"   {model.source}  (i: details)", style=dim)
         kinds = Text()
         kinds.append("signals", style=label)
         shown = 0
