@@ -53,15 +53,21 @@ def headless_text(report: dict[str, Any], path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
-                  why_off: str = WHY_OFF, path: str | None = None) -> int:
-    """The dashboard over ``report`` (replayed, nothing runs); exit 0 on quit."""
+def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
+                    why_off: str = WHY_OFF, path: str | None = None) -> Any:
+    """The dashboard over ``report``: replayed by the recorded runner, nothing runs."""
     from laya_tui.tui.app import build_app
 
-    app = build_app(recorded=report, workspace=os.path.abspath(workspace or "."),
-                    offline=why_off, report_info={"label": label, "path": path,
-                                                  "report": report})
-    app.run()
+    return build_app(recorded=report, workspace=os.path.abspath(workspace or "."),
+                     offline=why_off, report_info={"label": label, "path": path,
+                                                   "report": report})
+
+
+def run_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
+                  why_off: str = WHY_OFF, path: str | None = None) -> int:
+    """Run :func:`build_saved_app` until the user quits; exit 0."""
+    build_saved_app(report, label=label, workspace=workspace, why_off=why_off,
+                    path=path).run()
     return EXIT_OK
 
 

@@ -45,8 +45,6 @@ class SummaryText(Static):
                 line.append(str(n), style=bad if is_bad else cnt)
         if watching:
             line.append("   ◉ watching", style=label)
-        if model.source:
-            line.append(f"   {model.source}  (i: details)", style=dim)
         kinds = Text()
         kinds.append("signals", style=label)
         shown = 0
@@ -78,6 +76,8 @@ class SummaryText(Static):
                 gates.append("  (partial: probes still running)", style=dim)
         if model.errors:
             gates.append(f"  {len(model.errors)} probe file error(s)", style=bad)
+        if model.source:
+            gates.append(f"   ·  {model.source}  (i: details)", style=dim)
         self.lines = (line, kinds, gates)
 
 
