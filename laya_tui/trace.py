@@ -21,23 +21,43 @@ _NOT_STAGES = ("latency/", "uninstrumented", "instrumentation overhead")
 _US = 1_000_000
 
 
-def _stages(probe: dict[str, Any]) -> list[tuple[str, float, dict[str, Any]]]:
-    out = []
+Stage = tuple[str, float, dict[str, Any], list[tuple[str, float, dict[str, Any]]]]
+
+
+def _stages(probe: dict[str, Any]) -> list[Stage]:
+    """(name, seconds, args, children) per timed stage, in the order reported.
+
+    A phase's ``total`` (mlx: cold, warm) becomes the parent of that phase's other timings;
+    a timing measured over ``runs`` calls spans ``runs`` x its median (args say so).
+    """
+    timings = []
     for sig in probe.get("signals") or ():
-        if sig.get("kind") != "timing":
-            continue
         secs = sig.get("seconds")
         subject = str(sig.get("subject", "timing"))
-        if not isinstance(secs, (int, float)) or secs <= 0:
+        if sig.get("kind") != "timing" or not isinstance(secs, (int, float)) or secs <= 0:
             continue
         if any(tag in subject for tag in _NOT_STAGES):
             continue
         detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
-        phase = detail.get("phase")
-        name = f"{phase} {subject}" if isinstance(phase, str) and phase not in subject \
-            else subject
-        out.append((name, float(secs), {"cached": detail.get("cached")}
-                    if detail.get("cached") is not None else {}))
+        runs = detail.get("runs") if isinstance(detail.get("runs"), int) and \
+            detail["runs"] > 1 else 1
+        args: dict[str, Any] = {"seconds": secs}
+        if runs > 1:
+            args.update(runs=runs, median=secs)
+        if detail.get("cached") is not None:
+            args["cached"] = detail["cached"]
+        phase = detail.get("phase") if isinstance(detail.get("phase"), str) else None
+        timings.append((phase, subject, float(secs) * runs, args))
+    # a phase's timings reported before its total are that total's parts
+    total_at = {ph: i for i, (ph, subject, *_) in enumerate(timings) if ph and subject == "total"}
+    out: list[Stage] = []
+    for i, (phase, subject, secs, args) in enumerate(timings):
+        if phase in total_at and subject != "total" and i < total_at[phase]:
+            continue
+        name = f"{phase} {subject}" if phase and phase not in subject else subject
+        children = [(f"{ph} {sub}", s2, a2) for j, (ph, sub, s2, a2) in enumerate(timings)
+                    if subject == "total" and ph == phase and j < i]
+        out.append((name, secs, args, children))
     return out
 
 
@@ -92,15 +112,16 @@ def build_trace(report: dict[str, Any]) -> dict[str, Any]:
         timeline.append({**base, "ph": "B", "name": str(p.get("id")), "ts": t0, "args": args})
         cursor = t0
         if not p.get("cached"):  # a cached probe's stage times belong to an earlier run
-            for name, secs, extra in _stages(p):
+            for name, secs, args, children in _stages(p):
                 if cursor >= t1:
                     break
-                dur = round(secs * _US)
-                clipped = cursor + dur > t1
-                stop = min(cursor + dur, t1)
-                timeline.append({**base, "ph": "B", "name": name, "ts": cursor,
-                                 "args": {"seconds": secs, **extra,
-                                          **({"clipped": True} if clipped else {})}})
+                stop = _span(timeline, base, name, secs, args, cursor, t1)
+                inner = cursor
+                for cname, csecs, cargs in children:
+                    if inner >= stop:
+                        break
+                    inner = _span(timeline, base, cname, csecs, cargs, inner, stop,
+                                  close=True)
                 timeline.append({**base, "ph": "E", "name": name, "ts": stop})
                 cursor = stop
         timeline.append({**base, "ph": "E", "name": str(p.get("id")), "ts": t1})
@@ -114,6 +135,18 @@ def build_trace(report: dict[str, Any]) -> dict[str, Any]:
             "stages": "durations from timing signals, laid end to end inside each probe",
         },
     }
+
+
+def _span(timeline: list[dict[str, Any]], base: dict[str, Any], name: str, secs: float,
+          args: dict[str, Any], start: int, limit: int, *, close: bool = False) -> int:
+    """Open a span of ``secs`` at ``start``, clipped to ``limit``; returns its end."""
+    stop = min(start + round(secs * _US), limit)
+    if start + round(secs * _US) > limit:
+        args = dict(args, clipped=True)
+    timeline.append({**base, "ph": "B", "name": name, "ts": start, "args": args})
+    if close:
+        timeline.append({**base, "ph": "E", "name": name, "ts": stop})
+    return stop
 
 
 def _untangle(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -182,7 +215,8 @@ def check_trace(doc: Any) -> list[str]:
 
 
 def spans_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Closed spans ``{name, track, start, end, depth, args}`` (microseconds), B/E paired."""
+    """Closed spans ``{name, track, start, end, depth, cat, args, root}`` (microseconds, B/E
+    paired; ``root`` is the outermost open span, i.e. the probe, for nested ones)."""
     out = []
     stacks: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for ev in doc.get("traceEvents", []):
@@ -193,7 +227,8 @@ def spans_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
             b = stacks[track].pop()
             out.append({"name": b.get("name"), "track": track, "start": b["ts"],
                         "end": ev["ts"], "depth": len(stacks[track]), "cat": b.get("cat"),
-                        "args": b.get("args") or {}})
+                        "args": b.get("args") or {},
+                        "root": stacks[track][0].get("name") if stacks[track] else None})
         elif ev.get("ph") == "X":
             out.append({"name": ev.get("name"), "track": track, "start": ev["ts"],
                         "end": ev["ts"] + ev.get("dur", 0), "depth": 0, "cat": ev.get("cat"),
