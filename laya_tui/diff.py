@@ -107,7 +107,13 @@ def diff_markdown(section: dict[str, Any], base_label: str, new_label: str) -> s
     from laya_tui.markdown import _baseline, _cell, _code
 
     lines = [f"## laya-tui diff: {_code(base_label)} → {_code(new_label)}", ""]
-    lines += _baseline(dict(section, path=base_label))
+    words = (("### Baseline:", "### BASE → NEW:"), ("| kind | baseline | now |",
+                                                        "| kind | BASE | NEW |"),
+             ("since the baseline", "from BASE to NEW"))
+    for line in _baseline(dict(section, path=base_label)):
+        for old, new in words:
+            line = line.replace(old, new)
+        lines.append(line)
     if section["notes"]:
         lines += [f"**Notes** ({len(section['notes'])})", "", "| probe | note |", "|---|---|"]
         lines += [f"| {_code(i['probe'])} | {_cell(i['message'])} |" for i in section["notes"]]
