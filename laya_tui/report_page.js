@@ -18,7 +18,7 @@ function num(v) {
   if (v === null || v === undefined || v === "") return "";
   if (typeof v !== "number") return String(v);
   if (Number.isInteger(v)) return v.toLocaleString("en");
-  const a = Math.abs(v); return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(3) : v.toPrecision(4);
+  const a = Math.abs(v); return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(3) : String(Number(v.toPrecision(4)));
 }
 function bytes(n) {
   if (typeof n !== "number") return "";
@@ -200,7 +200,8 @@ function signalTable(rows, probes, withProbe) {
   const t = el("table", {class: "signals"}, el("tr", {}, cols.map(([n, , isNum]) => el("th", {class: isNum ? "num" : null}, n))));
   for (const [pi, si] of rows) {
     const p = probes[pi], s = p.signals[si];
-    const tr = el("tr", {class: "clickable" + (failing(s) ? " failing" : ""), onclick: () => signalDetail(pi, si, probes)});
+    const cls = {regression: " reg", improvement: " imp", note: " note"}[(s.detail || {})["class"]] || "";
+    const tr = el("tr", {class: "clickable" + (failing(s) ? " failing" : "") + cls, onclick: () => signalDetail(pi, si, probes)});
     for (const [n, f, isNum] of cols) {
       let v = f(p, s);
       if (n === "bytes") v = s.bytes != null ? bytes(s.bytes) : "";
