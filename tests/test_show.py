@@ -181,6 +181,21 @@ def test_not_a_report_is_exit_2(tmp_path, capsys, content):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_a_minimal_hand_written_report_shows(tmp_path, capsys):
+    doc = {"schema": "laya-tui.report/2", "environment": None, "summary": {"probes": "x"},
+           "gates": [{"name": "no-crash"}, 3],
+           "probes": [{"id": "tilelang/k[c,fp32,gpu]", "status": "failed", "signals": [
+               {"kind": "lowering", "passed": False, "reason": "no",
+                "detail": {"kernel": "k", "target": "c", "dtype": "fp32", "spec": "gpu",
+                           "outcome": "lower-failed"}}]}]}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    assert main(["show", str(path), "--html", str(tmp_path / "r.html"), "--trace",
+                 str(tmp_path / "t.json")]) == 0
+    out = capsys.readouterr().out
+    assert "1 probes" in out and "gate FAIL no-crash" in out and "verdict: FAIL" in out
+
+
 def test_missing_file_and_bad_flag_are_exit_2(tmp_path, capsys):
     assert main(["show", str(tmp_path / "nope.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -209,3 +224,29 @@ def test_show_works_without_torch_or_tilelang(tmp_path):
     assert "60 probes" in out.stdout
     assert (tmp_path / "r.html").stat().st_size > 10_000
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+@pytest.mark.asyncio
+async def test_the_dashboard_opens_a_minimal_report_and_its_matrix(tmp_path):
+    from laya_tui.saved import load_saved_report
+
+    doc = {"schema": "laya-tui.report/1", "environment": {}, "summary": {}, "gates": [],
+           "probes": [{"id": "tilelang/k[c,fp32,gpu]", "status": "failed", "signals": [
+               {"kind": "lowering", "passed": False, "reason": "no C type",
+                "site": {"file": "/gone/kernels/k.py", "line": 3},
+                "detail": {"kernel": "k", "target": "c", "dtype": "fp32", "spec": "gpu",
+                           "outcome": "lower-failed"}}]}]}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    report = load_saved_report(str(path))
+    app = build_saved_app(report, label="minimal", workspace=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        from laya_tui.tui.screens.matrix import MatrixScreen
+
+        assert isinstance(app.screen, MatrixScreen)
+        await pilot.press("escape", "i")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ReportInfoScreen"
