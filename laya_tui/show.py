@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Any
 
-from laya_tui.errors import EXIT_OK
+from laya_tui.errors import EXIT_OK, EXIT_USAGE
 from laya_tui.saved import load_saved_report
+from laya_tui.signals import READABLE_SCHEMAS
 
 #: Why the re-run keys are off in ``show`` (the app says it when one is pressed).
 WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace to re-run"
@@ -63,6 +65,39 @@ def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None
                                                    "report": report})
 
 
+def build_lazy_app(path: str, *, workspace: str | None) -> Any:
+    """The dashboard over the report at ``path``, read after the first frame (a 100,000
+    signal report takes seconds to parse); an unreadable one ends the app with exit 2."""
+    from laya_tui.tui.app import build_app
+    from laya_tui.tui.recorded import RecordedRunner
+
+    info: dict[str, Any] = {"label": f"saved report {os.path.basename(path)} (reading…)",
+                            "path": path, "report": None}
+
+    def factory(on_event: Any) -> Any:
+        report = load_saved_report(path)  # in a thread, after the first paint
+        info["report"], info["label"] = report, source_line(report, path)
+        app.model.source, app.model.fixed_gates = info["label"], report["gates"]
+        return RecordedRunner(report, on_event)
+
+    app = build_app(runner_factory=factory, workspace=os.path.abspath(workspace or "."),
+                    offline=WHY_OFF, report_info=info)
+    return app
+
+
+def early_check(path: str) -> None:
+    """Fail before the dashboard starts unless the file begins like a readable report: its
+    first bytes must name a schema this version reads (else the full check's message)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = b""
+    m = re.search(rb'"schema"\s*:\s*"([^"\\]{0,100})"', head)
+    if m is None or m.group(1).decode("utf-8", "replace") not in READABLE_SCHEMAS:
+        load_saved_report(path)  # raises the one-line UsageError (or reads an odd layout)
+
+
 def run_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
                   why_off: str = WHY_OFF, path: str | None = None) -> int:
     """Run :func:`build_saved_app` until the user quits; exit 0."""
@@ -95,6 +130,16 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     check_output_path(args.html)
     check_output_path(args.trace)
+    interactive = not (args.headless or args.html or args.trace) and sys.stdout.isatty() \
+        and sys.stdin.isatty()
+    if interactive:
+        early_check(args.report)
+        app = build_lazy_app(args.report, workspace=args.workspace)
+        app.run()
+        if app.exit_error:
+            print(f"laya-tui show: error: {app.exit_error}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
     report = load_saved_report(args.report)
     if args.html:
         from laya_tui.html_report import build_html
@@ -105,9 +150,5 @@ def main(argv: list[str]) -> int:
         from laya_tui.trace import trace_json
 
         write_atomic(args.trace, trace_json(report))
-    if args.headless or args.html or args.trace or not (sys.stdout.isatty()
-                                                        and sys.stdin.isatty()):
-        sys.stdout.write(headless_text(report, args.report))
-        return EXIT_OK
-    return run_saved_app(report, label=source_line(report, args.report),
-                         workspace=args.workspace, path=args.report)
+    sys.stdout.write(headless_text(report, args.report))
+    return EXIT_OK

@@ -250,3 +250,49 @@ async def test_the_dashboard_opens_a_minimal_report_and_its_matrix(tmp_path):
         await pilot.press("escape", "i")
         await pilot.pause()
         assert type(app.screen).__name__ == "ReportInfoScreen"
+
+
+@pytest.mark.asyncio
+async def test_a_report_read_after_the_first_frame():
+    from laya_tui.show import build_lazy_app
+
+    app = build_lazy_app(str(TILELANG_REPORT), workspace=str(DEMO_WS))
+    assert app.report_info["report"] is None  # nothing read before the app starts
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        assert len(app.model.probes) == 60 and app.model.fixed_gates
+        assert app.model.source.startswith("saved report tilelang_report.json, host vm")
+        assert app.exit_error is None
+
+
+@pytest.mark.asyncio
+async def test_a_truncated_report_ends_the_dashboard_with_exit_2(tmp_path):
+    from laya_tui.show import build_lazy_app, early_check
+
+    path = tmp_path / "cut.json"
+    path.write_text(TILELANG_REPORT.read_text()[:50_000])
+    early_check(str(path))  # its first bytes name a readable schema
+    app = build_lazy_app(str(path), workspace=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            if app.exit_error:
+                break
+            await pilot.pause(0.02)
+    assert app.return_code == 2
+    assert app.exit_error.startswith(f"{path} is truncated")
+
+
+def test_unreadable_schemas_fail_before_the_dashboard(tmp_path):
+    from laya_tui.errors import UsageError
+    from laya_tui.show import early_check
+
+    doc = json.loads(DEMO_REPORT.read_text())
+    for schema in ("laya-tui.report/0", "laya-tui.report/3"):
+        doc["schema"] = schema
+        (tmp_path / "r.json").write_text(json.dumps(doc))
+        with pytest.raises(UsageError):
+            early_check(str(tmp_path / "r.json"))
+    (tmp_path / "x.json").write_text("not json")
+    with pytest.raises(UsageError):
+        early_check(str(tmp_path / "x.json"))
+    early_check(str(DEMO_REPORT))

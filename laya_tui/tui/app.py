@@ -24,6 +24,7 @@ from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from laya_tui.errors import EXIT_USAGE, UsageError
 from laya_tui.events import Event
 from laya_tui.runner import Discovery, RunConfig
 from laya_tui.tui.editor import default_editor, editor_command
@@ -90,6 +91,8 @@ class LayaApp(App[int]):
         self.offline = offline
         #: ``{label, path, report}`` of the saved report shown (``show``/``diff``)
         self.report_info = report_info
+        #: why the app ended with exit code 2 (a saved report that could not be read)
+        self.exit_error: str | None = None
         self.freeze_every = freeze_every
         self._rows_since_freeze = 0
         self._run_pending = False
@@ -248,6 +251,9 @@ class LayaApp(App[int]):
             self._abandon(runner)
             self.post_message(RunCompleted("all", 0, cancelled=True))
             raise
+        except UsageError as exc:  # a saved report that turned out unreadable: exit 2
+            self.exit_error = str(exc)
+            self.exit(return_code=EXIT_USAGE)
         except Exception as exc:  # noqa: BLE001 - a runner bug is shown, never fatal
             self._abandon(runner)
             self.post_message(RunFailed(f"{type(exc).__name__}: {exc}"))
