@@ -12,12 +12,16 @@ import argparse
 import os
 import re
 import sys
+import time
 from typing import Any
 
 from laya_tui.errors import EXIT_OK, EXIT_USAGE
 from laya_tui.saved import load_saved_report
 from laya_tui.signals import READABLE_SCHEMAS
 
+#: Seconds a lazily read report waits for the first frame to reach the terminal, per MiB
+#: of report (its parse holds the GIL about that long), and at most.
+PAINT_GRACE_PER_MIB, PAINT_GRACE_MAX = 0.02, 0.5
 #: Why the re-run keys are off in ``show`` (the app says it when one is pressed).
 WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace to re-run"
 
@@ -75,7 +79,14 @@ def build_lazy_app(path: str, *, workspace: str | None) -> Any:
                             "path": path, "report": None}
 
     def factory(on_event: Any) -> Any:
-        report = load_saved_report(path)  # in a thread, after the first paint
+        # In a thread, after the first refresh. json.loads holds the GIL for the whole
+        # parse: give Textual's writer thread a moment to put that frame on the terminal.
+        try:
+            mib = os.path.getsize(path) / 2**20
+        except OSError:
+            mib = 0.0
+        time.sleep(min(PAINT_GRACE_MAX, PAINT_GRACE_PER_MIB * mib))
+        report = load_saved_report(path)
         info["report"], info["label"] = report, source_line(report, path)
         app.model.source, app.model.fixed_gates = info["label"], report["gates"]
         return RecordedRunner(report, on_event)
