@@ -88,6 +88,13 @@ async def test_every_probe_and_signal_of_the_report_is_shown():
         for p in report["probes"]:
             assert app.model.probes[p["id"]].status == p["status"]
         assert app.model.gates() == report["gates"]  # as recorded, not re-evaluated
+        app.main_screen.select_scope(("probe", "tilelang/attn_kernel[c,fp16,gpu]"))
+        await pilot.pause()
+        await pilot.press("p")  # the runs plot: one recorded run
+        await pilot.pause()
+        from laya_tui.tui.screens.runs import RunsScreen
+
+        assert isinstance(app.screen, RunsScreen)
 
 
 @pytest.mark.asyncio
@@ -102,6 +109,9 @@ async def test_rerun_keys_say_why_they_are_off_and_nothing_runs():
         await _settle(pilot)
         notes = [n.message for n in app._notifications]
         assert sum("re-run is off: this is a saved report" in m for m in notes) == 3
+        await pilot.press("e")
+        await pilot.pause()
+        assert any("export is off" in n.message for n in app._notifications)
         assert [len(st.runs) for st in app.model.probes.values()] == runs
         assert not app.watching
         assert getattr(app.runner, "config", None) is None  # the recorded runner only

@@ -428,6 +428,12 @@ class LayaApp(App[int]):
 
     # -- export, editor, help, palette --------------------------------------------------
     def action_export(self) -> None:
+        if self.offline:  # re-exporting would stamp this machine's environment on it
+            where = (self.report_info or {}).get("path")
+            self.notify("export is off: the report shown is already saved"
+                        + (f" ({where})" if where else "")
+                        + "; --html PATH on show/diff writes a page", severity="warning")
+            return
         results = self.model.results()
         if not results:
             self.notify("nothing to export yet: no probe has finished", severity="warning")
