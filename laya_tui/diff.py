@@ -48,7 +48,6 @@ def diff_reports(base: dict[str, Any], new: dict[str, Any], *, base_path: str = 
                                          i["change"]))
     section["counts"]["notes"] = len(section["notes"])
     section["environment"] = _versions(base, new)
-    section["new_path"] = new.get("_path")
     return section
 
 
