@@ -17,11 +17,12 @@ from tests._browser import INSTALL_HINT, Browser, find_chromium
 from tests._tui import DEMO_REPORT, DEMO_WS, REPO, TILELANG_REPORT
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=f"no Chromium: {INSTALL_HINT}")
 
 
 @pytest.fixture(scope="module")
 def browser():
+    if CHROMIUM is None:
+        pytest.skip(f"no Chromium: {INSTALL_HINT}")
     with Browser(CHROMIUM) as b:
         b.call("Network.enable", session=True)
         yield b
@@ -136,3 +137,18 @@ def test_page_is_one_file_with_nothing_to_fetch(tmp_path):
     for needle in ("<script src", "<link", "@import", "url(http", "src=\"http"):
         assert needle not in text
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
+
+
+def test_report_text_cannot_end_the_script(browser, tmp_path):
+    doc = json.loads(DEMO_REPORT.read_text())
+    evil = "</script><script>document.title='owned'</script><!--"
+    doc["probes"][0]["log_tail"] = evil
+    doc["probes"][0]["reason"] = evil
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    page = _page(tmp_path, path, tmp_path)
+    assert evil not in page.read_text()
+    _open(browser, page)
+    assert browser.eval("document.title") != "owned"
+    browser.click('tr[data-probe="env/demo_facts"]')
+    assert evil in browser.eval("document.querySelector('#detail').innerText")
