@@ -22,6 +22,9 @@ from laya_tui.signals import READABLE_SCHEMAS
 #: Seconds a lazily read report waits for the first frame to reach the terminal, per MiB
 #: of report (its parse holds the GIL about that long), and at most.
 PAINT_GRACE_PER_MIB, PAINT_GRACE_MAX = 0.02, 0.5
+#: Seconds of each 1/30 s tick spent folding a saved report's signals into the dashboard
+#: (a live run keeps 8 ms, leaving the loop to workers' pipes; a replay has none to serve).
+SAVED_BUDGET = 0.020
 #: Why the re-run keys are off in ``show`` (the app says it when one is pressed).
 WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace to re-run"
 
@@ -66,7 +69,7 @@ def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None
 
     return build_app(recorded=report, workspace=os.path.abspath(workspace or "."),
                      offline=why_off, report_info={"label": label, "path": path,
-                                                   "report": report})
+                                                   "report": report}, budget=SAVED_BUDGET)
 
 
 def build_lazy_app(path: str, *, workspace: str | None) -> Any:
@@ -92,7 +95,7 @@ def build_lazy_app(path: str, *, workspace: str | None) -> Any:
         return RecordedRunner(report, on_event)
 
     app = build_app(runner_factory=factory, workspace=os.path.abspath(workspace or "."),
-                    offline=WHY_OFF, report_info=info)
+                    offline=WHY_OFF, report_info=info, budget=SAVED_BUDGET)
     return app
 
 

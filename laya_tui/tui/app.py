@@ -534,7 +534,7 @@ def build_app(config: RunConfig | None = None, *,
               watch_factory: WatchFactory | None = None, export_path: str | None = None,
               replay_delay: float = 0.0, flush_interval: float = 1 / 30,
               gate_settings: Any = None, offline: str | None = None,
-              report_info: dict[str, Any] | None = None) -> LayaApp:
+              report_info: dict[str, Any] | None = None, budget: float = 0.008) -> LayaApp:
     """The app, fed by the live runner (``config``), a recorded report, or any factory."""
     if runner_factory is None:
         if recorded is not None:
@@ -554,4 +554,4 @@ def build_app(config: RunConfig | None = None, *,
     return LayaApp(runner_factory, workspace=workspace, autorun=autorun, watch=watch,
                    watch_factory=watch_factory, export_path=export_path,
                    flush_interval=flush_interval, gate_settings=gate_settings,
-                   offline=offline, report_info=report_info)
+                   offline=offline, report_info=report_info, budget=budget)
