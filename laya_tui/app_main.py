@@ -32,7 +32,8 @@ def run_app(config: Any, args: argparse.Namespace) -> int:
     finally:
         if app.runner is not None:
             app.runner.kill_all()
-    wants_files = json_path or getattr(args, "junit", None) or getattr(args, "markdown", None)
+    wants_files = json_path or any(getattr(args, k, None)
+                                   for k in ("junit", "markdown", "html", "trace"))
     if not wants_files:
         return EXIT_OK
     results = app.model.results()

@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--markdown", metavar="PATH",
                     help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
                     "when set)")
+    ci.add_argument("--html", metavar="PATH",
+                    help="also write a self-contained HTML page of the report")
+    ci.add_argument("--trace", metavar="PATH",
+                    help="also write the run's timeline as Chrome trace JSON (Perfetto)")
     ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
     return ap
 
@@ -133,6 +137,8 @@ def check_output_path(path: str | None) -> None:
 #: returning an exit code (imported only when used, so ``--help`` stays fast).
 SUBCOMMANDS: dict[str, str] = {
     "init": "laya_tui.init_cmd:main",
+    "show": "laya_tui.show:main",
+    "diff": "laya_tui.diff:main",
 }
 
 

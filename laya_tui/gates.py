@@ -99,7 +99,8 @@ def prepare_gates(args: argparse.Namespace) -> GateSettings:
     from laya_tui.cli import check_output_path
 
     outputs = {"--json": getattr(args, "json", None), "--junit": getattr(args, "junit", None),
-               "--markdown": getattr(args, "markdown", None)}
+               "--markdown": getattr(args, "markdown", None),
+               "--html": getattr(args, "html", None), "--trace": getattr(args, "trace", None)}
     seen: dict[str, str] = {}
     for flag, path in outputs.items():
         if not path or path == "-":

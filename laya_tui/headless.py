@@ -129,3 +129,11 @@ def write_ci_files(report: dict[str, Any], args: argparse.Namespace) -> None:
     from laya_tui.markdown import write_markdown_outputs
 
     write_markdown_outputs(report, getattr(args, "markdown", None))
+    if getattr(args, "html", None):
+        from laya_tui.html_report import build_html
+
+        write_atomic(args.html, build_html(report, workspace=getattr(args, "workspace", None)))
+    if getattr(args, "trace", None):
+        from laya_tui.trace import trace_json
+
+        write_atomic(args.trace, trace_json(report))

@@ -267,7 +267,8 @@ class Runner:
         if use_cache:
             hit = self.cache.lookup(probe["id"], probe.get("params"), options, self.versions)
             if hit is not None:
-                hit = dict(hit, cached=True)
+                now = time.time()  # the span of this serving, not of the cached run
+                hit = dict(hit, cached=True, started=now, ended=now)
                 self.on_event(ProbeStarted(probe["id"], probe["family"], time.time()))
                 for sig in hit.get("signals", []):
                     self.on_event(SignalEmitted(probe["id"], sig))
@@ -322,7 +323,7 @@ class Runner:
         signals: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         base = {"id": pid, "family": fam, "cached": False, "params": probe.get("params", {}),
-                "file": probe.get("file")}
+                "file": probe.get("file"), "started": time.time()}  # wall clock, for --trace
         timeout = self.config.timeout_for(probe)
         self._cancelled.discard(pid)
         try:
@@ -359,7 +360,8 @@ class Runner:
                                   reason=event.get("reason"),
                                   seconds=round(time.perf_counter() - t0, 3),
                                   deps=self._rel_deps(probe, event.get("deps", [])),
-                                  signals=signals, log_tail=_tail(log_path))
+                                  signals=signals, log_tail=_tail(log_path),
+                                  ended=time.time())
                     result["_abs_deps"] = event.get("deps", [])
                     if event.get("error"):
                         result["error"] = event["error"]
@@ -389,7 +391,8 @@ class Runner:
     def _ended(self, base: dict[str, Any], status: str, reason: str, t0: float,
                signals: list[dict[str, Any]], tail: str, probe: dict[str, Any]) -> dict[str, Any]:
         return dict(base, status=status, reason=reason, seconds=round(time.perf_counter() - t0, 3),
-                    deps=self._rel_deps(probe, []), signals=signals, log_tail=tail)
+                    deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
+                    ended=time.time())
 
     def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
         root = os.path.realpath(self.config.workspace)

@@ -24,6 +24,7 @@ from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from laya_tui.errors import EXIT_USAGE, UsageError
 from laya_tui.events import Event
 from laya_tui.runner import Discovery, RunConfig
 from laya_tui.tui.editor import default_editor, editor_command
@@ -72,6 +73,8 @@ class LayaApp(App[int]):
         Binding("R", "rerun_all", "Re-run all", tooltip="re-run every probe, cache ignored"),
         Binding("w", "toggle_watch", "Watch", tooltip="toggle watch mode"),
         Binding("e", "export", "Export", tooltip="export the current report as JSON"),
+        Binding("i", "report_info", "Report info",
+                tooltip="a saved report's source, machine environment and gates"),
         Binding("question_mark", "help", "Help", tooltip="this help"),
     ]
 
@@ -79,8 +82,16 @@ class LayaApp(App[int]):
                  autorun: bool = True, watch: bool = False,
                  watch_factory: WatchFactory | None = None, export_path: str | None = None,
                  flush_interval: float = 1 / 30, budget: float = 0.008,
-                 gate_settings: Any = None, freeze_every: int = 2_000) -> None:
+                 gate_settings: Any = None, freeze_every: int = 2_000,
+                 offline: str | None = None, report_info: dict[str, Any] | None = None
+                 ) -> None:
         super().__init__()
+        #: why re-running is off (``show``/``diff`` over saved reports), None when live
+        self.offline = offline
+        #: ``{label, path, report}`` of the saved report shown (``show``/``diff``)
+        self.report_info = report_info
+        #: why the app ended with exit code 2 (a saved report that could not be read)
+        self.exit_error: str | None = None
         self.freeze_every = freeze_every
         self._rows_since_freeze = 0
         self._run_pending = False
@@ -93,6 +104,10 @@ class LayaApp(App[int]):
         self.flush_interval = flush_interval
         self.gate_settings = gate_settings
         self.model = RunModel(gate_settings)
+        if report_info is not None:
+            self.model.source = report_info.get("label")
+            gates = (report_info.get("report") or {}).get("gates")
+            self.model.fixed_gates = gates if isinstance(gates, list) else None
         self.pump = EventPump(self.model, budget=budget, on_pending=self._wake_drain)
         self.runner: RunnerLike | None = None
         self.watching = False
@@ -235,6 +250,9 @@ class LayaApp(App[int]):
             self._abandon(runner)
             self.post_message(RunCompleted("all", 0, cancelled=True))
             raise
+        except UsageError as exc:  # a saved report that turned out unreadable: exit 2
+            self.exit_error = str(exc)
+            self.exit(return_code=EXIT_USAGE)
         except Exception as exc:  # noqa: BLE001 - a runner bug is shown, never fatal
             self._abandon(runner)
             self.post_message(RunFailed(f"{type(exc).__name__}: {exc}"))
@@ -304,7 +322,27 @@ class LayaApp(App[int]):
         pid = main.selected_probe()
         return [pid] if pid else []
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "report_info":
+            return self.report_info is not None  # hidden in the footer of a live run
+        return True
+
+    def _offline(self) -> bool:
+        """Say why re-running is off over a saved report (True: it is off)."""
+        if self.offline:
+            self.notify(f"re-run is off: {self.offline}", severity="warning", timeout=6)
+        return bool(self.offline)
+
+    def action_report_info(self) -> None:
+        if self.report_info is None:
+            return
+        from laya_tui.tui.screens.report_info import ReportInfoScreen
+
+        self.push_screen(ReportInfoScreen(self.report_info))
+
     def action_rerun(self) -> None:
+        if self._offline():
+            return
         ids = self._targets()
         if not ids:
             self.notify("select a probe or a family to re-run (R re-runs all)",
@@ -313,10 +351,14 @@ class LayaApp(App[int]):
         self.rerun(ids)
 
     def action_rerun_all(self) -> None:
+        if self._offline():
+            return
         self.start_run(use_cache=False)
 
     # -- watch --------------------------------------------------------------------------
     def action_toggle_watch(self) -> None:
+        if self._offline():
+            return
         if self.watching:
             self.stop_watch()
             return
@@ -379,6 +421,12 @@ class LayaApp(App[int]):
 
     # -- export, editor, help, palette --------------------------------------------------
     def action_export(self) -> None:
+        if self.offline:  # re-exporting would stamp this machine's environment on it
+            where = (self.report_info or {}).get("path")
+            self.notify("export is off: the report shown is already saved"
+                        + (f" ({where})" if where else "")
+                        + "; --html PATH on show/diff writes a page", severity="warning")
+            return
         results = self.model.results()
         if not results:
             self.notify("nothing to export yet: no probe has finished", severity="warning")
@@ -472,7 +520,8 @@ def build_app(config: RunConfig | None = None, *,
               autorun: bool = True, watch: bool = False,
               watch_factory: WatchFactory | None = None, export_path: str | None = None,
               replay_delay: float = 0.0, flush_interval: float = 1 / 30,
-              gate_settings: Any = None) -> LayaApp:
+              gate_settings: Any = None, offline: str | None = None,
+              report_info: dict[str, Any] | None = None, budget: float = 0.008) -> LayaApp:
     """The app, fed by the live runner (``config``), a recorded report, or any factory."""
     if runner_factory is None:
         if recorded is not None:
@@ -491,4 +540,5 @@ def build_app(config: RunConfig | None = None, *,
         workspace = config.workspace
     return LayaApp(runner_factory, workspace=workspace, autorun=autorun, watch=watch,
                    watch_factory=watch_factory, export_path=export_path,
-                   flush_interval=flush_interval, gate_settings=gate_settings)
+                   flush_interval=flush_interval, gate_settings=gate_settings,
+                   offline=offline, report_info=report_info, budget=budget)

@@ -124,6 +124,10 @@ class RunModel:
         self._gates: list[dict[str, Any]] | None = None
         #: the probes of the current (or last) run, for the progress bar
         self.run_ids: set[str] = set()
+        #: a saved report's one-line source (``show``/``diff``), None for a live run
+        self.source: str | None = None
+        #: a saved report's gates as recorded (its own settings), instead of re-evaluating
+        self.fixed_gates: list[dict[str, Any]] | None = None
 
     # -- discovery ----------------------------------------------------------------------
     def discover(self, probes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> Changes:
@@ -281,6 +285,8 @@ class RunModel:
 
     def gates(self) -> list[dict[str, Any]]:
         """The gates over the finished results (cached until the next result)."""
+        if self.fixed_gates is not None:
+            return self.fixed_gates
         if self._gates is None:
             from laya_tui.gates import evaluate_all
 

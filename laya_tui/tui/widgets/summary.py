@@ -76,6 +76,8 @@ class SummaryText(Static):
                 gates.append("  (partial: probes still running)", style=dim)
         if model.errors:
             gates.append(f"  {len(model.errors)} probe file error(s)", style=bad)
+        if model.source:
+            gates.append(f"   ·  {model.source}  (i: details)", style=dim)
         self.lines = (line, kinds, gates)
 
 

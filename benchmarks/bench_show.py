@@ -1,0 +1,192 @@
+"""Saved-report benchmark: ``laya-tui show`` first paint, a 100,000-signal report, the HTML page.
+
+Usage: python benchmarks/bench_show.py [--signals N] [--paints N] [--no-html]
+
+1. First paint: ``laya-tui show REPORT`` on a pseudo-terminal (160x45), exec to the first
+   frame with the tree and the footer, for the 7-probe demo report and for a report of one
+   probe with N signals (default 100,000, the shape of bench_tui.py's flood probe); beside
+   it the live dashboard's first paint on the demo workspace (bench_tui.py's figure,
+   measured here in the same run), as a ratio.
+2. Loaded: in the headless Textual driver, the time from start until all N rows are in the
+   table of ``show`` over the big report (the live figure is bench_tui.py's ingest).
+3. HTML: size of the page and its load time in headless Chromium (navigation to the load
+   event, the page's script has built every section by then) for the recorded reports of
+   every family together and for the big report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+RECORDED = REPO / "tests" / "fixtures" / "recorded"
+DEMO_WS = RECORDED / "demo_ws"
+EVERY_FAMILY = ["env_report.json", "demo_report.json", "tilelang_report.json",
+                "mlx_report.json", "aoti_gpu_report.json"]
+
+
+def big_report(n: int) -> dict:
+    """A valid report: one probe, ``n`` fallback signals shaped like bench_tui's flood."""
+    from laya_tui.gates import evaluate_all
+    from laya_tui.report import build_report
+
+    pid = "flood/many_signals"
+    sigs = [{"kind": "fallback", "probe": pid, "subject": f"aten::op_{i % 997}",
+             "count": i % 13 + 1, "bytes": (i * 7919) % 10_000_000, "reason": f"reason {i % 31}",
+             "site": {"file": "probes/flood.py", "line": 5 + i % 40, "func": "forward"},
+             "fix": "pad to 64"} for i in range(n)]
+    probe = {"id": pid, "family": "flood", "status": "ok", "reason": None, "seconds": 1.0,
+             "cached": False, "deps": [], "signals": sigs, "log_tail": "", "file": None,
+             "params": {}}
+    gates, _ = evaluate_all([probe], None, [])
+    return build_report([probe], seconds=1.0, gates=gates)
+
+
+def every_family() -> dict:
+    """The recorded reports of every family as one report (what a full demo run covers)."""
+    from laya_tui.gates import evaluate_all
+    from laya_tui.report import build_report
+
+    probes = []
+    for name in EVERY_FAMILY:
+        probes += json.loads((RECORDED / name).read_text())["probes"]
+    gates, _ = evaluate_all(probes, None, [])
+    return build_report(probes, seconds=sum(p["seconds"] for p in probes), gates=gates)
+
+
+def first_paint(args: list[str], cwd: Path, timeout: float = 60.0) -> float:
+    """Seconds from exec to the first frame with the tree and the footer; then quits."""
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="45",
+               TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=str(REPO))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "laya_tui.cli", *args], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, cwd=cwd,
+                            start_new_session=True)
+    os.close(slave)
+    buf, painted = b"", None
+    try:
+        while time.perf_counter() - t0 < timeout:
+            ready, _, _ = select.select([master], [], [], 0.01)
+            if ready:
+                try:
+                    buf += os.read(master, 65536)
+                except OSError:
+                    break
+            if b"all probes" in buf and b"Re-run" in buf:
+                painted = time.perf_counter() - t0
+                break
+        if painted is None:
+            raise RuntimeError("no frame: " + buf[-300:].decode("utf-8", "replace"))
+        time.sleep(0.5)
+        os.write(master, b"q")
+        end = time.perf_counter() + 15
+        while proc.poll() is None and time.perf_counter() < end:
+            if select.select([master], [], [], 0.02)[0]:
+                try:
+                    os.read(master, 65536)
+                except OSError:
+                    pass
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.close(master)
+    return painted
+
+
+async def loaded(report: dict, n: int) -> tuple[float, float]:
+    """(seconds from the app's start until all n rows of ``show`` are in the table, the
+    longest event-loop stall meanwhile, seen by bench_tui's 5 ms heartbeat)."""
+    from bench_tui import Heartbeat
+
+    from laya_tui.show import build_saved_app
+
+    t0 = time.perf_counter()
+    app = build_saved_app(report, label="bench", workspace=str(REPO))
+    beat = Heartbeat()
+    async with app.run_test(size=(160, 45)) as pilot:
+        beat.start()
+        while app.main_screen.table.row_count < n or app.pump.pending:
+            await asyncio.sleep(0.01)
+        total = time.perf_counter() - t0
+        beat.stop()
+        await pilot.pause()
+    return total, beat.worst
+
+
+def html_figures(reports: dict[str, dict], tmp: Path) -> None:
+    from laya_tui.html_report import build_html
+    from tests._browser import Browser, find_chromium
+
+    binary = find_chromium()
+    for name, report in reports.items():
+        t0 = time.perf_counter()
+        text = build_html(report, workspace=str(REPO))
+        built = time.perf_counter() - t0
+        path = tmp / f"{name}.html"
+        path.write_text(text)
+        nsig = sum(len(p["signals"]) for p in report["probes"])
+        line = (f"  {name}: {len(report['probes'])} probes, {nsig:,} signals -> "
+                f"{path.stat().st_size / 1024:,.0f} KiB (written in {built:.2f} s)")
+        if binary is None:
+            print(line + "; no Chromium (apt-get install -y chromium): load not measured")
+            continue
+        loads = []
+        with Browser(binary) as b:
+            for _ in range(3):
+                loads.append(b.open(path.as_uri(), timeout=120))
+                assert b.console_errors() == [], b.console_errors()
+        print(line + f"; Chromium load {statistics.median(loads):.2f} s (median of 3)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--signals", type=int, default=100_000)
+    ap.add_argument("--paints", type=int, default=3)
+    ap.add_argument("--no-html", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        big = big_report(args.signals)
+        big_path = tmp / "big.json"
+        big_path.write_text(json.dumps(big, indent=1))
+        print(f"big report: {args.signals:,} signals, {big_path.stat().st_size / 2**20:.1f} MiB")
+        live, demo, show_big = [], [], []
+        for _ in range(args.paints):
+            live.append(first_paint(["--workspace", str(DEMO_WS), "--no-cache", "--cache-dir",
+                                     str(tmp / "cache")], DEMO_WS))
+            demo.append(first_paint(["show", str(RECORDED / "demo_report.json")], DEMO_WS))
+            show_big.append(first_paint(["show", str(big_path)], tmp))
+        m_live, m_demo, m_big = (statistics.median(x) for x in (live, demo, show_big))
+        print(f"first paint (median of {args.paints}): live dashboard on the demo workspace "
+              f"{m_live:.3f} s; show demo report {m_demo:.3f} s ({m_demo / m_live:.2f}x live); "
+              f"show {args.signals:,}-signal report {m_big:.3f} s ({m_big / m_live:.2f}x live)")
+        total, stall = asyncio.run(loaded(big, args.signals))
+        print(f"show {args.signals:,}-signal report, all rows in the table: {total:.2f} s, "
+              f"longest loop stall {stall * 1000:.0f} ms (headless driver)")
+        if not args.no_html:
+            print("HTML page:")
+            html_figures({"every-family": every_family(), f"{args.signals}-signals": big}, tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The ``i`` screen of ``show``/``diff``: where a saved report came from, the environment of
+the machine that wrote it, and its gates as recorded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def _table(title: str, pairs: list[tuple[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None,
+                  padding=(0, 2), title_style="bold underline")
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column()
+    for k, v in pairs:
+        table.add_row(str(k), v if isinstance(v, str) else json.dumps(v, default=repr))
+    return table
+
+
+def render_report_info(info: dict[str, Any]) -> RenderableType:
+    """Source, tool, environment (host, versions, probed facts) and gates of a report."""
+    report = info.get("report") or {}
+    env = report.get("environment") if isinstance(report.get("environment"), dict) else {}
+    tool = report.get("tool") if isinstance(report.get("tool"), dict) else {}
+    parts: list[RenderableType] = [Text(str(info.get("label") or "saved report"), style="bold")]
+    parts.append(_table("report", [(k, v) for k, v in (
+        ("file", info.get("path")), ("schema", report.get("schema")),
+        ("written", report.get("created")), ("by", " ".join(
+            str(tool.get(k)) for k in ("name", "version") if tool.get(k))),
+        ("seconds", (report.get("summary") or {}).get("seconds"))) if v]))
+    for key, title in (("host", "machine"), ("versions", "library versions"),
+                       ("probed", "probed environment")):
+        section = env.get(key)
+        if isinstance(section, dict) and section:
+            parts.append(_table(title, [(k, "—" if v is None else v)
+                                        for k, v in section.items()]))
+    gates = report.get("gates")
+    if isinstance(gates, list) and gates:
+        parts.append(_table("gates (as recorded)", [
+            (g.get("name"), ("pass" if g.get("passed") else
+                             f"FAIL ({len(g.get('failures') or [])})")
+             + (f"  {g['description']}" if g.get("description") else ""))
+            for g in gates if isinstance(g, dict)]))
+    return Group(*parts)
+
+
+class ReportInfoScreen(ModalScreen[None]):
+    """A saved report's source and machine."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,i", "dismiss", "Close")]
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        super().__init__()
+        self.info = info
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Static(render_report_info(self.info), id="report-info")
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(None)
