@@ -252,7 +252,9 @@ def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: 
     # the pass, and the IR it received
     failed_mod = None
     if tracker is not None and tracker.innermost() is not None:
-        diag.pass_name, failed_mod = tracker.innermost()
+        name, failed_mod = tracker.innermost()
+        if not name.startswith("after "):  # "after X": no pass raised, X's output is the IR
+            diag.pass_name = name
     if diag.pass_name is None and stage == "lower":
         diag.pass_name = pass_from_trace(exc, trace)
 
