@@ -582,7 +582,7 @@ def _device_messages(offset: int | None) -> list[str]:
 
 
 def _emit_summary(ctx: Any, state: CellState) -> None:
-    failed = state.outcome in ("lower-failed", "build-failed", "run-failed")
+    failed = state.outcome in ("lower-failed", "build-failed", "run-failed", NOT_EXAMINED)
     d = state.diag
     total = sum(v for k, v in state.seconds.items() if k != "trace")
     ctx.lowering(state.name, passed=not failed, reason=d.line if (failed and d) else None,

@@ -7,9 +7,13 @@ while it is being edited):
 * a **factory module** has a top-level function taking shapes and a ``cpu`` argument
   (``gemm_kernel(N, K, *, cpu=False, dtype=...)``): one cell per target x dtype x
   specialization;
-* a **plain TileLang file** defines a ``@tilelang.jit`` function or a ``PrimFunc`` at module
-  level (the ``tilelang.tools.compile_only`` convention): one cell per target, labelled
-  with the dtype and specialization its source uses, probed with its own shapes;
+* a **plain TileLang file**, written the way TileLang's own examples are: every
+  ``@tilelang.jit`` function (``@autotune`` stacked on it too) and every module-level
+  PrimFunc (``@T.prim_func`` or ``kernel = make(...)``) is a kernel with its own cells, one
+  per target, labelled with the dtype its arguments build it with and the specialization its
+  source uses. A file with one kernel names its cells after the file (``gemm[c,fp16,gpu]``),
+  a file with several after file and kernel (``rms_norm.rms_norm_splitk[...]``). A jit
+  kernel's arguments come from :mod:`laya_tui.lowering.kernel_args`;
 * anything else (helpers such as ``common.py``, references) expands into nothing.
 """
 
@@ -153,12 +157,14 @@ def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
                 found.append((node.targets[0].id, node, "primfunc"))
     entries = []
     workspace = opts.get("workspace")
+    lines = source.splitlines()
     for obj, node, kind in found:
         name = stem if len(found) == 1 else f"{stem}.{obj}"
-        segment = ast.get_source_segment(source, node) or source
+        # a kernel function is labelled by its own source; a PrimFunc built by a call
+        # (``kernel = make(64)``) by its file's
+        segment = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno]) \
+            if isinstance(node, ast.FunctionDef) else source
         dtype, spec = _labels(segment)
-        if kind == "primfunc" and spec == "cpu":
-            spec = _labels(source)[1]
         entry = KernelEntry(name=name, file=path, kind=kind, line=node.lineno, dtype=dtype,
                             spec=spec, obj=obj, key=ka.table_key(path, obj, workspace))
         if kind == "jit" and isinstance(node, ast.FunctionDef):

@@ -304,6 +304,7 @@ class ModuleScope(Scope):
     def __init__(self, tree: ast.Module) -> None:
         names: dict[str, ast.expr] = {}
         self.tree = tree
+        self.calls: dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]] | None = None
         self.functions: dict[str, ast.AST] = {}
         for node in tree.body:
             if isinstance(node, ast.Assign):
@@ -368,7 +369,7 @@ def kernel_signature(fn: ast.FunctionDef, scope: ModuleScope) -> KernelSig:
         if p.annotation is not None and _is_tensor_annotation(p.annotation):
             tensors[p.arg] = _tensor_shape(p.annotation)
     consts: list[str] = []
-    for node in ast.walk(fn):
+    for node in _top_level(fn):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
                 and node.target.id in params and _is_tensor_annotation(node.annotation):
             tensors[node.target.id] = _tensor_shape(node.annotation)
@@ -392,6 +393,17 @@ def kernel_signature(fn: ast.FunctionDef, scope: ModuleScope) -> KernelSig:
                     except Unresolved:
                         sig.jit_kwargs[kw.arg] = None
     return sig
+
+
+def _top_level(fn: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of ``fn``'s own statements (not of nested blocks or functions): where the
+    eager style declares ``T.const`` names and tensor annotations."""
+    out: list[ast.AST] = []
+    for stmt in fn.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.With, ast.For, ast.If, ast.While)):
+            continue
+        out.extend(ast.walk(stmt))
+    return out
 
 
 def _is_tensor_annotation(node: ast.expr) -> bool:
@@ -441,25 +453,37 @@ def _function_scope(fn: ast.FunctionDef | None, module: ModuleScope) -> Scope:
     return scope
 
 
-def _calls_to(tree: ast.Module, name: str) -> list[tuple[ast.Call, ast.FunctionDef | None]]:
-    """Calls ``name(...)`` / ``name.compile(...)`` anywhere, with their enclosing function."""
-    found: list[tuple[ast.Call, ast.FunctionDef | None]] = []
-
-    def visit(node: ast.AST, fn: ast.FunctionDef | None) -> None:
+def _call_index(tree: ast.Module) -> dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]]:
+    """Every call ``name(...)`` / ``name.compile(...)`` in the file by ``name``, with its
+    enclosing function (one walk per file)."""
+    index: dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]] = {}
+    stack: list[tuple[ast.AST, ast.FunctionDef | None]] = [(tree, None)]
+    while stack:
+        node, fn = stack.pop()
         for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, ast.FunctionDef) else fn
-            if isinstance(child, ast.FunctionDef) and child.name == name:
-                continue  # the kernel's own body
             if isinstance(child, ast.Call):
                 f = child.func
-                if (isinstance(f, ast.Name) and f.id == name) or (
-                        isinstance(f, ast.Attribute) and f.attr in _CALL_METHODS
-                        and isinstance(f.value, ast.Name) and f.value.id == name):
-                    found.append((child, fn))
-            visit(child, inner)
+                if isinstance(f, ast.Name):
+                    index.setdefault(f.id, []).append((child, fn))
+                elif isinstance(f, ast.Attribute) and f.attr in _CALL_METHODS \
+                        and isinstance(f.value, ast.Name):
+                    index.setdefault(f.value.id, []).append((child, fn))
+            if isinstance(child, ast.FunctionDef) and any(
+                    is_jit_decorator(d) or is_prim_func_decorator(d)
+                    for d in child.decorator_list):
+                continue  # kernel bodies (most of a file) never call kernels
+            stack.append((child, child if isinstance(child, ast.FunctionDef) else fn))
+    for calls in index.values():
+        calls.sort(key=lambda cf: (cf[0].lineno, cf[0].col_offset))
+    return index
 
-    visit(tree, None)
-    return found
+
+def _calls_to(module: ModuleScope, name: str) -> list[tuple[ast.Call, ast.FunctionDef | None]]:
+    """Calls of the kernel ``name`` outside its own body, in file order."""
+    if module.calls is None:
+        module.calls = _call_index(module.tree)
+    return [(c, fn) for c, fn in module.calls.get(name, [])
+            if fn is None or fn.name != name]
 
 
 def _bind_call(call: ast.Call, sig: KernelSig, scope: Scope) -> dict[str, Any]:
@@ -542,7 +566,7 @@ def literal_call_args(tree: ast.Module, sig: KernelSig,
     """The arguments of the call to the kernel that gives the most of them: (args, line)."""
     best: dict[str, Any] = {}
     line = None
-    for call, fn in _calls_to(tree, sig.name):
+    for call, fn in _calls_to(module, sig.name):
         got = _bind_call(call, sig, _function_scope(fn, module))
         if len(got) > len(best):
             best, line = got, call.lineno
