@@ -134,7 +134,7 @@ def last_change(log: PassLog, limit: int = 30) -> tuple[str, str, int] | None:
         if before is None or after is None or before.same_as(after):
             skipped += 1
             continue
-        a, b = script(before), script(after)
+        a, b = script(before).rstrip("\n") + "\n", script(after).rstrip("\n") + "\n"
         if a == b:
             skipped += 1
             continue

@@ -71,8 +71,8 @@ def _kv_table(pairs: list[tuple[str, str]]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="dim", no_wrap=True)
     table.add_column()
-    for k, v in pairs:
-        table.add_row(k, v)
+    for k, v in pairs:  # Text: a value such as "[tool.laya-tui...]" is not markup
+        table.add_row(Text(k), Text(v))
     return table
 
 
@@ -248,6 +248,13 @@ def _buffer_lines(text: str, names: list[str]) -> set[int]:
     return hits
 
 
+def _pass_seconds(sec: Any) -> str:
+    """A pass's seconds: milliseconds below one second (most passes take a few)."""
+    if not isinstance(sec, (int, float)):
+        return str(sec)
+    return f"{sec * 1000:.1f} ms" if sec < 1 else human_seconds(sec)
+
+
 def render_tilelang(detail: dict[str, Any], *, full: bool = False) -> list[RenderableType]:
     """Sections of a TileLang lowering cell: the kernel's arguments and where each came
     from, the slowest passes, the IR the failing pass received (implicated buffers
@@ -262,7 +269,7 @@ def render_tilelang(detail: dict[str, Any], *, full: bool = False) -> list[Rende
              for k, v in args.items()])]
     passes = detail.get("passes")
     if isinstance(passes, dict) and passes.get("slowest"):
-        rows = [(str(name), f"{human_seconds(sec)}" + (f"  ({runs} runs)" if runs != 1 else ""))
+        rows = [(str(name), _pass_seconds(sec) + (f"  ({runs} runs)" if runs != 1 else ""))
                 for name, sec, runs in passes["slowest"]]
         head = f"slowest passes ({passes.get('passes')} passes, " \
                f"{human_seconds(passes.get('total_s'))} in all)"
