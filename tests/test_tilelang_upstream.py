@@ -292,3 +292,17 @@ def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
     md = out["m.md"].read_text()
     assert "## laya-tui: ❌ FAIL" in md and "1 could not be examined" in md
     assert "**Could not be examined** (1)" in md
+
+
+@needs_cc
+def test_repro_of_a_factory_cells_build_failure(tl: Any, tmp_path: Path) -> None:
+    """A factory kernel of a package folder (relative imports) failing in the C++ build."""
+    status, signals = _run("rope_kernel[c,fp16,gpu]", tmp_path, folder=KERNELS)
+    low = _lowering(signals)
+    assert status == "failed" and low["detail"]["outcome"] == "build-failed"
+    repro = low["detail"]["repro"]
+    assert "ir_before" not in low["detail"]  # lowering passed: no failing pass
+    proc = subprocess.run([sys.executable, repro], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == low["reason"]

@@ -7,7 +7,15 @@ Signals per cell (the dashboard's lowering matrix reads them):
   kernel/target/dtype/spec/outcome/stage/diagnostic/... and per-stage seconds);
 * a ``timing`` signal per stage attempted (``<cell>/lower``, ``/build``, ``/run``);
 * a ``tolerance`` signal per checked output (``<cell>/<output>``);
-* an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped).
+* an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped);
+* for a failed cell, ``artifact`` signals for ``ir_before.py`` (the IR the failing pass
+  received), ``last_pass.diff`` and ``repro.py``, all in ``<out>/tilelang/cells/<kernel>/
+  <cell>/``; every lowered cell's detail has ``passes`` (TileLang's per-pass seconds).
+
+A cell that cannot be examined (a jit kernel's arguments unknown, a kernel file that does
+not import, a factory that raises, a jit kernel refusing its arguments) ends with
+``ctx.error`` (status ``error``), after a ``lowering`` signal with outcome
+``not-examined`` carrying the import diagnostic where there is one.
 """
 
 from __future__ import annotations
@@ -191,8 +199,8 @@ def _unexamined(state: CellState, failed: StageFailed) -> bool:
         return True
     if state.stage != "factory":
         return False
-    if state.kind == "factory":
-        return True
+    if state.kind == "factory" or failed.diag.exception == "LookupError":
+        return True  # a factory raised, or the kernel is gone from its file
     return failed.diag.exception == "TypeError" and "argument" in failed.diag.line
 
 
