@@ -40,7 +40,8 @@ def test_every_jit_kernel_and_each_of_two_in_a_file_gets_cells() -> None:
     cells = _cells()
     names = {c["name"] for c in cells.values()}
     assert names == {"elementwise_add", "gemm", "gemm_autotune", "rms_norm.rms_norm_splitk",
-                     "rms_norm.rms_norm", "online_softmax", "no_args", "scale_serial"}
+                     "rms_norm.rms_norm", "online_softmax", "no_args", "scale_serial",
+                     "mha_fwd"}
     for c in cells.values():
         assert c["kwargs"]["kind"] == "jit" and c["deps"] == [c["kwargs"]["file"]]
     # one cell per target, labelled with the dtype the arguments build it with
@@ -79,6 +80,12 @@ def test_arguments_come_from_the_files_own_calls_constants_and_autotune() -> Non
     assert a == {"M": 256, "N": 1024, "blk_m": 1}
     assert cells["rms_norm.rms_norm[c,fp32,gpu]"]["kwargs"]["pass_configs"] == {
         "tl.disable_tma_lower": True}
+    # @autotune + @tilelang.jit(out_idx, pass_configs): main()'s literal tiles beat the config
+    a, src = args("mha_fwd[cuda,fp16,gpu]")
+    assert (a["batch"], a["heads"], a["seq_len"], a["dim"], a["block_M"]) == (1, 2, 256, 64, 64)
+    assert src["seq_len"] == "the call at line " + str(_line(UP / "mha_fwd.py", "kernel = flash"))
+    assert cells["mha_fwd[cuda,fp16,gpu]"]["kwargs"]["pass_configs"] == {
+        "tl.enable_fast_math": True}
     # a test function's positional literals
     a, _ = args("scale_serial[c,fp32,gpu]")
     assert (a["M"], a["N"], a["block_M"]) == (37, 24, 16)
@@ -148,7 +155,7 @@ def test_factory_cells_are_unchanged() -> None:
 
 def test_discovery_of_upstream_files_imports_nothing_heavy() -> None:
     code = (f"from laya_tui.lowering.discover import matrix_cells\n"
-            f"assert len(matrix_cells({{'kernels': [{str(UP)!r}]}})) == 16\n")
+            f"assert len(matrix_cells({{'kernels': [{str(UP)!r}]}})) == 18\n")
     assert heavy_imports(code) == []
 
 

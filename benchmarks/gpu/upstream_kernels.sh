@@ -18,7 +18,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
 only=()
-for k in elementwise_add gemm gemm_autotune 'rms_norm.*' online_softmax scale_serial; do
+for k in elementwise_add gemm gemm_autotune 'rms_norm.*' online_softmax mha_fwd scale_serial; do
   only+=(--only "tilelang/${k}[cuda,*")
 done
 rc=0
