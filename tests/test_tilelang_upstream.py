@@ -296,6 +296,13 @@ def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
     junit = out["j.xml"].read_text()
     assert '<error type="not-examined" message="could not be examined: kernel arguments' in junit
     assert "<failure" not in junit and 'errors="1"' in junit
+    try:
+        import xmlschema
+    except ImportError:
+        pass  # the dev extra validates it against junit-10.xsd
+    else:
+        xmlschema.XMLSchema(str(ROOT / "tests" / "fixtures" / "junit-10.xsd")).validate(
+            str(out["j.xml"]))
     md = out["m.md"].read_text()
     assert "## laya-tui: ❌ FAIL" in md and "1 could not be examined" in md
     assert "**Could not be examined** (1)" in md
