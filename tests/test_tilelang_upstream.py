@@ -320,3 +320,20 @@ def test_repro_of_a_factory_cells_build_failure(tl: Any, tmp_path: Path) -> None
                           timeout=600, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == low["reason"]
+
+
+def test_cli_reads_the_kernel_args_table_of_the_workspace(tmp_path: Path) -> None:
+    """pyproject's table reaches discovery: its targets and dtypes shape the cells."""
+    (tmp_path / "kernels").mkdir()
+    shutil.copy(UP / "no_args.py", tmp_path / "kernels" / "no_args.py")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.laya-tui.kernel-args."kernels/no_args.py::scale_rows"]\n'
+        'M = 64\nN = 32\nblock_M = 16\ndtypes = ["float32", "bfloat16"]\ntargets = ["c"]\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "laya_tui.cli", "--list", "--probes",
+         str(ROOT / "probes" / "tilelang_matrix.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ids = [ln for ln in proc.stdout.splitlines() if ln.startswith("tilelang/")]
+    assert ids == ["tilelang/no_args[c,fp32,gpu]", "tilelang/no_args[c,bf16,gpu]"]
