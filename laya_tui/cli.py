@@ -110,6 +110,8 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
     extra: dict[str, object] = {"demo": bool(getattr(args, "demo", None))}
     if args.rbln_log:
         extra["rbln_log"] = os.path.abspath(args.rbln_log)
+    if getattr(args, "kernel_args", None):
+        extra["kernel_args"] = args.kernel_args  # [tool.laya-tui.kernel-args] (tilelang)
     out = os.path.abspath(args.out) if args.out else None
     return RunConfig(
         workspace=workspace, probes=[os.path.abspath(p) for p in probes],

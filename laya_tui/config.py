@@ -34,6 +34,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "junit": ("junit", "path"),
     "markdown": ("markdown", "path"),
     "demo": ("demo", "bool"),
+    "kernel-args": ("kernel_args", "kernel-args"),
 }
 ALIASES = {"family-timeouts": "timeouts"}
 
@@ -133,6 +134,13 @@ def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
             if not isinstance(n, int) or isinstance(n, bool) or n < 0:
                 raise UsageError(f"{where} {key}.{k}: expected a whole number >= 0, got {n!r}")
         return [f"{k}={n}" for k, n in value.items()]
+    if kind == "kernel-args":  # [tool.laya-tui.kernel-args."file.py::kernel"]
+        from laya_tui.lowering.kernel_args import validate_tables
+
+        try:
+            return validate_tables(value, where)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     raise AssertionError(kind)  # pragma: no cover - KEYS and _check agree
 
 

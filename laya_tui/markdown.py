@@ -1,7 +1,9 @@
 """``--markdown PATH``: a short summary for a pull-request comment (and GITHUB_STEP_SUMMARY).
 
-The verdict, the probe counts, one row per gate, and when a baseline was given, the first
-regressions and improvements. Deterministic for a given report (no clock, no host facts).
+The verdict, the probe counts, one row per gate, the probes that could not examine their
+subject (status ``error``: not findings, listed apart from the failures), and when a
+baseline was given, the first regressions and improvements. Deterministic for a given
+report (no clock, no host facts).
 """
 
 from __future__ import annotations
@@ -90,19 +92,37 @@ def _occurrences(report: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def _not_examined(report: dict[str, Any]) -> list[str]:
+    """Probes with status ``error``: the tool never reached their subject (not findings)."""
+    probes = [p for p in report.get("probes", []) if p.get("status") == "error"]
+    if not probes:
+        return []
+    lines = [f"**Could not be examined** ({len(probes)}): nothing was found about these, "
+             "fix what stopped the probe", "", "| | probe | why |", "|---|---|---|"]
+    for p in probes[:ROWS]:
+        reason = (p.get("reason") or "").splitlines()
+        lines.append(f"| ⚠ | {_code(p['id'])} | {_cell(reason[0] if reason else '')} |")
+    if len(probes) > ROWS:
+        lines.append(f"| | … | {len(probes) - ROWS} more in the JSON report |")
+    lines.append("")
+    return lines
+
+
 def build_markdown(report: dict[str, Any]) -> str:
     """The markdown summary of a report."""
     s = report["summary"]
     st = s["status"]
     verdict = "✅ PASS" if s.get("passed") else "❌ FAIL"
+    not_examined = (f"{st['error']} could not be examined, " if st.get("error") else "")
     lines = [f"## laya-tui: {verdict}", "",
              f"{s['probes']} probes: {st.get('ok', 0)} ok, {st.get('failed', 0)} failed, "
-             f"{st.get('skipped', 0)} skipped, {st.get('crashed', 0)} crashed, "
+             f"{not_examined}{st.get('skipped', 0)} skipped, {st.get('crashed', 0)} crashed, "
              f"{st.get('timeout', 0)} timeout ({s.get('cached', 0)} cached).", ""]
     occ = _occurrences(report)
     if occ:
         lines += ["Occurrences: " + ", ".join(f"{k} {n}" for k, n in occ.items()) + ".", ""]
     lines += _gates_table(report) + [""]
+    lines += _not_examined(report)
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
     while lines and lines[-1] == "":

@@ -120,8 +120,12 @@ def human_summary(report: dict[str, Any]) -> str:
     if kinds:
         lines.append(f"  signals: {kinds}")
     for p in report["probes"]:
-        if p["status"] in ("crashed", "timeout", "error"):
+        if p["status"] in ("crashed", "timeout"):
             lines.append(f"  {p['status']}: {p['id']}: {p.get('reason') or ''}")
+        elif p["status"] == "error":  # not a finding: the probe never reached its subject
+            first, *rest = (p.get("reason") or "").splitlines() or [""]
+            lines.append(f"  could not be examined: {p['id']}: {first}")
+            lines += [f"      {ln}" for ln in rest[:12]]
     for e in report.get("errors", []):
         where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
         lines.append(f"  error: {where}: {e['error']}")

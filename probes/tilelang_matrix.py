@@ -5,7 +5,12 @@ builds it (the C++ compiler for ``c``, nvcc for ``cuda``), runs it where it can 
 CPU, ``cuda`` on a GPU) and compares it with the kernel's torch fp32 reference; a failing
 stage reports its first real diagnostic. Kernels come from ``--kernels DIR`` (default
 ``./kernels``): factory modules (``gemm_kernel(N, K, *, cpu=False, dtype=...)`` plus an
-``example()``) and plain TileLang files with a module-level ``@tilelang.jit`` / ``PrimFunc``.
+``example()``) and TileLang files written like TileLang's examples, where every
+``@tilelang.jit`` function (``@autotune`` on top too) and module-level ``PrimFunc`` is a
+kernel, built with the arguments :mod:`laya_tui.lowering.kernel_args` finds (pyproject's
+``[tool.laya-tui.kernel-args]``, ``LAYA_ARGS``, the file's own literal calls, the first
+autotune config) and compared with the file's ``ref_program`` when it runs. A kernel whose
+arguments are unknown or whose file does not import ends with status ``error``.
 
 ``<kernel>[cpu-vs-gpu,<dtype>]`` cells run a factory kernel's cpu specialization (``c``,
 fp32) and its gpu specialization (``cuda``, fp16/bf16) on the same dtype-rounded inputs and

@@ -159,7 +159,7 @@ def _cell(name: str, cid: str, kernels: Path = KERNELS) -> dict[str, Any]:
 
 
 def _run(kwargs: dict[str, Any], out: Path) -> tuple[str, list[dict[str, Any]]]:
-    from laya_tui.api import Context, Skipped
+    from laya_tui.api import Context, Skipped, Unexamined
     from laya_tui.lowering.cell import run_cell
 
     signals: list[dict[str, Any]] = []
@@ -170,6 +170,9 @@ def _run(kwargs: dict[str, Any], out: Path) -> tuple[str, list[dict[str, Any]]]:
         run_cell(ctx, **kwargs)
     except Skipped as exc:
         return f"skipped: {exc}", signals
+    except Unexamined as exc:
+        assert str(Path(kwargs["file"]).resolve()) in deps
+        return f"error: {exc}", signals
     assert str(Path(kwargs["file"]).resolve()) in deps
     return ("failed" if ctx.failures else "ok"), signals
 
@@ -272,11 +275,11 @@ def test_cuda_cell_lowers_and_builds_with_nvcc(tl: Any, tmp_path: Path) -> None:
 def test_foreign_kernels_each_report_their_own_diagnostic(tl: Any, tmp_path: Path) -> None:
     d = _foreign(tmp_path)
     out = tmp_path / "out"
-    # a plain @tilelang.jit file: lowered and built with its own shapes, nothing to compare
+    # a plain @tilelang.jit file: lowered and built with its own shapes, no ref_program
     status, sig = _run(_cell("scale2", "c,fp32,gpu", d), out)
     low = _lowering(sig)
     assert status == "ok" and low["detail"]["outcome"] == "built"
-    assert "no example()" in low["detail"]["run_skipped"]
+    assert "defines no ref_program() to compare with" in low["detail"]["run_skipped"]
     # a plain PrimFunc file with a GPU fragment: TileLang's own layout diagnostic
     status, sig = _run(_cell("frag_fill", "c,bf16,gpu", d), out)
     low = _lowering(sig)
@@ -284,14 +287,18 @@ def test_foreign_kernels_each_report_their_own_diagnostic(tl: Any, tmp_path: Pat
     assert low["site"] == {"file": str(d / "frag_fill.py"),
                            "line": _line(PLAIN_FRAGMENT, "acc = T.alloc_fragment")}
     assert low["detail"]["pass"] == "tl.LayoutInference"
-    # a file that does not import
+    # a file that does not import: could not be examined (status error), diagnostic kept
     status, sig = _run(_cell("broken_kernel", "c,fp32,cpu", d), out)
     low = _lowering(sig)
+    assert status.startswith("error: could not import broken.py: SyntaxError")
+    assert low["detail"]["outcome"] == "not-examined"
     assert (low["detail"]["stage"], low["detail"]["exception"]) == ("import", "SyntaxError")
     assert low["site"]["line"] == _line(BROKEN, "x = (") and "never closed" in low["reason"]
-    # a factory that raises
+    # a factory that raises: could not be examined either
     status, sig = _run(_cell("raises_kernel", "c,fp32,cpu", d), out)
     low = _lowering(sig)
+    assert status == "error: could not build the kernel object of raises.py: ValueError: " \
+        "N must be a multiple of 16, got 10"
     assert (low["detail"]["stage"], low["detail"]["exception"]) == ("factory", "ValueError")
     assert low["reason"] == "N must be a multiple of 16, got 10"
     assert low["site"] == {"file": str(d / "raises.py"), "line": _line(RAISES, "raise "),
@@ -336,10 +343,11 @@ def test_headless_run_on_a_foreign_folder(tl: Any, tmp_path: Path) -> None:
     probes = {p["id"]: p for p in doc["probes"] if p["family"] == "tilelang"}
     assert probes["tilelang/scale2[c,fp32,gpu]"]["status"] == "ok"
     assert probes["tilelang/frag_fill[c,bf16,gpu]"]["status"] == "failed"
-    assert probes["tilelang/broken_kernel[c,fp32,cpu]"]["status"] == "failed"
+    assert probes["tilelang/broken_kernel[c,fp32,cpu]"]["status"] == "error"  # not examined
     assert probes["tilelang/broken_kernel[c,fp16,cpu]"]["status"] == "skipped"
+    assert proc.returncode == 1 and "could not be examined" in proc.stderr  # no-probe-error
     for pid, p in probes.items():
-        if p["status"] in ("ok", "failed"):
+        if p["status"] in ("ok", "failed", "error"):
             assert sum(s["kind"] == "lowering" for s in p["signals"]) == 1, pid
     arts = [s["detail"]["path"] for p in probes.values() for s in p["signals"]
             if s["kind"] == "artifact"]

@@ -45,7 +45,7 @@ def agreement_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"id": agreement_label(dt), "name": e.name, "deps": [e.file],
              "kwargs": {"kernel": e.name, "file": e.file, "dtype": dt, "factory": e.factory,
                         "line": e.line}}
-            for e in find_kernels(kernel_dirs(opts)) if e.kind == "factory"
+            for e in find_kernels(kernel_dirs(opts), opts) if e.kind == "factory"
             for dt in AGREE_DTYPES]
 
 

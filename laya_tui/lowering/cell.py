@@ -7,7 +7,15 @@ Signals per cell (the dashboard's lowering matrix reads them):
   kernel/target/dtype/spec/outcome/stage/diagnostic/... and per-stage seconds);
 * a ``timing`` signal per stage attempted (``<cell>/lower``, ``/build``, ``/run``);
 * a ``tolerance`` signal per checked output (``<cell>/<output>``);
-* an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped).
+* an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped);
+* for a failed cell, ``artifact`` signals for ``ir_before.py`` (the IR the failing pass
+  received), ``last_pass.diff`` and ``repro.py``, all in ``<out>/tilelang/cells/<kernel>/
+  <cell>/``; every lowered cell's detail has ``passes`` (TileLang's per-pass seconds).
+
+A cell that cannot be examined (a jit kernel's arguments unknown, a kernel file that does
+not import, a factory that raises, a jit kernel refusing its arguments) ends with
+``ctx.error`` (status ``error``), after a ``lowering`` signal with outcome
+``not-examined`` carrying the import diagnostic where there is one.
 """
 
 from __future__ import annotations
@@ -49,6 +57,8 @@ class CellState:
     seconds: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     diag: Diagnostic | None = None
+    module: Any = None  # the imported kernel module (not reported)
+    no_reference: str = ""  # why a plain kernel has nothing to compare with
 
     @property
     def label(self) -> str:
@@ -83,7 +93,7 @@ class CellState:
         if d and d.buffers:
             out["buffers"] = d.buffers
         out.update({k: v for k, v in self.extra.items()
-                    if k not in ("command", "generated_source")})
+                    if k not in ("command", "generated_source") and not k.startswith("_")})
         return out
 
 
@@ -111,9 +121,21 @@ def factory_site(path: str, line: int | None, func: str | None) -> dict[str, Any
     return site
 
 
+#: Outcome of a cell that could not be examined (the probe ends with status ``error``).
+NOT_EXAMINED = "not-examined"
+
+
 def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype: str,
-             spec: str, factory: str | None = None, line: int | None = None) -> None:
-    """Probe one cell and report it through ``ctx`` (see the module docstring)."""
+             spec: str, factory: str | None = None, line: int | None = None,
+             obj: str | None = None, args: dict[str, Any] | None = None,
+             arg_sources: dict[str, str] | None = None, missing: list[str] | None = None,
+             key: str | None = None, dtype_arg: str | None = None,
+             pass_configs: dict[str, Any] | None = None) -> None:
+    """Probe one cell and report it through ``ctx`` (see the module docstring).
+
+    A cell that cannot be examined (its kernel's arguments unknown, its file not importable,
+    a factory that raises, a jit kernel refusing its arguments) ends with ``ctx.error``.
+    """
     state = CellState(kernel=kernel, target=target, dtype=dtype, spec=spec, file=file,
                       kind=kind)
     ctx.depends_on(file)
@@ -121,6 +143,20 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
         dl = DTYPES.get(dtype, dtype)
         ctx.skip(f"cpu=True is the fp32 specialization: {dl} is not one of its dtypes "
                  f"(the gpu specialization covers {dl})")
+    call = KernelCall(obj=obj or factory or kernel, args=dict(args or {}),
+                      sources=dict(arg_sources or {}), dtype_arg=dtype_arg,
+                      pass_configs=dict(pass_configs or {}))
+    if kind == "jit":
+        if dtype_arg:
+            call.args[dtype_arg] = dtype
+            call.sources[dtype_arg] = "the cell's dtype"
+        state.extra["args"] = call.args
+        state.extra["arg_sources"] = call.sources
+        if missing:
+            from laya_tui.lowering.kernel_args import missing_message
+
+            ctx.error(missing_message(call.obj, key or f"{file}::{call.obj}", list(missing),
+                                      ctx.options.get("workspace")))
     try:
         import tilelang  # noqa: F401 - the probe's one heavy import
     except ImportError as exc:
@@ -130,33 +166,96 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
 
         if not cuda_codegen_available():
             ctx.skip("this TileLang build has no CUDA codegen (a Metal/CPU wheel)")
-    fsite = factory_site(file, line, factory)
+    fsite = factory_site(file, line, factory or (obj if kind == "jit" else None))
+    func = None
     try:
-        func, example = trace_stage(ctx, state, fsite, factory)
-        artifact, tgt = lower_stage(ctx, state, func, fsite)
+        func, example = trace_stage(ctx, state, fsite, factory, call)
+        artifact, tgt = lower_stage(ctx, state, func, fsite, call)
         built = build_stage(ctx, state, func, artifact, tgt)
         if built is not None:
+            if example is None and kind in ("jit", "primfunc"):
+                from laya_tui.lowering.reference import reference_example
+
+                example, state.no_reference = reference_example(state.module, func, SEED)
             _run(ctx, state, func, artifact, tgt, built, example)
     except StageFailed as failed:
         state.diag = failed.diag
+        if _unexamined(state, failed):
+            state.outcome = NOT_EXAMINED
+            _emit_summary(ctx, state)
+            what = "import" if state.stage == "import" else "build the kernel object of"
+            ctx.error(f"could not {what} {os.path.basename(file)}: {failed.diag.exception}: "
+                      f"{failed.diag.line}")
         state.outcome = {"import": "lower-failed", "factory": "lower-failed",
                          "lower": "lower-failed", "build": "build-failed",
                          "run": "run-failed"}[state.stage]
+        _failure_files(ctx, state, call)
     _emit_summary(ctx, state)
+
+
+def _unexamined(state: CellState, failed: StageFailed) -> bool:
+    """The file did not import, a factory raised, or a jit kernel refused its arguments."""
+    if state.stage == "import":
+        return True
+    if state.stage != "factory":
+        return False
+    if state.kind == "factory" or failed.diag.exception == "LookupError":
+        return True  # a factory raised, or the kernel is gone from its file
+    return failed.diag.exception == "TypeError" and "argument" in failed.diag.line
+
+
+def _failure_files(ctx: Any, state: CellState, call: KernelCall) -> None:
+    """The IR before the failing pass, the last pass's diff and ``repro.py`` of a failed
+    cell, in ``<out>/tilelang/cells/<kernel>/<label>/``."""
+    from laya_tui.lowering.build import cache_root
+    from laya_tui.lowering.repro import write_repro
+
+    folder = os.path.join(cache_root(ctx.options), "cells", _safe(state.kernel),
+                          _safe(state.label))
+    files: dict[str, Any] = {}
+    log = state.extra.pop("_passlog", None)
+    try:
+        if log is not None and state.stage == "lower":
+            from laya_tui.lowering.passlog import write_failure_artifacts
+
+            files.update(write_failure_artifacts(
+                log, folder, failing_pass=state.diag.pass_name if state.diag else None,
+                message=state.diag.text if state.diag else ""))
+        files["repro"] = write_repro(folder, state, call, cuda_target_spec()
+                                     if state.target == "cuda" else None)
+    except Exception as exc:  # noqa: BLE001 - artifacts must never hide the diagnostic
+        ctx.log(f"could not write the failure artifacts of {state.name}: {exc}",
+                subject=state.name)
+    for k, v in files.items():
+        state.extra[k] = v
+        if k in ("ir_before", "last_pass_diff", "repro") and isinstance(v, str):
+            ctx.artifact(f"{state.name}/{k}", v, detail={"kind": k.replace("_", " "),
+                                                         **_tdetail(state)})
+
+
+@dataclass
+class KernelCall:
+    """How a plain kernel is built: the module attribute, its arguments, its pass configs."""
+
+    obj: str
+    args: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    dtype_arg: str | None = None
+    pass_configs: dict[str, Any] = field(default_factory=dict)
 
 
 # -- stages ---------------------------------------------------------------------------------
 
 
 def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
-                factory: str | None) -> tuple[Any, Any]:
+                factory: str | None, call: KernelCall | None = None) -> tuple[Any, Any]:
     """Import the kernel file and build its PrimFunc (timed as part of ``lower``)."""
     from laya_tui.lowering.modules import find_kernel_object, import_kernel_file, loaded_files
 
     t0 = time.perf_counter()
     try:
         state.stage = "import"
-        mod = import_kernel_file(state.file)
+        mod = state.module = import_kernel_file(state.file)
         folder = os.path.dirname(state.file)
         if not os.path.isfile(os.path.join(folder, "__init__.py")):
             # A plain folder's modules load by path, out of the worker's import tracking
@@ -164,8 +263,14 @@ def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
             for dep in loaded_files(folder):
                 ctx.depends_on(dep)
         state.stage = "factory"
-        if state.kind == "file":
-            return find_kernel_object(mod), None
+        if state.kind in ("file", "jit", "primfunc"):
+            named = call.obj if call is not None and state.kind != "file" else None
+            func, jit = find_kernel_object(mod, named, call.args if call else None)
+            if jit is not None and call is not None:
+                call.pass_configs = {**call.pass_configs, **{
+                    str(getattr(k, "value", k)): v
+                    for k, v in (getattr(jit, "pass_configs", None) or {}).items()}}
+            return func, None
         fn = getattr(mod, factory or state.kernel, None)
         if fn is None:
             raise LookupError(f"{state.file} no longer defines {factory or state.kernel}()")
@@ -200,35 +305,52 @@ def _example(mod: Any, fn: Any) -> Any:
     return ex
 
 
-def lower_stage(ctx: Any, state: CellState, func: Any,
-                fsite: dict[str, Any] | None) -> tuple[Any, Any]:
-    """``tilelang.lower(..., enable_device_compile=False)`` under a pass tracker."""
+def pass_config(call: KernelCall | None = None) -> dict[str, Any]:
+    """The cell's pass configuration: the kernel's own (``@tilelang.jit(pass_configs=...)``)
+    plus ``#line`` directives, so compiler errors name kernel lines."""
+    import tilelang
+
+    config: dict[str, Any] = dict(call.pass_configs) if call else {}
+    key = getattr(tilelang.transform.PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
+    if key is not None:
+        config.setdefault(str(getattr(key, "value", key)), True)
+    return config
+
+
+def lower_stage(ctx: Any, state: CellState, func: Any, fsite: dict[str, Any] | None,
+                call: KernelCall | None = None) -> tuple[Any, Any]:
+    """``tilelang.lower(..., enable_device_compile=False)`` under TileLang's pass
+    instrumentation (:mod:`laya_tui.lowering.passlog`): per-pass seconds, and the IR each
+    pass received kept by reference for a failure."""
     import tilelang
     from tvm.target import Target
 
     from laya_tui.lowering.build import cache_root
-    from laya_tui.lowering.diagnostics import make_pass_tracker
+    from laya_tui.lowering.passlog import PassLog, lowering_session
 
     state.stage = "lower"
     tgt = Target(cuda_target_spec() if state.target == "cuda" else state.target)
-    tracker = make_pass_tracker()
-    config: dict[str, Any] = {}
-    key = getattr(tilelang.transform.PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
-    if key is not None:
-        config[key] = True  # generated code carries #line: compiler errors name kernel lines
+    config = pass_config(call)
+    state.extra["pass_configs"] = {k: v for k, v in config.items()
+                                   if isinstance(v, (bool, int, float, str))}
+    log = PassLog()
+    session, instruments = lowering_session(state.name, log)
     t0 = time.perf_counter()
     try:
-        with tilelang.transform.PassContext(opt_level=3, config=config,
-                                            instruments=[tracker]), tgt:
+        with session, tilelang.transform.PassContext(opt_level=3, config=config,
+                                                     instruments=instruments()), tgt:
             artifact = tilelang.lower(func, target=tgt, enable_device_compile=False)
     except Exception as exc:  # noqa: BLE001 - the lowering diagnostic is the result
         state.seconds["lower"] = time.perf_counter() - t0 + state.seconds.get("trace", 0.0)
         ctx.timing(f"{state.name}/lower", state.seconds["lower"], detail=_tdetail(state))
+        _note_passes(state, log)
+        state.extra["_passlog"] = log
         raise StageFailed(from_exception(exc, stage="lower", target=state.target,
                                          kernel_file=state.file, factory_site=fsite,
-                                         tracker=tracker, source_func=func)) from exc
+                                         tracker=log, source_func=func)) from exc
     state.seconds["lower"] = time.perf_counter() - t0 + state.seconds.get("trace", 0.0)
     ctx.timing(f"{state.name}/lower", state.seconds["lower"], detail=_tdetail(state))
+    _note_passes(state, log)
     state.outcome = "lowered"
     src_dir = os.path.join(cache_root(ctx.options), "src", _safe(state.kernel))
     os.makedirs(src_dir, exist_ok=True)
@@ -239,6 +361,13 @@ def lower_stage(ctx: Any, state: CellState, func: Any,
     ctx.artifact(f"{state.name}/source", path,
                  detail={"kind": "generated source", **_tdetail(state)})
     return artifact, tgt
+
+
+def _note_passes(state: CellState, log: Any) -> None:
+    """Per-pass seconds (TileLang's pass timing) into the cell's detail."""
+    timings = log.timings()
+    if timings:
+        state.extra["passes"] = timings
 
 
 def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any,
@@ -310,8 +439,8 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     import torch
 
     if example is None:
-        why = ("a plain TileLang file has no example() giving inputs and a reference"
-               if state.kind == "file" else "the module defines no example()")
+        why = (state.no_reference or "a plain TileLang file has no example() giving inputs "
+               "and a reference") if state.kind != "factory" else "the module defines no example()"
         state.extra["run_skipped"] = f"{why}: lowered and built only"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
@@ -461,7 +590,7 @@ def _device_messages(offset: int | None) -> list[str]:
 
 
 def _emit_summary(ctx: Any, state: CellState) -> None:
-    failed = state.outcome in ("lower-failed", "build-failed", "run-failed")
+    failed = state.outcome in ("lower-failed", "build-failed", "run-failed", NOT_EXAMINED)
     d = state.diag
     total = sum(v for k, v in state.seconds.items() if k != "trace")
     ctx.lowering(state.name, passed=not failed, reason=d.line if (failed and d) else None,

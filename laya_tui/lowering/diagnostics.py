@@ -3,8 +3,9 @@
 Sources, best first: TileLang's own ``--> file:line:col`` marker; buffers the message names
 (or whose scope/dtype it names) found in the IR the failing pass received, with the source
 spans TileLang stamps on them; the user's frame in a Python traceback; the factory's
-``def`` line. The failing pass comes from a pass instrument that watches the pipeline,
-else from the traceback (Python frames, then C++ frames).
+``def`` line. The failing pass comes from TileLang's pass instrumentation
+(:mod:`laya_tui.lowering.passlog`), else from the traceback (Python frames, then C++
+frames).
 
 TVM is imported inside functions: this module is imported by worker-side code only.
 """
@@ -45,32 +46,6 @@ class Diagnostic:
     buffers: list[dict[str, Any]] = field(default_factory=list)
     command: str | None = None
     fix: str | None = None
-
-
-# -- the pass instrument ------------------------------------------------------------------
-
-
-def make_pass_tracker() -> Any:
-    """A TVM pass instrument remembering the innermost running pass and the IR it received."""
-    import tvm
-
-    @tvm.instrument.pass_instrument
-    class PassTracker:
-        def __init__(self) -> None:
-            self.stack: list[tuple[str, Any]] = []
-            self.failed: tuple[str, Any] | None = None
-
-        def run_before_pass(self, mod: Any, info: Any) -> None:
-            self.stack.append((str(info.name), mod))
-
-        def run_after_pass(self, mod: Any, info: Any) -> None:
-            if self.stack:
-                self.stack.pop()
-
-        def innermost(self) -> tuple[str, Any] | None:
-            return self.stack[-1] if self.stack else None
-
-    return PassTracker()
 
 
 # -- text helpers ---------------------------------------------------------------------------
@@ -252,7 +227,9 @@ def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: 
     # the pass, and the IR it received
     failed_mod = None
     if tracker is not None and tracker.innermost() is not None:
-        diag.pass_name, failed_mod = tracker.innermost()
+        name, failed_mod = tracker.innermost()
+        if not name.startswith("after "):  # "after X": no pass raised, X's output is the IR
+            diag.pass_name = name
     if diag.pass_name is None and stage == "lower":
         diag.pass_name = pass_from_trace(exc, trace)
 

@@ -101,15 +101,36 @@ def loaded_files(folder: str) -> list[str]:
     return sorted(set(files))
 
 
-def find_kernel_object(mod: types.ModuleType) -> Any:
-    """The first ``@tilelang.jit`` kernel or ``PrimFunc`` defined at module level, as a
-    PrimFunc (``tilelang.tools.compile_only``'s convention)."""
+def find_kernel_object(mod: types.ModuleType, name: str | None = None,
+                       args: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """``(PrimFunc, jit object or None)`` for the kernel ``name`` of ``mod``.
+
+    A ``@tilelang.jit`` function (``@autotune`` on top unwrapped to it) is traced with
+    ``args`` (``get_tir(**args)``, as ``kernel.compile(**args)`` would); a PrimFunc is taken
+    as it is. Without ``name``, the first such object at module level
+    (``tilelang.tools.compile_only``'s convention).
+    """
     from tilelang.jit import JITImpl
     from tilelang.language.eager import PrimFunc
 
-    for obj in vars(mod).values():
+    def unwrap(obj: Any) -> Any:
+        inner = getattr(obj, "jit_impl", None)  # AutoTuneImpl
+        return inner if isinstance(inner, JITImpl) else obj
+
+    if name is not None:
+        if not hasattr(mod, name):
+            raise LookupError(f"{getattr(mod, '__file__', mod)} no longer defines {name}")
+        obj = unwrap(getattr(mod, name))
         if isinstance(obj, JITImpl):
-            return obj.get_tir()
+            return obj.get_tir(**(args or {})), obj
         if isinstance(obj, PrimFunc):
-            return obj
+            return obj, None
+        raise LookupError(f"{name} is a {type(obj).__name__}, not a @tilelang.jit kernel or "
+                          "a PrimFunc")
+    for obj in vars(mod).values():
+        obj = unwrap(obj)
+        if isinstance(obj, JITImpl):
+            return obj.get_tir(**(args or {})), obj
+        if isinstance(obj, PrimFunc):
+            return obj, None
     raise LookupError("no @tilelang.jit kernel or PrimFunc at module level")

@@ -40,7 +40,7 @@ from laya_tui.tui.messages import (
 from laya_tui.tui.model import RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.main import MainScreen
-from laya_tui.tui.widgets.detail import resolve_path
+from laya_tui.tui.widgets.detail import resolve_path, tilelang_editor_target
 
 
 class RunnerLike(Protocol):
@@ -457,6 +457,9 @@ class LayaApp(App[int]):
     def open_site(self, row: SignalRow | None) -> None:
         """Open the signal's call site in ``$EDITOR`` at its line (the app is suspended)."""
         site = row.sig.get("site") if row is not None else None
+        ir = tilelang_editor_target(row.sig.get("detail") or {}) if row is not None else None
+        if ir is not None:  # a failing TileLang cell: the IR its failing pass received
+            site = {"file": ir[0], "line": ir[1]}
         if not isinstance(site, dict) or not site.get("file"):
             self.notify("this signal has no call site", severity="warning")
             return

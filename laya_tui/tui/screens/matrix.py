@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
 
 LEGEND = ("✓ ran within tolerance   ◐ built   ◔ lowered   ✗ lower / ✗ build / ✗ run: failed "
-          "at that stage   ⊘ skipped   ✹ crashed   · not run")
+          "at that stage   ⚠ n/e: could not be examined (not a finding)   ⊘ skipped   "
+          "✹ crashed   · not run")
 
 
 class MatrixScreen(Screen[None]):

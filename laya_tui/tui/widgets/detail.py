@@ -25,6 +25,10 @@ _SHOWN = {"diagnostic", "source_excerpt", "generated_source", "path", "package",
           "stack", "kernel", "target", "dtype", "spec", "outcome", "seconds", "stage", "pass",
           "exception", "run_skipped", "build_cached", "kernel_site", "checks", "buffers",
           "command", "wrapped_source", "file"}
+#: TileLang cell keys shown by :func:`render_tilelang`.
+_SHOWN_TILELANG = {"args", "arg_sources", "passes", "ir_before", "ir_before_pass", "last_pass",
+                   "last_pass_diff", "repro", "pass_timing_report", "pass_configs"}
+_SHOWN |= _SHOWN_TILELANG
 #: Detail keys shown as one-line facts, in this order.
 _FACTS = (("stage", "stage"), ("pass", "pass"), ("exception", "exception"),
           ("run_skipped", "run"), ("build_cached", "build cached"))
@@ -67,8 +71,8 @@ def _kv_table(pairs: list[tuple[str, str]]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="dim", no_wrap=True)
     table.add_column()
-    for k, v in pairs:
-        table.add_row(k, v)
+    for k, v in pairs:  # Text: a value such as "[tool.laya-tui...]" is not markup
+        table.add_row(Text(k), Text(v))
     return table
 
 
@@ -208,6 +212,8 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
         elif str(detail["source_excerpt"]).strip() not in str(detail.get("diagnostic") or ""):
             # a diagnostic's own excerpt (already numbered), unless the diagnostic has it
             parts += [_section("excerpt"), Text(str(detail["source_excerpt"]))]
+    if sig.get("kind") == "lowering":
+        parts += render_tilelang(detail, full=full)
     rest = {k: v for k, v in detail.items() if k not in _SHOWN}
     if rest:
         limit = 4000 if full else 300
@@ -219,12 +225,104 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
     return Group(*parts)
 
 
+# -- TileLang cells: arguments, pass timing, the IR before the failing pass, repro.py --------
+
+
+def _read_lines(path: str, limit: int) -> tuple[str, int] | None:
+    """The first ``limit`` lines of ``path`` and how many it has; None when unreadable."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    return "\n".join(lines[:limit]), len(lines)
+
+
+def _buffer_lines(text: str, names: list[str]) -> set[int]:
+    """1-based lines of ``text`` that allocate or bind one of the buffers ``names``."""
+    hits = set()
+    for n, line in enumerate(text.splitlines(), 1):
+        head = line.strip().split("=", 1)[0].strip()
+        if head in names:
+            hits.add(n)
+    return hits
+
+
+def _pass_seconds(sec: Any) -> str:
+    """A pass's seconds: milliseconds below one second (most passes take a few)."""
+    if not isinstance(sec, (int, float)):
+        return str(sec)
+    return f"{sec * 1000:.1f} ms" if sec < 1 else human_seconds(sec)
+
+
+def render_tilelang(detail: dict[str, Any], *, full: bool = False) -> list[RenderableType]:
+    """Sections of a TileLang lowering cell: the kernel's arguments and where each came
+    from, the slowest passes, the IR the failing pass received (implicated buffers
+    highlighted), the diff made by the last pass that completed, and ``repro.py``."""
+    parts: list[RenderableType] = []
+    args = detail.get("args")
+    if isinstance(args, dict) and args:
+        sources = detail.get("arg_sources") if isinstance(detail.get("arg_sources"), dict) \
+            else {}
+        parts += [_section("kernel arguments"), _kv_table(
+            [(str(k), f"{v!r}" + (f"   from {sources[k]}" if sources.get(k) else ""))
+             for k, v in args.items()])]
+    passes = detail.get("passes")
+    if isinstance(passes, dict) and passes.get("slowest"):
+        rows = [(str(name), _pass_seconds(sec) + (f"  ({runs} runs)" if runs != 1 else ""))
+                for name, sec, runs in passes["slowest"]]
+        head = f"slowest passes ({passes.get('passes')} passes, " \
+               f"{human_seconds(passes.get('total_s'))} in all)"
+        parts += [_section(head), _kv_table(rows)]
+    buffers = [str(b.get("name")) for b in detail.get("buffers") or [] if isinstance(b, dict)]
+    ir = detail.get("ir_before")
+    if isinstance(ir, str):
+        got = _read_lines(ir, 400 if full else 60)
+        title = f"IR before {detail.get('ir_before_pass') or 'the failing pass'}"
+        parts += [_section(title), Text(f"{ir}   (o: open in $EDITOR)", style="dim")]
+        if got is None:
+            parts.append(Text(f"(not readable here: {ir})", style="dim"))
+        else:
+            text, total = got
+            parts.append(Syntax(text, "python", line_numbers=True, theme="ansi_dark",
+                                highlight_lines=_buffer_lines(text, buffers), word_wrap=False))
+            if total > text.count("\n") + 1:
+                parts.append(Text(f"… {total - text.count(chr(10)) - 1} more lines in the file",
+                                  style="dim"))
+    diff = detail.get("last_pass_diff")
+    if isinstance(diff, str):
+        got = _read_lines(diff, 200 if full else 30)
+        parts += [_section(f"diff made by the last pass that changed the IR: "
+                           f"{detail.get('last_pass') or '?'}"), Text(diff, style="dim")]
+        if got is not None:
+            parts.append(Syntax(got[0], "diff", theme="ansi_dark", word_wrap=False))
+    repro = detail.get("repro")
+    if isinstance(repro, str):
+        parts += [_section("reproduce"), Text(f"python {repro}")]
+    return parts
+
+
+def tilelang_editor_target(detail: dict[str, Any]) -> tuple[str, int | None] | None:
+    """What ``o`` opens for a failing TileLang cell: the IR before the failing pass, at the
+    first line allocating an implicated buffer; None when the cell has no such artifact."""
+    ir = detail.get("ir_before") if isinstance(detail, dict) else None
+    if not isinstance(ir, str) or not os.path.isfile(ir):
+        return None
+    buffers = [str(b.get("name")) for b in detail.get("buffers") or [] if isinstance(b, dict)]
+    got = _read_lines(ir, 100_000)
+    lines = sorted(_buffer_lines(got[0], buffers)) if got else []
+    return ir, (lines[0] if lines else None)
+
+
 def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -> RenderableType:
     """A probe without a selected signal: status, reason, error and log tail."""
     head = Text()
     head.append(f" {st.status} ", style="reverse bold")
     head.append(f"  {st.id}", style="bold")
     facts: list[tuple[str, str]] = []
+    if st.status == "error":
+        facts.append(("status", "could not be examined: the probe never reached its subject "
+                                "(not a finding); fix the cause below and re-run"))
     if st.reason:
         facts.append(("reason", st.reason))
     if st.seconds is not None:

@@ -31,6 +31,8 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "crashed": ("✹ crash", "crashed"),
     "timeout": ("◷ timeout", "crashed"),
     "failed": ("✗ probe", "run-failed"),
+    "not-examined": ("⚠ n/e", "crashed"),  # could not be examined (status error)
+    "error": ("⚠ n/e", "crashed"),
     "ok": ("✓ ok", "ran"),
     "running": ("▶ run…", "pending"),
     "queued": ("○ queue", "pending"),

@@ -43,7 +43,8 @@ def probe_label(st: ProbeState, now: float | None = None, style: StyleOf = _plai
         if status == "ok":
             text.append(f"  {tag}", style=style("dim"))
         else:
-            text.append(f"  {status}", style=style(status))
+            shown = "not examined" if status == "error" else status  # not a finding
+            text.append(f"  {shown}", style=style(status))
             if tag:
                 text.append(f" {tag}", style=style("dim"))
             if st.reason:
@@ -59,7 +60,8 @@ def family_label(name: str, model: RunModel, style: StyleOf = _plain) -> Text:
     for status in ("running", "crashed", "timeout", "error", "failed", "skipped"):
         n = sum(1 for s in states if s.status == status)
         if n:
-            text.append(f" · {n} {status}", style=style(status))
+            text.append(f" · {n} {'not examined' if status == 'error' else status}",
+                        style=style(status))
     return text
 
 

@@ -40,7 +40,8 @@ class SummaryText(Static):
         for status in _STATUS_ORDER:
             n = counts.get(status, 0)
             if n or status in ("ok", "failed"):
-                line.append("  " + status + " ", style=dim)
+                shown_as = "not examined" if status == "error" else status  # not a finding
+                line.append("  " + shown_as + " ", style=dim)
                 is_bad = status in ("failed", "error", "crashed", "timeout") and n
                 line.append(str(n), style=bad if is_bad else cnt)
         if watching:

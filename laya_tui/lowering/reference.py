@@ -1,0 +1,113 @@
+"""Inputs and a reference for a plain TileLang kernel file (worker side; torch inside).
+
+Upstream-style kernel files carry their reference as a module-level ``ref_program``
+(TileLang's examples' convention). When a built kernel's parameters all have static shapes,
+the first ``n`` parameters (``n`` = the reference's arity) are inputs filled with seeded
+random numbers in the kernel's dtypes, the rest are outputs; the reference runs on the same
+numbers in fp32 on the CPU and each output is compared with it, within a limit scaled by the
+reference's magnitude (fp32 1e-4, fp16 1e-2, bf16 2e-2).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Relative limit per dtype: max |diff| <= LIMIT * max(1, max |reference|).
+LIMITS = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+
+
+@dataclass
+class ParamSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass
+class RefExample:
+    """The :class:`kernels.common.Example` interface the matrix's run stage uses."""
+
+    params: list[ParamSpec]
+    n_inputs: int
+    ref: Any
+    seed: int
+    masks: dict[str, Any] = field(default_factory=dict)
+    rounded: tuple[str, ...] = ()
+    _limits: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> list[str]:
+        return [p.name for p in self.params[self.n_inputs:]]
+
+    def materialize(self, dtype: str = "float32", device: Any = "cpu") -> tuple[dict[str, Any],
+                                                                                 dict[str, Any]]:
+        import torch
+
+        g = torch.Generator().manual_seed(self.seed)
+        tensors: dict[str, Any] = {}
+        promoted: dict[str, Any] = {}
+        for i, p in enumerate(self.params):
+            tdt = getattr(torch, p.dtype)
+            if i < self.n_inputs:
+                value = torch.randn(p.shape, generator=g) if tdt.is_floating_point else \
+                    torch.randint(0, 8, p.shape, generator=g)
+                value = value.to(tdt)
+                promoted[p.name] = value.float() if tdt.is_floating_point else value
+                tensors[p.name] = value.to(device)
+            else:
+                tensors[p.name] = torch.zeros(p.shape, dtype=tdt, device=device)
+        return tensors, promoted
+
+    def expected(self, promoted: dict[str, Any], dtype: str = "float32") -> dict[str, Any]:
+        out = self.ref(*[promoted[p.name] for p in self.params[:self.n_inputs]])
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        result = {name: t.float().cpu() for name, t in zip(self.outputs, outs, strict=False)}
+        for name, t in result.items():
+            p = next(q for q in self.params if q.name == name)
+            self._limits[name] = LIMITS.get(p.dtype, 1e-4) * max(1.0, float(t.abs().max()))
+        return result
+
+    def actual(self, tensors: dict[str, Any]) -> dict[str, Any]:
+        return {name: tensors[name].float().cpu() for name in self.outputs}
+
+    def tolerance(self, name: str, *, dtype: str, cpu: bool) -> float:
+        return round(self._limits.get(name, 1e-4), 8)
+
+
+def static_params(func: Any) -> list[ParamSpec] | None:
+    """Name, shape and dtype of every buffer parameter; None if any shape is symbolic."""
+    out = []
+    for var in func.params:
+        buf = func.buffer_map.get(var)
+        if buf is None:
+            return None
+        shape = []
+        for dim in buf.shape:
+            value = getattr(dim, "value", None)
+            if value is None:
+                return None
+            shape.append(int(value))
+        out.append(ParamSpec(str(buf.name), tuple(shape), str(buf.dtype)))
+    return out
+
+
+def reference_example(module: Any, func: Any, seed: int) -> tuple[RefExample | None, str]:
+    """An example for ``func`` from ``module.ref_program``, or None and why not."""
+    ref = getattr(module, "ref_program", None)
+    if not callable(ref):
+        return None, "the file defines no ref_program() to compare with"
+    params = static_params(func)
+    if params is None:
+        return None, "a parameter has a symbolic shape: no inputs to build"
+    try:
+        n = len([p for p in inspect.signature(ref).parameters.values()
+                 if p.default is inspect.Parameter.empty
+                 and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    except (TypeError, ValueError):
+        return None, "ref_program's signature cannot be read"
+    if not 0 < n < len(params):
+        return None, (f"ref_program takes {n} argument(s) but the kernel has {len(params)} "
+                      "parameters: cannot tell inputs from outputs")
+    return RefExample(params=params, n_inputs=n, ref=ref, seed=seed), ""
