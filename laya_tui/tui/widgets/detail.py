@@ -24,7 +24,7 @@ _SHOWN = {"diagnostic", "source_excerpt", "generated_source", "path", "package",
           "argmax_match", "rows", "top2_gap_min", "mismatch_rows", "mismatch_top2_gaps",
           "stack", "kernel", "target", "dtype", "spec", "outcome", "seconds", "stage", "pass",
           "exception", "run_skipped", "build_cached", "kernel_site", "checks", "buffers",
-          "command", "wrapped_source", "file"}
+          "command", "wrapped_source", "file", "drift"}
 #: Detail keys shown as one-line facts, in this order.
 _FACTS = (("stage", "stage"), ("pass", "pass"), ("exception", "exception"),
           ("run_skipped", "run"), ("build_cached", "build cached"))
@@ -152,6 +152,7 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
                                               strict=False))
             tol.append(("mismatches", pairs))
         parts += [_section("tolerance"), _kv_table([t for t in tol if t[1]])]
+        parts += drift_section(detail.get("drift"), full=full)
 
     site = sig.get("site")
     if isinstance(site, dict) and site.get("file"):
@@ -217,6 +218,64 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
         parts += [_section(f"log tail of {st.id}"),
                   Text(_tail(st.log_tail, None if full else 8), style="dim")]
     return Group(*parts)
+
+
+def drift_section(drift: Any, *, full: bool = False) -> list[RenderableType]:
+    """Where the drift starts: the first module past its limit, and the per-module max |diff|
+    along the model (execution order) as a plot with the limits."""
+    if not isinstance(drift, dict) or not isinstance(drift.get("curve"), list):
+        return []
+    curve = [c for c in drift["curve"] if isinstance(c, list) and len(c) == 3]
+    first = drift.get("first_past_limit")
+    facts: list[tuple[str, str]] = []
+    if isinstance(first, dict):
+        facts.append(("starts at", f"{first.get('module')} ({first.get('type')}): max|diff| "
+                                   f"{number(first.get('max_diff'))} > limit "
+                                   f"{number(first.get('limit'))}"))
+    else:
+        facts.append(("starts at", "no module past its limit"))
+    facts.append(("modules", f"{drift.get('compared', len(curve))} module call(s) compared"
+                  + (f", every {drift['curve_every']}th plotted" if drift.get("curve_every")
+                     else "")))
+    skipped = drift.get("skipped") or []
+    if skipped:
+        facts.append(("skipped", "; ".join(f"{s.get('module')}: {s.get('reason')}"
+                                           for s in skipped[:4] if isinstance(s, dict))))
+    if drift.get("artifact"):
+        facts.append(("curve", str(drift["artifact"])))
+    parts: list[RenderableType] = [_section("where the drift starts"), _kv_table(facts)]
+    plot = drift_plot(curve, drift.get("curve_first") if isinstance(first, dict) else None,
+                      width=100 if full else 64, height=16 if full else 12)
+    if plot is not None:
+        parts.append(plot)
+    return parts
+
+
+def drift_plot(curve: list[list[Any]], first_index: Any, *, width: int,
+               height: int) -> RenderableType | None:
+    """max |diff| and limit per module call (log scale), a vertical line where drift starts
+    (``first_index``: its position in ``curve``)."""
+    points = [(i + 1, c[1], c[2]) for i, c in enumerate(curve)
+              if isinstance(c[1], (int, float)) and isinstance(c[2], (int, float))]
+    if len(points) < 2:
+        return None
+    try:
+        from plotext._figure import _figure_class
+    except ImportError:
+        return None
+    fig = _figure_class()
+    fig.plotsize(width, height)
+    fig.theme("clear")
+    xs = [p[0] for p in points]
+    floor = min((p[1] for p in points if p[1] > 0), default=1e-12)
+    ys = [max(p[1], floor) for p in points]
+    fig.yscale("log")
+    fig.plot(xs, ys, marker="braille", label="max|diff|")
+    fig.plot(xs, [p[2] for p in points], marker="dot", label="limit")
+    if isinstance(first_index, int) and 0 <= first_index < len(curve):
+        fig.vertical_line(first_index + 1)
+    fig.xlabel("module call (execution order)")
+    return Text.from_ansi(fig.build())
 
 
 def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -> RenderableType:
