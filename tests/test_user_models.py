@@ -109,7 +109,8 @@ def test_input_sets_recompile_with_guard_and_set_and_drift_per_set(tmp_path: Pat
             assert [c[0] for c in drift["curve"]] == ["inp", "out", "(model)"]
             assert Path(drift["artifact"]).is_file()
         env = next(s for s in sigs if s["kind"] == "environment"
-                   and s["subject"] == "user_models:two_sets")
+                   and s["subject"] == "explain.model")
+        assert env["value"] == "user_models:two_sets"
         assert env["detail"]["input_sets"] == 2 and env["detail"]["device"] == "cpu"
     sigs = probes["explain/model:user_models:two_sets[compile]"]["signals"]
     compiles = [s for s in sigs if s["kind"] == "compile"]

@@ -245,37 +245,52 @@ def drift_section(drift: Any, *, full: bool = False) -> list[RenderableType]:
         facts.append(("curve", str(drift["artifact"])))
     parts: list[RenderableType] = [_section("where the drift starts"), _kv_table(facts)]
     plot = drift_plot(curve, drift.get("curve_first") if isinstance(first, dict) else None,
-                      width=100 if full else 64, height=16 if full else 12)
+                      height=16 if full else 12)
     if plot is not None:
         parts.append(plot)
     return parts
 
 
-def drift_plot(curve: list[list[Any]], first_index: Any, *, width: int,
+class DriftPlot:
+    """max |diff| and limit per module call (log scale), a vertical line where the drift
+    starts (``first_index``: its position in ``curve``); drawn at the pane's width."""
+
+    def __init__(self, curve: list[list[Any]], first_index: Any, *, height: int) -> None:
+        self.points = [(i + 1, c[1], c[2]) for i, c in enumerate(curve)
+                       if isinstance(c[1], (int, float)) and isinstance(c[2], (int, float))]
+        self.first = first_index if isinstance(first_index, int) and \
+            0 <= first_index < len(curve) else None
+        self.height = height
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from plotext._figure import _figure_class
+
+        fig = _figure_class()
+        fig.plotsize(max(30, min(options.max_width, 110)), self.height)
+        fig.theme("clear")
+        xs = [p[0] for p in self.points]
+        floor = min((p[1] for p in self.points if p[1] > 0), default=1e-12)
+        fig.yscale("log")
+        fig.plot(xs, [max(p[1], floor) for p in self.points], marker="braille",
+                 label="max|diff|")
+        fig.plot(xs, [p[2] for p in self.points], marker="dot", label="limit")
+        if self.first is not None:
+            fig.vertical_line(self.first + 1)
+        fig.xlabel("module call (execution order)")
+        yield Text.from_ansi(fig.build(), no_wrap=True, overflow="crop")
+
+
+def drift_plot(curve: list[list[Any]], first_index: Any, *,
                height: int) -> RenderableType | None:
-    """max |diff| and limit per module call (log scale), a vertical line where drift starts
-    (``first_index``: its position in ``curve``)."""
-    points = [(i + 1, c[1], c[2]) for i, c in enumerate(curve)
-              if isinstance(c[1], (int, float)) and isinstance(c[2], (int, float))]
-    if len(points) < 2:
+    """A :class:`DriftPlot` when there are two points or more and plotext is installed."""
+    plot = DriftPlot(curve, first_index, height=height)
+    if len(plot.points) < 2:
         return None
     try:
-        from plotext._figure import _figure_class
+        import plotext._figure  # noqa: F401
     except ImportError:
         return None
-    fig = _figure_class()
-    fig.plotsize(width, height)
-    fig.theme("clear")
-    xs = [p[0] for p in points]
-    floor = min((p[1] for p in points if p[1] > 0), default=1e-12)
-    ys = [max(p[1], floor) for p in points]
-    fig.yscale("log")
-    fig.plot(xs, ys, marker="braille", label="max|diff|")
-    fig.plot(xs, [p[2] for p in points], marker="dot", label="limit")
-    if isinstance(first_index, int) and 0 <= first_index < len(curve):
-        fig.vertical_line(first_index + 1)
-    fig.xlabel("module call (execution order)")
-    return Text.from_ansi(fig.build())
+    return plot
 
 
 def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -> RenderableType:
