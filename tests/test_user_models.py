@@ -72,6 +72,7 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     proc, report = _run(tmp_path, "--only", "explain/model:*", "--device", "cuda:7",
+                        "--only", "aoti/model[nosuch:build]",
                         "--model", "nosuch:build", "--model", "user_models:empty",
                         "--model", "user_models:boom", "--model", "user_models:two_sets")
     assert proc.returncode == 1, proc.stderr[-2000:]
@@ -88,8 +89,26 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
         # this host has no 8th CUDA device: skipped with the reason, not failed
         status, reason = st[f"explain/model:user_models:two_sets[{sc}]"]
         assert status == "skipped" and reason.startswith("--device cuda:7:")
+    status, reason = st["aoti/model[nosuch:build]"]
+    assert status == "error" and "ModuleNotFoundError" in reason
     gate = next(g for g in report["gates"] if g["name"] == "no-probe-error")
-    assert not gate["passed"] and len(gate["failures"]) == 6
+    assert not gate["passed"] and len(gate["failures"]) == 7
+
+
+def test_aoti_user_target_takes_every_input_set_as_a_compared_shape(tmp_path: Path,
+                                                                    monkeypatch):
+    pytest.importorskip("torch")
+    from laya_tui.aoti.targets import user_target
+
+    (tmp_path / "user_models.py").write_text(MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = user_target("user_models:two_sets")
+    shapes = target.shapes(None)
+    assert [name for name, _, _ in shapes] == ["set1", "set2"]
+    assert [tuple(inputs[0][0].shape) for _, inputs, _ in shapes] == [(4, 16), (8, 16)]
+    assert target.example is shapes[0][1] and target.dtype == "bf16"
+    with pytest.raises(ValueError, match="empty list of input sets"):
+        user_target("user_models:empty")
 
 
 @pytest.mark.slow
