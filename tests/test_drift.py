@@ -94,6 +94,7 @@ def test_fp32_copy_has_no_drift_and_the_summary_and_artifact_carry_the_curve(tmp
     assert detail["compared"] == 6 and detail["curve"][0][0] == "pair.a"
     assert "path" in [c[0] for c in detail["curve"]]  # one tensor in both runs: compared
     assert detail["artifact"] == path and detail["first_past_limit"] is None
+    assert detail["worst"]["ratio"] == 0.0
     json.dumps(detail, allow_nan=False)  # valid JSON in the report
 
 
@@ -114,3 +115,4 @@ def test_presets_bf16_curve_along_the_model_with_the_mask():
         assert res["first_past_limit"] is None
         d = summary_detail(res)
         json.dumps(d, allow_nan=False)
+        assert 0 < d["worst"]["ratio"] <= 1  # the module closest to its limit

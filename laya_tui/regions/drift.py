@@ -163,6 +163,9 @@ def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[
         "index": None if first is None else calls.index(first),
         "curve_first": None if first is None else next(
             i for i, c in enumerate(keep) if c is first),
+        "worst": None if not calls else dict(
+            _point(max(calls, key=lambda c: c["max_diff"] / c["limit"] if c["limit"] else 0)),
+            ratio=_r(max(c["max_diff"] / c["limit"] if c["limit"] else 0 for c in calls))),
         "compared": len(calls),
         "curve": [[c["module"], _r(c["max_diff"]), _r(c["limit"])] for c in keep],
         "skipped": result["skipped"][:20],

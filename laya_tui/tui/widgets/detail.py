@@ -234,6 +234,10 @@ def drift_section(drift: Any, *, full: bool = False) -> list[RenderableType]:
                                    f"{number(first.get('limit'))}"))
     else:
         facts.append(("starts at", "no module past its limit"))
+    worst = drift.get("worst")
+    if isinstance(worst, dict) and worst.get("ratio") is not None:
+        facts.append(("closest", f"{worst.get('module')} ({worst.get('type')}): "
+                                 f"{number(worst.get('ratio'))} of its limit"))
     facts.append(("modules", f"{drift.get('compared', len(curve))} module call(s) compared"
                   + (f", every {drift['curve_every']}th plotted" if drift.get("curve_every")
                      else "")))
