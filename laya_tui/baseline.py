@@ -6,7 +6,9 @@ others are listed as notes, so a probe added in a pull request, or one skipped o
 baseline's machine, never fails the gate by itself (its own thresholds still apply).
 
 Regressions (they fail the ``baseline`` gate):
-  * fallback / recompile / host_bounce / cast: a new key, more occurrences, more bytes;
+  * fallback / recompile / host_bounce / cast: a new key, more occurrences, more bytes
+    (``compile``, a frame's first compile, is not compared; a report/1 baseline's
+    "cold compile" recompiles are read as ``compile``);
   * lowering: a cell (probe, subject) that fails now and did not fail before;
   * tolerance: a check that fails now and passed before (or is new and fails), or a value
     worse than before by more than ``margin`` x max(|before|, 1% of the limit);
@@ -26,14 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.errors import UsageError
-from laya_tui.gates import COUNTED_KINDS
+from laya_tui.gates import COUNTED_KINDS, upgrade_compile_signals
 from laya_tui.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
 
 PREFIX = "laya-tui.report/"
 CURRENT_VERSION = int(SCHEMA_ID.rpartition("/")[2])
 REQUIRED = ("schema", "environment", "probes", "summary", "gates")
 COMPLETED = frozenset(("ok", "failed"))
-_COUNTED = frozenset(COUNTED_KINDS)
+#: First compiles (``compile``) are one-time costs, not compared: only real recompiles are.
+COMPARED_COUNTED: tuple[str, ...] = tuple(k for k in COUNTED_KINDS if k != "compile")
+_COUNTED = frozenset(COMPARED_COUNTED)
 _KINDS = frozenset(KINDS)
 _STATUSES = frozenset(STATUSES)
 INF = math.inf
@@ -90,6 +94,8 @@ def parse_baseline(text: str, path: str = "<baseline>") -> Baseline:
         raise UsageError(f"baseline {path} is not a laya-tui report (JSON nested too deeply)"
                          ) from None
     _check_report(doc, path)
+    # report/1 filed a frame's first compile as a recompile ("cold compile ..."): compile now
+    upgrade_compile_signals(doc["probes"])
     return Baseline(path=path, report=doc)
 
 
@@ -359,7 +365,7 @@ def _compare(baseline: Baseline, probes: list[dict[str, Any]],
         if pid not in n_status:
             notes.append(_item("not-run", "probe", pid, "", "", {"status": st}, None,
                                "in the baseline, not in this run"))
-    occurrences = {k: {"before": 0, "after": 0} for k in (*COUNTED_KINDS, "tolerance",
+    occurrences = {k: {"before": 0, "after": 0} for k in (*COMPARED_COUNTED, "tolerance",
                                                            "lowering")}
     for key, now in n_agg.items():
         if key[0] not in compared:

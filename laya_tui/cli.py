@@ -15,6 +15,9 @@ from typing import NoReturn
 from laya_tui.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 from laya_tui.project import NothingConfigured
 
+#: ``--device`` / ``device =`` values (availability is checked by the probes: a skip).
+DEVICE_PATTERN = r"^(cpu|cuda(:\d+)?|mps|rbln(:\d+)?)$"
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -44,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--demo", action=argparse.BooleanOptionalAction, default=None,
                     help="also run the built-in demo (tiny Llama/ModernBERT, decision model, "
                     "MLX encoder, five TileLang kernels); default: [tool.laya-tui] demo")
+    ap.add_argument("--device", metavar="DEV", help="where explain models run: cpu, cuda, "
+                    "cuda:N, mps, rbln (default: the accelerator when present)")
     ap.add_argument("--only", action="append", metavar="GLOB",
                     help="run only probe ids matching GLOB (repeatable; '[' is literal)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -108,6 +113,13 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
         if ":" not in m:
             raise UsageError(f"--model must look like module:callable, got {m!r}")
     extra: dict[str, object] = {"demo": bool(getattr(args, "demo", None))}
+    if getattr(args, "device", None):
+        import re
+
+        if not re.match(DEVICE_PATTERN, args.device):
+            raise UsageError(f"--device / device = must be cpu, cuda, cuda:N, mps or rbln, "
+                             f"got {args.device!r}")
+        extra["device"] = args.device
     if args.rbln_log:
         extra["rbln_log"] = os.path.abspath(args.rbln_log)
     if getattr(args, "kernel_args", None):

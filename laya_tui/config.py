@@ -32,6 +32,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "baseline": ("baseline", "path"),
     "tolerance-margin": ("tolerance_margin", "ratio"),
     "junit": ("junit", "path"),
+    "device": ("device", "string"),
     "markdown": ("markdown", "path"),
     "demo": ("demo", "bool"),
     "kernel-args": ("kernel_args", "kernel-args"),
@@ -99,6 +100,10 @@ def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
             items = [os.path.normpath(os.path.join(workspace, os.path.expanduser(v)))
                      for v in items]
         return items
+    if kind == "string":
+        if not isinstance(value, str) or not value:
+            raise bad("a non-empty string")
+        return value
     if kind == "path":
         if not isinstance(value, str) or not value:
             raise bad("a path string")

@@ -6,9 +6,10 @@ limit, and every probe file imports. ``--fail-on KIND`` fails on any occurrence 
 ``--max KIND=N`` on more than N occurrences, ``--baseline`` on any regression against an
 earlier report (see :mod:`laya_tui.baseline`).
 
-Occurrences: a fallback/recompile/host_bounce/cast signal counts ``count`` times (1 when
-absent); a tolerance or lowering signal counts only when it failed (``passed: false``); the
-statuses ``failed`` and ``skipped`` count probes; every other kind counts its signals.
+Occurrences: a fallback/recompile/compile/host_bounce/cast signal counts ``count`` times (1
+when absent; ``compile`` is a frame's first compile, never counted as a ``recompile``); a
+tolerance or lowering signal counts only when it failed (``passed: false``); the statuses
+``failed`` and ``skipped`` count probes; every other kind counts its signals.
 """
 
 from __future__ import annotations
@@ -23,7 +24,34 @@ from laya_tui.errors import UsageError
 from laya_tui.signals import KINDS
 
 #: Signal kinds whose ``count`` is the number of occurrences.
-COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "host_bounce", "cast")
+COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "compile", "host_bounce", "cast")
+#: Reason prefix of a first compile that report/1 (and older cached results) filed as
+#: ``recompile``; :func:`upgrade_compile_signals` turns those into ``compile``.
+V1_COLD_COMPILE = "cold compile (first compile"
+
+
+def is_v1_first_compile(sig: dict[str, Any]) -> bool:
+    """A report/1 ``recompile`` signal that was really a frame's first compile."""
+    if sig.get("kind") != "recompile":
+        return False
+    detail = sig.get("detail")
+    if isinstance(detail, dict) and detail.get("cold_compile") is True:
+        return True
+    reason = sig.get("reason")
+    return isinstance(reason, str) and reason.startswith(V1_COLD_COMPILE)
+
+
+def upgrade_compile_signals(probes: list[dict[str, Any]]) -> int:
+    """In place: report/1 first-compile ``recompile`` signals become ``compile``; returns
+    how many. A first compile is never a recompile in gates, summary or baseline."""
+    n = 0
+    for p in probes:
+        for sig in p.get("signals") or ():
+            if isinstance(sig, dict) and is_v1_first_compile(sig):
+                sig["kind"] = "compile"
+                sig["reason"] = "first compile of this frame"
+                n += 1
+    return n
 #: Signal kinds that state a check: only failing ones are occurrences.
 CHECK_KINDS: tuple[str, ...] = ("tolerance", "lowering")
 #: Probe statuses that ``--fail-on`` / ``--max`` accept beside the signal kinds.
@@ -208,6 +236,7 @@ def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = N
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every gate, baseline included; returns ``(gates, extra report sections)``."""
     s = settings or GateSettings()
+    upgrade_compile_signals(probes)  # results cached by an older laya-tui
     gates = evaluate_gates(probes, s, errors)
     extra: dict[str, Any] = {}
     if s.baseline is not None:

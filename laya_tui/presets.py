@@ -134,15 +134,94 @@ def host_greedy_decode(model: Any, batch: dict[str, Any], *, steps: int = 3,
 
 
 def load_user_model(spec: str) -> tuple[Any, Any]:
-    """``module:callable`` returning ``(model, inputs)`` (``--model``)."""
+    """``module:callable`` returning ``(model, inputs)`` (``--model``).
+
+    Raises whatever importing the module or calling the factory raises; a caller turns it
+    into status ``error`` (the model could not be examined).
+    """
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--model must look like module:callable, got {spec!r}")
     mod = importlib.import_module(module_name)
     fn = getattr(mod, attr, None)
     if fn is None:
-        raise AttributeError(f"{module_name} has no attribute {attr!r}")
+        raise AttributeError(f"module {module_name} has no attribute {attr!r}")
     out = fn()
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(f"{spec} must return (model, inputs), got {type(out).__name__}")
     return out
+
+
+def input_sets(inputs: Any) -> list[Any]:
+    """A factory's ``inputs`` as a list of input sets.
+
+    One set is a tensor (one positional argument), a tuple/list of positional arguments or a
+    dict of keyword arguments. A ``list`` whose items are all tuples, lists or dicts is a
+    list of sets (``[(x1,), (x2,)]``, ``[{"x": a}, {"x": b}]``); an empty list is a
+    ValueError.
+    """
+    if isinstance(inputs, list):
+        if not inputs:
+            raise ValueError("the factory returned an empty list of input sets: return one "
+                             "input set, or a list with at least one")
+        if all(isinstance(x, (tuple, list, dict)) for x in inputs):
+            return list(inputs)
+    return [inputs]
+
+
+def call_with(model: Any, inputs: Any) -> Any:
+    """``model(**inputs)``, ``model(*inputs)`` or ``model(inputs)``."""
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def move(inputs: Any, device: Any, *, fp32: bool = False) -> Any:
+    """Every tensor of an input set on ``device`` (floating ones as fp32 with ``fp32``)."""
+    import torch
+
+    def one(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            x = x.to(device)
+            return x.float() if fp32 and x.is_floating_point() else x
+        if isinstance(x, dict):
+            return {k: one(v) for k, v in x.items()}
+        if isinstance(x, (tuple, list)):
+            return type(x)(one(v) for v in x)
+        return x
+
+    return one(inputs)
+
+
+def device_unavailable(device: str) -> str | None:
+    """Why ``device`` cannot be used on this host (None when it can)."""
+    import torch
+
+    kind, _, index = device.partition(":")
+    n = int(index) if index.isdigit() else 0
+    if kind == "cpu":
+        return None
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            return f"--device {device}: no CUDA device on this host (torch {torch.__version__})"
+        if n >= torch.cuda.device_count():
+            return (f"--device {device}: this host has {torch.cuda.device_count()} CUDA "
+                    f"device(s)")
+        return None
+    if kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            return f"--device {device}: no Apple MPS device on this host"
+        return None
+    if kind == "rbln":
+        from laya_tui.rbln_status import runtime_reason, torch_rbln_installed
+
+        if not torch_rbln_installed():
+            return f"--device {device}: torch-rbln is not installed"
+        reason = runtime_reason()
+        if reason is not None:
+            return f"--device {device}: the RBLN runtime is unavailable ({reason})"
+        return None
+    return f"--device {device}: unknown device (one of cpu, cuda, cuda:N, mps, rbln)"

@@ -49,9 +49,13 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     """Counts per status and per signal kind."""
     status = Counter({s: 0 for s in STATUSES})
     status.update(p["status"] for p in probes)
+    from laya_tui.gates import is_v1_first_compile
+
     kinds = Counter({k: 0 for k in KINDS})
     for p in probes:
-        kinds.update(s["kind"] for s in p.get("signals", []))
+        # a cached first compile from before schema v2 counts as a compile, not a recompile
+        kinds.update("compile" if is_v1_first_compile(s) else s["kind"]
+                     for s in p.get("signals", []))
     return {
         "probes": len(probes),
         "status": dict(status),

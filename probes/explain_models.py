@@ -17,7 +17,15 @@ Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on
   forward's logits are compared with the fp32 CPU reference on the same (teacher-forced)
   sequence.
 
-Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec, and
+Every compared output also says where its drift starts: each module's output against the
+fp32 CPU reference in execution order (:mod:`laya_tui.regions.drift`), in the tolerance
+signal's ``detail.drift`` and a JSON artifact.
+
+Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec (the factory
+returns ``(model, inputs)``, inputs one input set or a list of them: eager runs each, compile
+runs them in order so their shapes' recompiles show; the model and every set go to
+``--device``, the fp32 reference stays on the CPU; a factory that cannot be imported or
+raises is status ``error``), and
 ``explain/rbln_log`` when ``--rbln-log PATH`` is given. Heavy imports stay in functions.
 """
 
@@ -82,8 +90,14 @@ def _torch(ctx: Any) -> Any:
 
 
 def _device(torch: Any, ctx: Any) -> str:
+    """``--device`` (skipped with the reason when absent here), else the accelerator."""
     dev = ctx.options.get("device")
     if dev:
+        from laya_tui.presets import device_unavailable
+
+        why = device_unavailable(str(dev))
+        if why is not None:
+            ctx.skip(why)
         return str(dev)
     from laya_tui.regions.rbln import device_reason
 
@@ -114,17 +128,38 @@ def _output(result: Any) -> tuple[str, Any]:
     return "output", result
 
 
-def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any = None) -> None:
+def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any = None,
+             drift: dict[str, Any] | None = None) -> None:
     from laya_tui.tolerance import compare_logits
 
     name_out, t_out = _output(out)
     _, t_ref = _output(ref)
     t_out = t_out.detach().float().cpu()
+    t_ref = t_ref.detach().float().cpu()
+    extra = {"detail": {"drift": drift}} if drift else {}
     if name_out == "logits":
-        compare_logits(ctx, f"{subject} logits", t_out, t_ref, atol=limit, mask=mask)
+        compare_logits(ctx, f"{subject} logits", t_out, t_ref, atol=limit, mask=mask, **extra)
     else:
-        m = None if mask is None else mask[..., None]
-        ctx.compare(f"{subject} {name_out}", t_out, t_ref, atol=limit, mask=m)
+        m = None if mask is None or t_out.dim() <= mask.dim() else mask[..., None]
+        ctx.compare(f"{subject} {name_out}", t_out, t_ref, atol=limit, mask=m, **extra)
+
+
+def _drift(ctx: Any, subject: str, model: Any, reference: Any, run_model: Any,
+           run_reference: Any, mask: Any = None) -> tuple[Any, dict[str, Any] | None]:
+    """Per-module drift of ``model`` against ``reference`` (hooks); returns the reference's
+    output and the tolerance detail's ``drift`` entry (with an artifact)."""
+    from laya_tui.regions import drift as d
+
+    try:
+        result = d.module_drift(model, reference, run_model, run_reference, mask=mask)
+    except Exception as exc:  # noqa: BLE001 - attribution must never hide the comparison
+        ctx.log(f"drift attribution failed: {type(exc).__name__}: {exc}"[:300], subject=subject)
+        return run_reference(), None
+    path = d.write_artifact(result, d.artifact_folder(ctx.options), f"{ctx.id}-{subject}")
+    ctx.artifact(f"{subject}: per-module drift", path,
+                 detail={"compared": result["compared"], "first_past_limit":
+                         (result["first_past_limit"] or {}).get("module")})
+    return result["reference_output"], d.summary_detail(result, path)
 
 
 @probe(family="explain", name="model", params=_cells, timeout=300)
@@ -173,10 +208,13 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
                    warmup=2 if scenario == "eager" else 1, model=model)
     with torch.no_grad():
         for i in sorted(results):
-            ref = reference(**batches[i])
             mask = batches[i]["attention_mask"].bool()
             width = int(batches[i]["input_ids"].shape[1])
-            _compare(ctx, f"width={width}", results[i], ref, LIMITS[dtype], mask)
+            subject = f"width={width}"
+            ref, drift = _drift(ctx, subject, model, reference,
+                                lambda i=i: model(**inputs[i]),
+                                lambda i=i: reference(**batches[i]), mask)
+            _compare(ctx, subject, results[i], ref, LIMITS[dtype], mask, drift)
     if scenario.startswith("compile"):
         torch._dynamo.reset()
 
@@ -202,57 +240,108 @@ def _host_decode(ctx: Any, torch: Any, preset: str, model: Any, reference: Any, 
     result = box[0]
     width = int(result.logits.shape[1])
     ids, mask = result.ids[:, :width], result.mask[:, :width]
-    with torch.no_grad():
-        ref = reference(input_ids=ids, attention_mask=mask)
+    subject = f"decode last step width={width}"
+    ref, drift = _drift(ctx, subject, model, reference,
+                        lambda: model(input_ids=ids.to(device), attention_mask=mask.to(device)),
+                        lambda: reference(input_ids=ids, attention_mask=mask), mask.bool())
     ctx.log(f"host decode: {int(result.ids.shape[1]) - DECODE_ROWS[0]} token(s) generated",
             subject="decode", detail={"generated": result.ids[:, DECODE_ROWS[0]:].tolist()})
-    _compare(ctx, f"decode last step width={width}", result, ref, LIMITS[dtype], mask.bool())
+    _compare(ctx, subject, result, ref, LIMITS[dtype], mask.bool(), drift)
 
 
 def _user_model(ctx: Any, spec: str, scenario: str) -> None:
+    """A ``--model`` factory's model on ``--device`` over each of its input sets."""
     torch = _torch(ctx)
     import copy
 
-    from laya_tui.presets import load_user_model
+    from laya_tui import presets
     from laya_tui.regions import explain_steady
+    from laya_tui.regions.dynamo_watch import set_call_label
 
-    try:
-        model, inputs = load_user_model(spec)
-    except (ValueError, ImportError, AttributeError, TypeError) as exc:
-        ctx.fail(f"--model {spec}: {type(exc).__name__}: {exc}")
     ctx.depends_on(__file__)
+    _depend_on_module(ctx, spec)
+    try:
+        model, inputs = presets.load_user_model(spec)
+        sets = presets.input_sets(inputs)
+    except Exception as exc:  # noqa: BLE001 - any failure to build is "could not examine"
+        ctx.error(f"--model {spec}: {type(exc).__name__}: {exc}".splitlines()[0][:500])
+    if not isinstance(model, torch.nn.Module):
+        ctx.error(f"--model {spec}: the factory returned {type(model).__name__}, not a "
+                  "torch.nn.Module")
+    device = _device(torch, ctx)
+    model.eval()
     param0 = next(iter(model.parameters()), None)
     dtype = param0.dtype if param0 is not None else torch.float32
-    reference = copy.deepcopy(model).float().cpu().eval()
-
-    def cpu32(x: Any) -> Any:
-        if isinstance(x, torch.Tensor):
-            return x.cpu().float() if x.is_floating_point() else x.cpu()
-        return x
-
-    def call_with(m: Any, x: Any) -> Any:
-        with torch.no_grad():
-            if isinstance(x, dict):
-                return m(**x)
-            if isinstance(x, (tuple, list)):
-                return m(*x)
-            return m(x)
-
-    ref_inputs = ({k: cpu32(v) for k, v in inputs.items()} if isinstance(inputs, dict) else
-                  [cpu32(v) for v in inputs] if isinstance(inputs, (tuple, list)) else
-                  cpu32(inputs))
+    reference = copy.deepcopy(model).float().cpu().eval()  # the fp32 reference, on the CPU
+    model = model.to(device)
+    on_dev = [presets.move(x, device) for x in sets]
+    on_cpu = [presets.move(x, "cpu", fp32=True) for x in sets]
+    name = str(dtype).removeprefix("torch.")
+    ctx.environment("explain.model", spec, detail={
+        "dtype": name, "device": device, "scenario": scenario, "input_sets": len(sets),
+        "shapes": [_shapes(x) for x in sets]})
     fn = model
     if scenario == "compile":
         torch._dynamo.reset()
         fn = torch.compile(model, backend=str(ctx.options.get("explain_backend") or "inductor"))
-    box: list[Any] = []
-    explain_steady(ctx, "forward", lambda: box.append(call_with(fn, inputs)), warmup=2,
-                   model=model)
-    name = str(dtype).removeprefix("torch.")
-    limit = {"float32": LIMITS["fp32"], "bfloat16": LIMITS["bf16"],
-             "float16": LIMITS["fp16"]}.get(name, LIMITS["bf16"])
-    _compare(ctx, f"{name} vs fp32 cpu", box[-1], call_with(reference, ref_inputs),
-             float(ctx.options.get("explain_atol") or limit))
+    outs: dict[int, Any] = {}
+
+    def run(i: int) -> Any:
+        set_call_label(f"input set {i + 1} of {len(sets)}: {_shapes(sets[i])}")
+        try:
+            with torch.no_grad():
+                outs[i] = presets.call_with(fn, on_dev[i])
+        finally:
+            set_call_label(None)
+        return outs[i]
+
+    def run_all(indices: range) -> None:
+        for i in indices:
+            run(i)
+
+    if scenario == "compile":
+        # set 1 compiles; the later sets, in order, show the recompiles their shapes cause
+        later = (lambda: run_all(range(1, len(sets)))) if len(sets) > 1 else None
+        explain_steady(ctx, "forward", lambda: run(0), warm_fn=later, warmup=1, model=model)
+    else:
+        explain_steady(ctx, "forward", lambda: run_all(range(len(sets))), warmup=2,
+                       model=model)
+    limit = float(ctx.options.get("explain_atol") or {
+        "float32": LIMITS["fp32"], "bfloat16": LIMITS["bf16"],
+        "float16": LIMITS["fp16"]}.get(name, LIMITS["bf16"]))
+    for i in range(len(sets)):
+        subject = f"{name} vs fp32 cpu" if len(sets) == 1 else \
+            f"set {i + 1}/{len(sets)} {name} vs fp32 cpu"
+        ref, drift = _drift(ctx, subject, model, reference,
+                            lambda i=i: presets.call_with(model, on_dev[i]),
+                            lambda i=i: presets.call_with(reference, on_cpu[i]))
+        _compare(ctx, subject, outs[i], ref, limit, drift=drift)
+    if scenario == "compile":
+        torch._dynamo.reset()
+
+
+def _shapes(inputs: Any) -> str:
+    """``x(4, 16)`` / ``input_ids(2, 7), attention_mask(2, 7)``: an input set's shapes."""
+    if isinstance(inputs, dict):
+        items = list(inputs.items())
+    elif isinstance(inputs, (tuple, list)):
+        items = [(f"arg{i}", v) for i, v in enumerate(inputs)]
+    else:
+        items = [("x", inputs)]
+    parts = [f"{k}{tuple(v.shape)}" for k, v in items if hasattr(v, "shape")]
+    return ", ".join(parts) or "no tensors"
+
+
+def _depend_on_module(ctx: Any, spec: str) -> None:
+    """Watch/cache: the factory's module file is a dependency (when it can be found)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(spec.partition(":")[0])
+    except (ImportError, ValueError):
+        return
+    if found is not None and found.origin and os.path.isfile(found.origin):
+        ctx.depends_on(found.origin)
 
 
 @probe(family="explain", name="rbln_log", params=_log_cells, timeout=60)

@@ -84,7 +84,8 @@ def test_family_cells_user_model_and_rbln_log(tmp_path: Path):
         tol = [s for s in sigs if s["kind"] == "tolerance"]
         assert len(tol) == 1 and tol[0]["passed"], tol
     compiled = probes["explain/model:my_models:build[compile]"]["signals"]
-    assert [s for s in compiled if s["kind"] == "recompile"
+    assert [s for s in compiled if s["kind"] == "compile"
             and s["detail"]["phase"] == "cold"]
+    assert not [s for s in compiled if s["kind"] == "recompile"]
     assert not [s for s in compiled if s["kind"] == "recompile"
                 and s["detail"]["phase"] == "warm"]

@@ -158,15 +158,20 @@ def _batch_variant(spec: dict[str, Any] | None, example: Inputs
 
 
 def user_target(spec: str) -> Target:
-    """A ``--model module:callable`` returning ``(model, inputs)``, packaged as given."""
+    """A ``--model module:callable`` returning ``(model, inputs)``, packaged as given.
+
+    ``inputs`` is one input set or a list of them (:func:`laya_tui.presets.input_sets`):
+    the first is the export example, every set is a compared shape.
+    """
     import torch
 
-    from laya_tui.presets import load_user_model
+    from laya_tui.presets import input_sets, load_user_model
 
     model, inputs = load_user_model(spec)
     if hasattr(model, "eval"):
         model.eval()
-    example = _normalise_inputs(inputs)
+    sets = [_normalise_inputs(x) for x in input_sets(inputs)]
+    example = sets[0]
     floats = [p.dtype for p in model.parameters() if p.is_floating_point()] \
         if hasattr(model, "parameters") else []
     dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(floats[0], "fp32") \
@@ -184,6 +189,8 @@ def user_target(spec: str) -> Target:
         pass
 
     def shapes(exported: dict[str, Any] | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+        if len(sets) > 1:  # the factory's own input sets, in order
+            return [(f"set{i + 1}", x, {}) for i, x in enumerate(sets)]
         return [("example", example, {})] + _batch_variant(exported, example)
 
     return Target(

@@ -77,7 +77,7 @@ def signal_identity(sig: dict[str, Any]) -> tuple[str, str, str]:
     return (str(sig.get("kind", "")), str(sig.get("subject", "")), str(sig.get("reason", "")))
 
 
-OVERHEAD_KINDS = ("fallback", "recompile", "host_bounce", "cast")
+OVERHEAD_KINDS = ("fallback", "recompile", "compile", "host_bounce", "cast")
 
 
 def steady_diff(cold: list[dict[str, Any]], warm: list[dict[str, Any]]) -> dict[str, list[str]]:

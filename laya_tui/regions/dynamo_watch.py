@@ -2,8 +2,9 @@
 
 Sources, all public-ish torch 2.x surfaces read as deltas over the region:
 ``torch._dynamo.utils.get_compilation_metrics()`` (one record per frame compile, with the
-first guard-failure reason on a recompile), ``counters["graph_break"]`` with
-``graph_break_reasons`` (reason text and user stack), and a compile-start callback
+first guard-failure reason on a recompile; a first compile becomes a ``compile`` signal),
+``graph_break_reasons`` (every graph break with its user stack, see
+:mod:`laya_tui.regions.graph_breaks`) and ``counters["graph_break"]``, and a compile-start callback
 (``torch._dynamo.callback_handler``) that records which user line triggered each compile.
 """
 
@@ -13,12 +14,24 @@ import sys
 from typing import Any
 
 from laya_tui.regions.aggregate import Aggregator
-from laya_tui.regions.sites import caller_site, format_frame, short_path
+from laya_tui.regions.graph_breaks import collect
+from laya_tui.regions.sites import caller_site, short_path
 
 FIX_RECOMPILE_SHAPE = ("a new input shape recompiles: pad/bucket inputs to fixed shapes, or "
                        "compile with dynamic=True / torch._dynamo.mark_dynamic")
 FIX_RECOMPILE = "a guard failed: keep that value stable between calls, or make it dynamic"
 FIX_COLD = "one-time cost of the first call per frame; warm the model before timing"
+#: The reason of a ``compile`` signal (a frame's first compile: not a recompile).
+FIRST_COMPILE = "first compile of this frame"
+
+#: What the caller is running right now (e.g. "input set 2 of 3"), attached to the compiles
+#: that start meanwhile: :func:`set_call_label`.
+_CALL_LABEL: list[str | None] = [None]
+
+
+def set_call_label(label: str | None) -> None:
+    """Name what runs next (an input set); compiles started meanwhile carry it."""
+    _CALL_LABEL[0] = label
 
 
 class DynamoWatch:
@@ -29,6 +42,7 @@ class DynamoWatch:
         self.active = False
         self.sites: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
         self.owners: dict[str, str] = {}
+        self.labels: dict[str, str] = {}
         self.metrics: list[Any] = []
         self.breaks: dict[str, int] = {}
         self.break_reasons: list[Any] = []
@@ -60,6 +74,8 @@ class DynamoWatch:
         owner = _compiled_owner(sys._getframe(1))
         if owner:
             self.owners[cid] = owner
+        if _CALL_LABEL[0]:
+            self.labels[cid] = _CALL_LABEL[0]
 
     def _on_compile_end(self, args: Any) -> None:
         if self.on_compiled is not None:
@@ -87,7 +103,11 @@ class DynamoWatch:
             else list(reasons)
 
     def emit(self, agg: Aggregator, region: str, phase: str | None) -> None:
-        """Add recompile / fallback entries for what :meth:`stop` collected."""
+        """Add compile / recompile / fallback entries for what :meth:`stop` collected.
+
+        A frame's first compile is a ``compile`` signal; ``recompile`` is only a real
+        recompile (a guard failed), with the guard text and the call site.
+        """
         base = {"region": region, "phase": phase}
         for m in self.metrics:
             cid = str(m.compile_id)
@@ -105,41 +125,26 @@ class DynamoWatch:
                         seconds=seconds, fix="fix the failing construct or graph-break around it",
                         detail=detail)
                 continue
+            label = self.labels.get(cid)
+            if label:
+                detail["input_set"] = label
             guard = m.recompile_reason
             if not guard:
-                e = agg.add("recompile", frame, reason="cold compile (first compile of this frame)",
-                            site=site, seconds=seconds, fix=FIX_COLD, detail=detail)
-                e.detail["cold_compile"] = True
+                e = agg.add("compile", frame, reason=FIRST_COMPILE, site=site, seconds=seconds,
+                            fix=FIX_COLD, detail=detail)
                 e.detail.setdefault("compile_ids", []).append(cid)
                 continue
             first = guard.strip().splitlines()[0]
             fix = FIX_RECOMPILE_SHAPE if "size mismatch" in first or "stride mismatch" in first \
                 else FIX_RECOMPILE
             e = agg.add("recompile", frame, reason=first, site=site, seconds=seconds, fix=fix,
-                        detail=dict(detail, guard=guard[:2000], cold_compile=False))
+                        detail=dict(detail, guard=guard[:2000]))
             e.detail.setdefault("compile_ids", []).append(cid)
-        # Graph breaks: counter deltas give the counts; graph_break_reasons the user stacks.
-        where: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
-        for r in self.break_reasons:
-            frames = list(getattr(r, "user_stack", []) or [])
-            if not frames:
-                continue
-            inner = frames[-1]
-            site = {"file": inner.filename, "line": inner.lineno, "func": inner.name}
-            stack = [format_frame({"file": f.filename, "line": f.lineno, "func": f.name})
-                     for f in reversed(frames[-7:])]
-            where.setdefault(str(r.reason), (site, stack))
-        for text, n in self.breaks.items():
-            site, stack = where.get(text) or _match_reason(where, text)
-            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-            hint = next((ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")),
-                        None)
-            detail = dict(base, graph_break=True, explanation=_explanation(lines))
-            if self.with_stack and stack:
-                detail["stack"] = stack
-            agg.add("fallback", "graph break", reason=lines[0] if lines else text[:200],
-                    site=site, count=n, fix=hint or "rewrite the construct Dynamo cannot trace",
-                    detail=detail)
+        # Graph breaks: every recorded reason (with its user stack), deduplicated by
+        # (reason, user frame); counter entries only where no reason matches.
+        for gb in collect(self.break_reasons, self.breaks, with_stack=self.with_stack):
+            agg.add("fallback", "graph break", reason=gb.headline, site=gb.site, count=gb.count,
+                    fix=gb.fix(), detail=dict(base, **gb.detail()))
 
 
 def _compiled_owner(frame: Any) -> str | None:
@@ -166,19 +171,4 @@ def _compiled_owner(frame: Any) -> str | None:
             return None
         f = f.f_back
         hops += 1
-    return None
-
-
-def _match_reason(where: dict[str, Any], text: str) -> tuple[dict[str, Any] | None, list[str]]:
-    head = text.strip().splitlines()[0] if text.strip() else text
-    for reason, value in where.items():
-        if reason.strip().startswith(head):
-            return value
-    return None, []
-
-
-def _explanation(lines: list[str]) -> str | None:
-    for ln in lines:
-        if ln.startswith("Explanation:"):
-            return ln[len("Explanation:"):].strip()
     return None

@@ -24,7 +24,7 @@ _SHOWN = {"diagnostic", "source_excerpt", "generated_source", "path", "package",
           "argmax_match", "rows", "top2_gap_min", "mismatch_rows", "mismatch_top2_gaps",
           "stack", "kernel", "target", "dtype", "spec", "outcome", "seconds", "stage", "pass",
           "exception", "run_skipped", "build_cached", "kernel_site", "checks", "buffers",
-          "command", "wrapped_source", "file"}
+          "command", "wrapped_source", "file", "drift"}
 #: TileLang cell keys shown by :func:`render_tilelang`.
 _SHOWN_TILELANG = {"args", "arg_sources", "passes", "ir_before", "ir_before_pass", "last_pass",
                    "last_pass_diff", "repro", "pass_timing_report", "pass_configs"}
@@ -156,6 +156,7 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
                                               strict=False))
             tol.append(("mismatches", pairs))
         parts += [_section("tolerance"), _kv_table([t for t in tol if t[1]])]
+        parts += drift_section(detail.get("drift"), full=full)
 
     site = sig.get("site")
     if isinstance(site, dict) and site.get("file"):
@@ -312,6 +313,81 @@ def tilelang_editor_target(detail: dict[str, Any]) -> tuple[str, int | None] | N
     got = _read_lines(ir, 100_000)
     lines = sorted(_buffer_lines(got[0], buffers)) if got else []
     return ir, (lines[0] if lines else None)
+def drift_section(drift: Any, *, full: bool = False) -> list[RenderableType]:
+    """Where the drift starts: the first module past its limit, and the per-module max |diff|
+    along the model (execution order) as a plot with the limits."""
+    if not isinstance(drift, dict) or not isinstance(drift.get("curve"), list):
+        return []
+    curve = [c for c in drift["curve"] if isinstance(c, list) and len(c) == 3]
+    first = drift.get("first_past_limit")
+    facts: list[tuple[str, str]] = []
+    if isinstance(first, dict):
+        facts.append(("starts at", f"{first.get('module')} ({first.get('type')}): max|diff| "
+                                   f"{number(first.get('max_diff'))} > limit "
+                                   f"{number(first.get('limit'))}"))
+    else:
+        facts.append(("starts at", "no module past its limit"))
+    worst = drift.get("worst")
+    if isinstance(worst, dict) and worst.get("ratio") is not None:
+        facts.append(("closest", f"{worst.get('module')} ({worst.get('type')}): "
+                                 f"{number(worst.get('ratio'))} of its limit"))
+    facts.append(("modules", f"{drift.get('compared', len(curve))} module call(s) compared"
+                  + (f", every {drift['curve_every']}th plotted" if drift.get("curve_every")
+                     else "")))
+    skipped = drift.get("skipped") or []
+    if skipped:
+        facts.append(("skipped", "; ".join(f"{s.get('module')}: {s.get('reason')}"
+                                           for s in skipped[:4] if isinstance(s, dict))))
+    if drift.get("artifact"):
+        facts.append(("curve", str(drift["artifact"])))
+    parts: list[RenderableType] = [_section("where the drift starts"), _kv_table(facts)]
+    plot = drift_plot(curve, drift.get("curve_first") if isinstance(first, dict) else None,
+                      height=16 if full else 12)
+    if plot is not None:
+        parts.append(plot)
+    return parts
+
+
+class DriftPlot:
+    """max |diff| and limit per module call (log scale), a vertical line where the drift
+    starts (``first_index``: its position in ``curve``); drawn at the pane's width."""
+
+    def __init__(self, curve: list[list[Any]], first_index: Any, *, height: int) -> None:
+        self.points = [(i + 1, c[1], c[2]) for i, c in enumerate(curve)
+                       if isinstance(c[1], (int, float)) and isinstance(c[2], (int, float))]
+        self.first = first_index if isinstance(first_index, int) and \
+            0 <= first_index < len(curve) else None
+        self.height = height
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from plotext._figure import _figure_class
+
+        fig = _figure_class()
+        fig.plotsize(max(30, min(options.max_width, 110)), self.height)
+        fig.theme("clear")
+        xs = [p[0] for p in self.points]
+        floor = min((p[1] for p in self.points if p[1] > 0), default=1e-12)
+        fig.yscale("log")
+        fig.plot(xs, [max(p[1], floor) for p in self.points], marker="braille",
+                 label="max|diff|")
+        fig.plot(xs, [p[2] for p in self.points], marker="dot", label="limit")
+        if self.first is not None:
+            fig.vertical_line(self.first + 1)
+        fig.xlabel("module call (execution order)")
+        yield Text.from_ansi(fig.build(), no_wrap=True, overflow="crop")
+
+
+def drift_plot(curve: list[list[Any]], first_index: Any, *,
+               height: int) -> RenderableType | None:
+    """A :class:`DriftPlot` when there are two points or more and plotext is installed."""
+    plot = DriftPlot(curve, first_index, height=height)
+    if len(plot.points) < 2:
+        return None
+    try:
+        import plotext._figure  # noqa: F401
+    except ImportError:
+        return None
+    return plot
 
 
 def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -> RenderableType:

@@ -1,0 +1,118 @@
+"""Where the drift starts: per-module outputs against the fp32 CPU reference (real models)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from laya_tui.regions.drift import module_drift, summary_detail, write_artifact  # noqa: E402
+
+
+class Cancel(torch.nn.Module):
+    """(x + 1000) - 1000: bf16 keeps 8 mantissa bits, so near 1000 the spacing is 4 and the
+    small values are lost; fp32 keeps them. Real catastrophic cancellation."""
+
+    def forward(self, x):
+        return (x + 1000.0) - 1000.0
+
+
+class Pair(torch.nn.Module):
+    """Returns a tuple, and a dict holding a tensor and a non-tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.a(x)
+        return y, {"twice": 2 * y, "note": "kept"}
+
+
+class DtypePath(torch.nn.Module):
+    """Returns an extra tensor only in half precision: its outputs differ between the runs."""
+
+    def forward(self, x):
+        if x.dtype in (torch.bfloat16, torch.float16):
+            return x, x.float()
+        return x
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = Pair()
+        self.path = DtypePath()
+        self.cancel = Cancel()
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y, extra = self.pair(x)
+        y = self.path(y + extra["twice"])
+        if isinstance(y, tuple):
+            y = y[0]
+        return {"out": self.head(self.cancel(y))}
+
+
+def _run(dtype):
+    torch.manual_seed(0)
+    ref = Net().eval()
+    model = copy.deepcopy(ref).to(dtype)
+    x = torch.randn(3, 8)
+    return model, ref, module_drift(model, ref, lambda: model(x.to(dtype)), lambda: ref(x))
+
+
+def test_bf16_drift_starts_at_the_cancelling_module():
+    _, _, res = _run(torch.bfloat16)
+    names = [c["module"] for c in res["calls"]]
+    # execution order: inner modules return before the module that holds them
+    assert names == ["pair.a", "pair", "cancel", "head", "(model)"]
+    first = res["first_past_limit"]
+    assert first["module"] == "cancel" and first["type"] == "Cancel"
+    assert first["max_diff"] > first["limit"] and first["dtype"] == "bfloat16"
+    before = res["calls"][0]
+    assert before["max_diff"] <= before["limit"]  # the Linear in bf16 is within its limit
+    # the half-precision-only extra output: named and skipped, not crashed on
+    assert res["skipped"] == [{"module": "path", "reason": "output structure differs: 2 "
+                                                           "tensor(s) vs 1 in the reference"}]
+    # both calls' outputs come back (a dict output here) for the tolerance comparison
+    assert res["model_output"]["out"].dtype == torch.bfloat16
+    assert res["reference_output"]["out"].dtype == torch.float32
+
+
+def test_fp32_copy_has_no_drift_and_the_summary_and_artifact_carry_the_curve(tmp_path):
+    _, _, res = _run(torch.float32)
+    assert res["first_past_limit"] is None and res["skipped"] == []
+    assert all(c["max_diff"] == 0.0 for c in res["calls"])
+    path = write_artifact(res, str(tmp_path), "explain/x[y] sub")
+    doc = json.loads(open(path).read())
+    assert [c["module"] for c in doc["calls"]] == [c["module"] for c in res["calls"]]
+    detail = summary_detail(res, path)
+    assert detail["compared"] == 6 and detail["curve"][0][0] == "pair.a"
+    assert "path" in [c[0] for c in detail["curve"]]  # one tensor in both runs: compared
+    assert detail["artifact"] == path and detail["first_past_limit"] is None
+    assert detail["worst"]["ratio"] == 0.0
+    json.dumps(detail, allow_nan=False)  # valid JSON in the report
+
+
+def test_presets_bf16_curve_along_the_model_with_the_mask():
+    pytest.importorskip("transformers")
+    from laya_tui import presets
+
+    for build in (presets.tiny_llama, presets.tiny_modernbert):
+        model, ref = build(torch.bfloat16), build(None)
+        batch = presets.token_batch([7, 5])
+        res = module_drift(model, ref, lambda m=model, b=batch: m(**b),
+                           lambda r=ref, b=batch: r(**b), mask=batch["attention_mask"].bool())
+        names = [c["module"] for c in res["calls"]]
+        assert names[-1] == "(model)" and len(names) > 20 and res["skipped"] == []
+        # bf16 rounding is visible at every module, and within the per-dtype limits here
+        assert all(c["dtype"] == "bfloat16" for c in res["calls"])
+        assert any(c["max_diff"] > 0 for c in res["calls"])
+        assert res["first_past_limit"] is None
+        d = summary_detail(res)
+        json.dumps(d, allow_nan=False)
+        assert 0 < d["worst"]["ratio"] <= 1  # the module closest to its limit

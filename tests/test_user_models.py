@@ -1,0 +1,162 @@
+"""``--model`` factories through the real CLI: input sets, --device, errors, compile vs
+recompile in the gates."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from laya_tui.report import validate_report
+from tests._util import REPO, run_cli
+
+MODELS = textwrap.dedent('''
+    import torch
+
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = torch.nn.Linear(16, 32)
+            self.out = torch.nn.Linear(32, 8)
+
+        def forward(self, x):
+            h = torch.nn.functional.gelu(self.inp(x))
+            scale = h.abs().max().item()
+            if h.mean() > 0:
+                h = h / (1 + scale)
+            return self.out(h)
+
+
+    def two_sets():
+        torch.manual_seed(0)
+        sets = [(torch.randn(4, 16).bfloat16(),), (torch.randn(8, 16).bfloat16(),)]
+        return Net().to(torch.bfloat16), sets
+
+
+    def empty():
+        return Net(), []
+
+
+    def boom():
+        raise RuntimeError("weights not found")
+''')
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"PYTHONPATH": f"{tmp_path}:{REPO}", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+
+
+def _run(tmp_path: Path, *args: str, timeout: float = 600):
+    (tmp_path / "user_models.py").write_text(MODELS)
+    out = tmp_path / "report.json"
+    proc = run_cli("--headless", "--json", str(out), "--jobs", "1", "--cache-dir",
+                   str(tmp_path / "cache"), "--out", str(tmp_path / "out"), *args,
+                   env=_env(tmp_path), timeout=timeout)
+    report = json.loads(out.read_text()) if out.exists() else None
+    return proc, report
+
+
+def test_device_flag_and_table_are_checked_before_anything_runs(tmp_path: Path):
+    proc = run_cli("--headless", "--device", "npu", "--only", "explain/*")
+    assert proc.returncode == 2 and "--device" in proc.stderr and "Traceback" not in proc.stderr
+    from laya_tui.config import load_settings
+
+    (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\ndevice = "cuda:7"\n')
+    assert load_settings(str(tmp_path))["device"] == "cuda:7"
+
+
+def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: Path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    proc, report = _run(tmp_path, "--only", "explain/model:*", "--device", "cuda:7",
+                        "--only", "aoti/model[nosuch:build]",
+                        "--model", "nosuch:build", "--model", "user_models:empty",
+                        "--model", "user_models:boom", "--model", "user_models:two_sets")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "verdict: FAIL" in proc.stderr
+    validate_report(report)
+    st = {p["id"]: (p["status"], p["reason"]) for p in report["probes"]}
+    for sc in ("eager", "compile"):
+        status, reason = st[f"explain/model:nosuch:build[{sc}]"]
+        assert status == "error" and "ModuleNotFoundError" in reason and "nosuch" in reason
+        status, reason = st[f"explain/model:user_models:empty[{sc}]"]
+        assert status == "error" and "empty list of input sets" in reason
+        status, reason = st[f"explain/model:user_models:boom[{sc}]"]
+        assert status == "error" and "RuntimeError: weights not found" in reason
+        # this host has no 8th CUDA device: skipped with the reason, not failed
+        status, reason = st[f"explain/model:user_models:two_sets[{sc}]"]
+        assert status == "skipped" and reason.startswith("--device cuda:7:")
+    status, reason = st["aoti/model[nosuch:build]"]
+    assert status == "error" and "ModuleNotFoundError" in reason
+    gate = next(g for g in report["gates"] if g["name"] == "no-probe-error")
+    assert not gate["passed"] and len(gate["failures"]) == 7
+
+
+def test_aoti_user_target_takes_every_input_set_as_a_compared_shape(tmp_path: Path,
+                                                                    monkeypatch):
+    pytest.importorskip("torch")
+    from laya_tui.aoti.targets import user_target
+
+    (tmp_path / "user_models.py").write_text(MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = user_target("user_models:two_sets")
+    shapes = target.shapes(None)
+    assert [name for name, _, _ in shapes] == ["set1", "set2"]
+    assert [tuple(inputs[0][0].shape) for _, inputs, _ in shapes] == [(4, 16), (8, 16)]
+    assert target.example is shapes[0][1] and target.dtype == "bf16"
+    with pytest.raises(ValueError, match="empty list of input sets"):
+        user_target("user_models:empty")
+
+
+@pytest.mark.slow
+def test_input_sets_recompile_with_guard_and_set_and_drift_per_set(tmp_path: Path):
+    pytest.importorskip("torch")
+    proc, report = _run(tmp_path, "--only", "explain/model:*", "--device", "cpu",
+                        "--model", "user_models:two_sets")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    probes = {p["id"]: p for p in report["probes"]}
+    for sc in ("eager", "compile"):
+        sigs = probes[f"explain/model:user_models:two_sets[{sc}]"]["signals"]
+        tol = [s for s in sigs if s["kind"] == "tolerance"]
+        assert [s["subject"] for s in tol] == [f"set {i}/2 bfloat16 vs fp32 cpu output"
+                                               for i in (1, 2)]
+        for s in tol:
+            drift = s["detail"]["drift"]
+            assert [c[0] for c in drift["curve"]] == ["inp", "out", "(model)"]
+            assert Path(drift["artifact"]).is_file()
+        env = next(s for s in sigs if s["kind"] == "environment"
+                   and s["subject"] == "explain.model")
+        assert env["value"] == "user_models:two_sets"
+        assert env["detail"]["input_sets"] == 2 and env["detail"]["device"] == "cpu"
+    sigs = probes["explain/model:user_models:two_sets[compile]"]["signals"]
+    compiles = [s for s in sigs if s["kind"] == "compile"]
+    assert compiles and all(s["detail"]["phase"] == "cold" for s in compiles)
+    assert all(s["detail"]["input_set"].startswith("input set 1 of 2") for s in compiles)
+    rec = [s for s in sigs if s["kind"] == "recompile"]
+    assert rec and all(s["detail"]["phase"] == "warm" for s in rec)
+    assert all(s["detail"]["input_set"] == "input set 2 of 2: arg0(8, 16)" for s in rec)
+    assert any("size mismatch at index 0. expected 4, actual 8" in s["reason"] for s in rec)
+    breaks = {s["reason"].split()[0] for s in sigs if s.get("subject") == "graph break"}
+    assert {"Unsupported", "generic_jump"} <= breaks  # .item() and the data-dependent if
+    summary = report["summary"]["signals"]
+    assert summary["compile"] == len(compiles) and summary["recompile"] == len(rec)
+
+
+@pytest.mark.slow
+def test_fail_on_recompile_passes_padded_and_fails_two_lengths(tmp_path: Path):
+    pytest.importorskip("transformers")
+    padded = "explain/tiny_modernbert[fp32,compile-padded]"
+    two = "explain/tiny_modernbert[fp32,compile-two-lengths]"
+    proc, report = _run(tmp_path, "--only", two, "--only", padded, "--fail-on", "recompile")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    gate = next(g for g in report["gates"] if g["name"] == "fail-on:recompile")
+    assert gate["failures"] and {f["probe"] for f in gate["failures"]} == {two}
+    assert report["summary"]["signals"]["compile"] >= 2  # both compiled: not recompiles
+    # the padded cell alone (served from the cache): the gate holds
+    proc, report = _run(tmp_path, "--only", padded, "--fail-on", "recompile",
+                        "--max", "recompile=0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert report["probes"][0]["cached"] is True
