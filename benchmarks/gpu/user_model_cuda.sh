@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-benchmarks/results/gpu-h200-user-model.json}
+[ $# -gt 0 ] && shift
 mkdir -p "$(dirname "$out")"
 export PYTHONPATH="$PWD:$PWD/benchmarks/gpu/user_model${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
