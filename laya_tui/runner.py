@@ -343,15 +343,25 @@ class Runner:
                 etype = event["type"]
                 if etype == "started":
                     self.on_event(ProbeStarted(pid, fam, time.time()))
-                elif etype == "signal":
+                elif etype == "signals":  # a batch: one line, one json.loads
+                    batch = event.get("signals")
+                    if (event.get("probe") != pid or not isinstance(batch, list)
+                            or not all(type(s) is dict for s in batch)):
+                        raise WorkerDied("malformed signal event on the signal pipe: "
+                                         + json.dumps(event)[:200])
+                    signals.extend(batch)
+                    on_event = self.on_event
+                    for sig in batch:
+                        on_event(SignalEmitted(pid, sig))
+                    await asyncio.sleep(0)  # buffered lines never suspend readline: let
+                    # the UI's loop breathe between batches in a flood
+                elif etype == "signal":  # one signal (the batched form is the usual one)
                     sig = event.get("signal")
                     if not isinstance(sig, dict) or event.get("probe") != pid:
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
                     self.on_event(SignalEmitted(pid, sig))
-                    if len(signals) % 256 == 0:  # buffered lines never suspend readline:
-                        await asyncio.sleep(0)   # let the UI's loop breathe in a flood
                 elif etype == "finished" and event.get("id") == pid:
                     result = dict(base, status=event.get("status", "failed"),
                                   reason=event.get("reason"),
