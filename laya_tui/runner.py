@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.api import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
-from laya_tui.cache import ResultCache, default_cache_dir
 from laya_tui.events import (
     Event,
     ProbeFinished,
@@ -30,7 +29,6 @@ from laya_tui.events import (
     SignalEmitted,
 )
 from laya_tui.logtext import trim_faulthandler
-from laya_tui.versions import library_versions
 
 LOG_TAIL_CHARS = 4000
 MAX_LINE = 64 * 1024 * 1024
@@ -210,6 +208,11 @@ class Runner:
         self.on_event = on_event or (lambda e: None)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
+        # imported here: the dashboard builds a RunConfig before its first frame, the
+        # runner (hashlib, importlib.metadata) only after it
+        from laya_tui.cache import ResultCache, default_cache_dir
+        from laya_tui.versions import library_versions
+
         self.cache = ResultCache(config.cache_dir or default_cache_dir(config.workspace))
         self.versions = library_versions()
         self._running: dict[str, str] = {}  # family -> probe id in flight

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -41,6 +41,9 @@ from laya_tui.tui.model import Changes, RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.widgets.detail import resolve_path
+
+#: While events keep arriving, the widgets are updated at most this often (seconds).
+FLOOD_FRAME_S = 0.1
 
 
 class RunnerLike(Protocol):
@@ -101,6 +104,8 @@ class LayaApp(App[int]):
         self._drain_timer: Any = None
         self._clock: Any = None
         self._runner_lock = asyncio.Lock()
+        self._unposted: Changes | None = None  # folded into the model, not yet shown
+        self._posted_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -163,10 +168,18 @@ class LayaApp(App[int]):
             self._drain_timer.resume()
 
     def _drain(self) -> None:
-        changes = self.pump.drain()
+        changes = self.pump.drain(self._unposted)
+        self._unposted = None
+        now = time.monotonic()
         if not self.pump.pending:
             self._drain_timer.pause()
+        elif now - self._posted_at < FLOOD_FRAME_S:
+            # a flood: keep folding, show it at most every FLOOD_FRAME_S (each RunUpdated
+            # costs a frame; fewer frames leave the loop to the stream)
+            self._unposted = changes
+            return
         if changes:
+            self._posted_at = now
             self._rows_since_freeze += len(changes.added)
             if self.freeze_every and self._rows_since_freeze >= self.freeze_every:
                 # Rows live as long as the app: move what exists now out of the cyclic
@@ -269,7 +282,10 @@ class LayaApp(App[int]):
     def _abandon(self, runner: RunnerLike | None) -> None:
         if runner is not None:
             runner.kill_all()
-        self.pump.drain()
+        leftover = self.pump.drain(self._unposted)
+        self._unposted = None
+        if leftover:
+            self.post_message(RunUpdated(leftover))
         changes = self.model.abandon()
         if changes:
             self.post_message(RunUpdated(changes))
@@ -398,11 +414,11 @@ class LayaApp(App[int]):
     def _export(self, results: list[dict[str, Any]], specs: list[dict[str, Any]],
                 errors: list[dict[str, Any]], seconds: float, path: str) -> None:
         from laya_tui.headless import make_report
-        from laya_tui.report import write_atomic
+        from laya_tui.report import write_report
 
         try:
             report = make_report(results, Discovery(specs, errors), seconds, self.gate_settings)
-            write_atomic(path, json.dumps(report, indent=1, default=repr) + "\n")
+            write_report(path, report)
         except OSError as exc:
             self.post_message(RunFailed(f"cannot write {path}: {exc}"))
             return
