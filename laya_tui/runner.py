@@ -51,6 +51,9 @@ class RunConfig:
     out: str | None = None
     extra_options: dict[str, Any] = field(default_factory=dict)
     python: str = sys.executable
+    #: cells inside a family: "longest-first" (headless: the family ends soonest) or
+    #: "shortest-first" (a user watching: first results at once), by recorded durations
+    order: str = "longest-first"
 
     def options(self) -> dict[str, Any]:
         """The options probes see through ``laya_tui.api.options()``."""
@@ -249,7 +252,7 @@ class Runner:
         by_family: dict[str, list[dict[str, Any]]] = {}
         for p in probes:
             by_family.setdefault(p["family"], []).append(p)
-        families = sorted(by_family, key=lambda f: (f != "env", list(by_family).index(f)))
+        families = self._schedule(by_family)
         results: dict[str, dict[str, Any]] = {}
         sem = asyncio.Semaphore(max(1, self.config.jobs))
 
@@ -260,6 +263,25 @@ class Runner:
 
         await asyncio.gather(*(family_task(f) for f in families))
         return [results[p["id"]] for p in probes]
+
+    def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
+        """Order families and, in place, the cells inside each, by recorded durations.
+
+        ``env`` first; then the longest families first (``jobs`` run at once, so the
+        longest one starts at once); inside a family per ``config.order``. Cells and
+        families never run before have no duration: they keep discovery order, after
+        the timed ones. Results are still returned in the order given.
+        """
+        known = self.cache.durations()
+        first_cell = self.config.order != "shortest-first"
+        for cells in by_family.values():
+            timed = [p for p in cells if p["id"] in known]
+            new = [p for p in cells if p["id"] not in known]
+            timed.sort(key=lambda p: known[p["id"]], reverse=first_cell)
+            cells[:] = timed + new
+        names = list(by_family)
+        total = {f: sum(known.get(p["id"], 0.0) for p in cells) for f, cells in by_family.items()}
+        return sorted(names, key=lambda f: (f != "env", -total[f], names.index(f)))
 
     async def run_one(self, probe: dict[str, Any], *,
                       use_cache: bool | None = None) -> dict[str, Any]:
@@ -278,6 +300,8 @@ class Runner:
         lock = self._lock.setdefault(probe["family"], asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
+        if probe["id"] not in self._cancelled and result.get("status") != "crashed":
+            self.cache.record_duration(probe["id"], result.get("seconds") or 0.0)
         if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
             # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
             await self.cache.store_async(probe["id"], probe.get("params"), options,

@@ -510,7 +510,13 @@ def build_app(config: RunConfig | None = None, *,
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
                 return RecordedRunner(recorded, on_event, delay=replay_delay)
         elif config is not None:
+            import dataclasses
+
             from laya_tui.runner import Runner
+
+            # a user is watching: the shortest cells of each family first, so results
+            # appear at once (headless runs the longest first)
+            config = dataclasses.replace(config, order="shortest-first")
 
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
                 return Runner(config, on_event=on_event)
