@@ -166,6 +166,12 @@ class Heartbeat:
             self._task.cancel()
 
 
+def _pending(app) -> bool:
+    """Events not yet on the widgets (``updates_pending``; older apps: the pump alone)."""
+    pending = getattr(app, "updates_pending", None)
+    return bool(app.pump.pending if pending is None else pending)
+
+
 async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int]:
     """(total seconds, worst stall, heartbeats) until n rows are in the app's table."""
     beat = Heartbeat()
@@ -178,10 +184,10 @@ async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int
         ended = None
         while time.perf_counter() - t0 < timeout:
             table = app.main_screen.table
-            if table.row_count >= n and not app.pump.pending:
+            if table.row_count >= n and not _pending(app):
                 break
             done = [st for st in app.model.probes.values() if st.result is not None]
-            if done and not app.pump.pending:
+            if done and not _pending(app):
                 ended = done[0]
                 break
             await asyncio.sleep(0.01)

@@ -42,7 +42,8 @@ from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.widgets.detail import resolve_path
 
-#: While events keep arriving, the widgets are updated at most this often (seconds).
+#: Runner events reach the widgets at most this often (seconds): a stream of signals
+#: costs one frame per interval, not one per drain.
 FLOOD_FRAME_S = 0.1
 
 
@@ -171,13 +172,14 @@ class LayaApp(App[int]):
         changes = self.pump.drain(self._unposted)
         self._unposted = None
         now = time.monotonic()
-        if not self.pump.pending:
-            self._drain_timer.pause()
-        elif now - self._posted_at < FLOOD_FRAME_S:
-            # a flood: keep folding, show it at most every FLOOD_FRAME_S (each RunUpdated
-            # costs a frame; fewer frames leave the loop to the stream)
+        if changes and now - self._posted_at < FLOOD_FRAME_S:
+            # a stream: keep folding, show it at most every FLOOD_FRAME_S (each RunUpdated
+            # costs a frame; fewer frames leave the loop to the stream); the timer stays
+            # on to post what is held
             self._unposted = changes
             return
+        if not self.pump.pending:
+            self._drain_timer.pause()
         if changes:
             self._posted_at = now
             self._rows_since_freeze += len(changes.added)
@@ -203,9 +205,14 @@ class LayaApp(App[int]):
     def _tick(self) -> None:
         self.main_screen.tick()
 
+    @property
+    def updates_pending(self) -> bool:
+        """Runner events not yet in the model, or folded in but not yet on the widgets."""
+        return bool(self.pump.pending) or self._unposted is not None
+
     async def drained(self) -> None:
         """Wait until every buffered runner event is in the model."""
-        while self.pump.pending:
+        while self.updates_pending:
             await asyncio.sleep(self.flush_interval)
 
     async def settled(self, timeout: float = 30.0) -> None:
@@ -215,9 +222,9 @@ class LayaApp(App[int]):
         while loop.time() < end:
             busy = self._run_pending or any(
                 w.group in ("run", "rerun") and not w.is_finished for w in self.workers)
-            if not busy and not self.pump.pending:
+            if not busy and not self.updates_pending:
                 await asyncio.sleep(self.flush_interval * 2)
-                if not self.pump.pending:
+                if not self.updates_pending:
                     return
             await asyncio.sleep(0.02)
         raise TimeoutError("the app did not settle")
