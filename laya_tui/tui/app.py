@@ -233,6 +233,7 @@ class LayaApp(App[int]):
     def start_run(self, *, use_cache: bool | None = None) -> None:
         """Discover (once) and run every probe; a new run cancels the one in progress."""
         self._run_pending = False
+        gc.freeze()  # the app's own objects live as long as it: no full scans of them mid-run
         self._run_all(use_cache)
 
     @work(exclusive=True, exit_on_error=False, group="run")
