@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -70,8 +71,15 @@ sys.exit(rc)
 '''
 
 
-def pipe_floor(n: int) -> float:
-    """Seconds for a producer process to write n signal lines and this one to parse them."""
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def pipe_floor(n: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for a producer process to write n signal lines and this
+    one to parse them."""
+    c0, p0 = _children_cpu(), time.process_time()
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", PRODUCER, str(n)], stdout=subprocess.PIPE)
     assert proc.stdout is not None
@@ -83,11 +91,12 @@ def pipe_floor(n: int) -> float:
     proc.wait()
     if got != n:
         sys.exit(f"floor: {got} of {n} lines")
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - c0 + time.process_time() - p0
 
 
-def headless(ws: Path, n: int) -> tuple[float, int, dict]:
-    """(wall seconds, peak RSS in KiB, report) of one headless run emitting n signals."""
+def headless(ws: Path, n: int) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in KiB, CPU seconds of the whole process tree) of one headless
+    run emitting n signals."""
     out = ws / f"report-{n}.json"
     cache = tempfile.mkdtemp(prefix="laya-bench-cache-", dir=ws)
     env = dict(os.environ, LAYA_BENCH_SIGNALS=str(n), PYTHONPATH=str(REPO),
@@ -95,9 +104,11 @@ def headless(ws: Path, n: int) -> tuple[float, int, dict]:
     cmd = [sys.executable, "-c", CLI_RSS, "--headless", "--json", str(out), "--quiet",
            "--workspace", str(ws), "--probes", str(ws / "probes"), "--cache-dir", cache,
            "--no-baseline", "--jobs", "1"]
+    c0 = _children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    cpu = _children_cpu() - c0
     if proc.returncode not in (0, 1):
         sys.exit(f"headless run failed ({proc.returncode}): {proc.stderr[-800:]}")
     rss = int(proc.stderr.rsplit("MAXRSS_KB", 1)[1].split()[0])
@@ -106,7 +117,7 @@ def headless(ws: Path, n: int) -> tuple[float, int, dict]:
     got = sum(len(p["signals"]) for p in report["probes"])
     if got != n:
         sys.exit(f"headless: the report holds {got} of {n} signals")
-    return wall, rss, report
+    return wall, rss, cpu
 
 
 def main() -> None:
@@ -124,11 +135,11 @@ def main() -> None:
         floors, runs, zeros = [], [], []
         for _ in range(args.repeat):  # interleaved: each sees the same load
             floors.append(pipe_floor(n))
-            zeros.append(headless(ws, 0)[0])
-            runs.append(headless(ws, n)[0])
-        floor = statistics.median(floors)
-        zero = statistics.median(zeros)
-        run = statistics.median(runs)
+            zeros.append(headless(ws, 0))
+            runs.append(headless(ws, n))
+        floor = statistics.median(f[0] for f in floors)
+        zero = statistics.median(z[0] for z in zeros)
+        run = statistics.median(r[0] for r in runs)
         floor_rate = n / floor
         rate = n / max(run - zero, 1e-9)
         print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians of {args.repeat}")
@@ -140,6 +151,11 @@ def main() -> None:
               f"signals/s = {rate / floor_rate:.2f}x the pipe floor (target >= 0.5x)")
         print(f"  end to end including start-up: {n / run:,.0f} signals/s = "
               f"{n / run / floor_rate:.2f}x the floor")
+        fcpu = statistics.median(f[1] for f in floors)
+        pcpu = statistics.median(r[2] for r in runs) - statistics.median(z[2] for z in zeros)
+        print(f"  CPU seconds (steadier on a loaded machine): floor {fcpu:.2f} s, signal path "
+              f"{pcpu:.2f} s (all processes) = {fcpu / max(pcpu, 1e-9):.2f}x the floor's "
+              f"signals per CPU second")
         if args.rss:
             _, rss0, _ = headless(ws, 0)
             wall_m, rss_m, _ = headless(ws, args.rss)
