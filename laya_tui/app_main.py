@@ -7,7 +7,6 @@ the one rule').
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -41,14 +40,14 @@ def run_app(config: Any, args: argparse.Namespace) -> int:
         print("laya-tui: no probe finished; no report written", file=sys.stderr)
         return EXIT_OK
     from laya_tui.headless import make_report, write_ci_files
-    from laya_tui.report import human_summary, write_atomic
+    from laya_tui.report import human_summary, write_report
     from laya_tui.runner import Discovery
 
     specs = list(app.probe_specs.values())
     report = make_report(results, Discovery(specs, app.model.errors), app.model.run_seconds,
                          settings)
     if json_path:
-        write_atomic(json_path, json.dumps(report, indent=1, default=repr) + "\n")
+        write_report(json_path, report)
     write_ci_files(report, args)
     print(human_summary(report), file=sys.stderr)
     return EXIT_OK if report["summary"]["passed"] else EXIT_GATE

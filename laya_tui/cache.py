@@ -14,9 +14,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from laya_tui.jsonfast import compact_encoder
+
 CACHEABLE = ("ok", "failed", "skipped")
 _SLICE = 2000  # signals encoded per step by store_async
 _HOLE = "\x00laya-tui signals\x00"  # where store_async splices the encoded signals
+_encode = compact_encoder(repr)
+DURATIONS = "durations.json"  # probe id -> seconds of its last real run, for scheduling
 
 
 def default_cache_dir(workspace: str) -> Path:
@@ -94,22 +98,62 @@ class ResultCache:
     async def store_async(self, probe_id: str, params: Any, options: Any,
                           versions: dict[str, Any], deps: list[str],
                           result: dict[str, Any]) -> None:
-        """:meth:`store` without holding the event loop: a result with many signals is
-        encoded in slices (yielding between them) and the file is written from a thread."""
+        """:meth:`store` without holding the event loop or a second copy of the run: a
+        result with many signals is encoded in slices (yielding between them), each slice
+        written to the file as it is made."""
         entry = _entry(probe_id, params, options, versions, deps, result)
         if entry is None:
             return
         sigs = result.get("signals")
         if not isinstance(sigs, list) or len(sigs) <= _SLICE:
-            text = json.dumps(entry)
-        else:  # ~4 ms of C encoding per slice instead of ~200 ms at once for 100k signals
-            shell = json.dumps(dict(entry, result=dict(result, signals=_HOLE)))
-            parts = []
-            for i in range(0, len(sigs), _SLICE):
-                parts.append(json.dumps(sigs[i:i + _SLICE])[1:-1])
-                await asyncio.sleep(0)
-            text = shell.replace(json.dumps(_HOLE), "[" + ", ".join(parts) + "]", 1)
-        await asyncio.to_thread(self._write, probe_id, text)
+            await asyncio.to_thread(self._write, probe_id, json.dumps(entry))
+            return
+        # ~4 ms of C encoding per slice instead of ~200 ms at once for 100k signals
+        head, tail = json.dumps(dict(entry, result=dict(result, signals=_HOLE))).split(
+            json.dumps(_HOLE), 1)
+        tmp = None
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(head + "[")
+                for i in range(0, len(sigs), _SLICE):
+                    fh.write((", " if i else "") + _encode(sigs[i:i + _SLICE])[1:-1])
+                    await asyncio.sleep(0)
+                fh.write("]" + tail)
+            os.replace(tmp, self._path(probe_id))
+        except BaseException as exc:  # unwritable (skipped silently) or cancelled
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            if not isinstance(exc, OSError):
+                raise
+
+    # -- recorded durations (scheduling) ----------------------------------------------------
+    def durations(self) -> dict[str, float]:
+        """Seconds each probe took on its last real run (whatever its key now is)."""
+        try:
+            data = json.loads((self.root / DURATIONS).read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
+
+    def record_duration(self, probe_id: str, seconds: float) -> None:
+        """Remember how long ``probe_id`` ran (silently skipped when unwritable)."""
+        data = self.durations()
+        data[probe_id] = round(float(seconds), 3)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                json.dump(data, fh, sort_keys=True)
+            os.replace(tmp, self.root / DURATIONS)
+        except OSError:
+            pass
 
     def _write(self, probe_id: str, text: str) -> None:
         try:

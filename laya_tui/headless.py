@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 import time
@@ -13,7 +12,7 @@ from typing import Any
 from laya_tui.errors import EXIT_GATE, EXIT_OK, UsageError
 from laya_tui.events import Event, ProbeFinished
 from laya_tui.gates import GateSettings, evaluate_all
-from laya_tui.report import build_report, human_summary, write_atomic
+from laya_tui.report import build_report, human_summary, write_atomic, write_report
 from laya_tui.runner import Discovery, RunConfig, Runner
 
 
@@ -105,12 +104,8 @@ def run_headless(config: RunConfig, args: argparse.Namespace) -> int:
         print("laya-tui: terminated", file=sys.stderr)
         return 143
     report = make_report(results, disc, seconds, getattr(args, "gate_settings", None))
-    text = json.dumps(report, indent=1, default=repr) + "\n"
-    if args.json == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    elif args.json:
-        write_atomic(args.json, text)
+    if args.json:
+        write_report(args.json, report)  # streamed in chunks, "-" is stdout
     write_ci_files(report, args)
     print(human_summary(report), file=sys.stderr)
     if report.get("baseline"):

@@ -8,10 +8,12 @@ import os
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from laya_tui.jsonfast import compact_encoder
 from laya_tui.signals import KINDS, SCHEMA_ID, STATUSES
 from laya_tui.versions import host_facts, library_versions
 
@@ -89,14 +91,86 @@ def build_report(probes: list[dict[str, Any]], *, seconds: float,
     return report
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+_SLICE = 2000  # signals per chunk of report text
+_encode = compact_encoder(repr)  # the C encoder (``indent`` would not use it)
+
+
+def report_chunks(report: dict[str, Any]) -> Iterator[str]:
+    """The report as JSON text, in chunks: never the whole text at once in memory.
+
+    Small sections are indented; each signal is one compact line, encoded by the C encoder
+    in slices (``json.dumps(indent=...)`` runs the pure-Python encoder, ~20x slower).
+    """
+    yield "{\n"
+    last = len(report) - 1
+    for i, (key, value) in enumerate(report.items()):
+        end = ",\n" if i < last else "\n"
+        if key == "probes" and isinstance(value, list):
+            yield f" {_encode(key)}: [" + ("\n" if value else "")
+            for j, probe in enumerate(value):
+                yield from _probe_chunks(probe)
+                yield ",\n" if j < len(value) - 1 else "\n"
+            yield (" ]" if value else "]") + end
+        else:
+            yield f" {_encode(key)}: {_indented(value, 1)}{end}"
+    yield "}\n"
+
+
+def _indented(value: Any, depth: int) -> str:
+    # JSON strings never hold a raw newline, so re-indenting by replacement is exact.
+    return json.dumps(value, indent=1, default=repr).replace("\n", "\n" + " " * depth)
+
+
+def _probe_chunks(probe: Any) -> Iterator[str]:
+    if not isinstance(probe, dict):
+        yield "  " + _indented(probe, 2)
+        return
+    yield "  {"
+    sep = ""
+    for key, value in probe.items():
+        if key == "signals" and isinstance(value, list) and value:
+            yield sep + '"signals": [\n'
+            for k in range(0, len(value), _SLICE):
+                more = k + _SLICE < len(value)
+                yield ",\n".join("   " + _encode(s) for s in value[k:k + _SLICE]) + (
+                    ",\n" if more else "\n")
+            yield "  ]"
+        else:
+            yield f"{sep}{_encode(key)}: {_encode(value)}"
+        sep = ", "
+    yield "}"
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """The whole report as JSON text (prefer :func:`write_report` for files)."""
+    return "".join(report_chunks(report))
+
+
+def write_report(path: str, report: dict[str, Any]) -> None:
+    """Write the report to ``path`` atomically (``-``: stdout), chunk by chunk."""
+    if path == "-":
+        import sys
+
+        for chunk in report_chunks(report):
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+        return
+    write_atomic(path, report_chunks(report))
+
+
+def write_atomic(path: str, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its chunks) to ``path`` via a temp file in the same folder and
+    a rename."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.",
                                suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                for chunk in text:
+                    fh.write(chunk)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from CI users

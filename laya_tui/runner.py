@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.api import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
-from laya_tui.cache import ResultCache, default_cache_dir
 from laya_tui.events import (
     Event,
     ProbeFinished,
@@ -31,9 +30,10 @@ from laya_tui.events import (
     SignalEmitted,
 )
 from laya_tui.logtext import trim_faulthandler
-from laya_tui.versions import library_versions
+from laya_tui.signals import KINDS
 
 LOG_TAIL_CHARS = 4000
+_KINDS = {k: k for k in KINDS}
 MAX_LINE = 64 * 1024 * 1024
 
 
@@ -54,6 +54,9 @@ class RunConfig:
     out: str | None = None
     extra_options: dict[str, Any] = field(default_factory=dict)
     python: str = sys.executable
+    #: cells inside a family: "longest-first" (headless: the family ends soonest) or
+    #: "shortest-first" (a user watching: first results at once), by recorded durations
+    order: str = "longest-first"
 
     def options(self) -> dict[str, Any]:
         """The options probes see through ``laya_tui.api.options()``."""
@@ -211,6 +214,11 @@ class Runner:
         self.on_event = on_event or (lambda e: None)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
+        # imported here: the dashboard builds a RunConfig before its first frame, the
+        # runner (hashlib, importlib.metadata) only after it
+        from laya_tui.cache import ResultCache, default_cache_dir
+        from laya_tui.versions import library_versions
+
         self.cache = ResultCache(config.cache_dir or default_cache_dir(config.workspace))
         self.versions = library_versions()
         self._running: dict[str, str] = {}  # family -> probe id in flight
@@ -247,7 +255,7 @@ class Runner:
         by_family: dict[str, list[dict[str, Any]]] = {}
         for p in probes:
             by_family.setdefault(p["family"], []).append(p)
-        families = sorted(by_family, key=lambda f: (f != "env", list(by_family).index(f)))
+        families = self._schedule(by_family)
         results: dict[str, dict[str, Any]] = {}
         sem = asyncio.Semaphore(max(1, self.config.jobs))
 
@@ -258,6 +266,25 @@ class Runner:
 
         await asyncio.gather(*(family_task(f) for f in families))
         return [results[p["id"]] for p in probes]
+
+    def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
+        """Order families and, in place, the cells inside each, by recorded durations.
+
+        ``env`` first; then the longest families first (``jobs`` run at once, so the
+        longest one starts at once); inside a family per ``config.order``. Cells and
+        families never run before have no duration: they keep discovery order, after
+        the timed ones. Results are still returned in the order given.
+        """
+        known = self.cache.durations()
+        first_cell = self.config.order != "shortest-first"
+        for cells in by_family.values():
+            timed = [p for p in cells if p["id"] in known]
+            new = [p for p in cells if p["id"] not in known]
+            timed.sort(key=lambda p: known[p["id"]], reverse=first_cell)
+            cells[:] = timed + new
+        names = list(by_family)
+        total = {f: sum(known.get(p["id"], 0.0) for p in cells) for f, cells in by_family.items()}
+        return sorted(names, key=lambda f: (f != "env", -total[f], names.index(f)))
 
     async def run_one(self, probe: dict[str, Any], *,
                       use_cache: bool | None = None) -> dict[str, Any]:
@@ -277,6 +304,8 @@ class Runner:
         lock = self._lock.setdefault(probe["family"], asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
+        if probe["id"] not in self._cancelled and result.get("status") != "crashed":
+            self.cache.record_duration(probe["id"], result.get("seconds") or 0.0)
         if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
             # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
             await self.cache.store_async(probe["id"], probe.get("params"), options,
@@ -321,6 +350,7 @@ class Runner:
         if os.path.exists(log_path):
             os.unlink(log_path)
         signals: list[dict[str, Any]] = []
+        files: dict[str, str] = {}  # one string per call-site file, shared by the signals
         t0 = time.perf_counter()
         base = {"id": pid, "family": fam, "cached": False, "params": probe.get("params", {}),
                 "file": probe.get("file"), "started": time.time()}  # wall clock, for --trace
@@ -346,15 +376,39 @@ class Runner:
                 etype = event["type"]
                 if etype == "started":
                     self.on_event(ProbeStarted(pid, fam, time.time()))
-                elif etype == "signal":
+                elif etype == "signals":  # a batch: one line, one json.loads
+                    batch = event.get("signals")
+                    if (event.get("probe") != pid or not isinstance(batch, list)
+                            or not all(type(s) is dict for s in batch)):
+                        raise WorkerDied("malformed signal event on the signal pipe: "
+                                         + json.dumps(event)[:200])
+                    signals.extend(batch)
+                    on_event = self.on_event
+                    for sig in batch:
+                        # share the strings json.loads copies into every signal (probe id,
+                        # kind, call-site file): a quarter of a signal's memory
+                        if sig.get("probe") == pid:
+                            sig["probe"] = pid
+                        kind = _KINDS.get(sig.get("kind"))
+                        if kind is not None:
+                            sig["kind"] = kind
+                        site = sig.get("site")
+                        if type(site) is dict and type(site.get("file")) is str:
+                            shared = files.get(site["file"])
+                            if shared is None and len(files) < 4096:
+                                shared = files[site["file"]] = site["file"]
+                            if shared is not None:
+                                site["file"] = shared
+                        on_event(SignalEmitted(pid, sig))
+                    await asyncio.sleep(0)  # buffered lines never suspend readline: let
+                    # the UI's loop breathe between batches in a flood
+                elif etype == "signal":  # one signal (the batched form is the usual one)
                     sig = event.get("signal")
                     if not isinstance(sig, dict) or event.get("probe") != pid:
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
                     self.on_event(SignalEmitted(pid, sig))
-                    if len(signals) % 256 == 0:  # buffered lines never suspend readline:
-                        await asyncio.sleep(0)   # let the UI's loop breathe in a flood
                 elif etype == "finished" and event.get("id") == pid:
                     result = dict(base, status=event.get("status", "failed"),
                                   reason=event.get("reason"),

@@ -54,16 +54,27 @@ class SignalError(ValueError):
     """A signal that does not follow the schema."""
 
 
+_KIND_SET = frozenset(KINDS)
+_FIELD_SET = frozenset(FIELDS)
+_ORDER: dict[tuple[str, ...], tuple[str, ...]] = {}  # kwargs order -> FIELDS order
+
+
 def make_signal(kind: str, probe: str, **fields: Any) -> dict[str, Any]:
     """Build one signal dict; ``None`` fields are dropped (absent = not applicable)."""
-    if kind not in KINDS:
+    if kind not in _KIND_SET:
         raise SignalError(f"unknown signal kind {kind!r}; expected one of {', '.join(KINDS)}")
-    unknown = set(fields) - set(FIELDS)
-    if unknown:
-        raise SignalError(f"unknown signal field(s) {sorted(unknown)} for kind {kind!r}")
+    keys = tuple(fields)
+    order = _ORDER.get(keys)  # a call site passes its fields in one order: computed once
+    if order is None:
+        unknown = set(fields) - _FIELD_SET
+        if unknown:
+            raise SignalError(f"unknown signal field(s) {sorted(unknown)} for kind {kind!r}")
+        order = tuple(k for k in FIELDS if k in fields)
+        if len(_ORDER) < 4096:
+            _ORDER[keys] = order
     sig: dict[str, Any] = {"kind": kind, "probe": probe}
-    for key in FIELDS:
-        value = fields.get(key)
+    for key in order:
+        value = fields[key]
         if value is not None:
             sig[key] = value
     site = sig.get("site")

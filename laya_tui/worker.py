@@ -7,7 +7,13 @@ the worker's fds 1 and 2 point at that probe's log file, which the runner reads 
 
 Commands: ``{"op": "discover", "paths": [...]}``, ``{"op": "run", "id", "file", "func",
 "param", "log"}``, ``{"op": "invalidate", "files": [...]}``, ``{"op": "exit"}``.
-Events: ``ready``, ``discovered``, ``started``, ``signal``, ``finished``, ``invalidated``.
+Events: ``ready``, ``discovered``, ``started``, ``signals``, ``finished``, ``invalidated``.
+
+Signals travel in batches, ``{"type": "signals", "probe": ID, "signals": [...]}``: the first
+:data:`BURST` signals of every :data:`FLUSH_S` window are written at once (a probe that
+reports now and then, then crashes, loses nothing), past that they are buffered and written
+in chunks of up to :data:`CHUNK` bytes, at the latest :data:`FLUSH_S` after the first one
+was buffered, so the stream stays live. Every other event flushes the buffer first.
 
 When stdin reaches EOF without an ``exit`` (the runner died, even by SIGKILL) the worker
 kills its whole process group, compiler subprocesses included.
@@ -27,6 +33,7 @@ import time
 import traceback
 from typing import Any
 
+from laya_tui.jsonfast import compact_encoder
 from laya_tui.rbln_status import guard_autoload
 
 
@@ -41,6 +48,14 @@ def _die_with_parent() -> None:
         pass
 
 
+#: Signals of a window written one by one before buffering starts.
+BURST = 32
+#: Longest time a buffered signal waits before it is written (seconds).
+FLUSH_S = 0.05
+#: A buffer this large (bytes of JSON) is written at once.
+CHUNK = 256 * 1024
+
+
 class Worker:
     """One warm worker: runs commands sequentially on its main thread."""
 
@@ -50,6 +65,14 @@ class Worker:
         self.fd = signal_fd
         self.workspace = os.path.realpath(workspace)
         self.lock = threading.Lock()
+        self._buf: list[str] = []  # encoded signals of ``_buf_probe`` not yet written
+        self._buf_probe: str | None = None
+        self._buf_bytes = 0
+        self._window_start = 0.0
+        self._window_n = 0
+        self._buffered_at = 0.0
+        self._wake = threading.Event()
+        threading.Thread(target=self._flusher, daemon=True, name="laya-signal-flush").start()
         self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue()
         roots = [self.workspace] + [os.path.realpath(p) for p in _extra_roots()]
         self.tracker = DependencyTracker(roots)
@@ -60,13 +83,67 @@ class Worker:
 
     # -- output ------------------------------------------------------------------------
     def emit(self, event: dict[str, Any]) -> None:
-        """Write one JSON line on the signal pipe."""
-        data = (json.dumps(event, default=_json_default) + "\n").encode()
+        """Send one event; ``signal`` events are batched (see the module docstring)."""
+        if event.get("type") == "signal":
+            self._emit_signal(str(event.get("probe")), event.get("signal"))
+            return
+        data = (_encode(event) + "\n").encode()
         with self.lock:
-            view = memoryview(data)
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
+            self._flush_locked()
+            self._write(data)
+
+    def _emit_signal(self, probe: str, sig: Any) -> None:
+        text = _encode(sig)
+        with self.lock:
+            if self._buf and probe != self._buf_probe:
+                self._flush_locked()
+            now = time.monotonic()
+            if now - self._window_start > FLUSH_S:
+                self._window_start, self._window_n = now, 0
+            self._window_n += 1
+            if not self._buf:
+                self._buffered_at = now
+            self._buf.append(text)
+            self._buf_probe = probe
+            self._buf_bytes += len(text)
+            if self._window_n <= BURST or self._buf_bytes >= CHUNK:
+                self._flush_locked()
+            elif len(self._buf) == 1:
+                self._wake.set()
+
+    def flush(self) -> None:
+        """Write the buffered signals now."""
+        with self.lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._buf:
+            return
+        line = ('{"type": "signals", "probe": ' + _encode(self._buf_probe) + ', "signals": ['
+                + ", ".join(self._buf) + "]}\n")
+        self._buf, self._buf_bytes = [], 0
+        self._write(line.encode())
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+
+    def _flusher(self) -> None:
+        """Background thread: writes a buffer at the latest FLUSH_S after it began."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while True:
+                with self.lock:
+                    if not self._buf:
+                        break
+                    due = self._buffered_at + FLUSH_S - time.monotonic()
+                    if due <= 0:
+                        self._flush_locked()
+                        break
+                time.sleep(due)
 
     # -- command loop ------------------------------------------------------------------
     def read_commands(self) -> None:
@@ -238,6 +315,9 @@ def _json_default(obj: Any) -> Any:
         except (TypeError, ValueError, RuntimeError):
             pass
     return repr(obj)
+
+
+_encode = compact_encoder(_json_default)  # one encoder, not one per event
 
 
 def _user_site(exc: BaseException, workspace: str) -> dict[str, Any] | None:

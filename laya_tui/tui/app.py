@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -41,6 +41,10 @@ from laya_tui.tui.model import RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.widgets.detail import resolve_path, tilelang_editor_target
+
+#: Runner events reach the widgets at most this often (seconds): a stream of signals
+#: costs one frame per interval, not one per drain.
+FLOOD_FRAME_S = 0.1
 
 
 class RunnerLike(Protocol):
@@ -115,6 +119,8 @@ class LayaApp(App[int]):
         self._drain_timer: Any = None
         self._clock: Any = None
         self._runner_lock = asyncio.Lock()
+        self._unposted: Changes | None = None  # folded into the model, not yet shown
+        self._posted_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -177,10 +183,19 @@ class LayaApp(App[int]):
             self._drain_timer.resume()
 
     def _drain(self) -> None:
-        changes = self.pump.drain()
+        changes = self.pump.drain(self._unposted)
+        self._unposted = None
+        now = time.monotonic()
+        if changes and now - self._posted_at < FLOOD_FRAME_S:
+            # a stream: keep folding, show it at most every FLOOD_FRAME_S (each RunUpdated
+            # costs a frame; fewer frames leave the loop to the stream); the timer stays
+            # on to post what is held
+            self._unposted = changes
+            return
         if not self.pump.pending:
             self._drain_timer.pause()
         if changes:
+            self._posted_at = now
             self._rows_since_freeze += len(changes.added)
             if self.freeze_every and self._rows_since_freeze >= self.freeze_every:
                 # Rows live as long as the app: move what exists now out of the cyclic
@@ -205,9 +220,14 @@ class LayaApp(App[int]):
     def _tick(self) -> None:
         self.main_screen.tick()
 
+    @property
+    def updates_pending(self) -> bool:
+        """Runner events not yet in the model, or folded in but not yet on the widgets."""
+        return bool(self.pump.pending) or self._unposted is not None
+
     async def drained(self) -> None:
         """Wait until every buffered runner event is in the model."""
-        while self.pump.pending:
+        while self.updates_pending:
             await asyncio.sleep(self.flush_interval)
 
     async def settled(self, timeout: float = 30.0) -> None:
@@ -217,9 +237,9 @@ class LayaApp(App[int]):
         while loop.time() < end:
             busy = self._run_pending or any(
                 w.group in ("run", "rerun") and not w.is_finished for w in self.workers)
-            if not busy and not self.pump.pending:
+            if not busy and not self.updates_pending:
                 await asyncio.sleep(self.flush_interval * 2)
-                if not self.pump.pending:
+                if not self.updates_pending:
                     return
             await asyncio.sleep(0.02)
         raise TimeoutError("the app did not settle")
@@ -228,6 +248,7 @@ class LayaApp(App[int]):
     def start_run(self, *, use_cache: bool | None = None) -> None:
         """Discover (once) and run every probe; a new run cancels the one in progress."""
         self._run_pending = False
+        gc.freeze()  # the app's own objects live as long as it: no full scans of them mid-run
         self._run_all(use_cache)
 
     @work(exclusive=True, exit_on_error=False, group="run")
@@ -284,7 +305,10 @@ class LayaApp(App[int]):
     def _abandon(self, runner: RunnerLike | None) -> None:
         if runner is not None:
             runner.kill_all()
-        self.pump.drain()
+        leftover = self.pump.drain(self._unposted)
+        self._unposted = None
+        if leftover:
+            self.post_message(RunUpdated(leftover))
         changes = self.model.abandon()
         if changes:
             self.post_message(RunUpdated(changes))
@@ -439,11 +463,11 @@ class LayaApp(App[int]):
     def _export(self, results: list[dict[str, Any]], specs: list[dict[str, Any]],
                 errors: list[dict[str, Any]], seconds: float, path: str) -> None:
         from laya_tui.headless import make_report
-        from laya_tui.report import write_atomic
+        from laya_tui.report import write_report
 
         try:
             report = make_report(results, Discovery(specs, errors), seconds, self.gate_settings)
-            write_atomic(path, json.dumps(report, indent=1, default=repr) + "\n")
+            write_report(path, report)
         except OSError as exc:
             self.post_message(RunFailed(f"cannot write {path}: {exc}"))
             return
@@ -533,7 +557,13 @@ def build_app(config: RunConfig | None = None, *,
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
                 return RecordedRunner(recorded, on_event, delay=replay_delay)
         elif config is not None:
+            import dataclasses
+
             from laya_tui.runner import Runner
+
+            # a user is watching: the shortest cells of each family first, so results
+            # appear at once (headless runs the longest first)
+            config = dataclasses.replace(config, order="shortest-first")
 
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
                 return Runner(config, on_event=on_event)

@@ -38,9 +38,10 @@ class EventPump:
         """Events not yet folded into the model."""
         return len(self._buf)
 
-    def drain(self) -> Changes:
-        """Fold buffered events into the model until empty or past the time budget."""
-        changes = Changes()
+    def drain(self, changes: Changes | None = None) -> Changes:
+        """Fold buffered events into the model until empty or past the time budget
+        (into ``changes`` when given: a record not yet shown keeps growing)."""
+        changes = Changes() if changes is None else changes
         buf, apply = self._buf, self.model.apply
         deadline = time.perf_counter() + self.budget
         n = 0

@@ -164,6 +164,7 @@ class SignalTable(ScrollView, can_focus=True):
         self._styles: dict[str, Style] | None = None
         self._widths: tuple[int, list[int]] | None = None
         self._cursor_key: str | None = None
+        self._first_changed = 0  # see _after_change
 
     # -- contents -----------------------------------------------------------------------
     @property
@@ -243,16 +244,17 @@ class SignalTable(ScrollView, can_focus=True):
         """Stream rows in by key: insert, update in place, or drop (no rebuild)."""
         keep = self._cursor_key
         touched = False
+        first = len(self._order)  # the first display index whose row may have changed
         for row in removed:
             if row.key in self._rows:
                 self._discard(row.key)
-                touched = True
+                touched, first = True, 0
         for row in updated:
             if row.key in self._rows:
                 self._discard(row.key)
             if self.accepts(row):
                 self._insert(row)
-            touched = True
+            touched, first = True, 0
         fresh = [row for row in added if row.key not in self._rows and self.accepts(row)]
         if len(fresh) > 64:  # a burst: one merge of two sorted runs beats many list inserts
             batch = []
@@ -263,14 +265,19 @@ class SignalTable(ScrollView, can_focus=True):
                 batch.append(sv)
             batch.sort()
             tail_only = not self._order or batch[0] > self._order[-1]
+            first = min(first, len(self._order) if tail_only else 0)
             self._order.extend(batch)
             if not tail_only:  # arrival order streams in at the end: no sort needed then
                 self._order.sort()
         else:
             for row in fresh:
+                first = min(first, bisect_left(self._order, self._sort_value(row)))
                 self._insert(row)
         touched = touched or bool(fresh)
         if touched:
+            if self.sort_reverse:
+                first = 0  # the end of the order is the top of the display
+            self._first_changed = first
             self._after_change(keep, announce=keep is None or keep not in self._rows)
 
     def set_sort(self, column: str | None, reverse: bool = False) -> None:
@@ -283,7 +290,19 @@ class SignalTable(ScrollView, can_focus=True):
         self.post_message(SortChanged(column, reverse))
 
     def _after_change(self, keep: str | None, *, announce: bool) -> None:
-        self.virtual_size = Size(self.size.width, len(self._order) + 1)
+        """Resize, keep the cursor on its row, repaint what may have changed.
+
+        ``_first_changed`` (set by :meth:`apply`) is the first display index that may
+        differ: rows streaming in below the window repaint nothing but the scrollbar.
+        """
+        first, self._first_changed = self._first_changed, 0
+        size = Size(self.size.width, len(self._order) + 1)
+        if size != self.virtual_size:
+            # not ``self.virtual_size = size``: that reactive lays the whole screen out
+            # again (every widget repainted) for what only moves this scrollbar
+            self.set_reactive(SignalTable.virtual_size, size)
+            self._scroll_update(size)
+        old = self.cursor
         index = self.index_of(keep) if keep is not None else None
         new = index if index is not None else min(self.cursor, max(0, len(self._order) - 1))
         self.set_reactive(SignalTable.cursor, new)
@@ -291,7 +310,8 @@ class SignalTable(ScrollView, can_focus=True):
         if announce or new_key != self._cursor_key:
             self._cursor_key = new_key
             self.post_message(SignalHighlighted(new_key))
-        self.refresh()
+        if new != old or first < int(self.scroll_y) + max(1, self.size.height - 1):
+            self.refresh()
 
     # -- cursor -------------------------------------------------------------------------
     def validate_cursor(self, value: int) -> int:
