@@ -74,9 +74,10 @@ def _valid(batch: dict[str, Any]) -> Any:
 
 
 def _report_traces(ctx: Any, enc: Any, seen: int, subject: str = FUNC) -> int:
-    """One ``recompile`` signal per trace since ``seen``; returns the new trace count."""
+    """One signal per trace since ``seen``: the first trace is a ``compile``, every later one a
+    ``recompile`` (a new shape); returns the new trace count."""
     for n in range(seen, len(enc.traces)):
-        ctx.signal("recompile", subject=subject, count=n + 1,
+        ctx.signal("compile" if n == 0 else "recompile", subject=subject, count=n + 1,
                    reason=f"new input shape {enc.traces[n]}",
                    detail={"phase": "cold" if n == 0 else "warm",
                            "shapes": [list(s) for s in enc.traces[: n + 1]]})

@@ -37,7 +37,7 @@ from laya_tui.tui.messages import (
     WatchChanged,
     WatchToggled,
 )
-from laya_tui.tui.model import RunModel, Scope, SignalRow
+from laya_tui.tui.model import Changes, RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.widgets.detail import resolve_path, tilelang_editor_target
