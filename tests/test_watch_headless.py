@@ -27,7 +27,10 @@ class Proc:
     def __init__(self, ws: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "laya_tui.cli", "--workspace", str(ws), "--headless",
-             "--watch", "--no-cache", "--debounce-ms", "30", *extra],
+             "--watch", "--no-cache", "--debounce-ms", "30",
+             # the workspace's own families only: its kernels/ folder also brings in the
+             # built-in env family, which this test does not watch
+             "--only", "kern/*", "--only", "other/*", *extra],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             stdin=subprocess.DEVNULL)
         self.lines: queue.Queue[str] = queue.Queue()
