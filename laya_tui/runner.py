@@ -53,6 +53,9 @@ class RunConfig:
     out: str | None = None
     extra_options: dict[str, Any] = field(default_factory=dict)
     python: str = sys.executable
+    shard: tuple[int, int] | None = None  # --shard K/N (laya_tui.shard)
+    durations: dict[str, float] | None = None  # --shard: seconds per cell from --durations
+    durations_path: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The options probes see through ``laya_tui.api.options()``."""
@@ -82,6 +85,7 @@ class Discovery:
 
     probes: list[dict[str, Any]]
     errors: list[dict[str, Any]]
+    shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
 
 
 class WorkerDied(Exception):
@@ -236,7 +240,24 @@ class Runner:
         probes = event.get("probes", [])
         if self.config.only:
             probes = [p for p in probes if matches_any(p["id"], self.config.only)]
+        if self.config.shard:
+            return self._select_shard(probes, event.get("errors", []))
         return Discovery(probes, event.get("errors", []))
+
+    def _select_shard(self, probes: list[dict[str, Any]],
+                      errors: list[dict[str, Any]]) -> Discovery:
+        """``--shard K/N``: keep part K of the selection (see :mod:`laya_tui.shard`)."""
+        from laya_tui.shard import read_cache_durations, select_shard
+
+        assert self.config.shard is not None
+        if self.config.durations is not None:
+            durations, source, path = self.config.durations, "report", self.config.durations_path
+        elif self.config.use_cache:
+            durations, source, path = read_cache_durations(self.cache.root), "cache", None
+        else:
+            durations, source, path = {}, "counts", None
+        chosen, info = select_shard(probes, self.config.shard, durations, source, path)
+        return Discovery(chosen, errors, shard=info)
 
     # -- running -----------------------------------------------------------------------
     async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -256,7 +277,12 @@ class Runner:
                     results[p["id"]] = await self.run_one(p)
 
         await asyncio.gather(*(family_task(f) for f in families))
-        return [results[p["id"]] for p in probes]
+        ordered = [results[p["id"]] for p in probes]
+        if self.config.shard is None:  # shards read these and never write them
+            from laya_tui.shard import record_durations
+
+            record_durations(self.cache.root, ordered)
+        return ordered
 
     async def run_one(self, probe: dict[str, Any], *,
                       use_cache: bool | None = None) -> dict[str, Any]:
