@@ -290,6 +290,18 @@ def merge_reports(inputs: list[Input], settings: Any = None,
     return report, m.notes
 
 
+_HOLE = "\x00laya-tui probes\x00"
+
+
+def dumps_report(report: dict[str, Any]) -> str:
+    """The report as JSON text: indented, one probe a line (json's C encoder does the probes;
+    indenting 100,000 signals would take the pure-Python encoder seconds)."""
+    shell = json.dumps(dict(report, probes=_HOLE), indent=1, default=repr)
+    rows = ",\n  ".join(json.dumps(p, default=repr) for p in report["probes"])
+    body = "[\n  " + rows + "\n ]" if rows else "[]"
+    return shell.replace(json.dumps(_HOLE), body, 1) + "\n"
+
+
 # -- command line ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
@@ -383,7 +395,7 @@ def _main(argv: list[str]) -> int:
     _check_html(args)
     inputs = [Input(path, load_report(path)) for path in args.reports]
     report, notes = merge_reports(inputs, settings, args.prefer)
-    text = json.dumps(report, indent=1, default=repr) + "\n"
+    text = dumps_report(report) if args.json else ""
     if args.json == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

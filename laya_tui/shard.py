@@ -182,26 +182,20 @@ def _halves(chunk: list[str], cost: dict[str, float]) -> tuple[list[str], list[s
     return chunk[:best_i], chunk[best_i:]
 
 
-def make_plan(cells: list[tuple[str, str]], n: int, durations: dict[str, float] | None = None,
-              source: str = "report") -> Plan:
-    """Split ``cells`` (``(id, family)`` pairs) into ``n`` parts; see the module docstring."""
-    cells = sorted(set(cells))
-    durations = durations or {}
-    timed = any(pid in durations for pid, _ in cells)
-    cost = estimate(cells, durations) if timed else {pid: 1.0 for pid, _ in cells}
+def _balance(cells: list[tuple[str, str]], n: int, cost: dict[str, float]) -> list[list[str]]:
+    """Families whole, then the largest family chunk halved until the parts are even."""
     by_family: dict[str, list[str]] = {}
     for pid, fam in cells:
         by_family.setdefault(fam, []).append(pid)
     chunks = [by_family[f] for f in sorted(by_family)]
-    total = sum(cost.values())
-    mean = total / n if n else 0.0
-    best: tuple[float, int, list[list[str]]] | None = None
+    mean = sum(cost[c] for c, _ in cells) / n
+    best: tuple[float, list[list[str]]] | None = None
     while True:
         packed = _pack(chunks, cost, n) if chunks else [[] for _ in range(n)]
         parts = [sorted(pid for i in p for pid in chunks[i]) for p in packed]
         longest = max((sum(cost[c] for c in p) for p in parts), default=0.0)
         if best is None or longest < best[0] - 1e-9:
-            best = (longest, len(chunks), parts)
+            best = (longest, parts)
         if longest <= TARGET * mean + 1e-9:
             break
         splittable = [i for i, ch in enumerate(chunks) if len(ch) > 1]
@@ -210,7 +204,28 @@ def make_plan(cells: list[tuple[str, str]], n: int, durations: dict[str, float] 
         i = max(splittable, key=lambda j: (sum(cost[c] for c in chunks[j]), -j))
         a, b = _halves(chunks[i], cost)
         chunks = chunks[:i] + [a, b] + chunks[i + 1:]
-    parts = best[2]
+    return best[1]
+
+
+def make_plan(cells: list[tuple[str, str]], n: int, durations: dict[str, float] | None = None,
+              source: str = "report") -> Plan:
+    """Split ``cells`` (``(id, family)`` pairs) into ``n`` parts; see the module docstring."""
+    cells = sorted(set(cells))
+    durations = durations or {}
+    timed = any(pid in durations for pid, _ in cells)
+    cost = estimate(cells, durations) if timed else {pid: 1.0 for pid, _ in cells}
+    # a cell longer than the mean of what is left gets a part of its own; the rest is
+    # balanced over the other parts (so one long cell never leaves a part idle)
+    rest = [pid for pid, _ in cells]
+    solo: list[list[str]] = []
+    while len(solo) < n - 1 and rest:
+        longest = max(rest, key=lambda c: (cost[c], c))
+        if cost[longest] <= sum(cost[c] for c in rest) / (n - len(solo)):
+            break
+        solo.append([longest])
+        rest.remove(longest)
+    family = dict(cells)
+    parts = solo + _balance([(c, family[c]) for c in rest], n - len(solo), cost)
     # parts numbered by their first id, so the numbering does not depend on packing ties
     parts.sort(key=lambda p: (not p, p[0] if p else ""))
     digest = hashlib.sha256(json.dumps([n, parts]).encode()).hexdigest()[:16]
