@@ -305,3 +305,24 @@ def test_shards_gate_names_a_different_plan():
     gate = shards_gate([rec(1, "aa"), rec(2, "bb")])
     assert not gate["passed"] and len(gate["failures"]) == 2
     assert "same --durations REPORT" in gate["failures"][0]["message"]
+
+
+def test_merge_evaluates_the_baseline_over_the_whole(base_report, ws, tmp_path):
+    ids = sorted(p["id"] for p in base_report["probes"])
+    base = write(tmp_path / "base.json", base_report)
+    a = write(tmp_path / "a.json", as_host(base_report, "h1", set(ids[:2])))
+    b = write(tmp_path / "b.json", as_host(base_report, "h2", set(ids[2:])))
+    out = tmp_path / "m.json"
+    proc = merge(a, b, "--baseline", base, "--fail-on", "skipped", "--json", str(out), cwd=ws)
+    merged = json.loads(out.read_text())
+    gates = gate_facts(merged)
+    assert gates["baseline"] == (True, 0)
+    assert merged["baseline"]["probes"]["compared"] > 0
+    assert gates["fail-on:skipped"][0] is False and proc.returncode == 1
+
+
+def test_shard_and_merge_import_nothing_heavy():
+    from tests._util import heavy_imports
+
+    assert heavy_imports("import laya_tui.merge, laya_tui.shard; "
+                         "laya_tui.shard.make_plan([('a/b', 'a')], 2)") == []
