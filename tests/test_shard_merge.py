@@ -34,6 +34,12 @@ def gate_facts(report: dict, drop: tuple[str, ...] = ()) -> dict:
             for g in report["gates"] if g["name"] not in drop}
 
 
+def gate_failures(report: dict, drop: tuple[str, ...] = ()) -> dict:
+    """Every gate's failures, order aside (a merge lists probes in id order)."""
+    return {g["name"]: sorted(json.dumps(f, sort_keys=True) for f in g.get("failures", []))
+            for g in report["gates"] if g["name"] not in drop}
+
+
 def merge(*args: str, cwd: Path) -> object:
     return run_cli("merge", *args, cwd=cwd, timeout=120)
 
@@ -68,6 +74,7 @@ def test_three_shards_merged_equal_one_full_run(ws, tmp_path):
     validate_report(merged)
     assert probe_facts(merged) == probe_facts(full)
     assert gate_facts(merged, drop=("shards",)) == gate_facts(full)
+    assert gate_failures(merged, drop=("shards",)) == gate_failures(full)
     assert gate_facts(merged)["shards"] == (True, 0)
     assert merged["summary"]["status"] == full["summary"]["status"]
     assert merged["summary"]["signals"] == full["summary"]["signals"]
