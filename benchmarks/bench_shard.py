@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,13 +35,22 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ONLY = ["env/*", "tilelang/*[c,*", "mlx/*"]
 
 
+CPU: list[float] = []  # CPU seconds (user + sys, workers and compilers included) per run
+
+
 def run_cli(args: list[str]) -> tuple[float, int, str]:
-    """Wall seconds, exit code and stderr tail of one ``laya-tui`` run (from a fresh process)."""
+    """Wall seconds, exit code and stderr tail of one ``laya-tui`` run (from a fresh process);
+    its CPU seconds are appended to :data:`CPU` (they depend far less on the other load of a
+    shared machine than wall seconds do)."""
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "laya_tui.cli", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - t0, proc.returncode, proc.stderr[-600:]
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall, proc.returncode, proc.stderr[-600:]
 
 
 def facts(report: dict) -> dict:
@@ -52,6 +62,7 @@ def shard_runs(only: list[str], tmp: Path) -> None:
     base = ["--headless", "--no-cache", "--jobs", "1", "-q", *sel]
     full = tmp / "full.json"
     single, rc, err = run_cli([*base, "--json", str(full)])
+    single_cpu = CPU[-1]
     if rc not in (0, 1):
         raise SystemExit(f"single run failed (exit {rc}): {err}")
     full_doc = json.loads(full.read_text())
@@ -59,7 +70,7 @@ def shard_runs(only: list[str], tmp: Path) -> None:
           f"single run {single:.1f} s wall (report says {full_doc['summary']['seconds']:.1f} s)")
     results = []
     for n in (2, 3):
-        walls, parts = [], []
+        walls, cpus, parts = [], [], []
         for k in range(1, n + 1):
             out = tmp / f"shard{k}of{n}.json"
             wall, rc, err = run_cli([*base, "--shard", f"{k}/{n}", "--durations", str(full),
@@ -67,6 +78,7 @@ def shard_runs(only: list[str], tmp: Path) -> None:
             if rc not in (0, 1):
                 raise SystemExit(f"shard {k}/{n} failed (exit {rc}): {err}")
             walls.append(wall)
+            cpus.append(CPU[-1])
             parts.append(str(out))
         doc = json.loads(Path(parts[0]).read_text())
         est = doc["shard"]["estimated_seconds"]
@@ -76,19 +88,23 @@ def shard_runs(only: list[str], tmp: Path) -> None:
         merge_s = time.perf_counter() - t0
         merged = json.loads(merged_path.read_text())
         same = facts(merged) == facts(full_doc)
-        results.append((n, walls, est, merge_s, same))
+        results.append((n, walls, cpus, est, merge_s, same))
     again, rc, err = run_cli([*base, "--json", str(tmp / "full2.json")])
+    again_cpu = CPU[-1]
     if rc not in (0, 1):
         raise SystemExit(f"second single run failed (exit {rc}): {err}")
-    ref = (single + again) / 2
-    print(f"single run again: {again:.1f} s wall; reference = mean of the two = {ref:.1f} s")
-    for n, walls, est, merge_s, same in results:
-        mean = sum(walls) / n
-        print(f"N={n}: shard walls {', '.join(f'{w:.1f}' for w in walls)} s; "
-              f"sum/single = {sum(walls) / ref:.2f} (vs first {sum(walls) / single:.2f}, "
-              f"vs second {sum(walls) / again:.2f}); longest/mean = {max(walls) / mean:.2f} "
-              f"(planned from --durations: {max(est) / (sum(est) / n):.2f}); merge CLI "
-              f"{merge_s:.2f} s; merged == single run (ids, statuses, signal counts): {same}")
+    ref, ref_cpu = (single + again) / 2, (single_cpu + again_cpu) / 2
+    print(f"single run: {single:.1f} s wall / {single_cpu:.1f} s CPU, again after the shards: "
+          f"{again:.1f} s wall / {again_cpu:.1f} s CPU; reference = the mean of the two")
+    for n, walls, cpus, est, merge_s, same in results:
+        print(f"N={n}: shard walls {', '.join(f'{w:.1f}' for w in walls)} s, CPU "
+              f"{', '.join(f'{c:.1f}' for c in cpus)} s")
+        print(f"  sum/single: wall {sum(walls) / ref:.2f}, CPU {sum(cpus) / ref_cpu:.2f}; "
+              f"longest/mean: wall {max(walls) / (sum(walls) / n):.2f}, CPU "
+              f"{max(cpus) / (sum(cpus) / n):.2f}, planned from --durations "
+              f"{max(est) / (sum(est) / n):.2f}")
+        print(f"  merge CLI {merge_s:.2f} s; merged == single run (ids, statuses, signal "
+              f"counts): {same}")
 
 
 def synthetic(n_probes: int, per_probe: int, part: int, host: str) -> dict:
