@@ -1,6 +1,7 @@
 """What sharding costs, how even the split is, and how fast merge is.
 
-1. Runs a subset of the demo workspace once (``--no-cache --jobs 1``), then split in 2 and
+1. Runs a subset of the demo workspace once to warm the machine, once measured
+   (``--no-cache --jobs 1``), then split in 2 and
    in 3 shards run one after another (each ``--shard K/N --durations <the single run's
    report>``), then the single run again (the first run also warms caches laya-tui does not
    own, e.g. TileLang's, so the shards are compared with the mean of the two single runs),
@@ -61,6 +62,13 @@ def shard_runs(only: list[str], tmp: Path) -> None:
     sel = [a for g in only for a in ("--only", g)]
     base = ["--headless", "--no-cache", "--jobs", "1", "-q", *sel]
     full = tmp / "full.json"
+    # a first, unmeasured run fills the caches laya-tui does not own (TileLang's kernel
+    # cache, compiled bytecode): otherwise the single run's durations, which plan the
+    # shards, are those of a colder machine than the shards run on
+    warm, rc, err = run_cli([*base, "--json", str(tmp / "warmup.json")])
+    if rc not in (0, 1):
+        raise SystemExit(f"warm-up run failed (exit {rc}): {err}")
+    print(f"warm-up run (not measured): {warm:.1f} s wall / {CPU[-1]:.1f} s CPU")
     single, rc, err = run_cli([*base, "--json", str(full)])
     single_cpu = CPU[-1]
     if rc not in (0, 1):
@@ -82,6 +90,12 @@ def shard_runs(only: list[str], tmp: Path) -> None:
             parts.append(str(out))
         doc = json.loads(Path(parts[0]).read_text())
         est = doc["shard"]["estimated_seconds"]
+        for k, path in enumerate(parts, 1):
+            fams: dict[str, int] = {}
+            for p in json.loads(Path(path).read_text())["probes"]:
+                fams[p["family"]] = fams.get(p["family"], 0) + 1
+            print(f"  shard {k}/{n}: {walls[k - 1]:.1f} s wall, planned {est[k - 1]:.1f} s, "
+                  f"cells per family {fams}")
         t0 = time.perf_counter()
         merged_path = tmp / f"merged{n}.json"
         _, rc, err = run_cli(["merge", *parts, "--json", str(merged_path)])
