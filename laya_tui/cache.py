@@ -20,7 +20,6 @@ CACHEABLE = ("ok", "failed", "skipped")
 _SLICE = 2000  # signals encoded per step by store_async
 _HOLE = "\x00laya-tui signals\x00"  # where store_async splices the encoded signals
 _encode = compact_encoder(repr)
-DURATIONS = "durations.json"  # probe id -> seconds of its last real run, for scheduling
 
 
 def default_cache_dir(workspace: str) -> Path:
@@ -130,30 +129,6 @@ class ResultCache:
                     pass
             if not isinstance(exc, OSError):
                 raise
-
-    # -- recorded durations (scheduling) ----------------------------------------------------
-    def durations(self) -> dict[str, float]:
-        """Seconds each probe took on its last real run (whatever its key now is)."""
-        try:
-            data = json.loads((self.root / DURATIONS).read_text())
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
-
-    def record_duration(self, probe_id: str, seconds: float) -> None:
-        """Remember how long ``probe_id`` ran (silently skipped when unwritable)."""
-        data = self.durations()
-        data[probe_id] = round(float(seconds), 3)
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh, sort_keys=True)
-            os.replace(tmp, self.root / DURATIONS)
-        except OSError:
-            pass
 
     def _write(self, probe_id: str, text: str) -> None:
         try:

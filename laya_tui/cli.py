@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debounce-ms", type=int, default=50, metavar="MS",
                     help="watch: let a burst of saves settle this long (default: %(default)s)")
     ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")
+    ap.add_argument("--shard", metavar="K/N",
+                    help="run only the K-th of N balanced, disjoint parts of the selected cells "
+                    "(merge the parts' reports with 'laya-tui merge')")
+    ap.add_argument("--durations", metavar="REPORT",
+                    help="--shard: balance by the probe seconds of this earlier report (give "
+                    "every machine the same file and they agree on the split)")
     ci = ap.add_argument_group("CI gates (also settable in [tool.laya-tui] of pyproject.toml; "
                                "flags win)")
     ci.add_argument("--baseline", metavar="PATH",
@@ -112,6 +118,7 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
     for m in args.models or []:
         if ":" not in m:
             raise UsageError(f"--model must look like module:callable, got {m!r}")
+    shard, durations = _shard_args(args)
     extra: dict[str, object] = {"demo": bool(getattr(args, "demo", None))}
     if getattr(args, "device", None):
         import re
@@ -131,7 +138,25 @@ def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily
         only=args.only or [], timeout=args.timeout, jobs=args.jobs,
         use_cache=not args.no_cache, cache_dir=args.cache_dir, out=out, extra_options=extra,
         family_timeouts=getattr(args, "family_timeouts", None) or {},
+        shard=shard, durations=durations,
+        durations_path=os.path.abspath(args.durations) if durations is not None else None,
     )
+
+
+def _shard_args(args: argparse.Namespace) -> tuple[tuple[int, int] | None,
+                                                   dict[str, float] | None]:
+    """``--shard K/N`` and ``--durations REPORT``, checked before anything runs."""
+    shard_text, durations_path = getattr(args, "shard", None), getattr(args, "durations", None)
+    if shard_text is None:
+        if durations_path:
+            raise UsageError("--durations only applies with --shard K/N")
+        return None, None
+    from laya_tui.shard import durations_from_report, parse_shard
+
+    shard = parse_shard(shard_text)
+    if getattr(args, "watch", False):
+        raise UsageError("--shard splits one run; it does not combine with --watch")
+    return shard, durations_from_report(durations_path) if durations_path else None
 
 
 def check_output_path(path: str | None) -> None:
@@ -153,6 +178,7 @@ SUBCOMMANDS: dict[str, str] = {
     "init": "laya_tui.init_cmd:main",
     "show": "laya_tui.show:main",
     "diff": "laya_tui.diff:main",
+    "merge": "laya_tui.merge:main",  # merge shard/host reports into one
 }
 
 

@@ -28,7 +28,8 @@ async def discover_checked(runner: Runner) -> Discovery:
     disc = await runner.discover()
     if disc.errors:
         raise UsageError(_first_error(disc))
-    if runner.config.only and not disc.probes:
+    selected = disc.shard["selected"] if disc.shard else len(disc.probes)
+    if runner.config.only and not selected:
         raise UsageError(f"--only {' '.join(runner.config.only)} matches no probe")
     return disc
 
@@ -77,6 +78,9 @@ async def run_probes(config: RunConfig, on_event: Any = None
     t0 = time.perf_counter()
     try:
         disc = await discover_checked(runner)
+        if disc.shard and not disc.probes:
+            print(f"laya-tui: shard {disc.shard['index']}/{disc.shard['count']} holds no cell "
+                  f"({disc.shard['selected']} selected)", file=sys.stderr)
         results = await runner.run(disc.probes)
     finally:
         runner.kill_all()
@@ -88,6 +92,8 @@ def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
                 settings: GateSettings | None = None) -> dict[str, Any]:
     """Evaluate gates (and the baseline comparison) and build the report document."""
     gates, extra = evaluate_all(results, settings, disc.errors)
+    if disc.shard:
+        extra = dict(extra, shard=disc.shard)
     return build_report(results, seconds=seconds, gates=gates, errors=disc.errors,
                         extra=extra or None)
 

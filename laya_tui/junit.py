@@ -21,7 +21,7 @@ from laya_tui.gates import describe_failure, failures_by_probe
 
 #: Characters XML 1.0 forbids (ANSI escapes from compiler logs, NULs...).
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-AGGREGATE_GATE_PREFIXES = ("max:", "probe-files")
+AGGREGATE_GATE_PREFIXES = ("max:", "probe-files", "shards")
 MESSAGE_CHARS = 500
 
 

@@ -57,6 +57,9 @@ class RunConfig:
     #: cells inside a family: "longest-first" (headless: the family ends soonest) or
     #: "shortest-first" (a user watching: first results at once), by recorded durations
     order: str = "longest-first"
+    shard: tuple[int, int] | None = None  # --shard K/N (laya_tui.shard)
+    durations: dict[str, float] | None = None  # --shard: seconds per cell from --durations
+    durations_path: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The options probes see through ``laya_tui.api.options()``."""
@@ -86,6 +89,7 @@ class Discovery:
 
     probes: list[dict[str, Any]]
     errors: list[dict[str, Any]]
+    shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
 
 
 class WorkerDied(Exception):
@@ -245,7 +249,24 @@ class Runner:
         probes = event.get("probes", [])
         if self.config.only:
             probes = [p for p in probes if matches_any(p["id"], self.config.only)]
+        if self.config.shard:
+            return self._select_shard(probes, event.get("errors", []))
         return Discovery(probes, event.get("errors", []))
+
+    def _select_shard(self, probes: list[dict[str, Any]],
+                      errors: list[dict[str, Any]]) -> Discovery:
+        """``--shard K/N``: keep part K of the selection (see :mod:`laya_tui.shard`)."""
+        from laya_tui.shard import read_cache_durations, select_shard
+
+        assert self.config.shard is not None
+        if self.config.durations is not None:
+            durations, source, path = self.config.durations, "report", self.config.durations_path
+        elif self.config.use_cache:
+            durations, source, path = read_cache_durations(self.cache.root), "cache", None
+        else:
+            durations, source, path = {}, "counts", None
+        chosen, info = select_shard(probes, self.config.shard, durations, source, path)
+        return Discovery(chosen, errors, shard=info)
 
     # -- running -----------------------------------------------------------------------
     async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -259,12 +280,19 @@ class Runner:
         results: dict[str, dict[str, Any]] = {}
         sem = asyncio.Semaphore(max(1, self.config.jobs))
 
+        ran: list[dict[str, Any]] = []  # in the order they ran: a family's first paid start-up
+
         async def family_task(fam: str) -> None:
             async with sem:
                 for p in by_family[fam]:
                     results[p["id"]] = await self.run_one(p)
+                    ran.append(results[p["id"]])
 
         await asyncio.gather(*(family_task(f) for f in families))
+        if self.config.shard is None:  # shards read these and never write them
+            from laya_tui.shard import record_durations
+
+            record_durations(self.cache.root, ran)
         return [results[p["id"]] for p in probes]
 
     def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -275,7 +303,9 @@ class Runner:
         families never run before have no duration: they keep discovery order, after
         the timed ones. Results are still returned in the order given.
         """
-        known = self.cache.durations()
+        from laya_tui.shard import read_cache_durations
+
+        known = read_cache_durations(self.cache.root)
         first_cell = self.config.order != "shortest-first"
         for cells in by_family.values():
             timed = [p for p in cells if p["id"] in known]
@@ -304,8 +334,6 @@ class Runner:
         lock = self._lock.setdefault(probe["family"], asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
-        if probe["id"] not in self._cancelled and result.get("status") != "crashed":
-            self.cache.record_duration(probe["id"], result.get("seconds") or 0.0)
         if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
             # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
             await self.cache.store_async(probe["id"], probe.get("params"), options,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from laya_tui.cache import ResultCache
 from laya_tui.runner import RunConfig, Runner
+from laya_tui.shard import read_cache_durations, record_durations
 
 
 def _cells(fam: str, *names: str) -> list[dict]:
@@ -17,10 +17,9 @@ def _runner(tmp_path, order: str = "longest-first") -> Runner:
 
 
 def test_durations_survive_and_order_cells_longest_first(tmp_path):
-    cache = ResultCache(tmp_path / "c")
-    for pid, s in {"a/x": 1.0, "a/y": 30.0, "b/z": 200.0, "env/p": 0.1}.items():
-        cache.record_duration(pid, s)
-    assert ResultCache(tmp_path / "c").durations()["b/z"] == 200.0
+    seconds = {"a/x": 1.0, "a/y": 30.0, "b/z": 200.0, "env/p": 0.1}
+    record_durations(tmp_path / "c", [{"id": pid, "seconds": s} for pid, s in seconds.items()])
+    assert read_cache_durations(tmp_path / "c")["b/z"] == 200.0
     runner = _runner(tmp_path)
     by_family = {"a": _cells("a", "x", "new", "y"), "b": _cells("b", "z"),
                  "env": _cells("env", "p")}
@@ -30,9 +29,8 @@ def test_durations_survive_and_order_cells_longest_first(tmp_path):
 
 
 def test_watched_dashboard_runs_shortest_first(tmp_path):
-    cache = ResultCache(tmp_path / "c")
-    for pid, s in {"a/x": 1.0, "a/y": 30.0}.items():
-        cache.record_duration(pid, s)
+    record_durations(tmp_path / "c", [{"id": "a/x", "seconds": 1.0},
+                                      {"id": "a/y", "seconds": 30.0}])
     by_family = {"a": _cells("a", "y", "x")}
     _runner(tmp_path, "shortest-first")._schedule(by_family)
     assert [p["id"] for p in by_family["a"]] == ["a/x", "a/y"]

@@ -1,0 +1,420 @@
+"""``laya-tui merge A.json B.json ... --json OUT``: one report from shard and host reports.
+
+Every probe appears once, tagged with the host it ran on; each input's environment is kept
+under ``hosts`` (inputs from one machine with the same libraries share a host); the gates
+(defaults, ``--fail-on``, ``--max``, ``--baseline``, and ``[tool.laya-tui]`` of the
+workspace) are evaluated over the whole. A probe present in two inputs merges silently
+when the results agree (status, reason, and every signal apart from timing and
+machine-specific facts: seconds, timing/artifact/log values, call-site folders, details);
+otherwise it is an input error (exit 2) unless ``--prefer newest``. When inputs are shards
+(``--shard K/N``), the ``shards`` gate checks that every part of each split is present.
+Inputs must carry this laya-tui's report schema. A merged report can be merged again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from laya_tui.errors import EXIT_GATE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+from laya_tui.signals import READABLE_SCHEMAS, SCHEMA_ID, STATUSES
+
+PREFIX = "laya-tui.report/"
+#: Where ``--html`` finds its renderer ("module:function(report) -> str"). Another engineer
+#: owns that module; while it is absent ``--html`` is refused with a one-line error.
+HTML_RENDERER = "laya_tui.html:build_html"
+#: Signal kinds whose values are measurements or paths of one run (never a conflict).
+VOLATILE_KINDS = frozenset(("timing", "artifact", "log"))
+
+
+@dataclass
+class Input:
+    """One report given to merge."""
+
+    label: str  # the path as given ('-' is stdin)
+    doc: dict[str, Any]
+
+
+def _read_text(path: str, what: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    if os.path.isdir(path):
+        raise UsageError(f"{what} {path} is a folder, not a laya-tui report")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} {path} is not a laya-tui report (not UTF-8 JSON)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def load_report(path: str, what: str = "report", any_readable: bool = False) -> dict[str, Any]:
+    """Read and check a laya-tui report; every problem is a one-line UsageError.
+
+    ``any_readable`` accepts every schema in ``READABLE_SCHEMAS``; otherwise only this
+    laya-tui's own (merge never mixes report versions).
+    """
+    text = _read_text(path, what).strip()
+    if not text:
+        raise UsageError(f"{what} {path} is empty (truncated?)")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{what} {path} is not a laya-tui report (invalid JSON: {exc.msg} at "
+                         f"line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise UsageError(f"{what} {path} is not a laya-tui report (JSON nested too deeply)"
+                         ) from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{what} {path} is not a laya-tui report (not a JSON object)")
+    schema = doc.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(PREFIX):
+        raise UsageError(f"{what} {path} is not a laya-tui report (no \"schema\": "
+                         f"\"{SCHEMA_ID}\" field)")
+    version = schema[len(PREFIX):]
+    current = int(SCHEMA_ID.rpartition("/")[2])
+    if version.isdigit() and int(version) > current:
+        raise UsageError(f"{what} {path} was written by a newer laya-tui (schema {schema}; this "
+                         f"laya-tui reads {SCHEMA_ID}): upgrade laya-tui")
+    accepted = READABLE_SCHEMAS if any_readable else (SCHEMA_ID,)
+    if schema not in accepted:
+        verb = "reads" if any_readable else "merges only"
+        raise UsageError(f"{what} {path} has schema {schema}; this laya-tui {verb} "
+                         f"{', '.join(accepted)}: re-run it with this laya-tui")
+    probes = doc.get("probes")
+    if not isinstance(probes, list) or not isinstance(doc.get("environment"), dict):
+        raise UsageError(f"{what} {path} is not a laya-tui report (no \"probes\" list or "
+                         "\"environment\" object)")
+    for i, p in enumerate(probes):
+        if not (isinstance(p, dict) and isinstance(p.get("id"), str)
+                and p.get("status") in STATUSES and isinstance(p.get("signals", []), list)):
+            raise UsageError(f"{what} {path}: probes[{i}] is not a probe result (needs an id, a "
+                             "known status and a signals list)")
+    return doc
+
+
+# -- identity of a result -------------------------------------------------------------------
+
+def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
+    kind = sig.get("kind")
+    if kind in VOLATILE_KINDS:
+        return (kind, sig.get("subject"))
+    site = sig.get("site") if isinstance(sig.get("site"), dict) else {}
+    return (kind, sig.get("subject"), sig.get("reason"), sig.get("count"), sig.get("bytes"),
+            sig.get("passed"), sig.get("limit"), sig.get("fix"),
+            json.dumps(sig.get("value"), sort_keys=True, default=repr),
+            os.path.basename(str(site.get("file") or "")), site.get("line"), site.get("func"))
+
+
+def result_fingerprint(probe: dict[str, Any]) -> tuple[Any, ...]:
+    """What must agree for two copies of a probe to be the same result (see module doc)."""
+    err = probe.get("error") if isinstance(probe.get("error"), dict) else {}
+    sigs = Counter(_signal_fingerprint(s) for s in probe.get("signals", []))
+    return (probe.get("family"), probe.get("status"), probe.get("reason"), err.get("type"),
+            err.get("message"), frozenset(sigs.items()))
+
+
+def _describe(probe: dict[str, Any]) -> str:
+    reason = " ".join(str(probe.get("reason") or "").split())
+    return probe["status"] + (f": {reason[:100]}" if reason else "")
+
+
+# -- hosts ------------------------------------------------------------------------------------
+
+def _host_identity(env: dict[str, Any]) -> str:
+    """Environments that differ only in env-probe facts come from the same host."""
+    return json.dumps({k: v for k, v in env.items() if k != "probed"}, sort_keys=True,
+                      default=repr)
+
+
+def _hostname(env: dict[str, Any], label: str) -> str:
+    host = env.get("host") if isinstance(env.get("host"), dict) else {}
+    name = host.get("hostname")
+    if isinstance(name, str) and name:
+        return name
+    base = os.path.basename(label)
+    return base.rsplit(".", 1)[0] if base and base != "-" else "stdin"
+
+
+@dataclass
+class Merger:
+    """Accumulates inputs into one set of probes, hosts and input records."""
+
+    prefer: str | None = None
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chosen: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)
+    inputs: list[Input] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def _add_host(self, name: str, env: dict[str, Any]) -> str:
+        ident = _host_identity(env)
+        candidate, n = name, 1
+        while candidate in self.hosts:
+            known = self.hosts[candidate]
+            if _host_identity(known) == ident:
+                probed = env.get("probed")
+                if isinstance(probed, dict):  # union of the env-probe facts, first wins
+                    known["probed"] = {**probed, **(known.get("probed") or {})}
+                return candidate
+            n += 1
+            candidate = f"{name}#{n}"
+        self.hosts[candidate] = json.loads(json.dumps(env, default=repr))
+        return candidate
+
+    def add(self, inp: Input) -> None:
+        """Merge one input; a conflicting probe is a UsageError (unless prefer=newest)."""
+        doc, idx = inp.doc, len(self.inputs)
+        self.inputs.append(inp)
+        default = _hostname(doc["environment"], inp.label)
+        in_hosts = doc.get("hosts")
+        if not (isinstance(in_hosts, dict) and in_hosts):
+            in_hosts = {default: doc["environment"]}
+        rename = {old: self._add_host(old, env) for old, env in in_hosts.items()
+                  if isinstance(env, dict)}
+        fallback = rename.get(default) or next(iter(rename.values()), default)
+        self._record(inp, rename, fallback)
+        summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+        sec = summary.get("seconds")
+        if isinstance(sec, int | float) and not isinstance(sec, bool):
+            self.seconds += float(sec)
+        for e in doc.get("errors") or []:
+            if isinstance(e, dict) and e not in self.errors:
+                self.errors.append(e)
+        for p in doc["probes"]:
+            probe = dict(p, host=rename.get(p.get("host"), fallback))
+            self._add_probe(probe, idx)
+
+    def _record(self, inp: Input, rename: dict[str, str], fallback: str) -> None:
+        merged = inp.doc.get("merged")
+        if isinstance(merged, dict) and isinstance(merged.get("inputs"), list):
+            for sub in merged["inputs"]:  # a merged report: keep its own inputs
+                if isinstance(sub, dict):
+                    self.records.append(dict(sub, host=rename.get(sub.get("host"), fallback),
+                                             via=inp.label))
+            return
+        summary = inp.doc.get("summary") if isinstance(inp.doc.get("summary"), dict) else {}
+        rec: dict[str, Any] = {"file": inp.label, "host": fallback,
+                               "created": inp.doc.get("created"),
+                               "probes": len(inp.doc["probes"]),
+                               "seconds": summary.get("seconds")}
+        if isinstance(inp.doc.get("shard"), dict):
+            rec["shard"] = inp.doc["shard"]
+        self.records.append({k: v for k, v in rec.items() if v is not None})
+
+    def _add_probe(self, probe: dict[str, Any], idx: int) -> None:
+        pid = probe["id"]
+        held = self.chosen.get(pid)
+        if held is None:
+            self.chosen[pid] = (probe, idx)
+            return
+        old, old_idx = held
+        if result_fingerprint(old) == result_fingerprint(probe):
+            return
+        a, b = self.inputs[old_idx].label, self.inputs[idx].label
+        if self.prefer != "newest":
+            raise UsageError(f"probe {pid} differs between {a} ({_describe(old)}) and {b} "
+                             f"({_describe(probe)}); pass --prefer newest to keep the newer")
+        old_t = str(self.inputs[old_idx].doc.get("created") or "")
+        new_t = str(self.inputs[idx].doc.get("created") or "")
+        if new_t >= old_t:
+            self.chosen[pid] = (probe, idx)
+            self.notes.append(f"probe {pid} differs between {a} and {b}: kept {b} (newer)")
+        else:
+            self.notes.append(f"probe {pid} differs between {a} and {b}: kept {a} (newer)")
+
+    def probes(self) -> list[dict[str, Any]]:
+        """Every probe once, in id order (the same whatever the order of the inputs)."""
+        return [self.chosen[pid][0] for pid in sorted(self.chosen)]
+
+
+def shards_gate(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``shards`` gate: every part of each split is present (None without shards)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        sh = rec.get("shard")
+        if not isinstance(sh, dict) or not isinstance(sh.get("count"), int):
+            continue
+        g = groups.setdefault(str(sh.get("plan")), {"count": sh["count"], "have": {}})
+        g["have"].setdefault(sh.get("index"), []).append(rec.get("file", "?"))
+    if not groups:
+        return None
+    counts = Counter(g["count"] for g in groups.values())
+    failures = []
+    for plan, g in sorted(groups.items()):
+        n = g["count"]
+        missing = [k for k in range(1, n + 1) if k not in g["have"]]
+        if not missing:
+            continue
+        have = ", ".join(f"{k}/{n} ({', '.join(f)})" for k, f in sorted(g["have"].items()))
+        msg = (f"split {plan} into {n}: shard {', '.join(f'{k}/{n}' for k in missing)} "
+               f"missing; given {have}")
+        if counts[n] > 1:
+            msg += ("; the shards planned different splits: give every shard the same "
+                    "--durations REPORT")
+        failures.append({"message": msg})
+    return {"name": "shards", "description": "every shard of each split is present",
+            "passed": not failures, "failures": failures}
+
+
+def merge_reports(inputs: list[Input], settings: Any = None,
+                  prefer: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The merged report of ``inputs`` and the notes to print (kept duplicates)."""
+    from laya_tui.gates import evaluate_all
+    from laya_tui.report import build_report
+
+    m = Merger(prefer=prefer)
+    for inp in inputs:
+        m.add(inp)
+    probes = m.probes()
+    gates, extra = evaluate_all(probes, settings, m.errors)
+    gate = shards_gate(m.records)
+    if gate is not None:
+        gates.append(gate)
+    extra = dict(extra, hosts=m.hosts, merged={"inputs": m.records, "prefer": prefer})
+    report = build_report(probes, seconds=m.seconds, gates=gates, errors=m.errors, extra=extra)
+    # the merging machine ran nothing: the top-level environment is the first input's host
+    first = report["probes"][0]["host"] if report["probes"] else next(iter(m.hosts), None)
+    if first is not None:
+        report["environment"] = m.hosts[first]
+    return report, m.notes
+
+
+_HOLE = "\x00laya-tui probes\x00"
+
+
+def dumps_report(report: dict[str, Any]) -> str:
+    """The report as JSON text: indented, one probe a line (json's C encoder does the probes;
+    indenting 100,000 signals would take the pure-Python encoder seconds)."""
+    shell = json.dumps(dict(report, probes=_HOLE), indent=1, default=repr)
+    rows = ",\n  ".join(json.dumps(p, default=repr) for p in report["probes"])
+    body = "[\n  " + rows + "\n ]" if rows else "[]"
+    return shell.replace(json.dumps(_HOLE), body, 1) + "\n"
+
+
+# -- command line ------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"laya-tui merge: error: {message} (see laya-tui merge --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``laya-tui merge`` flags (the gate flags mean what they mean for a run)."""
+    ap = _Parser(prog="laya-tui merge",
+                 description="Merge laya-tui reports (shards, hosts) into one and evaluate "
+                 "the gates over the whole. Exit 0: every gate holds, 1: a gate failed, "
+                 "2: bad input (conflicting duplicates, another schema version).")
+    ap.add_argument("reports", nargs="+", metavar="REPORT.json",
+                    help="reports to merge ('-' reads one from stdin)")
+    ap.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                    help="write the merged report to PATH (or '-' for stdout)")
+    ap.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
+    ap.add_argument("--markdown", metavar="PATH",
+                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
+                    "when set)")
+    ap.add_argument("--html", metavar="PATH", help="also write the HTML report (when built in)")
+    ap.add_argument("--prefer", choices=("newest",),
+                    help="a probe whose results differ between inputs: keep the newest "
+                    "report's (default: an input error)")
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
+                    "(default: the current folder)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="compare with an earlier report; any regression fails")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="ignore the baseline set in pyproject.toml")
+    ap.add_argument("--fail-on", action="append", metavar="KIND[,KIND...]",
+                    help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
+    ap.add_argument("--max", action="append", metavar="KIND=N",
+                    help="fail on more than N occurrences of KIND (repeatable)")
+    return ap
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    if not args.html:
+        return
+    import importlib.util
+
+    from laya_tui.cli import check_output_path
+
+    if importlib.util.find_spec(HTML_RENDERER.partition(":")[0]) is None:
+        raise UsageError("--html needs laya-tui's HTML report module "
+                         f"({HTML_RENDERER.partition(':')[0]}), which this build lacks")
+    check_output_path(args.html)
+    for other in (args.json, args.junit, args.markdown):
+        if other and other != "-" and os.path.realpath(other) == os.path.realpath(args.html):
+            raise UsageError(f"--html names the same file as another output: {args.html}")
+
+
+def _write_html(report: dict[str, Any], path: str) -> None:
+    import importlib
+
+    from laya_tui.report import write_atomic
+
+    module, _, func = HTML_RENDERER.partition(":")
+    write_atomic(path, getattr(importlib.import_module(module), func)(report))
+
+
+def main(argv: list[str]) -> int:
+    """``laya-tui merge``: exit 0 when every gate holds, 1 when one fails, 2 on bad input."""
+    try:
+        return _main(argv)
+    except UsageError:
+        raise  # printed as one line by laya_tui.cli (exit 2)
+    except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
+        print(f"laya-tui merge: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if os.environ.get("LAYA_TUI_DEBUG"):
+            raise
+        return EXIT_INTERNAL
+
+
+def _main(argv: list[str]) -> int:
+    from laya_tui.config import apply_pyproject
+    from laya_tui.gates import prepare_gates
+    from laya_tui.headless import write_ci_files
+    from laya_tui.report import human_summary, write_atomic
+
+    args = build_parser().parse_args(argv)
+    if args.reports.count("-") > 1:
+        raise UsageError("only one report can come from stdin ('-')")
+    if not os.path.isdir(args.workspace):
+        raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    apply_pyproject(args)  # [tool.laya-tui] fills the gate flags not given (flags win)
+    settings = prepare_gates(args)  # outputs writable and distinct, baseline loaded
+    _check_html(args)
+    inputs = [Input(path, load_report(path)) for path in args.reports]
+    report, notes = merge_reports(inputs, settings, args.prefer)
+    text = dumps_report(report) if args.json else ""
+    if args.json == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    elif args.json:
+        write_atomic(args.json, text)
+    write_ci_files(report, args)
+    if args.html:
+        _write_html(report, args.html)
+    for note in notes[:10]:
+        print(f"laya-tui merge: {note}", file=sys.stderr)
+    if len(notes) > 10:
+        print(f"laya-tui merge: ... and {len(notes) - 10} more kept duplicates", file=sys.stderr)
+    per_host = Counter(p["host"] for p in report["probes"])
+    print(f"laya-tui merge: {len(inputs)} reports, hosts: "
+          + ", ".join(f"{h} ({per_host.get(h, 0)} probes)" for h in report["hosts"]),
+          file=sys.stderr)
+    print(human_summary(report), file=sys.stderr)
+    if report.get("baseline"):
+        from laya_tui.baseline import summary_lines
+
+        print("\n".join(summary_lines(report["baseline"])), file=sys.stderr)
+    return EXIT_OK if report["summary"]["passed"] else EXIT_GATE
