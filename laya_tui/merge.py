@@ -25,9 +25,6 @@ from laya_tui.errors import EXIT_GATE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Usage
 from laya_tui.signals import READABLE_SCHEMAS, SCHEMA_ID, STATUSES
 
 PREFIX = "laya-tui.report/"
-#: Where ``--html`` finds its renderer ("module:function(report) -> str"). Another engineer
-#: owns that module; while it is absent ``--html`` is refused with a one-line error.
-HTML_RENDERER = "laya_tui.html:build_html"
 #: Signal kinds whose values are measurements or paths of one run (never a conflict).
 VOLATILE_KINDS = frozenset(("timing", "artifact", "log"))
 
@@ -323,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--markdown", metavar="PATH",
                     help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
                     "when set)")
-    ap.add_argument("--html", metavar="PATH", help="also write the HTML report (when built in)")
+    ap.add_argument("--html", metavar="PATH", help="also write the self-contained HTML page")
     ap.add_argument("--prefer", choices=("newest",),
                     help="a probe whose results differ between inputs: keep the newest "
                     "report's (default: an input error)")
@@ -344,26 +341,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_html(args: argparse.Namespace) -> None:
     if not args.html:
         return
-    import importlib.util
-
     from laya_tui.cli import check_output_path
 
-    if importlib.util.find_spec(HTML_RENDERER.partition(":")[0]) is None:
-        raise UsageError("--html needs laya-tui's HTML report module "
-                         f"({HTML_RENDERER.partition(':')[0]}), which this build lacks")
     check_output_path(args.html)
     for other in (args.json, args.junit, args.markdown):
         if other and other != "-" and os.path.realpath(other) == os.path.realpath(args.html):
             raise UsageError(f"--html names the same file as another output: {args.html}")
 
 
-def _write_html(report: dict[str, Any], path: str) -> None:
-    import importlib
-
+def _write_html(report: dict[str, Any], path: str, workspace: str | None) -> None:
+    from laya_tui.html_report import build_html
     from laya_tui.report import write_atomic
 
-    module, _, func = HTML_RENDERER.partition(":")
-    write_atomic(path, getattr(importlib.import_module(module), func)(report))
+    write_atomic(path, build_html(report, workspace=workspace))
 
 
 def main(argv: list[str]) -> int:
@@ -403,7 +393,7 @@ def _main(argv: list[str]) -> int:
         write_atomic(args.json, text)
     write_ci_files(report, args)
     if args.html:
-        _write_html(report, args.html)
+        _write_html(report, args.html, getattr(args, "workspace", None))
     for note in notes[:10]:
         print(f"laya-tui merge: {note}", file=sys.stderr)
     if len(notes) > 10:

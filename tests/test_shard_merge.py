@@ -281,8 +281,8 @@ def test_bad_merge_input_exit_2(ws, tmp_path):
                           ((str(tmp_path / "bad.json"),), "invalid JSON"),
                           ((), "the following arguments are required"),
                           ((str(tmp_path / "bad.json"), "--prefer", "oldest"), "invalid choice"),
-                          ((str(tmp_path / "bad.json"), "--html", str(tmp_path / "r.html")),
-                           "--html needs")]:
+                          ((str(tmp_path / "bad.json"), "--html",
+                            str(tmp_path / "no-such-dir" / "r.html")), "does not exist")]:
         proc = merge(*args, cwd=ws)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
 
@@ -333,3 +333,18 @@ def test_shard_and_merge_import_nothing_heavy():
 
     assert heavy_imports("import laya_tui.merge, laya_tui.shard; "
                          "laya_tui.shard.make_plan([('a/b', 'a')], 2)") == []
+
+
+def test_merge_writes_the_html_page(ws, tmp_path):
+    set_scenario(ws, {})
+    parts = []
+    for k in (1, 2):
+        parts.append(str(tmp_path / f"p{k}.json"))
+        assert run_ci(ws, "--shard", f"{k}/2", "--json", parts[-1]).returncode == 0
+    page = tmp_path / "m.html"
+    proc = merge(*parts, "--json", str(tmp_path / "m.json"), "--html", str(page), cwd=ws)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    ids = [p["id"] for p in json.loads((tmp_path / "m.json").read_text())["probes"]]
+    assert text.lstrip().lower().startswith("<!doctype html") and ids
+    assert all(i in text for i in ids)  # every merged probe is on the page
