@@ -34,43 +34,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = "mypkg.mod:build"
-MODEL_SOURCE = '''\
-import torch
+sys.path.insert(0, str(REPO))
+from tests._user_project import MODEL, build_wheel, install_wheel, make_project  # noqa: E402
 
-
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.relu(self.lin(x)).sum(-1)
-
-
-def build():
-    torch.manual_seed(0)
-    return Tiny().eval(), (torch.randn(2, 8),)
-'''
-KERNEL_SOURCE = '''\
-import tilelang
-import tilelang.language as T
-
-
-@tilelang.jit(out_idx=[-1])
-def elementwise_add(M, N, block_M, block_N, in_dtype, out_dtype, threads):
-
-    @T.prim_func
-    def elem_add(A: T.Tensor((M, N), in_dtype), B: T.Tensor((M, N), in_dtype),
-                 C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            for i, j in T.Parallel(block_M, block_N):
-                y, x = by * block_M + i, bx * block_N + j
-                C[y, x] = A[y, x] + B[y, x]
-
-    return elem_add
-'''
-TABLE = f'[tool.laya-tui]\nmodels = ["{MODEL}"]\nkernels = ["src/kernels"]\n'
 WORKER_START = """
 import asyncio, statistics, sys, tempfile, time
 from laya_tui.runner import RunConfig, WorkerHandle
@@ -90,29 +56,7 @@ print(statistics.median([asyncio.run(once(ws)) for _ in range(n)]))
 
 def install(tmp: Path) -> Path:
     """Build the wheel from a copy of the checkout and install it into ``tmp/site``."""
-    src = tmp / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
-    for name in ("laya_tui", "probes", "kernels"):
-        shutil.copytree(REPO / name, src / name, ignore=ignore)
-    for name in ("setup.py", "pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    pip = [sys.executable, "-m", "pip", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"),
-                    str(src)], check=True)
-    wheel = next((tmp / "dist").glob("laya_tui-*.whl"))
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(tmp / "site"), str(wheel)],
-                   check=True)
-    return tmp / "site"
-
-
-def make_project(root: Path) -> Path:
-    (root / "mypkg").mkdir(parents=True)
-    (root / "mypkg" / "__init__.py").write_text("")
-    (root / "mypkg" / "mod.py").write_text(MODEL_SOURCE)
-    (root / "src" / "kernels").mkdir(parents=True)
-    (root / "src" / "kernels" / "elementwise_add.py").write_text(KERNEL_SOURCE)
-    (root / "pyproject.toml").write_text(TABLE)
-    return root
+    return install_wheel(build_wheel(tmp), tmp / "site")
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:

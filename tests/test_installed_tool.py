@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,87 +19,12 @@ from pathlib import Path
 import pytest
 
 from laya_tui.report import validate_report
+from tests._user_project import MODEL, SOURCES, build_wheel, install_wheel, make_project
 from tests._util import REPO
 
-#: What the source tree ships: the package, plus the two folders mapped inside it.
-SOURCES = {"laya_tui": "laya_tui", "probes": "laya_tui/builtin_probes",
-           "kernels": "laya_tui/demo_kernels"}
 DEMO_MARKERS = ("explain/tiny_llama", "explain/tiny_modernbert", "aoti/decision", "mlx/",
                 "tilelang/gemm_kernel", "tilelang/rope_kernel", "tilelang/attn_kernel",
                 "tilelang/add_ln_kernel", "tilelang/gemm_geglu_kernel")
-MODEL = "mypkg.mod:build"
-MODEL_SOURCE = '''\
-import torch
-
-
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.relu(self.lin(x)).sum(-1)
-
-
-def build():
-    torch.manual_seed(0)
-    return Tiny().eval(), (torch.randn(2, 8),)
-'''
-#: In the style of TileLang's own examples (examples/elementwise): a @tilelang.jit factory.
-KERNEL_SOURCE = '''\
-import tilelang
-import tilelang.language as T
-
-
-@tilelang.jit(out_idx=[-1])
-def elementwise_add(M, N, block_M, block_N, in_dtype, out_dtype, threads):
-
-    @T.prim_func
-    def elem_add(A: T.Tensor((M, N), in_dtype), B: T.Tensor((M, N), in_dtype),
-                 C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            for i, j in T.Parallel(block_M, block_N):
-                y, x = by * block_M + i, bx * block_N + j
-                C[y, x] = A[y, x] + B[y, x]
-
-    return elem_add
-'''
-TABLE = f'''\
-[project]
-name = "someones-port"
-version = "0.0.1"
-
-[tool.laya-tui]
-models = ["{MODEL}"]
-kernels = ["src/kernels"]
-'''
-
-
-def build_wheel(dest: Path) -> Path:
-    """Copy the source tree (no build leftovers) and build its wheel into ``dest``."""
-    src = dest / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
-    for name in SOURCES:
-        shutil.copytree(REPO / name, src / name, ignore=ignore)
-    for name in ("setup.py", "pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                           "--no-build-isolation", "-q", "-w", str(dest / "dist"), str(src)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    (wheel,) = (dest / "dist").glob("laya_tui-*.whl")
-    return wheel
-
-
-def make_project(root: Path) -> Path:
-    """A user's project: one model factory package, one kernel file, a [tool.laya-tui]."""
-    (root / "mypkg").mkdir(parents=True)
-    (root / "mypkg" / "__init__.py").write_text("")
-    (root / "mypkg" / "mod.py").write_text(MODEL_SOURCE)
-    (root / "src" / "kernels").mkdir(parents=True)
-    (root / "src" / "kernels" / "elementwise_add.py").write_text(KERNEL_SOURCE)
-    (root / "pyproject.toml").write_text(TABLE)
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +34,7 @@ def wheel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def site(wheel, tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
-                           "--target", str(target), str(wheel)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return target
+    return install_wheel(wheel, tmp_path_factory.mktemp("site"))
 
 
 def installed(site: Path, cwd: Path, *args: str, timeout: float = 120,
@@ -186,8 +105,10 @@ def test_installed_tool_in_a_user_project(site, tmp_path):
     for scenario in ("eager", "compile"):
         cell = got[f"explain/model:{MODEL}[{scenario}]"]
         assert cell["status"] == "ok", (cell["reason"], cell["log_tail"][-2000:])
-    # a kernel whose arguments cannot be found yet is a finding or an error, never a crash
-    assert {got[k]["status"] for k in kernel_ids} <= {"ok", "failed", "error"}
+    # the kernel file's main() passes literal shapes and tiles: every cell is examined (ok, or
+    # a finding such as a failed lowering), none is an error
+    assert {got[k]["status"] for k in kernel_ids} <= {"ok", "failed"}, [
+        (k, got[k]["reason"]) for k in kernel_ids]
     # every cell came from the built-in probes inside the installed package
     assert {os.path.dirname(p["file"]) for p in report["probes"]} == {
         str(site / "laya_tui" / "builtin_probes")}
