@@ -31,19 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-FLOOD_PROBE = '''
-from laya_tui import probe
-
-@probe(family="flood", timeout=600)
-def many_signals(ctx):
-    import os
-    n = int(os.environ.get("LAYA_BENCH_SIGNALS", "100000"))
-    for i in range(n):
-        ctx.signal("fallback", subject=f"aten::op_{i % 997}", count=i % 13 + 1,
-                   bytes=(i * 7919) % 10_000_000, reason=f"reason {i % 31}",
-                   site={"file": __file__, "line": 5 + i % 40, "func": "forward"},
-                   fix="pad to 64")
-'''
+from benchmarks.bench_tui import FLOOD_PROBE  # noqa: E402  (the same flooding probe)
 
 # The floor's producer: the same signal dicts, one JSON line each, buffered writes.
 PRODUCER = '''

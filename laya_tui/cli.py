@@ -24,6 +24,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"laya-tui: error: {message} (see laya-tui --help)\n")
 
 
+def add_gate_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The gate flags, shared by a run and ``laya-tui merge`` (they mean the same in both)."""
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="compare with an earlier --json report; any regression fails")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="ignore the baseline set in pyproject.toml (to write a fresh one)")
+    ap.add_argument("--fail-on", action="append", metavar="KIND[,KIND...]",
+                    help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
+    ap.add_argument("--max", action="append", metavar="KIND=N",
+                    help="fail on more than N occurrences of KIND (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (kept in one place so docs and tests agree)."""
     ap = _Parser(
@@ -77,14 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "every machine the same file and they agree on the split)")
     ci = ap.add_argument_group("CI gates (also settable in [tool.laya-tui] of pyproject.toml; "
                                "flags win)")
-    ci.add_argument("--baseline", metavar="PATH",
-                    help="compare with an earlier --json report; any regression fails")
-    ci.add_argument("--no-baseline", action="store_true",
-                    help="ignore the baseline set in pyproject.toml (to write a fresh one)")
-    ci.add_argument("--fail-on", action="append", metavar="KIND[,KIND...]",
-                    help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
-    ci.add_argument("--max", action="append", metavar="KIND=N",
-                    help="fail on more than N occurrences of KIND (repeatable)")
+    add_gate_flags(ci)
     ci.add_argument("--junit", metavar="PATH", help="also write JUnit XML (one case per cell)")
     ci.add_argument("--markdown", metavar="PATH",
                     help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "

@@ -308,6 +308,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """``laya-tui merge`` flags (the gate flags mean what they mean for a run)."""
+    from laya_tui.cli import add_gate_flags
+
     ap = _Parser(prog="laya-tui merge",
                  description="Merge laya-tui reports (shards, hosts) into one and evaluate "
                  "the gates over the whole. Exit 0: every gate holds, 1: a gate failed, "
@@ -327,14 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--workspace", metavar="DIR", default=".",
                     help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
                     "(default: the current folder)")
-    ap.add_argument("--baseline", metavar="PATH",
-                    help="compare with an earlier report; any regression fails")
-    ap.add_argument("--no-baseline", action="store_true",
-                    help="ignore the baseline set in pyproject.toml")
-    ap.add_argument("--fail-on", action="append", metavar="KIND[,KIND...]",
-                    help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
-    ap.add_argument("--max", action="append", metavar="KIND=N",
-                    help="fail on more than N occurrences of KIND (repeatable)")
+    add_gate_flags(ap)
     return ap
 
 
