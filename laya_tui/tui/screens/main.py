@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, Tree
+from textual.widgets import Input, Static, Tree
 
 from laya_tui.signals import KINDS
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
 from laya_tui.tui.widgets.detail import DetailPane
+from laya_tui.tui.widgets.footer import KeyFooter
 from laya_tui.tui.widgets.probe_tree import ProbeTree
 from laya_tui.tui.widgets.signal_table import COLUMN_KEYS, SignalTable
 from laya_tui.tui.widgets.summary import SummaryBar
@@ -69,7 +70,7 @@ class MainScreen(Screen[None]):
                 yield Static(id="table-status")
                 yield SignalTable(id="signals")
                 yield DetailPane(id="detail")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.tree.sync_structure()
@@ -214,7 +215,7 @@ class MainScreen(Screen[None]):
         if box is None:
             box = Input(placeholder="filter signals: text in any column (Enter keeps it, "
                         "Esc clears)", id="filter")
-            await self.mount(box, before=self.query_one(Footer))
+            await self.mount(box, before=self.query_one(KeyFooter))
         box.remove_class("-hidden")
         box.focus()
 

@@ -1,0 +1,43 @@
+"""Textual's Footer, drawn with the first frame and rebuilt only when its keys change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+
+class KeyFooter(Footer):
+    """The same keys as ``Footer``, cheaper at start-up and on focus moves.
+
+    Textual's Footer composes empty, then rebuilds all its key widgets after every bindings
+    signal (each focus change publishes one): at start-up that is two or three rebuilds, the
+    keys reaching the terminal frames after the rest of the screen. This one composes its
+    keys at once and rebuilds only when the keys it would show differ.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_reactive(Footer._bindings_ready, True)
+        self._shown: tuple[Any, ...] | None = None
+
+    def _keys(self) -> tuple[Any, ...]:
+        """What the footer shows: the shown bindings (and the palette key), in order."""
+        palette = self.app.COMMAND_PALETTE_BINDING
+        return tuple(
+            (binding.key, binding.action, binding.description, binding.group, enabled,
+             tooltip, binding.tooltip)
+            for key, (_, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            if binding.show or key == palette)
+
+    def compose(self) -> ComposeResult:
+        self._shown = self._keys()
+        yield from super().compose()
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and self._keys() != self._shown:
+            self.call_after_refresh(self.recompose)
