@@ -7,6 +7,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 
 class KeyFooter(Footer):
@@ -15,7 +16,8 @@ class KeyFooter(Footer):
     Textual's Footer composes empty, then rebuilds all its key widgets after every bindings
     signal (each focus change publishes one): at start-up that is two or three rebuilds, the
     keys reaching the terminal frames after the rest of the screen. This one composes its
-    keys at once and rebuilds only when the keys it would show differ.
+    keys at once, each in its final style, and rebuilds only when the keys it would show
+    differ.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -34,7 +36,16 @@ class KeyFooter(Footer):
 
     def compose(self) -> ComposeResult:
         self._shown = self._keys()
-        yield from super().compose()
+        for widget in super().compose():
+            if isinstance(widget, FooterKey):
+                # FooterKey starts compact and is then bound to the footer's (not compact):
+                # two class changes, each a restyle, per key. Set the end state up front
+                # (the palette key is not bound and keeps its own).
+                compact = widget.compact if widget.has_class("-command-palette") \
+                    else self.compact
+                widget.set_reactive(FooterKey.compact, compact)
+                widget.set_class(compact, "-compact", update=False)
+            yield widget
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         if not screen.app.app_focus:
