@@ -80,7 +80,7 @@ class MainScreen(Screen[None]):
                 yield Static(id="table-status")
                 yield SignalTable(id="signals")
                 yield DetailPane(id="detail")
-        yield KeyFooter()
+        yield KeyFooter(auto_focus_first=True)
 
     def on_mount(self) -> None:
         self.tree.sync_structure()

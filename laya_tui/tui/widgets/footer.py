@@ -20,10 +20,14 @@ class KeyFooter(Footer):
     differ.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, auto_focus_first: bool = False, **kwargs: Any) -> None:
+        """``auto_focus_first``: let the screen auto-focus (as Textual does right after
+        composing it) before the keys are composed, so the focused widget's keys are in
+        the first frame instead of a rebuild later."""
         super().__init__(*args, **kwargs)
         self.set_reactive(Footer._bindings_ready, True)
         self._shown: tuple[Any, ...] | None = None
+        self._auto_focus_first = auto_focus_first
 
     def _keys(self) -> tuple[Any, ...]:
         """What the footer shows: the shown bindings (and the palette key), in order."""
@@ -35,6 +39,8 @@ class KeyFooter(Footer):
             if binding.show or key == palette)
 
     def compose(self) -> ComposeResult:
+        if self._auto_focus_first and self.screen.focused is None:
+            self.screen._update_auto_focus()
         self._shown = self._keys()
         for widget in super().compose():
             if isinstance(widget, FooterKey):
@@ -51,4 +57,9 @@ class KeyFooter(Footer):
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen and self._keys() != self._shown:
-            self.call_after_refresh(self.recompose)
+            self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        # several signals can arrive before the rebuild (focus passing through None)
+        if self.is_attached and self._keys() != self._shown:
+            await self.recompose()
