@@ -1,11 +1,13 @@
 """Dashboard benchmark: time to first paint, and ingesting 100,000 streamed signals.
 
-Usage: .venv/bin/python benchmarks/bench_tui.py [--signals N] [--paints N]
+Usage: .venv/bin/python benchmarks/bench_tui.py [--signals N] [--paints N] [--before TREE]
 
 1. First paint: ``laya-tui`` started on a pseudo-terminal (160x45) on the demo workspace;
    the time from exec to the first frame on the terminal (the tree's "all probes" and the
-   footer drawn). Target: under 0.5 s. The app process must not import torch & co (a
-   fresh interpreter imports the app modules and lists the heavy ones found).
+   footer drawn), beside a bare two-widget Textual app on the same pty, interleaved
+   (target: within 1.3x of it), and with ``--before TREE`` an earlier checkout's laya_tui
+   interleaved too (before/after in one run). The app process must not import torch & co
+   (a fresh interpreter imports the app modules and lists the heavy ones found).
 2. Ingest: one probe emits N signals through the real worker, pipe and runner into the
    app (headless Textual driver, the full compositor still renders); total time from the
    run's start until every signal is a row in the table, and the longest event-loop stall
