@@ -25,7 +25,9 @@ class KeyFooter(Footer):
         composing it) before the keys are composed, so the focused widget's keys are in
         the first frame instead of a rebuild later."""
         super().__init__(*args, **kwargs)
-        self.set_reactive(Footer._bindings_ready, True)
+        ready = getattr(Footer, "_bindings_ready", None)  # Textual internals (8.x): guarded
+        if ready is not None:
+            self.set_reactive(ready, True)
         self._shown: tuple[Any, ...] | None = None
         self._auto_focus_first = auto_focus_first
 
@@ -39,11 +41,12 @@ class KeyFooter(Footer):
             if binding.show or key == palette)
 
     def compose(self) -> ComposeResult:
-        if self._auto_focus_first and self.screen.focused is None:
-            self.screen._update_auto_focus()
+        auto_focus = getattr(self.screen, "_update_auto_focus", None)
+        if self._auto_focus_first and self.screen.focused is None and auto_focus is not None:
+            auto_focus()
         self._shown = self._keys()
         for widget in super().compose():
-            if isinstance(widget, FooterKey):
+            if isinstance(widget, FooterKey) and hasattr(FooterKey, "compact"):
                 # FooterKey starts compact and is then bound to the footer's (not compact):
                 # two class changes, each a restyle, per key. Set the end state up front
                 # (the palette key is not bound and keeps its own).
