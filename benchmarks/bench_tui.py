@@ -1,11 +1,13 @@
 """Dashboard benchmark: time to first paint, and ingesting 100,000 streamed signals.
 
-Usage: .venv/bin/python benchmarks/bench_tui.py [--signals N] [--paints N]
+Usage: .venv/bin/python benchmarks/bench_tui.py [--signals N] [--paints N] [--before TREE]
 
 1. First paint: ``laya-tui`` started on a pseudo-terminal (160x45) on the demo workspace;
    the time from exec to the first frame on the terminal (the tree's "all probes" and the
-   footer drawn). Target: under 0.5 s. The app process must not import torch & co (a
-   fresh interpreter imports the app modules and lists the heavy ones found).
+   footer drawn), beside a bare two-widget Textual app on the same pty, interleaved
+   (target: within 1.3x of it), and with ``--before TREE`` an earlier checkout's laya_tui
+   interleaved too (before/after in one run). The app process must not import torch & co
+   (a fresh interpreter imports the app modules and lists the heavy ones found).
 2. Ingest: one probe emits N signals through the real worker, pipe and runner into the
    app (headless Textual driver, the full compositor still renders); total time from the
    run's start until every signal is a row in the table, and the longest event-loop stall
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import fcntl
 import json
 import os
@@ -77,14 +80,15 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def first_paint(ws: Path, timeout: float = 20.0,
-                bare: bool = False) -> tuple[float, float, float]:
+def first_paint(ws: Path, timeout: float = 20.0, bare: bool = False,
+                tree: Path = REPO) -> tuple[float, float, float]:
     """(seconds to first frame, seconds to quit after 'q', CPU seconds used until the first
     frame) of laya-tui on a pty. The CPU time is steadier than wall time on a loaded machine.
 
     ``bare``: the same for a two-widget Textual app (the floor on this machine, now).
+    ``tree``: the checkout whose laya_tui runs (another one: an earlier version, beside).
     """
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="45", PYTHONPATH=str(REPO),
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="45", PYTHONPATH=str(tree),
                TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
@@ -253,6 +257,9 @@ def main() -> None:
     ap.add_argument("--ingests", type=int, default=3, help="repeats of each ingest run")
     ap.add_argument("--skip-paint", action="store_true")
     ap.add_argument("--skip-ingest", action="store_true")
+    ap.add_argument("--before", type=Path, metavar="TREE",
+                    help="another checkout (e.g. a worktree of the commit before a change): "
+                         "its first paint is measured interleaved with this one's")
     args = ap.parse_args()
     if not args.skip_paint:
         paint_rows(args)
@@ -265,11 +272,18 @@ def paint_rows(args: argparse.Namespace) -> None:
 
     heavy = heavy_in_app_process()
     print(f"heavy modules in the app process: {heavy or 'none'}")
+    # Textual (the yardstick) is installed with its bytecode; an installed laya-tui has its
+    # own too. A checkout run with PYTHONDONTWRITEBYTECODE set would compile every laya
+    # module again on each start (~0.09 s CPU here), which is not the app's cost.
+    trees = [REPO] + ([args.before.resolve()] if args.before else [])
+    for tree in trees:
+        compileall.compile_dir(str(tree / "laya_tui"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
         shutil.copytree(DEMO_WS, ws)
         paints, quits, bares, cpus, bare_cpus = [], [], [], [], []
-        for _ in range(args.paints):  # interleaved, so both see the same machine load
+        before: list[tuple[float, float, float]] = []
+        for _ in range(args.paints):  # interleaved, so all see the same machine load
             p, q, c = first_paint(ws)
             paints.append(p)
             quits.append(q)
@@ -277,6 +291,8 @@ def paint_rows(args: argparse.Namespace) -> None:
             b, _, bc = first_paint(ws, bare=True)
             bares.append(b)
             bare_cpus.append(bc)
+            if args.before:
+                before.append(first_paint(ws, tree=trees[1]))
     med = statistics.median(paints)
     print(f"first paint (exec -> first frame on a 160x45 pty): median {med:.3f} s, max "
           f"{max(paints):.3f} s over {args.paints} (target < 0.5 s; {med / 0.5:.2f}x the target)")
@@ -287,6 +303,12 @@ def paint_rows(args: argparse.Namespace) -> None:
     print(f"CPU time until the first frame: laya-tui {cpu:.3f} s, bare app {bare_cpu:.3f} s "
           f"({cpu / bare_cpu:.2f}x; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     print(f"quit while probes run (q -> process gone): median {statistics.median(quits):.3f} s")
+    if before:
+        b_med = statistics.median(p for p, _, _ in before)
+        b_cpu = statistics.median(c for _, _, c in before)
+        print(f"before ({trees[1]}), same run, interleaved: first paint median {b_med:.3f} s "
+              f"= {b_med / bare:.2f}x the bare app, CPU {b_cpu:.3f} s = {b_cpu / bare_cpu:.2f}x "
+              f"(this tree: {med / bare:.2f}x, {cpu / bare_cpu:.2f}x)")
 
 
 def ingest_rows(args: argparse.Namespace) -> None:

@@ -8,10 +8,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.detail import DetailPane
+from laya_tui.tui.widgets.footer import KeyFooter
 from laya_tui.tui.widgets.matrix import LoweringMatrix
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class MatrixScreen(Screen[None]):
         yield LoweringMatrix(self.laya.model, id="matrix")
         yield Static(LEGEND, id="legend")
         yield DetailPane(id="cell-detail")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         matrix = self.query_one(LoweringMatrix)

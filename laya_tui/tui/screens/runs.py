@@ -10,11 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from laya_tui.tui.format import human_seconds, number
 from laya_tui.tui.model import Changes, RunPoint
+from laya_tui.tui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
@@ -65,7 +66,7 @@ class RunsScreen(Screen[None]):
             yield PlotextPlot(id="tolerance-plot")
             yield PlotextPlot(id="timing-plot")
         yield Static(id="runs-table")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.redraw()

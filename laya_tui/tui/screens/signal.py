@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.detail import DetailPane
+from laya_tui.tui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
@@ -40,7 +41,7 @@ class SignalScreen(Screen[None]):
             else self.key
         yield Static(title, id="crumbs")
         yield DetailPane(full=True, id="full-detail")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._show()
