@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="laya-tui",
         description="Explain/fallback diagnostics for PyTorch ports: run probes, "
         "see what fell back, recompiled, bounced through the host, failed to lower or drifted.",
+        epilog="subcommands (each with its own --help): laya-tui init (write a [tool.laya-tui] "
+        "table), laya-tui show REPORT (the dashboard over a saved report), laya-tui diff BASE "
+        "NEW (what changed), laya-tui merge REPORT... (shards and hosts as one report)",
     )
     ap.add_argument("--headless", action="store_true",
                     help="no dashboard: run, print a summary to stderr (implied without a TTY)")
