@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from laya_tui.errors import EXIT_GATE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
-from laya_tui.signals import READABLE_SCHEMAS, SCHEMA_ID, STATUSES
+from laya_tui.signals import SCHEMA_ID
 
-PREFIX = "laya-tui.report/"
 #: Signal kinds whose values are measurements or paths of one run (never a conflict).
 VOLATILE_KINDS = frozenset(("timing", "artifact", "log"))
 
@@ -56,45 +55,23 @@ def _read_text(path: str, what: str) -> str:
 def load_report(path: str, what: str = "report", any_readable: bool = False) -> dict[str, Any]:
     """Read and check a laya-tui report; every problem is a one-line UsageError.
 
-    ``any_readable`` accepts every schema in ``READABLE_SCHEMAS``; otherwise only this
-    laya-tui's own (merge never mixes report versions).
+    The checks are the baseline loader's (one validation for every reader of a report),
+    worded for ``what``. ``any_readable`` accepts every schema in ``READABLE_SCHEMAS``;
+    otherwise only this laya-tui's own (merge never mixes report versions).
     """
-    text = _read_text(path, what).strip()
-    if not text:
-        raise UsageError(f"{what} {path} is empty (truncated?)")
+    from laya_tui.baseline import parse_baseline
+
+    text = _read_text(path, what)
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} {path} is not a laya-tui report (invalid JSON: {exc.msg} at "
-                         f"line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise UsageError(f"{what} {path} is not a laya-tui report (JSON nested too deeply)"
-                         ) from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{what} {path} is not a laya-tui report (not a JSON object)")
-    schema = doc.get("schema")
-    if not isinstance(schema, str) or not schema.startswith(PREFIX):
-        raise UsageError(f"{what} {path} is not a laya-tui report (no \"schema\": "
-                         f"\"{SCHEMA_ID}\" field)")
-    version = schema[len(PREFIX):]
-    current = int(SCHEMA_ID.rpartition("/")[2])
-    if version.isdigit() and int(version) > current:
-        raise UsageError(f"{what} {path} was written by a newer laya-tui (schema {schema}; this "
-                         f"laya-tui reads {SCHEMA_ID}): upgrade laya-tui")
-    accepted = READABLE_SCHEMAS if any_readable else (SCHEMA_ID,)
-    if schema not in accepted:
-        verb = "reads" if any_readable else "merges only"
-        raise UsageError(f"{what} {path} has schema {schema}; this laya-tui {verb} "
-                         f"{', '.join(accepted)}: re-run it with this laya-tui")
-    probes = doc.get("probes")
-    if not isinstance(probes, list) or not isinstance(doc.get("environment"), dict):
-        raise UsageError(f"{what} {path} is not a laya-tui report (no \"probes\" list or "
-                         "\"environment\" object)")
-    for i, p in enumerate(probes):
-        if not (isinstance(p, dict) and isinstance(p.get("id"), str)
-                and p.get("status") in STATUSES and isinstance(p.get("signals", []), list)):
-            raise UsageError(f"{what} {path}: probes[{i}] is not a probe result (needs an id, a "
-                             "known status and a signals list)")
+        doc = parse_baseline(text, path).report
+    except UsageError as exc:
+        message = str(exc).replace(f"baseline {path}", f"{what} {path}")
+        raise UsageError(message.replace("regenerate the baseline", "regenerate it")
+                         .replace("regenerate it with laya-tui --headless --json",
+                                  "regenerate it")) from None
+    if not any_readable and doc["schema"] != SCHEMA_ID:
+        raise UsageError(f"{what} {path} has schema {doc['schema']}; this laya-tui merges only "
+                         f"{SCHEMA_ID}: re-run it with this laya-tui")
     return doc
 
 
