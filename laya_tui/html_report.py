@@ -15,10 +15,10 @@ import html
 import json
 import os
 import re
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from laya_tui.files import source_excerpt
 from laya_tui.gates import describe_failure
 
 #: The page's script and styles, shipped beside this module and inlined into every page.
@@ -77,13 +77,8 @@ def lowering_matrix(report: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _excerpt(path: str, line: int) -> dict[str, Any] | None:
-    start = max(1, line - CONTEXT)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = list(islice(fh, start - 1, line + CONTEXT))
-    except OSError:
-        return None
-    return {"start": start, "line": line, "text": "".join(lines)} if lines else None
+    found = source_excerpt(path, line, CONTEXT)
+    return {"start": found[1], "line": line, "text": found[0]} if found else None
 
 
 def site_excerpts(report: dict[str, Any], workspace: str | None) -> dict[str, Any]:

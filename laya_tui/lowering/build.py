@@ -39,12 +39,10 @@ class BuildResult:
 
 
 def cache_root(opts: dict[str, Any]) -> str:
-    """Where generated sources and libraries go: ``--out`` or the per-user cache."""
-    out = opts.get("out")
-    if out:
-        return os.path.join(os.path.abspath(out), "tilelang")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "laya-tui", "tilelang")
+    """Where generated sources and libraries go: ``--out``/tilelang or the per-user cache."""
+    from laya_tui.files import artifact_dir
+
+    return artifact_dir(opts, "tilelang")
 
 
 def wrap_source(func: Any, artifact: Any, target: Any) -> str:

@@ -204,8 +204,6 @@ def write_artifact(result: dict[str, Any], folder: str, name: str) -> str:
 
 def artifact_folder(opts: dict[str, Any]) -> str:
     """``--out``/drift, or the per-user cache's drift folder."""
-    out = opts.get("out")
-    if out:
-        return os.path.join(os.path.abspath(out), "drift")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "laya-tui", "drift")
+    from laya_tui.files import artifact_dir
+
+    return artifact_dir(opts, "drift")

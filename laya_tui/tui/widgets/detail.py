@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from itertools import islice
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -15,6 +14,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from laya_tui.files import source_excerpt
 from laya_tui.signals import format_site
 from laya_tui.tui.format import human_bytes, human_seconds, number
 from laya_tui.tui.model import ProbeState, SignalRow
@@ -49,18 +49,6 @@ def resolve_path(path: str, workspace: str | None) -> str:
         return path
     return os.path.join(workspace, path)
 
-
-def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None:
-    """(text, first line number) around ``line`` of ``path``; None when unreadable."""
-    start = max(1, line - context)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = list(islice(fh, start - 1, line + context))
-    except OSError:
-        return None
-    if not lines:
-        return None
-    return "".join(lines), start
 
 
 def _section(title: str) -> Text:
