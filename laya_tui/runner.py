@@ -106,10 +106,14 @@ class WorkerHandle:
         self.proc: asyncio.subprocess.Process | None = None
         self.reader: asyncio.StreamReader | None = None
         self.worker_log = os.path.join(log_dir, f"_worker-{_safe(family)}.log")
+        self.killed = False
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
+        # a killed worker is gone even before asyncio has reaped it (returncode still None):
+        # without this, the cell after a cancelled one was sent to the dying worker and its
+        # death reported as that cell's crash
+        return self.proc is not None and self.proc.returncode is None and not self.killed
 
     async def start(self) -> None:
         """Spawn the worker and wait for its ``ready`` event."""
@@ -186,6 +190,7 @@ class WorkerHandle:
         """SIGKILL the worker's whole process group (compiler children included)."""
         if self.proc is None:
             return
+        self.killed = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -365,6 +370,8 @@ class Runner:
             except (WorkerDied, TimeoutError):
                 handle.kill()
                 await handle.close()
+        if handle is not None and not handle.alive:
+            await handle.close()  # reap a killed or exited worker before its successor starts
         if handle is None or not handle.alive:
             self._recycle.discard(family)
             handle = WorkerHandle(family, self.config, self.log_dir)

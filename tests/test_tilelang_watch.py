@@ -46,5 +46,5 @@ async def test_saving_a_kernel_file_reruns_that_files_cells_only(tmp_path: Path)
         last = {r["probe"]: r for r in got}
         for r in last.values():
             assert r["trigger"] == os.path.join("kernels", "rows_a.py")
-            assert r["status"] == "error"
+            assert r["status"] == "error", r["result"].get("reason")
             assert "scale_rows needs N, block_M " in r["result"]["reason"]
