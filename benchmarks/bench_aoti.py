@@ -28,9 +28,9 @@ os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 
 def _run(dtype: str, out: Path) -> tuple[float, str, dict[str, Any], dict[str, dict[str, Any]]]:
     """One cell in this process: ``(wall seconds, status, results, timings by subject)``."""
-    from laya_tui.aoti.pipeline import run_target
-    from laya_tui.aoti.targets import decision_target
     from laya_tui.api import Context, Failed, Skipped
+    from laya_tui.families.aoti.pipeline import run_target
+    from laya_tui.families.aoti.targets import decision_target
 
     events: list[dict[str, Any]] = []
     ctx = Context(f"aoti/decision[{dtype}]", "aoti", events.append, opts={"out": str(out)})
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the default inductor cache (cold figures then skip codegen)")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-aoti-"))
-    from laya_tui.rbln_status import guard_autoload
+    from laya_tui.families.rbln_status import guard_autoload
 
     guard_autoload()
     import torch

@@ -92,7 +92,7 @@ def main() -> None:
         env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(inductor),
                    PYTHONPATH=str(REPO), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         env.pop("XDG_CACHE_HOME", None)
-        cmd = [sys.executable, "-m", "laya_tui.cli", "--headless", "--no-cache", "--quiet",
+        cmd = [sys.executable, "-m", "laya_tui", "--headless", "--no-cache", "--quiet",
                "--jobs", str(args.jobs), "--json", out]
         for o in args.only:
             cmd += ["--only", o]

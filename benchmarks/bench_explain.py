@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from laya_tui.rbln_status import guard_autoload  # noqa: E402
+from laya_tui.families.rbln_status import guard_autoload  # noqa: E402
 
 guard_autoload()
 
@@ -49,7 +49,7 @@ def pair_times(plain, instrumented, pairs: int) -> tuple[list[float], list[float
 def overhead(pairs: int, device: str) -> None:
     import torch
 
-    from laya_tui import presets
+    from laya_tui.families import presets
 
     where = torch.cuda.get_device_name(0) if device == "cuda" else \
         f"cpu, {torch.get_num_threads()} intra-op thread(s)"
@@ -89,7 +89,7 @@ def measure(model, fn, batch, pairs: int) -> tuple[list[float], list[float], int
     """Interleaved plain/instrumented times of ``fn(**batch)`` and the op count."""
     import torch
 
-    from laya_tui.regions.portable import PortableRegion
+    from laya_tui.families.explain.portable import PortableRegion
 
     sync = torch.cuda.synchronize if next(model.parameters()).is_cuda else (lambda: None)
 
@@ -131,7 +131,7 @@ def family(env: dict[str, str]) -> None:
     inductor = tempfile.mkdtemp(prefix="bench_explain_inductor_")
     cache = tempfile.mkdtemp(prefix="bench_explain_cache_")
     env = dict(env, TORCHINDUCTOR_CACHE_DIR=inductor)
-    base = [sys.executable, "-m", "laya_tui.cli", "--headless", "--quiet", "--only", "explain/*",
+    base = [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--only", "explain/*",
             "--cache-dir", cache]
 
     def run(extra: list[str], label: str) -> float:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LAYA = [sys.executable, "-m", "laya_tui.cli"]
+LAYA = [sys.executable, "-m", "laya_tui"]
 
 
 def wall(cmd: list[str], repeat: int) -> tuple[float, float]:

@@ -18,11 +18,11 @@ import sys
 import tempfile
 import time
 
-from laya_tui.baseline import compare, load_baseline
-from laya_tui.gates import GateSettings, evaluate_all
-from laya_tui.junit import build_junit
-from laya_tui.markdown import build_markdown
-from laya_tui.report import build_report
+from laya_tui.report.baseline import compare, load_baseline
+from laya_tui.report.document import build_report
+from laya_tui.report.gates import GateSettings, evaluate_all
+from laya_tui.report.junit import build_junit
+from laya_tui.report.markdown import build_markdown
 
 TARGET_S = 1.0
 KINDS = ["fallback"] * 35 + ["recompile"] * 15 + ["host_bounce"] * 15 + ["cast"] * 10 + \

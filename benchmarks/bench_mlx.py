@@ -32,7 +32,7 @@ NEW_SHAPES = [[40, 25], [40, 25, 12], [56, 25], [72, 10], [72, 10, 3, 1], [24]]
 
 
 def _libs():
-    from laya_tui.rbln_status import guard_autoload
+    from laya_tui.families.rbln_status import guard_autoload
 
     guard_autoload()
     import mlx.core as mx
@@ -50,8 +50,8 @@ def latency(rounds: int, block: int) -> None:
     and blocked (``block`` consecutive calls per variant per round, the first dropped).
     """
     mx, torch = _libs()
-    from laya_tui.mlx_encoder import MlxEncoder, blas_library, timed_forward
-    from laya_tui.presets import tiny_modernbert, token_batch
+    from laya_tui.families.mlx.encoder import MlxEncoder, blas_library, timed_forward
+    from laya_tui.families.presets import tiny_modernbert, token_batch
 
     model = tiny_modernbert()
     enc32 = MlxEncoder.from_torch(model, "fp32")
@@ -110,8 +110,8 @@ def latency(rounds: int, block: int) -> None:
 def retrace(runs: int) -> None:
     """In one warm process: first call on each new shape vs the warm median at that shape."""
     _libs()
-    from laya_tui.mlx_encoder import MlxEncoder, kernel_count, timed_forward
-    from laya_tui.presets import tiny_modernbert, token_batch
+    from laya_tui.families.mlx.encoder import MlxEncoder, kernel_count, timed_forward
+    from laya_tui.families.presets import tiny_modernbert, token_batch
 
     model = tiny_modernbert()
     enc = MlxEncoder.from_torch(model, "fp32")
@@ -142,11 +142,11 @@ def retrace(runs: int) -> None:
 CHILD = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
-from laya_tui.rbln_status import guard_autoload
+from laya_tui.families.rbln_status import guard_autoload
 guard_autoload()
 import mlx.core as mx
-from laya_tui.mlx_encoder import MlxEncoder, kernel_cache_dir, kernel_count, timed_forward
-from laya_tui.presets import tiny_modernbert, token_batch
+from laya_tui.families.mlx.encoder import MlxEncoder, kernel_cache_dir, kernel_count, timed_forward
+from laya_tui.families.presets import tiny_modernbert, token_batch
 dtype = sys.argv[1]
 t1 = time.perf_counter()
 model = tiny_modernbert()

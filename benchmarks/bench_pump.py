@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from laya_tui.events import ProbeStarted, SignalEmitted  # noqa: E402
+from laya_tui.core.events import ProbeStarted, SignalEmitted  # noqa: E402
 from laya_tui.tui.model import RunModel  # noqa: E402
 from laya_tui.tui.pump import EventPump  # noqa: E402
 

@@ -46,7 +46,7 @@ def run_cli(args: list[str]) -> tuple[float, int, str]:
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "laya_tui.cli", *args], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "laya_tui", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -122,8 +122,8 @@ def shard_runs(only: list[str], tmp: Path) -> None:
 
 
 def synthetic(n_probes: int, per_probe: int, part: int, host: str) -> dict:
-    from laya_tui.gates import evaluate_all
-    from laya_tui.report import build_report
+    from laya_tui.report.document import build_report
+    from laya_tui.report.gates import evaluate_all
 
     rng = random.Random(part)
     kinds = ["fallback", "recompile", "host_bounce", "cast", "tolerance", "lowering", "timing"]
@@ -154,7 +154,7 @@ def synthetic(n_probes: int, per_probe: int, part: int, host: str) -> dict:
 
 
 def merge_timing(total_signals: int, tmp: Path) -> None:
-    from laya_tui.merge import main as merge_main
+    from laya_tui.report.merge import main as merge_main
 
     per_probe, n_parts = 100, 4
     paths = []

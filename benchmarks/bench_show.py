@@ -44,8 +44,8 @@ EVERY_FAMILY = ["env_report.json", "demo_report.json", "tilelang_report.json",
 
 def big_report(n: int) -> dict:
     """A valid report: one probe, ``n`` fallback signals shaped like bench_tui's flood."""
-    from laya_tui.gates import evaluate_all
-    from laya_tui.report import build_report
+    from laya_tui.report.document import build_report
+    from laya_tui.report.gates import evaluate_all
 
     pid = "flood/many_signals"
     sigs = [{"kind": "fallback", "probe": pid, "subject": f"aten::op_{i % 997}",
@@ -61,8 +61,8 @@ def big_report(n: int) -> dict:
 
 def every_family() -> dict:
     """The recorded reports of every family as one report (what a full demo run covers)."""
-    from laya_tui.gates import evaluate_all
-    from laya_tui.report import build_report
+    from laya_tui.report.document import build_report
+    from laya_tui.report.gates import evaluate_all
 
     probes = []
     for name in EVERY_FAMILY:
@@ -78,7 +78,7 @@ def first_paint(args: list[str], cwd: Path, timeout: float = 60.0) -> float:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "laya_tui.cli", *args], stdin=slave,
+    proc = subprocess.Popen([sys.executable, "-m", "laya_tui", *args], stdin=slave,
                             stdout=slave, stderr=slave, env=env, cwd=cwd,
                             start_new_session=True)
     os.close(slave)
@@ -118,7 +118,7 @@ async def loaded(report: dict, n: int) -> tuple[float, float]:
     longest event-loop stall meanwhile, seen by bench_tui's 5 ms heartbeat)."""
     from bench_tui import Heartbeat
 
-    from laya_tui.show import build_saved_app
+    from laya_tui.cli.show import build_saved_app
 
     t0 = time.perf_counter()
     app = build_saved_app(report, label="bench", workspace=str(REPO))
@@ -134,7 +134,7 @@ async def loaded(report: dict, n: int) -> tuple[float, float]:
 
 
 def html_figures(reports: dict[str, dict], tmp: Path) -> None:
-    from laya_tui.html_report import build_html
+    from laya_tui.report.html import build_html
     from tests._browser import Browser, find_chromium
 
     binary = find_chromium()

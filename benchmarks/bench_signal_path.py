@@ -50,7 +50,7 @@ out.flush()
 # ru_maxrss, which Linux carries over fork and exec from this (larger) benchmark process.
 CLI_RSS = '''
 import sys
-from laya_tui.cli import main
+from laya_tui.cli.main import main
 rc = main(sys.argv[1:])
 with open("/proc/self/status") as fh:
     hwm = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))

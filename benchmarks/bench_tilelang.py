@@ -43,7 +43,7 @@ if str(REPO) not in sys.path:
 
 
 async def _matrix_runs(only: list[str], out_dir: str) -> tuple[Any, ...]:
-    from laya_tui.runner import RunConfig, Runner
+    from laya_tui.core.runner import RunConfig, Runner
 
     config = RunConfig(workspace=str(REPO), probes=[str(REPO / "probes" / "tilelang_matrix.py")],
                        kernels=[str(REPO / "kernels")], only=only, use_cache=False,
@@ -200,8 +200,8 @@ def bench_ratio(reps: int) -> list[dict[str, Any]]:
 def inprocess(only: list[str]) -> int:
     """Run the cells here with a real Context; one JSON line per cell."""
     from laya_tui.api import Context, Skipped
-    from laya_tui.lowering.cell import run_cell
-    from laya_tui.lowering.discover import matrix_cells
+    from laya_tui.families.tilelang.cell import run_cell
+    from laya_tui.families.tilelang.discover import matrix_cells
 
     with tempfile.TemporaryDirectory(prefix="bench-tilelang-") as out:
         opts = {"workspace": str(REPO), "kernels": [str(REPO / "kernels")], "out": out}

@@ -8,7 +8,7 @@ All figures come from this one run:
 * ``instrument``: per cell (kernels of tests/fixtures/upstream_kernels that lower), the
   seconds of ``tilelang.lower`` under a bare ``PassContext`` against the same call under
   laya-tui's lowering session (TileLang's ``PassTimingTool`` + the IR-reference recorder,
-  ``laya_tui.lowering.passlog``), interleaved, median of ``--reps`` each; ratio =
+  ``laya_tui.families.tilelang.passlog``), interleaved, median of ``--reps`` each; ratio =
   instrumented / bare (also the ratio of the fastest runs, steadier on a loaded machine).
   Then the one-off cost a failing cell adds: writing the IR before the failing pass, the
   last pass's diff and the timing report (a cell failing in ``tl.LayoutInference``), as a
@@ -49,8 +49,8 @@ def _func(cell: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
     import tilelang  # noqa: F401 - puts its bundled tvm on the path
     from tvm.target import Target
 
-    from laya_tui.lowering.cell import KernelCall, cuda_target_spec, pass_config
-    from laya_tui.lowering.modules import find_kernel_object, import_kernel_file
+    from laya_tui.families.tilelang.cell import KernelCall, cuda_target_spec, pass_config
+    from laya_tui.families.tilelang.modules import find_kernel_object, import_kernel_file
 
     kw = cell["kwargs"]
     mod = import_kernel_file(kw["file"])
@@ -67,7 +67,7 @@ def _func(cell: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
 def _lower(func: Any, tgt: Any, config: dict[str, Any], instrumented: bool) -> tuple[float, Any]:
     import tilelang
 
-    from laya_tui.lowering.passlog import PassLog, lowering_session
+    from laya_tui.families.tilelang.passlog import PassLog, lowering_session
 
     log = PassLog()
     t0 = time.perf_counter()
@@ -86,8 +86,8 @@ def _lower(func: Any, tgt: Any, config: dict[str, Any], instrumented: bool) -> t
 
 
 def bench_instrument(reps: int) -> dict[str, Any]:
-    from laya_tui.lowering.discover import matrix_cells
-    from laya_tui.lowering.passlog import write_failure_artifacts
+    from laya_tui.families.tilelang.discover import matrix_cells
+    from laya_tui.families.tilelang.passlog import write_failure_artifacts
 
     cells = {f"{c['name']}[{c['id']}]": c for c in matrix_cells({"kernels": [str(UP)]})}
     out: dict[str, Any] = {"cells": {}}
@@ -136,7 +136,7 @@ def _make_folder(folder: Path, n: int) -> None:
 _CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from laya_tui.lowering.discover import matrix_cells
+from laya_tui.families.tilelang.discover import matrix_cells
 t1 = time.perf_counter()
 times = []
 for _ in range({reps}):

@@ -39,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DEMO_WS = REPO / "tests" / "fixtures" / "recorded" / "demo_ws"
-LAYA = [sys.executable, "-m", "laya_tui.cli"]  # this interpreter, this tree
+LAYA = [sys.executable, "-m", "laya_tui"]  # this interpreter, this tree
 HEAVY = ["torch", "transformers", "tilelang", "mlx", "torch_rbln", "numpy"]
 
 FLOOD_PROBE = '''
@@ -136,7 +136,7 @@ def first_paint(ws: Path, timeout: float = 20.0, bare: bool = False,
 
 
 def heavy_in_app_process() -> list[str]:
-    code = ("import sys, json\nimport laya_tui.cli, laya_tui.app_main, laya_tui.tui.app\n"
+    code = ("import sys, json\nimport laya_tui.cli.main, laya_tui.cli.dashboard, laya_tui.tui.app\n"
             "import laya_tui.tui.screens.runs, laya_tui.tui.watch_adapter\n"
             f"print(json.dumps([h for h in {HEAVY!r} if h in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -207,7 +207,7 @@ async def ingest(app, n: int, timeout: float = 600.0) -> tuple[float, float, int
 
 
 def live_ingest(n: int) -> tuple[float, float, int]:
-    from laya_tui.runner import RunConfig
+    from laya_tui.core.runner import RunConfig
     from laya_tui.tui.app import build_app
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from laya_tui.rbln_status import guard_autoload  # noqa: E402
+from laya_tui.families.rbln_status import guard_autoload  # noqa: E402
 
 guard_autoload()
 
@@ -39,8 +39,8 @@ guard_autoload()
 def attribution_cost(repeats: int) -> None:
     import torch
 
-    from laya_tui import presets
-    from laya_tui.regions.drift import module_drift
+    from laya_tui.families import presets
+    from laya_tui.families.explain.drift import module_drift
 
     print("[1] module attribution cost, bf16 presets on CPU "
           f"(median of {repeats} interleaved runs)")
@@ -115,7 +115,7 @@ def family(only: str) -> None:
         for label in ("cold", "cached"):
             out = Path(tmp) / f"{label}.json"
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "laya_tui.cli", "--headless", "-q",
+            proc = subprocess.run([sys.executable, "-m", "laya_tui", "--headless", "-q",
                                    "--json", str(out), "--only", only, "--jobs", "1",
                                    "--cache-dir", f"{tmp}/cache", "--out", f"{tmp}/out"],
                                   cwd=REPO, env=env, capture_output=True, text=True,

@@ -39,7 +39,7 @@ from tests._user_project import MODEL, build_wheel, install_wheel, make_project 
 
 WORKER_START = """
 import asyncio, statistics, sys, tempfile, time
-from laya_tui.runner import RunConfig, WorkerHandle
+from laya_tui.core.runner import RunConfig, WorkerHandle
 
 async def once(ws):
     h = WorkerHandle("bench", RunConfig(workspace=ws, probes=[]), tempfile.mkdtemp())

@@ -39,8 +39,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 
-from laya_tui.runner import RunConfig  # noqa: E402
-from laya_tui.watch import Watcher  # noqa: E402
+from laya_tui.core.runner import RunConfig  # noqa: E402
+from laya_tui.watch.engine import Watcher  # noqa: E402
 
 FACTORIES = {"gemm": "gemm_kernel", "geglu": "gemm_geglu_kernel", "add_ln": "add_ln_kernel",
              "rope": "rope_kernel", "attn": "attn_kernel"}
@@ -136,7 +136,7 @@ WARM_MATRIX = '''
 import importlib, json, sys, tempfile, time
 import tilelang
 from tvm.target import Target
-from laya_tui.lowering.build import build_library, wrap_source
+from laya_tui.families.tilelang.build import build_library, wrap_source
 mod = importlib.import_module("kernels.{module}")
 ex = mod.example()
 factory = getattr(mod, "{factory}")

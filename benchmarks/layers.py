@@ -187,13 +187,13 @@ def sccs(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def timed(args: list[str], runs: int) -> float:
-    """Median wall seconds of ``python -m laya_tui.cli ARGS`` in a fresh interpreter."""
+    """Median wall seconds of ``python -m laya_tui ARGS`` in a fresh interpreter."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "laya_tui.cli", *args], cwd=REPO, env=env,
+        proc = subprocess.run([sys.executable, "-m", "laya_tui", *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=300)
         times.append(time.perf_counter() - t0)
         if proc.returncode != 0:
@@ -251,15 +251,16 @@ def main() -> None:
     for line in sorted(back):
         print("  " + line)
     print("named in issue 18:")
-    for src, dst, name in (("laya_tui.gates", "laya_tui.cli", "check_output_path"),
-                           ("laya_tui.headless", "laya_tui.watch_headless", None)):
+    for src, dst, name in (("laya_tui.report.gates", "laya_tui.cli.main", "check_output_path"),
+                           ("laya_tui.cli.headless", "laya_tui.cli.watch_headless", None)):
         hit = [k for d, k, names in edges.get(src, []) if d == dst and (name is None or
                                                                          name in names)]
         print(f"  {short(src)} -> {short(dst)}" + (f" ({name})" if name else "") + ": "
               + (", ".join(hit) if hit else "gone"))
 
     # module cycles
-    named = {("laya_tui.gates", "laya_tui.cli"), ("laya_tui.headless", "laya_tui.watch_headless")}
+    named = {("laya_tui.report.gates", "laya_tui.cli.main"),
+             ("laya_tui.cli.headless", "laya_tui.cli.watch_headless")}
     for label, kinds, drop in (
             ("top-level imports only", {"top"}, set()),
             ("runtime (top + lazy)", {"top", "lazy"}, set()),

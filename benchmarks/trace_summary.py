@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from laya_tui.trace import build_trace, check_trace, spans_of  # noqa: E402
+from laya_tui.core.trace import build_trace, check_trace, spans_of  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,6 @@ torch_rbln (docs/architecture.md, 'Processes and the one rule').
 """
 
 from laya_tui.api import Context, Param, param, probe
+from laya_tui.core.versions import TOOL_VERSION as __version__
 
-__all__ = ["Context", "Param", "param", "probe"]
-__version__ = "0.1.0"
+__all__ = ["Context", "Param", "__version__", "param", "probe"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from laya_tui.cli import main
+from laya_tui.cli.main import main
 
 sys.exit(main())

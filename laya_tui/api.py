@@ -14,17 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.signals import make_signal
-
-#: Default per-probe timeout in seconds, per family; ``--timeout`` overrides it.
-DEFAULT_TIMEOUTS: dict[str, float] = {
-    "env": 60.0,
-    "explain": 300.0,
-    "tilelang": 180.0,
-    "aoti": 600.0,
-    "mlx": 300.0,
-}
-FALLBACK_TIMEOUT = 300.0
+from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT  # noqa: F401 - re-exported
+from laya_tui.core.signals import make_signal
 
 
 @dataclass(frozen=True)
@@ -147,7 +138,7 @@ class Context:
 
     # -- the primitive -------------------------------------------------------------
     def signal(self, kind: str, **fields: Any) -> dict[str, Any]:
-        """Emit one signal of ``kind`` (see :data:`laya_tui.signals.FIELDS`)."""
+        """Emit one signal of ``kind`` (see :data:`laya_tui.core.signals.FIELDS`)."""
         sig = make_signal(kind, self.id, **fields)
         if sig.get("passed") is False:
             self.failures.append(_failure_text(sig))
@@ -204,7 +195,7 @@ class Context:
 
         ``mask`` (broadcastable boolean) restricts the comparison to valid positions.
         """
-        from laya_tui.numeric import max_abs_diff
+        from laya_tui.families.numeric import max_abs_diff
 
         value, detail = max_abs_diff(out, ref, mask=mask)
         extra = dict(fields.pop("detail", None) or {})
@@ -239,14 +230,14 @@ class Context:
 
     def explain(self, name: str, *, with_stack: bool = True, **kwargs: Any) -> Any:
         """An explain region around model code (RBLN when available, portable otherwise)."""
-        from laya_tui.regions import open_region
+        from laya_tui.families.explain import open_region
 
         return open_region(self, name, with_stack=with_stack, **kwargs)
 
     def explain_steady(self, name: str, fn: Callable[[], Any], *, warmup: int = 2,
                        **kwargs: Any) -> Any:
         """Cold region around ``fn()``, ``warmup`` calls, warm region around a later call;
-        emits both and their difference (see :func:`laya_tui.regions.explain_steady`)."""
-        from laya_tui.regions import explain_steady
+        emits both and their difference (see :func:`laya_tui.families.explain.explain_steady`)."""
+        from laya_tui.families.explain import explain_steady
 
         return explain_steady(self, name, fn, warmup=warmup, **kwargs)

@@ -37,8 +37,8 @@ def package(ctx: Any, kind: str, dtype: str = "fp32", spec: str | None = None,
         import torch
     except ImportError as exc:
         ctx.skip(f"torch not installed ({exc}): pip install 'laya-tui[torch]'")
-    from laya_tui.aoti.pipeline import run_target
-    from laya_tui.aoti.targets import decision_target, user_target
+    from laya_tui.families.aoti.pipeline import run_target
+    from laya_tui.families.aoti.targets import decision_target, user_target
 
     if kind == "decision":
         try:

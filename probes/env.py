@@ -88,7 +88,7 @@ def compiler(ctx, tool: str):
 @probe(family="env")
 def rbln_runtime(ctx):
     """torch-rbln and its runtime: the exact reason `import torch` breaks without it."""
-    from laya_tui.rbln_status import AUTOLOAD_VAR, runtime_library, torch_rbln_installed
+    from laya_tui.families.rbln_status import AUTOLOAD_VAR, runtime_library, torch_rbln_installed
 
     if not torch_rbln_installed():
         ctx.skip(f"torch-rbln not installed: {INSTALL_HINTS['torch_rbln']}")

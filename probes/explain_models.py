@@ -3,7 +3,7 @@
 Cells ``explain/<preset>[<dtype>,<scenario>]`` for the tiny ModernBERT encoder and the tiny
 Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on the
 ``rbln`` device inside ``torch.rbln.explain``), each scenario a cold and a warm region
-(:func:`laya_tui.regions.explain_steady`):
+(:func:`laya_tui.families.explain.explain_steady`):
 
 - ``eager``: the same prompt batch twice; shows casts, host syncs, CPU ops on a device.
 - ``compile-two-lengths``: ``torch.compile``; cold = width 7, warm = width 9: the warm
@@ -18,7 +18,7 @@ Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on
   sequence.
 
 Every compared output also says where its drift starts: each module's output against the
-fp32 CPU reference in execution order (:mod:`laya_tui.regions.drift`), in the tolerance
+fp32 CPU reference in execution order (:mod:`laya_tui.families.explain.drift`), in the tolerance
 signal's ``detail.drift`` and a JSON artifact.
 
 Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec (the factory
@@ -53,7 +53,7 @@ TORCH_HINT = "pip install 'laya-tui[torch]'"
 
 def _on_rbln_host() -> bool:
     """torch-rbln with a loadable runtime (answered without importing torch)."""
-    from laya_tui.rbln_status import runtime_reason, torch_rbln_installed
+    from laya_tui.families.rbln_status import runtime_reason, torch_rbln_installed
 
     return torch_rbln_installed() and runtime_reason() is None
 
@@ -99,7 +99,7 @@ def _device(torch: Any, ctx: Any) -> str:
         if why is not None:
             ctx.skip(why)
         return str(dev)
-    from laya_tui.regions.rbln import device_reason
+    from laya_tui.families.explain.rbln import device_reason
 
     if _on_rbln_host() and device_reason() is None:  # runtime loads and an NPU is there
         return "rbln"
@@ -148,7 +148,7 @@ def _drift(ctx: Any, subject: str, model: Any, reference: Any, run_model: Any,
            run_reference: Any, mask: Any = None) -> tuple[Any, dict[str, Any] | None]:
     """Per-module drift of ``model`` against ``reference`` (hooks); returns the reference's
     output and the tolerance detail's ``drift`` entry (with an artifact)."""
-    from laya_tui.regions import drift as d
+    from laya_tui.families.explain import drift as d
 
     try:
         result = d.module_drift(model, reference, run_model, run_reference, mask=mask)
@@ -173,7 +173,7 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
         os.environ.setdefault("TORCH_RBLN_LOG_LEVEL", "INFO")
     torch = _torch(ctx)
     from laya_tui import presets
-    from laya_tui.regions import explain_steady
+    from laya_tui.families.explain import explain_steady
 
     device = _device(torch, ctx)
     build = getattr(presets, str(preset))
@@ -223,7 +223,7 @@ def _host_decode(ctx: Any, torch: Any, preset: str, model: Any, reference: Any, 
                  dtype: str) -> None:
     """The ``host-decode`` scenario: the decode loop in a cold and a warm region."""
     from laya_tui import presets
-    from laya_tui.regions import explain_steady
+    from laya_tui.families.explain import explain_steady
 
     batch = presets.token_batch(DECODE_ROWS)
     ctx.environment("explain.model", preset, detail={
@@ -255,8 +255,8 @@ def _user_model(ctx: Any, spec: str, scenario: str) -> None:
     import copy
 
     from laya_tui import presets
-    from laya_tui.regions import explain_steady
-    from laya_tui.regions.dynamo_watch import set_call_label
+    from laya_tui.families.explain import explain_steady
+    from laya_tui.families.explain.dynamo_watch import set_call_label
 
     ctx.depends_on(__file__)
     _depend_on_module(ctx, spec)
@@ -347,8 +347,8 @@ def _depend_on_module(ctx: Any, spec: str) -> None:
 @probe(family="explain", name="rbln_log", params=_log_cells, timeout=60)
 def rbln_fallback_log(ctx: Any, path: str) -> None:
     """The RBLN runtime's fallback log (``--rbln-log PATH``) as fallback signals."""
-    from laya_tui.regions.aggregate import Aggregator
-    from laya_tui.regions.rbln_log import merge_log, parse_log
+    from laya_tui.families.explain.aggregate import Aggregator
+    from laya_tui.families.explain.rbln_log import merge_log, parse_log
 
     ctx.depends_on(path)
     try:

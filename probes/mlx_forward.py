@@ -54,7 +54,7 @@ def _libs(ctx: Any) -> tuple[Any, Any]:
         import transformers  # noqa: F401 - the reference model needs it
     except ImportError as exc:
         ctx.skip(f"torch/transformers not installed ({exc}): pip install 'laya-tui[torch]'")
-    from laya_tui.mlx_encoder import blas_library, kernel_cache_dir
+    from laya_tui.families.mlx.encoder import blas_library, kernel_cache_dir
 
     ctx.environment("mlx", mx.__version__, detail={
         "device": str(mx.default_device()), "kernel_cache": str(kernel_cache_dir()),
@@ -92,7 +92,7 @@ def _padding_log(ctx: Any, batch: Any, label: str) -> None:
 
 def _phase_signals(ctx: Any, times: list[Any], phase: str, extra: dict[str, Any]) -> Any:
     """Per-phase medians plus the median per-run total (never a sum of medians)."""
-    from laya_tui.mlx_encoder import PHASES, summarize
+    from laya_tui.families.mlx.encoder import PHASES, summarize
 
     stats = summarize(times)
     for name in PHASES:
@@ -127,7 +127,7 @@ def _torch_median(model: Any, batch: dict[str, Any], runs: int) -> float:
 def encoder_parity(ctx: Any, dtype: str, compiled: bool) -> None:
     """Parity on several shapes, cold/warm phase timings and torch eager on the same input."""
     mx, torch = _libs(ctx)
-    from laya_tui.mlx_encoder import LIMITS, MlxEncoder, kernel_count, timed_forward
+    from laya_tui.families.mlx.encoder import LIMITS, MlxEncoder, kernel_count, timed_forward
     from laya_tui.presets import tiny_modernbert, token_batch
 
     model = tiny_modernbert()
@@ -169,7 +169,7 @@ def encoder_parity(ctx: Any, dtype: str, compiled: bool) -> None:
 def encoder_retrace(ctx: Any) -> None:
     """A shape change after ``mx.compile``: each new (B, L) retraces, a repeat does not."""
     mx, _torch = _libs(ctx)
-    from laya_tui.mlx_encoder import LIMITS, MlxEncoder, kernel_count, timed_forward
+    from laya_tui.families.mlx.encoder import LIMITS, MlxEncoder, kernel_count, timed_forward
     from laya_tui.presets import tiny_modernbert, token_batch
 
     model = tiny_modernbert()
@@ -214,8 +214,8 @@ def encoder_bucketed(ctx: Any, bucket: int) -> None:
     mx, _torch = _libs(ctx)
     import time
 
-    from laya_tui.mlx_encoder import LIMITS, MlxEncoder, timed_forward
-    from laya_tui.numeric import max_abs_diff
+    from laya_tui.families.mlx.encoder import LIMITS, MlxEncoder, timed_forward
+    from laya_tui.families.numeric import max_abs_diff
     from laya_tui.presets import tiny_modernbert, token_batch
 
     model = tiny_modernbert()

@@ -7,7 +7,7 @@ stage reports its first real diagnostic. Kernels come from ``--kernels DIR`` (de
 ``./kernels``): factory modules (``gemm_kernel(N, K, *, cpu=False, dtype=...)`` plus an
 ``example()``) and TileLang files written like TileLang's examples, where every
 ``@tilelang.jit`` function (``@autotune`` on top too) and module-level ``PrimFunc`` is a
-kernel, built with the arguments :mod:`laya_tui.lowering.kernel_args` finds (pyproject's
+kernel, built with the arguments :mod:`laya_tui.families.tilelang.kernel_args` finds (pyproject's
 ``[tool.laya-tui.kernel-args]``, ``LAYA_ARGS``, the file's own literal calls, the first
 autotune config) and compared with the file's ``ref_program`` when it runs. A kernel whose
 arguments are unknown or whose file does not import ends with status ``error``.
@@ -31,7 +31,7 @@ def _params(cells: list[dict]) -> list[Param]:
 
 def lowering_cells() -> list[Param]:
     """One cell per kernel x target x dtype x specialization (no TileLang import)."""
-    from laya_tui.lowering.discover import matrix_cells
+    from laya_tui.families.tilelang.discover import matrix_cells
 
     return _params(matrix_cells(options()))
 
@@ -39,14 +39,14 @@ def lowering_cells() -> list[Param]:
 @probe(family="tilelang", name="lowering", params=lowering_cells)
 def lowering(ctx, **cell) -> None:  # noqa: ANN001 - ctx is laya_tui.api.Context
     """Lower, build, run and compare one cell; report it as one ``lowering`` signal."""
-    from laya_tui.lowering.cell import run_cell
+    from laya_tui.families.tilelang.cell import run_cell
 
     run_cell(ctx, **cell)
 
 
 def agreement_cells() -> list[Param]:
     """One cell per factory kernel x fp16/bf16 (no TileLang import)."""
-    from laya_tui.lowering.agree import agreement_cells as cells
+    from laya_tui.families.tilelang.agree import agreement_cells as cells
 
     return _params(cells(options()))
 
@@ -54,6 +54,6 @@ def agreement_cells() -> list[Param]:
 @probe(family="tilelang", name="agree", params=agreement_cells)
 def agree(ctx, **cell) -> None:  # noqa: ANN001 - ctx is laya_tui.api.Context
     """The cpu and gpu specializations of one kernel agree on the same inputs."""
-    from laya_tui.lowering.agree import run_agreement
+    from laya_tui.families.tilelang.agree import run_agreement
 
     run_agreement(ctx, **cell)

@@ -11,6 +11,6 @@ mkdir -p "$(dirname "$out")"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 rc=0
-"${PYTHON:-python3}" -m laya_tui.cli --headless --json "$out" --no-cache --jobs "${LAYA_JOBS:-3}" "$@" || rc=$?
+"${PYTHON:-python3}" -m laya_tui --headless --json "$out" --no-cache --jobs "${LAYA_JOBS:-3}" "$@" || rc=$?
 echo "laya-tui exit code: $rc (0 gates hold, 1 a gate failed); report: $out" >&2
 exit "$rc"

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._util import WORKSPACES, run_cli
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -35,9 +35,9 @@ def copy_workspace(name: str, dest: Path) -> Path:
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m laya_tui.cli ARGS`` and capture its output."""
+    """Run ``python -m laya_tui ARGS`` and capture its output."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "laya_tui.cli", *args], cwd=cwd or REPO,
+    return subprocess.run([sys.executable, "-m", "laya_tui", *args], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout, env=full_env,
                           stdin=subprocess.DEVNULL)

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from laya_tui.runner import RunConfig
-from laya_tui.watch import Watcher
+from laya_tui.core.runner import RunConfig
+from laya_tui.watch.engine import Watcher
 
 KERN_PROBE = '''
 import importlib

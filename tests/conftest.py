@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from laya_tui.rbln_status import guard_autoload
+from laya_tui.families.rbln_status import guard_autoload
 
 guard_autoload()
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from laya_tui.aoti.results import validate_results
+from laya_tui.families.aoti.results import validate_results
 from tests._util import run_cli
 from tests.test_aoti_unit import results_of, run_cell
 
@@ -25,12 +25,13 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 pytestmark = pytest.mark.slow
-DECISION_FILE = str(Path(__file__).resolve().parents[1] / "laya_tui" / "decision_model.py")
+DECISION_FILE = str(Path(__file__).resolve().parents[1] / "laya_tui" / "families"
+                    / "decision_model.py")
 
 
 @pytest.fixture(scope="module")
 def fp32_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from laya_tui.aoti.targets import decision_target
+    from laya_tui.families.aoti.targets import decision_target
 
     out = tmp_path_factory.mktemp("aoti-out")
     status, signals = run_cell(decision_target("fp32"), out)
@@ -102,7 +103,7 @@ def test_results_json_is_valid_and_complete(fp32_run):
 def test_shapes_outside_the_range_are_refused_by_the_fresh_loader(fp32_run, tmp_path):
     import torch
 
-    from laya_tui.decision_model import Shape, decision_inputs
+    from laya_tui.families.decision_model import Shape, decision_inputs
 
     package = fp32_run["results"]["package"]
     bad = decision_inputs(Shape(3, 48, 2))
@@ -110,12 +111,14 @@ def test_shapes_outside_the_range_are_refused_by_the_fresh_loader(fp32_run, tmp_
     bad["attention_mask"] = torch.ones_like(bad["input_ids"])
     inputs = tmp_path / "inputs.pt"
     torch.save({"shapes": [{"name": "t56", "args": [], "kwargs": bad}]}, inputs)
-    proc = subprocess.run([sys.executable, "-m", "laya_tui.aoti_load", package, str(inputs),
+    proc = subprocess.run([sys.executable, "-m", "laya_tui.families.aoti.load", package,
+                           str(inputs),
                            "--result", str(tmp_path / "r.pt")], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 2, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("laya_tui.aoti_load")]
-    assert lines == ["laya_tui.aoti_load: error: shape-check: ShapeError: shape t56 outside "
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("laya_tui.families.aoti.load")]
+    assert lines == ["laya_tui.families.aoti.load: error: shape-check: ShapeError: shape t56 "
+                     "outside "
                      "the exported ranges: input_ids dim 1 (tokens) = 56 is not a multiple of "
                      "16 (exported range 32..256, step 16); attention_mask dim 1 (tokens) = 56 "
                      "is not a multiple of 16 (exported range 32..256, step 16)"]
@@ -130,7 +133,7 @@ def test_cli_rerun_reuses_the_package(fp32_run, tmp_path):
                    "--out", str(fp32_run["out"]), "--no-cache", "-q", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(report_path.read_text())
-    from laya_tui.report import validate_report
+    from laya_tui.report.document import validate_report
 
     validate_report(report)
     (probe,) = report["probes"]
@@ -145,7 +148,7 @@ def test_cli_rerun_reuses_the_package(fp32_run, tmp_path):
 
 
 def test_uncast_bf16_variant_fails_with_the_dtype_mismatch(tmp_path):
-    from laya_tui.aoti.targets import decision_target
+    from laya_tui.families.aoti.targets import decision_target
 
     status, signals = run_cell(decision_target("bf16", cast_features=False), tmp_path)
     assert status == ("failed: run failed: RuntimeError: mat1 and mat2 must have the same "
@@ -168,7 +171,7 @@ def test_uncast_bf16_variant_fails_with_the_dtype_mismatch(tmp_path):
 def test_cxx_compile_error_is_a_package_failure(tmp_path, monkeypatch):
     import torch._inductor.config as inductor_config
 
-    from laya_tui.aoti.targets import user_target
+    from laya_tui.families.aoti.targets import user_target
 
     fake = tmp_path / "fake-c++"
     fake.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in --version|-v) exec g++ "$@";; '
@@ -194,8 +197,8 @@ def test_a_static_libstdcxx_compiler_is_replaced_and_the_package_loads(tmp_path,
     import torch
     import torch._inductor.config as inductor_config
 
-    from laya_tui.aoti.targets import user_target
-    from laya_tui.aoti.toolchain import static_libstdcxx
+    from laya_tui.families.aoti.targets import user_target
+    from laya_tui.families.aoti.toolchain import static_libstdcxx
     from tests.test_aoti_unit import tiny_model
 
     gxx = shutil.which("g++") or pytest.skip("no g++")

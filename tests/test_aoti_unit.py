@@ -13,8 +13,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from laya_tui.aoti.failure import cpp_site, first_meaningful_line, fix_for
-from laya_tui.aoti.results import (
+from laya_tui.families.aoti.failure import cpp_site, first_meaningful_line, fix_for
+from laya_tui.families.aoti.load import ShapeError, check_shapes, shape_problems
+from laya_tui.families.aoti.results import (
     RESULTS_SCHEMA_ID,
     default_root,
     output_root,
@@ -23,7 +24,6 @@ from laya_tui.aoti.results import (
     validate_results,
     write_results,
 )
-from laya_tui.aoti_load import ShapeError, check_shapes, shape_problems
 from tests._util import heavy_imports
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ def test_write_results_validates_or_says_it_could_not(monkeypatch, tmp_path):
 
 
 def test_isa_probe_note_only_when_the_probe_is_most_of_a_slow_load():
-    from laya_tui.aoti.toolchain import isa_probe_note
+    from laya_tui.families.aoti.toolchain import isa_probe_note
 
     assert isa_probe_note(0.3, 0.35) is None          # torch 2.13 here: nothing to say
     assert isa_probe_note(3.0, 20.0) is None          # a slow load for other reasons
@@ -182,15 +182,16 @@ def test_prune_keeps_the_newest_old_folders(tmp_path):
 # -- import hygiene ------------------------------------------------------------------------
 def test_light_modules_and_probe_discovery_import_no_torch():
     code = (
-        "import laya_tui.aoti, laya_tui.aoti.failure, laya_tui.aoti.results, laya_tui.aoti_load\n"
-        "from laya_tui.loader import import_probe_file\n"
+        "import laya_tui.families.aoti, laya_tui.families.aoti.failure\n"
+        "import laya_tui.families.aoti.results, laya_tui.families.aoti.load\n"
+        "from laya_tui.worker.loader import import_probe_file\n"
         f"mod = import_probe_file({str(REPO / 'probes' / 'aoti_package.py')!r}, {str(REPO)!r})\n"
     )
     assert heavy_imports(code) == []
 
 
 def test_cells_follow_the_model_option(monkeypatch):
-    from laya_tui.loader import import_probe_file
+    from laya_tui.worker.loader import import_probe_file
 
     monkeypatch.setenv("LAYA_TUI_OPTIONS", json.dumps({"models": ["pkg.mod:build"]}))
     mod = import_probe_file(str(REPO / "probes" / "aoti_package.py"), str(REPO))
@@ -206,7 +207,7 @@ def test_cuda_cell_skips_without_a_gpu(tmp_path):
         pytest.skip("a GPU is present: the cuda cell runs for real (scripts/gpu-report.sh)")
     out = tmp_path / "r.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "laya_tui.cli", "--workspace", str(REPO), "--headless",
+        [sys.executable, "-m", "laya_tui", "--workspace", str(REPO), "--headless",
          "--json", str(out), "--only", "aoti/decision[bf16,cuda]", "--no-cache",
          "--cache-dir", str(tmp_path / "c")],
         capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL)
@@ -259,8 +260,8 @@ def tiny_model() -> tuple[Any, Any]:
 
 def run_cell(target: Any, out: Path) -> tuple[str, list[dict[str, Any]]]:
     """Run one aoti cell in this process; ``(status, signals)``."""
-    from laya_tui.aoti.pipeline import run_target
     from laya_tui.api import Context, Failed, Skipped
+    from laya_tui.families.aoti.pipeline import run_target
 
     events: list[dict[str, Any]] = []
     ctx = Context("aoti/test", "aoti", events.append, opts={"out": str(out), "models": []})
@@ -284,7 +285,7 @@ def results_of(out: Path, prefix: str) -> dict[str, Any]:
 
 def test_data_dependent_control_flow_fails_export(tmp_path):
     pytest.importorskip("torch")
-    from laya_tui.aoti.targets import user_target
+    from laya_tui.families.aoti.targets import user_target
 
     status, signals = run_cell(user_target(f"{__name__}:data_dependent_model"), tmp_path)
     assert status.startswith("failed: export failed: GuardOnDataDependentSymNode: "
@@ -308,7 +309,7 @@ def test_missing_compiler_is_a_skip(tmp_path):
     pytest.importorskip("torch")
     import torch._inductor.config as inductor_config
 
-    from laya_tui.aoti.targets import user_target
+    from laya_tui.families.aoti.targets import user_target
 
     with inductor_config.patch({"cpp.cxx": (None, str(tmp_path / "no-such-c++"))}):
         status, signals = run_cell(user_target(f"{__name__}:tiny_model"), tmp_path)
@@ -317,7 +318,7 @@ def test_missing_compiler_is_a_skip(tmp_path):
 
 
 def test_package_metadata_is_plain_hex():
-    from laya_tui.aoti_load import decode_metadata, encode_metadata
+    from laya_tui.families.aoti.load import decode_metadata, encode_metadata
 
     spec = {"inputs": [{"name": "input_ids", "dims": [{"min": 2, "max": 64, "symbol": "s0"}]}]}
     text = encode_metadata(spec)
@@ -333,7 +334,7 @@ def test_a_compiler_linking_libstdcxx_statically_is_replaced(tmp_path, monkeypat
     gives AOTI packages that cannot load: it is detected and another g++ is used."""
     import shutil
 
-    from laya_tui.aoti.toolchain import aoti_compiler, static_libstdcxx
+    from laya_tui.families.aoti.toolchain import aoti_compiler, static_libstdcxx
 
     gxx = shutil.which("g++") or pytest.skip("no g++")
     shutil.which("readelf") or pytest.skip("no readelf")

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from laya_tui.baseline import Baseline
-from laya_tui.gates import GateSettings, evaluate_all
-from laya_tui.report import build_report, validate_report
+from laya_tui.report.baseline import Baseline
+from laya_tui.report.document import build_report, validate_report
+from laya_tui.report.gates import GateSettings, evaluate_all
 from tests._ci_reports import ci_workspace, real_report, run_ci
 
 LLAMA, FP32, BF16, NUM, OPT, SLOW = ("ci/llama_forward", "ci/gemm_kernel[c,fp32,cpu]",

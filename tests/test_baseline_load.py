@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from laya_tui.baseline import load_baseline, parse_baseline
-from laya_tui.errors import UsageError
+from laya_tui.core.errors import UsageError
+from laya_tui.report.baseline import load_baseline, parse_baseline
 from tests._ci_reports import ci_workspace, real_report, run_ci
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from laya_tui.cache import ResultCache, cache_key
+from laya_tui.core.cache import ResultCache, cache_key
 
 
 def test_key_tracks_dependency_contents(tmp_path):

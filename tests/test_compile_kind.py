@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import json
 
-from laya_tui.baseline import compare, parse_baseline
-from laya_tui.gates import GateSettings, evaluate_all, evaluate_gates
-from laya_tui.report import summarise
+from laya_tui.report.baseline import compare, parse_baseline
+from laya_tui.report.document import summarise
+from laya_tui.report.gates import GateSettings, evaluate_all, evaluate_gates
 
 PID = "explain/tiny_llama[fp32,compile-padded]"
 COLD_V1 = {"kind": "recompile", "probe": PID, "subject": "LlamaForCausalLM: forward",

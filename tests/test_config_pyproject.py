@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from laya_tui.cli import build_parser, config_from_args
-from laya_tui.config import DEFAULT_TOLERANCE_MARGIN, default_jobs, load_settings
-from laya_tui.errors import UsageError
-from laya_tui.gates import prepare_gates
-from laya_tui.project import builtin_probes_dir
-from laya_tui.report import validate_report
+from laya_tui.cli.config import DEFAULT_TOLERANCE_MARGIN, default_jobs, load_settings
+from laya_tui.cli.main import build_parser, config_from_args
+from laya_tui.cli.project import builtin_probes_dir
+from laya_tui.core.errors import UsageError
+from laya_tui.report.document import validate_report
+from laya_tui.report.gates import prepare_gates
 from tests._ci_reports import ci_workspace, real_report, run_ci, set_scenario
 
 FULL = """

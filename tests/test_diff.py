@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.cli import main
-from laya_tui.diff import diff_report, diff_reports
-from laya_tui.show import build_saved_app
+from laya_tui.cli.main import main
+from laya_tui.cli.show import build_saved_app
+from laya_tui.report.diff import diff_report, diff_reports
 from tests._tui import DEMO_REPORT, DEMO_WS, SIZE
 
 GOLDEN = Path(__file__).parent / "golden"

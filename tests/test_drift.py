@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from laya_tui.regions.drift import module_drift, summary_detail, write_artifact  # noqa: E402
+from laya_tui.families.explain.drift import module_drift, summary_detail, write_artifact  # noqa: E402
 
 
 class Cancel(torch.nn.Module):
@@ -100,7 +100,7 @@ def test_fp32_copy_has_no_drift_and_the_summary_and_artifact_carry_the_curve(tmp
 
 def test_presets_bf16_curve_along_the_model_with_the_mask():
     pytest.importorskip("transformers")
-    from laya_tui import presets
+    from laya_tui.families import presets
 
     for build in (presets.tiny_llama, presets.tiny_modernbert):
         model, ref = build(torch.bfloat16), build(None)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._util import FIXTURES, run_cli
 
 USER_MODEL = textwrap.dedent('''

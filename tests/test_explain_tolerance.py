@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from laya_tui.api import Context
-from laya_tui.tolerance import compare_logits, logits_verdict
+from laya_tui.families.tolerance import compare_logits, logits_verdict
 
 
 def _rows(*rows):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._ci_reports import ci_workspace, real_report, run_ci, set_scenario
 
 # (scenario, extra flags, exit code, the gates that must fail)

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from laya_tui.api import Context  # noqa: E402
-from laya_tui.regions.graph_breaks import hint_categories, parse_reason  # noqa: E402
+from laya_tui.families.explain.graph_breaks import hint_categories, parse_reason  # noqa: E402
 
 
 class ItemSync(torch.nn.Module):
@@ -145,7 +145,7 @@ def test_hint_categories_come_from_torch_graph_break_hints():
     hints = [gbh.SUPPORTABLE[0], "a hint of this model's own", gbh.FUNDAMENTAL[0]]
     assert hint_categories(hints) == ["SUPPORTABLE", "FUNDAMENTAL"]
     # a structured break whose hints are category hints carries them, and the fix skips them
-    from laya_tui.regions.graph_breaks import collect
+    from laya_tui.families.explain.graph_breaks import collect
 
     class Reason:
         reason = ("Some break\n  Explanation: why\n  Hint: " + gbh.SUPPORTABLE[0]

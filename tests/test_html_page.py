@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.cli import main
+from laya_tui.cli.main import main
 from tests._browser import INSTALL_HINT, Browser, find_chromium
 from tests._tui import DEMO_REPORT, DEMO_WS, REPO, TILELANG_REPORT
 

@@ -23,23 +23,14 @@ from tests._util import HEAVY, REPO
 
 #: Worker-side family code: runs only inside probe workers and may import heavy libraries.
 #: A module named here, or a package with everything under it.
-WORKER_SIDE = (
-    "laya_tui.regions",
-    "laya_tui.lowering",
-    "laya_tui.aoti",
-    "laya_tui.aoti_load",
-    "laya_tui.decision_model",
-    "laya_tui.mlx_encoder",
-    "laya_tui.presets",
-    "laya_tui.tolerance",
-    "laya_tui.numeric",
-)
+WORKER_SIDE = ("laya_tui.families", "laya_tui.presets", "laya_tui.tolerance")
 #: Modules the walk must find among the light ones (the core, every front end, the API).
 MUST_BE_LIGHT = (
-    "laya_tui", "laya_tui.api", "laya_tui.signals", "laya_tui.runner", "laya_tui.worker",
-    "laya_tui.cache", "laya_tui.report", "laya_tui.gates", "laya_tui.baseline",
-    "laya_tui.cli", "laya_tui.config", "laya_tui.headless", "laya_tui.watch",
-    "laya_tui.watch_headless", "laya_tui.app_main", "laya_tui.tui.app",
+    "laya_tui", "laya_tui.api", "laya_tui.core.signals", "laya_tui.core.runner",
+    "laya_tui.worker.main", "laya_tui.core.cache", "laya_tui.report.document",
+    "laya_tui.report.gates", "laya_tui.report.baseline", "laya_tui.cli.main",
+    "laya_tui.cli.config", "laya_tui.cli.headless", "laya_tui.watch.engine",
+    "laya_tui.cli.watch_headless", "laya_tui.cli.dashboard", "laya_tui.tui.app",
 )
 
 
@@ -91,4 +82,4 @@ def test_ui_and_core_modules_import_nothing_heavy():
 
 def test_the_check_names_the_module_that_pulled_a_heavy_import():
     pytest.importorskip("numpy")
-    assert pulled_in(["laya_tui.api", "numpy", "laya_tui.cli"]) == {"numpy": ["numpy"]}
+    assert pulled_in(["laya_tui.api", "numpy", "laya_tui.cli.main"]) == {"numpy": ["numpy"]}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._user_project import MODEL, SOURCES, build_wheel, install_wheel, make_project
 from tests._util import REPO
 
@@ -56,10 +56,10 @@ def test_the_wheel_ships_every_module_and_no_top_level_probes_or_kernels(wheel):
                 expected.add(f"{inside}/{path.relative_to(REPO / folder).as_posix()}")
     missing = sorted(expected - names)
     assert not missing, f"missing from the wheel: {missing}"
-    assert "laya_tui/report.schema.json" in names and "laya_tui/tui/app.tcss" in names
+    assert "laya_tui/report/schema.json" in names and "laya_tui/tui/app.tcss" in names
     assert not [n for n in names if n.startswith(("probes/", "kernels/"))]
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "laya-tui = laya_tui.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "laya-tui = laya_tui.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 def test_installed_empty_project_hint_then_init_then_env(site, tmp_path):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.gates import GateSettings, evaluate_all
-from laya_tui.junit import build_junit
-from laya_tui.report import build_report, validate_report
+from laya_tui.report.document import build_report, validate_report
+from laya_tui.report.gates import GateSettings, evaluate_all
+from laya_tui.report.junit import build_junit
 from tests._ci_reports import (
     FLAGS,
     REGRESS,

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from laya_tui.baseline import Baseline
-from laya_tui.gates import GateSettings, evaluate_all
-from laya_tui.markdown import ROWS, build_markdown
-from laya_tui.report import build_report, validate_report
+from laya_tui.report.baseline import Baseline
+from laya_tui.report.document import build_report, validate_report
+from laya_tui.report.gates import GateSettings, evaluate_all
+from laya_tui.report.markdown import ROWS, build_markdown
 from tests._ci_reports import (
     FLAGS,
     REGRESS,

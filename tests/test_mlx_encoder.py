@@ -14,7 +14,7 @@ pytest.importorskip("transformers", reason="pip install 'laya-tui[torch]'")
 
 import numpy as np  # noqa: E402
 
-from laya_tui.mlx_encoder import (  # noqa: E402
+from laya_tui.families.mlx.encoder import (  # noqa: E402
     LIMITS,
     MlxEncoder,
     PhaseTimes,
@@ -25,8 +25,8 @@ from laya_tui.mlx_encoder import (  # noqa: E402
     summarize,
     timed_forward,
 )
-from laya_tui.numeric import max_abs_diff  # noqa: E402
-from laya_tui.presets import tiny_modernbert, token_batch  # noqa: E402
+from laya_tui.families.numeric import max_abs_diff  # noqa: E402
+from laya_tui.families.presets import tiny_modernbert, token_batch  # noqa: E402
 
 #: Shorter than the half window (8), just past it, padded rows, mixed lengths.
 SHAPES = [[8], [17], [40, 17, 3], [93, 60, 31, 5]]

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from laya_tui.api import Context, Skipped
-from laya_tui.loader import import_probe_file, probes_in
+from laya_tui.worker.loader import import_probe_file, probes_in
 from tests._util import REPO
 
 PROBE_FILE = str(REPO / "probes" / "mlx_forward.py")

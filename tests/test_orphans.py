@@ -31,7 +31,7 @@ def test_worker_dies_with_laya_tui(tmp_path, sig):
     pidfile = tmp_path / "worker.pid"
     env = dict(os.environ, LAYA_TEST_PIDFILE=str(pidfile))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "laya_tui.cli", "--workspace", str(ws), "--headless",
+        [sys.executable, "-m", "laya_tui", "--workspace", str(ws), "--headless",
          "--only", "faults/hangs", "--timeout", "120", "--no-cache"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60

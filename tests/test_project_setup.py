@@ -8,10 +8,10 @@ import tomllib
 
 import pytest
 
-from laya_tui.cli import build_parser, config_from_args
-from laya_tui.errors import UsageError
-from laya_tui.init_cmd import TEMPLATE
-from laya_tui.project import NothingConfigured, builtin_probes_dir, demo_kernels_dir
+from laya_tui.cli.init_cmd import TEMPLATE
+from laya_tui.cli.main import build_parser, config_from_args
+from laya_tui.cli.project import NothingConfigured, builtin_probes_dir, demo_kernels_dir
+from laya_tui.core.errors import UsageError
 from tests._util import REPO, WORKSPACES, run_cli
 
 #: Cells that exist only because of the demo (presets, decision model, MLX encoder, kernels).
@@ -128,8 +128,8 @@ def test_python_dash_m_laya_tui():
 
 @pytest.mark.asyncio
 async def test_the_dashboard_shows_the_hint_on_one_screen(tmp_path):
-    from laya_tui.hint_screen import hint_app
-    from laya_tui.project import nothing_configured_hint
+    from laya_tui.cli.project import nothing_configured_hint
+    from laya_tui.tui.screens.hint import hint_app
 
     text = nothing_configured_hint(str(tmp_path))
     app = hint_app(text)

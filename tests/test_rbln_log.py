@@ -15,9 +15,9 @@ import json
 import os
 from pathlib import Path
 
-from laya_tui.regions.aggregate import Aggregator
-from laya_tui.regions.rbln import map_dump
-from laya_tui.regions.rbln_log import (
+from laya_tui.families.explain.aggregate import Aggregator
+from laya_tui.families.explain.rbln import map_dump
+from laya_tui.families.explain.rbln_log import (
     COMPILE_SUBJECT,
     UNATTRIBUTED,
     VIEW_SUBJECT,
@@ -28,7 +28,7 @@ from laya_tui.regions.rbln_log import (
     parse_log,
     split_body,
 )
-from laya_tui.regions.rbln_sites import SiteResolver
+from laya_tui.families.explain.rbln_sites import SiteResolver
 
 FIX = Path(__file__).parent / "fixtures" / "rbln"
 MODELING = "/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py"

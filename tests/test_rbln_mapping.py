@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from laya_tui.api import Context
-from laya_tui.regions.rbln import (
+from laya_tui.families.explain.rbln import (
     UNACCELERATED_FIX,
     dump_failed,
     fallback_reason,
     map_dump,
     parse_trace,
 )
-from laya_tui.regions.rbln_sites import SiteResolver, parse_frames
+from laya_tui.families.explain.rbln_sites import SiteResolver, parse_frames
 
 FIX = Path(__file__).parent / "fixtures" / "rbln"
 COLD = json.loads((FIX / "llama_fp16_cold.json").read_text())
@@ -279,8 +279,8 @@ def test_fixtures_match_the_installed_profiler_schema():
 
 def test_rbln_region_unavailable_reason_is_torch_rblns_own():
     pytest.importorskip("torch")
-    from laya_tui.rbln_status import runtime_reason, torch_rbln_installed
-    from laya_tui.regions.rbln import device_reason, unavailable_reason
+    from laya_tui.families.explain.rbln import device_reason, unavailable_reason
+    from laya_tui.families.rbln_status import runtime_reason, torch_rbln_installed
 
     reason = unavailable_reason()
     if not torch_rbln_installed():
@@ -318,7 +318,7 @@ def test_rbln_region_maps_the_dump_or_reports_its_failure(monkeypatch, fails):
     torch = pytest.importorskip("torch")
     import types
 
-    from laya_tui.regions.rbln import RblnRegion
+    from laya_tui.families.explain.rbln import RblnRegion
 
     error = RuntimeError("runtime hidden-reason axis drifted (runtime reports 4 reasons, this "
                          "build names 3); torch-rbln and rebel-compiler/librbln are out of sync")

@@ -2,7 +2,7 @@
 
 Each case builds a fake install layout on disk (a ``rebel`` package, a ``rebel-compiler``
 distribution record, ``librbln.so`` present or not, ``LD_LIBRARY_PATH``) and asks
-:func:`laya_tui.rbln_status.runtime_library` in a fresh interpreter, which loads the
+:func:`laya_tui.families.rbln_status.runtime_library` in a fresh interpreter, which loads the
 installed wheel's ``torch_rbln/_internal/rbln_runtime_lib.py`` by path: neither torch nor
 torch_rbln may end up imported.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.rbln_status import runtime_lib_module, torch_rbln_installed
+from laya_tui.families.rbln_status import runtime_lib_module, torch_rbln_installed
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
 
 PROBE = """
 import json, os, sys
-from laya_tui.rbln_status import guard_autoload, runtime_library
+from laya_tui.families.rbln_status import guard_autoload, runtime_library
 env = {}
 out = {"lib": runtime_library(), "guard": guard_autoload(env), "env": env,
        "imported": sorted(m for m in ("torch", "torch_rbln") if m in sys.modules)}

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from laya_tui.baseline import Baseline, compare
-from laya_tui.regions.aggregate import steady_diff
-from laya_tui.regions.rbln import map_dump
-from laya_tui.regions.rbln_sites import SiteResolver
-from laya_tui.signals import make_signal
+from laya_tui.core.signals import make_signal
+from laya_tui.families.explain.aggregate import steady_diff
+from laya_tui.families.explain.rbln import map_dump
+from laya_tui.families.explain.rbln_sites import SiteResolver
+from laya_tui.report.baseline import Baseline, compare
 
 FIX = Path(__file__).parent / "fixtures" / "rbln"
 COLD = json.loads((FIX / "llama_fp16_cold.json").read_text())

@@ -10,10 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from laya_tui import presets  # noqa: E402
 from laya_tui.api import Context  # noqa: E402
-from laya_tui.regions import explain_steady, open_region  # noqa: E402
-from laya_tui.regions.portable import PortableRegion  # noqa: E402
+from laya_tui.families import presets  # noqa: E402
+from laya_tui.families.explain import explain_steady, open_region  # noqa: E402
+from laya_tui.families.explain.portable import PortableRegion  # noqa: E402
 
 HERE = __file__
 
@@ -123,7 +123,7 @@ def test_item_on_cuda_is_a_host_bounce():
 def test_host_greedy_decode_grows_by_steps_and_matches_the_reference():
     """The decode loop itself, on the CPU: ids grow by ``steps``, each chosen token is the
     reference's argmax at the previous position, the last forward's logits match."""
-    from laya_tui.tolerance import logits_verdict
+    from laya_tui.families.tolerance import logits_verdict
 
     batch = presets.token_batch([7, 7])
     reference = presets.tiny_llama()

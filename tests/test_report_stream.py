@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from laya_tui.cache import ResultCache
-from laya_tui.report import report_chunks, report_text, write_report
+from laya_tui.core.cache import ResultCache
+from laya_tui.report.document import report_chunks, report_text, write_report
 
 
 def _report(n: int) -> dict:

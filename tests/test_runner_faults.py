@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._util import copy_workspace, run_cli
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from laya_tui.runner import RunConfig, Runner
-from laya_tui.shard import read_cache_durations, record_durations
+from laya_tui.core.runner import RunConfig, Runner
+from laya_tui.core.shard import read_cache_durations, record_durations
 
 
 def _cells(fam: str, *names: str) -> list[dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._ci_reports import FLAGS, REGRESS, ci_workspace, run_ci, set_scenario
 from tests._util import run_cli
 
@@ -302,7 +302,7 @@ def test_a_missing_shard_fails_the_shards_gate(ws, tmp_path):
 
 
 def test_shards_gate_names_a_different_plan():
-    from laya_tui.merge import shards_gate
+    from laya_tui.report.merge import shards_gate
 
     def rec(k, plan):
         return {"file": f"p{k}.json", "shard": {"index": k, "count": 2, "plan": plan}}
@@ -331,8 +331,8 @@ def test_merge_evaluates_the_baseline_over_the_whole(base_report, ws, tmp_path):
 def test_shard_and_merge_import_nothing_heavy():
     from tests._util import heavy_imports
 
-    assert heavy_imports("import laya_tui.merge, laya_tui.shard; "
-                         "laya_tui.shard.make_plan([('a/b', 'a')], 2)") == []
+    assert heavy_imports("import laya_tui.report.merge, laya_tui.core.shard; "
+                         "laya_tui.core.shard.make_plan([('a/b', 'a')], 2)") == []
 
 
 def test_merge_writes_the_html_page(ws, tmp_path):

@@ -7,16 +7,16 @@ import random
 
 import pytest
 
-from laya_tui.errors import UsageError
-from laya_tui.shard import (
+from laya_tui.core.errors import UsageError
+from laya_tui.core.shard import (
     TARGET,
-    durations_from_report,
     make_plan,
     parse_shard,
     read_cache_durations,
     record_durations,
     select_shard,
 )
+from laya_tui.report.saved import durations_from_report
 
 
 def demo_like_cells() -> list[tuple[str, str]]:

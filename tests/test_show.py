@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.cli import main
-from laya_tui.show import build_saved_app, source_line
+from laya_tui.cli.main import main
+from laya_tui.cli.show import build_saved_app, source_line
 from tests._tui import DEMO_REPORT, DEMO_WS, RECORDED, SIZE, TILELANG_REPORT
 
 ENV_REPORT = RECORDED / "env_report.json"
@@ -219,7 +219,7 @@ BLOCK_HEAVY = """
 import sys
 for name in ("torch", "transformers", "tilelang", "tvm", "mlx", "torch_rbln", "numpy"):
     sys.modules[name] = None  # any import of these now raises ImportError
-from laya_tui.cli import main
+from laya_tui.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -238,7 +238,7 @@ def test_show_works_without_torch_or_tilelang(tmp_path):
 
 @pytest.mark.asyncio
 async def test_the_dashboard_opens_a_minimal_report_and_its_matrix(tmp_path):
-    from laya_tui.saved import load_saved_report
+    from laya_tui.report.saved import load_saved_report
 
     doc = {"schema": "laya-tui.report/1", "environment": {}, "summary": {}, "gates": [],
            "probes": [{"id": "tilelang/k[c,fp32,gpu]", "status": "failed", "signals": [
@@ -264,7 +264,7 @@ async def test_the_dashboard_opens_a_minimal_report_and_its_matrix(tmp_path):
 
 @pytest.mark.asyncio
 async def test_a_report_read_after_the_first_frame():
-    from laya_tui.show import build_lazy_app
+    from laya_tui.cli.show import build_lazy_app
 
     app = build_lazy_app(str(TILELANG_REPORT), workspace=str(DEMO_WS))
     assert app.report_info["report"] is None  # nothing read before the app starts
@@ -277,7 +277,7 @@ async def test_a_report_read_after_the_first_frame():
 
 @pytest.mark.asyncio
 async def test_a_truncated_report_ends_the_dashboard_with_exit_2(tmp_path):
-    from laya_tui.show import build_lazy_app, early_check
+    from laya_tui.cli.show import build_lazy_app, early_check
 
     path = tmp_path / "cut.json"
     path.write_text(TILELANG_REPORT.read_text()[:50_000])
@@ -293,8 +293,8 @@ async def test_a_truncated_report_ends_the_dashboard_with_exit_2(tmp_path):
 
 
 def test_unreadable_schemas_fail_before_the_dashboard(tmp_path):
-    from laya_tui.errors import UsageError
-    from laya_tui.show import early_check
+    from laya_tui.cli.show import early_check
+    from laya_tui.core.errors import UsageError
 
     doc = json.loads(DEMO_REPORT.read_text())
     for schema in ("laya-tui.report/0", "laya-tui.report/3"):

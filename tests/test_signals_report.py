@@ -5,9 +5,9 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from laya_tui.gates import evaluate_gates
-from laya_tui.report import build_report, validate_report
-from laya_tui.signals import SignalError, format_site, make_signal, signal_key
+from laya_tui.core.signals import SignalError, format_site, make_signal, signal_key
+from laya_tui.report.document import build_report, validate_report
+from laya_tui.report.gates import evaluate_gates
 
 
 def test_make_signal_drops_none_and_keeps_fields():
@@ -58,7 +58,7 @@ def test_schema_rejects_unknown_status_and_kind():
 
 
 def test_faulthandler_extension_list_is_trimmed():
-    from laya_tui.logtext import trim_faulthandler
+    from laya_tui.core.logtext import trim_faulthandler
 
     text = ("Fatal Python error: Segmentation fault\n  File \"x.py\", line 3 in f\n"
             "Extension modules: numpy._core, " + "m, " * 2000 + "z (total: 2003)\n")
@@ -70,7 +70,7 @@ def test_faulthandler_extension_list_is_trimmed():
 def test_write_atomic_gives_ordinary_file_permissions(tmp_path):
     import os
 
-    from laya_tui.report import write_atomic
+    from laya_tui.report.document import write_atomic
 
     target = tmp_path / "r.json"
     old = os.umask(0o022)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from laya_tui.lowering.discover import classify, matrix_cells
+from laya_tui.families.tilelang.discover import classify, matrix_cells
 from tests._util import heavy_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,7 +160,7 @@ def _cell(name: str, cid: str, kernels: Path = KERNELS) -> dict[str, Any]:
 
 def _run(kwargs: dict[str, Any], out: Path) -> tuple[str, list[dict[str, Any]]]:
     from laya_tui.api import Context, Skipped, Unexamined
-    from laya_tui.lowering.cell import run_cell
+    from laya_tui.families.tilelang.cell import run_cell
 
     signals: list[dict[str, Any]] = []
     deps: list[str] = []
@@ -328,12 +328,12 @@ def test_an_edit_is_seen_by_the_same_process(tl: Any, tmp_path: Path) -> None:
 
 @needs_tilelang
 def test_headless_run_on_a_foreign_folder(tl: Any, tmp_path: Path) -> None:
-    from laya_tui.report import validate_report
+    from laya_tui.report.document import validate_report
 
     d = _foreign(tmp_path)
     report = tmp_path / "r.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "laya_tui.cli", "--headless", "--quiet", "--json", str(report),
+        [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--json", str(report),
          "--kernels", str(d), "--only", "tilelang/*[c,*", "--no-cache",
          "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -359,7 +359,7 @@ def test_headless_run_on_a_foreign_folder(tl: Any, tmp_path: Path) -> None:
 
 def _agree(name: str, dtype: str, out: Path) -> tuple[str, list[dict[str, Any]]]:
     from laya_tui.api import Context, Skipped
-    from laya_tui.lowering.agree import agreement_cells, run_agreement
+    from laya_tui.families.tilelang.agree import agreement_cells, run_agreement
 
     cell = next(c for c in agreement_cells({"kernels": [str(KERNELS)]})
                 if c["name"] == name and c["kwargs"]["dtype"] == dtype)
@@ -374,7 +374,7 @@ def _agree(name: str, dtype: str, out: Path) -> tuple[str, list[dict[str, Any]]]
 
 
 def test_agreement_cells_cover_every_factory_kernel_in_both_half_types() -> None:
-    from laya_tui.lowering.agree import agreement_cells
+    from laya_tui.families.tilelang.agree import agreement_cells
 
     cells = agreement_cells({"kernels": [str(KERNELS)]})
     assert sorted({c["name"] for c in cells}) == FIVE
@@ -389,7 +389,7 @@ def test_compare_specs_flags_a_disagreement(module: str, rounded: bool) -> None:
     import importlib
 
     from laya_tui.api import Context
-    from laya_tui.lowering.agree import compare_specs
+    from laya_tui.families.tilelang.agree import compare_specs
 
     ex = importlib.import_module(f"kernels.{module}").example()
     assert bool(ex.rounded) is rounded

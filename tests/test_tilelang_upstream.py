@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from laya_tui.lowering.discover import matrix_cells
+from laya_tui.families.tilelang.discover import matrix_cells
 from tests._util import heavy_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,8 +111,8 @@ def test_pyproject_table_wins_and_sets_dtypes_and_targets() -> None:
 
 def test_the_suggested_toml_lines_are_valid_and_make_the_kernel_examinable(
         tmp_path: Path) -> None:
-    from laya_tui.config import load_settings
-    from laya_tui.lowering.kernel_args import missing_message
+    from laya_tui.cli.config import load_settings
+    from laya_tui.families.tilelang.kernel_args import missing_message
 
     ws = tmp_path / "ws"
     (ws / "kernels").mkdir(parents=True)
@@ -132,8 +132,8 @@ def test_the_suggested_toml_lines_are_valid_and_make_the_kernel_examinable(
 
 
 def test_a_bad_kernel_args_table_is_a_one_line_usage_error(tmp_path: Path) -> None:
-    from laya_tui.config import load_settings
-    from laya_tui.errors import UsageError
+    from laya_tui.cli.config import load_settings
+    from laya_tui.core.errors import UsageError
 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.laya-tui.kernel-args."k.py::f"]\ntargets = ["tpu"]\n')
@@ -154,7 +154,7 @@ def test_factory_cells_are_unchanged() -> None:
 
 
 def test_discovery_of_upstream_files_imports_nothing_heavy() -> None:
-    code = (f"from laya_tui.lowering.discover import matrix_cells\n"
+    code = (f"from laya_tui.families.tilelang.discover import matrix_cells\n"
             f"assert len(matrix_cells({{'kernels': [{str(UP)!r}]}})) == 18\n")
     assert heavy_imports(code) == []
 
@@ -164,7 +164,7 @@ def test_discovery_of_upstream_files_imports_nothing_heavy() -> None:
 
 def _run(cid: str, out: Path, folder: Path = UP) -> tuple[str, list[dict[str, Any]]]:
     from laya_tui.api import Context, Skipped, Unexamined
-    from laya_tui.lowering.cell import run_cell
+    from laya_tui.families.tilelang.cell import run_cell
 
     signals: list[dict[str, Any]] = []
     ctx = Context("tilelang/" + cid, "tilelang", lambda e: signals.append(e["signal"]),
@@ -277,7 +277,7 @@ def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
     shutil.copy(UP / "no_args.py", kdir / "no_args.py")
     out = {n: tmp_path / n for n in ("r.json", "j.xml", "m.md")}
     proc = subprocess.run(
-        [sys.executable, "-m", "laya_tui.cli", "--headless", "--quiet", "--jobs", "1",
+        [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--jobs", "1",
          "--probes", str(ROOT / "probes" / "tilelang_matrix.py"), "--kernels", str(kdir),
          "--only", "tilelang/no_args[c,*", "--no-cache", "--json", str(out["r.json"]),
          "--junit", str(out["j.xml"]), "--markdown", str(out["m.md"]),
@@ -330,7 +330,7 @@ def test_cli_reads_the_kernel_args_table_of_the_workspace(tmp_path: Path) -> Non
         '[tool.laya-tui.kernel-args."kernels/no_args.py::scale_rows"]\n'
         'M = 64\nN = 32\nblock_M = 16\ndtypes = ["float32", "bfloat16"]\ntargets = ["c"]\n')
     proc = subprocess.run(
-        [sys.executable, "-m", "laya_tui.cli", "--list", "--probes",
+        [sys.executable, "-m", "laya_tui", "--list", "--probes",
          str(ROOT / "probes" / "tilelang_matrix.py")],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from laya_tui.trace import build_trace, check_trace, spans_of
+from laya_tui.core.trace import build_trace, check_trace, spans_of
 from tests._tui import DEMO_REPORT, RECORDED, TILELANG_REPORT
 from tests._util import WORKSPACES, run_cli
 

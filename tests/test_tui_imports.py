@@ -10,7 +10,7 @@ from tests._util import heavy_imports, run_cli
 
 
 def test_app_modules_import_nothing_heavy():
-    modules = ["laya_tui.app_main"] + [
+    modules = ["laya_tui.cli.dashboard"] + [
         m.name for m in pkgutil.walk_packages(laya_tui.tui.__path__, "laya_tui.tui.")]
     assert "laya_tui.tui.app" in modules and "laya_tui.tui.screens.runs" in modules
     code = (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.runner import RunConfig
+from laya_tui.core.runner import RunConfig
 from laya_tui.tui.app import build_app
 from tests._tui import DEMO_WS, SIZE, MessageLog
 

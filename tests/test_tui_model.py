@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from laya_tui.events import ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.core.events import ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.core.replay import load_report
 from laya_tui.tui.editor import editor_command
 from laya_tui.tui.format import human_bytes, split_cell
 from laya_tui.tui.model import Changes, RunModel
 from laya_tui.tui.pump import EventPump
-from laya_tui.tui.recorded import load_report
 from laya_tui.tui.widgets.matrix import matrix_cells
 from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_text
 from tests._tui import DEMO_REPORT, TILELANG_REPORT

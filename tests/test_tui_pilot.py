@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.screens.matrix import MatrixScreen
 from laya_tui.tui.screens.runs import RunsScreen, timing_series, tolerance_series

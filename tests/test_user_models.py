@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._util import REPO, run_cli
 
 MODELS = textwrap.dedent('''
@@ -62,7 +62,7 @@ def _run(tmp_path: Path, *args: str, timeout: float = 600):
 def test_device_flag_and_table_are_checked_before_anything_runs(tmp_path: Path):
     proc = run_cli("--headless", "--device", "npu", "--only", "explain/*")
     assert proc.returncode == 2 and "--device" in proc.stderr and "Traceback" not in proc.stderr
-    from laya_tui.config import load_settings
+    from laya_tui.cli.config import load_settings
 
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\ndevice = "cuda:7"\n')
     assert load_settings(str(tmp_path))["device"] == "cuda:7"
@@ -98,7 +98,7 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
 def test_aoti_user_target_takes_every_input_set_as_a_compared_shape(tmp_path: Path,
                                                                     monkeypatch):
     pytest.importorskip("torch")
-    from laya_tui.aoti.targets import user_target
+    from laya_tui.families.aoti.targets import user_target
 
     (tmp_path / "user_models.py").write_text(MODELS)
     monkeypatch.syspath_prepend(str(tmp_path))

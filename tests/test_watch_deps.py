@@ -1,4 +1,4 @@
-"""The dependency sets watch mode maps changes through (laya_tui.deps, in-process)."""
+"""The dependency sets watch mode maps changes through (laya_tui.worker.deps, in-process)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.deps import DependencyTracker
+from laya_tui.worker.deps import DependencyTracker
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import json
 import os
 import shutil
 
-from laya_tui.watch import ChangeFilter, Watcher, diagnostic_of, diff_signals
-from laya_tui.watch_headless import human_line, stream_line
+from laya_tui.cli.watch_headless import human_line, stream_line
+from laya_tui.watch.engine import ChangeFilter, Watcher, diagnostic_of, diff_signals
 from tests._watch_util import config_for, make_workspace
 
 

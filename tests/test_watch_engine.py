@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._watch_util import WatchHarness, kernel_source, make_workspace, save, signal_value
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]

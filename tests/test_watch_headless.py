@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.report import validate_report
+from laya_tui.report.document import validate_report
 from tests._util import REPO, run_cli
 from tests._watch_util import kernel_source, make_workspace, save
 
@@ -26,7 +26,7 @@ class Proc:
 
     def __init__(self, ws: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "laya_tui.cli", "--workspace", str(ws), "--headless",
+            [sys.executable, "-m", "laya_tui", "--workspace", str(ws), "--headless",
              "--watch", "--no-cache", "--debounce-ms", "30",
              # the workspace's own families only: its kernels/ folder also brings in the
              # built-in env family, which this test does not watch
@@ -125,9 +125,9 @@ def test_watch_stdout_report_is_a_usage_error(tmp_path):
 
 def test_watch_report_applies_the_run_gate_settings(tmp_path):
     """--json PATH under --watch carries the same gates as a one-shot run (--fail-on...)."""
-    from laya_tui.gates import GateSettings
-    from laya_tui.runner import RunConfig
-    from laya_tui.watch import Watcher
+    from laya_tui.core.runner import RunConfig
+    from laya_tui.report.gates import GateSettings
+    from laya_tui.watch.engine import Watcher
 
     probes = tmp_path / "probes"
     probes.mkdir()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from laya_tui.events import SignalEmitted
-from laya_tui.runner import RunConfig, Runner
+from laya_tui.core.events import SignalEmitted
+from laya_tui.core.runner import RunConfig, Runner
 
 PROBES = '''
 import os, signal, time

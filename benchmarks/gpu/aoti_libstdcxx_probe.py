@@ -3,7 +3,7 @@ check laya-tui's fix (run on the GPU host, or here with CXX pointing at such a w
 
 The GPU host's image sets CXX to /opt/gcc/bin/g++, a wrapper whose shared links carry
 libstdc++ statically. A tiny model is packaged with $CXX and with the compiler
-``laya_tui.aoti.toolchain.aoti_compiler`` picks, and each package is loaded in a fresh
+``laya_tui.families.aoti.toolchain.aoti_compiler`` picks, and each package is loaded in a fresh
 process. Seen on the H200 host (torch 2.11): the $CXX package segfaults in std::regex
 (parse_device_str); with torch 2.13 here, its load raises "create_func_ ... API call
 failed". The package linking libstdc++ dynamically loads in both.
@@ -38,7 +38,7 @@ def needed(path: str, tmp: str) -> list[str]:
 def main() -> None:
     from torch._inductor import cpp_builder
 
-    from laya_tui.aoti.toolchain import aoti_compiler
+    from laya_tui.families.aoti.toolchain import aoti_compiler
 
     configured = cpp_builder.get_cpp_compiler()
     chosen, note = aoti_compiler(configured)

@@ -22,7 +22,7 @@ for k in elementwise_add gemm gemm_autotune 'rms_norm.*' online_softmax mha_fwd 
   only+=(--only "tilelang/${k}[cuda,*")
 done
 rc=0
-"$py" -m laya_tui.cli --headless --no-cache --jobs 1 --json "$out" \
+"$py" -m laya_tui --headless --no-cache --jobs 1 --json "$out" \
   --probes probes/tilelang_matrix.py --kernels tests/fixtures/upstream_kernels \
   --out "${LAYA_OUT:-/tmp/laya-upstream-kernels}" "${only[@]}" || rc=$?
 "$py" - "$out" <<'PY'

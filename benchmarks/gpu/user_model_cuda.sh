@@ -16,7 +16,7 @@ py=${PYTHON:-python3}
   "no CUDA device: this script is for a GPU host")'
 rc=0
 # the workspace is the tiny user project: its [tool.laya-tui] sets models and device = cuda
-"$py" -m laya_tui.cli --headless --json "$out" --no-cache --jobs 1 \
+"$py" -m laya_tui --headless --json "$out" --no-cache --jobs 1 \
   --workspace benchmarks/gpu/user_model --probes probes \
   --only 'explain/model:*' --device cuda "$@" || rc=$?
 echo "laya-tui exit code: $rc (0 gates hold, 1 a gate failed); report: $out" >&2

@@ -25,9 +25,9 @@ from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from laya_tui.errors import EXIT_USAGE, UsageError
-from laya_tui.events import Event
-from laya_tui.runner import Discovery, RunConfig
+from laya_tui.core.errors import EXIT_USAGE, UsageError
+from laya_tui.core.events import Event
+from laya_tui.core.runner import Discovery, RunConfig
 from laya_tui.tui.editor import default_editor, editor_command
 from laya_tui.tui.messages import (
     ProbesDiscovered,
@@ -49,7 +49,7 @@ FLOOD_FRAME_S = 0.1
 
 
 class RunnerLike(Protocol):
-    """What the app needs from a runner (``laya_tui.runner.Runner`` or a recording)."""
+    """What the app needs from a runner (``laya_tui.core.runner.Runner`` or a recording)."""
 
     async def discover(self) -> Discovery: ...
     async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
@@ -310,7 +310,7 @@ class LayaApp(App[int]):
             runner = await self.ensure_runner()
             await self.ensure_discovered(runner)
             specs = [self.probe_specs[p] for p in probe_ids if p in self.probe_specs]
-            from laya_tui.events import ProbeQueued
+            from laya_tui.core.events import ProbeQueued
 
             for spec in specs:
                 self.pump.push(ProbeQueued(spec["id"], spec["family"]))
@@ -455,7 +455,7 @@ class LayaApp(App[int]):
         if isinstance(result, dict) and rec.get("probe") in self.model.probes and \
                 self.model.probes[rec["probe"]].result is not result:
             # A syntax/import error saved mid-edit: the watcher's own result, no runner event.
-            from laya_tui.events import ProbeFinished
+            from laya_tui.core.events import ProbeFinished
 
             self.pump.push(ProbeFinished(result))
         bits = [f"{k} {len(rec[k])}" for k in ("new", "gone", "changed")
@@ -483,8 +483,8 @@ class LayaApp(App[int]):
     @work(thread=True, exit_on_error=False, group="export")
     def _export(self, results: list[dict[str, Any]], specs: list[dict[str, Any]],
                 errors: list[dict[str, Any]], seconds: float, path: str) -> None:
-        from laya_tui.headless import make_report
-        from laya_tui.report import write_report
+        from laya_tui.report.document import write_report
+        from laya_tui.report.outputs import make_report
 
         try:
             report = make_report(results, Discovery(specs, errors), seconds, self.gate_settings)
@@ -561,7 +561,7 @@ def warm_imports() -> None:
         from rich.console import Console
         from rich.syntax import Syntax
 
-        import laya_tui.gates  # noqa: F401
+        import laya_tui.report.gates  # noqa: F401
 
         Console(file=io.StringIO(), width=40, color_system="truecolor").print(
             Syntax("x = 1\n", "python", line_numbers=True, theme="ansi_dark"))
@@ -594,14 +594,14 @@ def build_app(config: RunConfig | None = None, *,
     """The app, fed by the live runner (``config``), a recorded report, or any factory."""
     if runner_factory is None:
         if recorded is not None:
-            from laya_tui.tui.recorded import RecordedRunner
+            from laya_tui.core.replay import RecordedRunner
 
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
                 return RecordedRunner(recorded, on_event, delay=replay_delay)
         elif config is not None:
             import dataclasses
 
-            from laya_tui.runner import Runner
+            from laya_tui.core.runner import Runner
 
             # a user is watching: the shortest cells of each family first, so results
             # appear at once (headless runs the longest first)

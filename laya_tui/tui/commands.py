@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from laya_tui.signals import KINDS
+from laya_tui.core.signals import KINDS
 
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp

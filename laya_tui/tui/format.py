@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from laya_tui.signals import format_site
+from laya_tui.core.signals import format_site
 
 #: What a probe can be doing before it has a final status.
 LIVE_STATES: tuple[str, ...] = ("pending", "queued", "running")

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
-from laya_tui.signals import KINDS, is_failing
+from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.core.signals import KINDS, is_failing
 
 Scope = tuple[str, str | None]
 """``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
@@ -288,7 +288,7 @@ class RunModel:
         if self.fixed_gates is not None:
             return self.fixed_gates
         if self._gates is None:
-            from laya_tui.gates import evaluate_all
+            from laya_tui.report.gates import evaluate_all
 
             self._gates = evaluate_all(self.results(), self.gate_settings, self.errors)[0]
         return self._gates

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from laya_tui.events import Event
+from laya_tui.core.events import Event
 from laya_tui.tui.model import Changes, RunModel
 
 

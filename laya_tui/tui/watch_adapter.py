@@ -1,4 +1,4 @@
-"""Adapts :class:`laya_tui.watch.Watcher` (a callback engine) to the app's watch hook (an
+"""Adapts :class:`laya_tui.watch.engine.Watcher` (a callback engine) to the app's watch hook (an
 async iterator of change records). Re-runs go through the app's runner, so their events
 reach the dashboard like any other run; records only add the what-changed summary."""
 
@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from laya_tui.watch import Watcher
+from laya_tui.watch.engine import Watcher
 
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp, RunnerLike

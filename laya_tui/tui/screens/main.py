@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static, Tree
 
-from laya_tui.signals import KINDS
+from laya_tui.core.signals import KINDS
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
 from laya_tui.tui.widgets.detail import DetailPane

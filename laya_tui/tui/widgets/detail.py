@@ -14,8 +14,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from laya_tui.files import source_excerpt
-from laya_tui.signals import format_site
+from laya_tui.core.files import source_excerpt
+from laya_tui.core.signals import format_site
 from laya_tui.tui.format import human_bytes, human_seconds, number
 from laya_tui.tui.model import ProbeState, SignalRow
 

@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from laya_tui.signals import KINDS
+from laya_tui.core.signals import KINDS
 from laya_tui.tui.format import human_bytes, leaf_name, number, one_line, short_site
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import SignalRow

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from laya_tui.signals import KINDS
+from laya_tui.core.signals import KINDS
 from laya_tui.tui.model import RunModel
 
 _STATUS_ORDER = ("ok", "failed", "error", "skipped", "crashed", "timeout", "running", "queued")

@@ -1,0 +1,68 @@
+"""``laya-tui diff``: the command line over :mod:`laya_tui.report.diff`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from laya_tui.core.errors import EXIT_OK, UsageError
+from laya_tui.core.files import check_output_path
+from laya_tui.report.diff import diff_markdown, diff_report, diff_reports, diff_text
+from laya_tui.report.saved import load_saved_report
+
+
+def _parser() -> argparse.ArgumentParser:
+    from laya_tui.cli.main import _Parser
+
+    ap = _Parser(prog="laya-tui diff",
+                 description="What changed between two saved reports: status changes, "
+                 "signals new/gone/changed, tolerance values that moved, per probe.")
+    ap.add_argument("base", metavar="BASE.json")
+    ap.add_argument("new", metavar="NEW.json")
+    ap.add_argument("--headless", action="store_true",
+                    help="print the differences as text (implied without a terminal)")
+    ap.add_argument("--markdown", metavar="PATH", help="also write the diff as markdown")
+    ap.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
+    ap.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    ap.add_argument("--margin", type=float, default=0.25, metavar="FRACTION",
+                    help="tolerance values move when worse/better by more than this "
+                    "(default: %(default)s)")
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="where call-site files are looked up (default: the current folder)")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    """``laya-tui diff``: exit 0 (a diff is information; regressions are in the output)."""
+    from laya_tui.report.document import write_atomic
+
+    args = _parser().parse_args(argv)
+    for out in (args.markdown, args.html, args.json):
+        check_output_path(out)
+    if args.margin < 0:
+        raise UsageError(f"--margin must be >= 0, got {args.margin:g}")
+    base, new = load_saved_report(args.base), load_saved_report(args.new)
+    section = diff_reports(base, new, base_path=args.base, margin=args.margin)
+    section["new_path"] = args.new
+    view = diff_report(base, new, section)
+    if args.markdown:
+        write_atomic(args.markdown, diff_markdown(section, args.base, args.new))
+    if args.json:
+        write_atomic(args.json, json.dumps(section, indent=1, default=repr) + "\n")
+    if args.html:
+        from laya_tui.report.html import build_html
+
+        write_atomic(args.html, build_html(new, diff=view,
+                                           title=f"laya-tui diff {args.base} → {args.new}",
+                                           workspace=args.workspace))
+    if args.headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        sys.stdout.write(diff_text(section, args.base, args.new))
+        return EXIT_OK
+    from laya_tui.cli.show import run_saved_app
+
+    n = len(section["regressions"])
+    return run_saved_app(view, label=f"diff {args.base} → {args.new}: {n} regression(s), "
+                         f"{len(section['improvements'])} improvement(s)",
+                         workspace=args.workspace,
+                         why_off="this is a diff of two saved reports")

@@ -1,0 +1,58 @@
+"""Headless mode: run the probes, write the JSON report, print a summary, exit by the gates."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from laya_tui.core.errors import EXIT_OK
+from laya_tui.core.events import Event, ProbeFinished
+from laya_tui.core.run import discover_checked, run_probes
+from laya_tui.core.runner import Discovery, RunConfig, Runner
+from laya_tui.report.outputs import finish, make_report
+
+
+def list_probes(config: RunConfig) -> int:
+    """``--list``: print the probe ids, one a line, running nothing."""
+
+    async def go() -> Discovery:
+        runner = Runner(config)
+        try:
+            return await discover_checked(runner)
+        finally:
+            await runner.close()
+
+    disc = asyncio.run(go())
+    out = sys.stdout
+    for p in disc.probes:
+        out.write(p["id"] + "\n")
+    out.flush()
+    return EXIT_OK
+
+
+def _progress(quiet: bool):  # -> Callable[[Event], None]
+    def on_event(event: Event) -> None:
+        if quiet or not isinstance(event, ProbeFinished):
+            return
+        r = event.result
+        tag = "cached" if r.get("cached") else f"{r.get('seconds', 0):.1f}s"
+        reason = f"  {r['reason']}" if r.get("reason") and r["status"] != "ok" else ""
+        print(f"  {r['status']:<8} {r['id']} ({tag}){reason[:200]}", file=sys.stderr, flush=True)
+
+    return on_event
+
+
+def run_headless(config: RunConfig, args: argparse.Namespace) -> int:
+    """Run once, write the report, print the summary; exit 0 when every gate holds."""
+    if getattr(args, "watch", False):
+        from laya_tui.cli.watch_headless import run_watch_headless
+
+        return run_watch_headless(config, args)
+    try:
+        results, disc, seconds = asyncio.run(run_probes(config, _progress(args.quiet)))
+    except asyncio.CancelledError:
+        print("laya-tui: terminated", file=sys.stderr)
+        return 143
+    report = make_report(results, disc, seconds, getattr(args, "gate_settings", None))
+    return finish(report, args, args.json)

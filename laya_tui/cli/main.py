@@ -1,0 +1,251 @@
+"""Command line: ``laya-tui`` (dashboard), ``--headless --json`` (CI), ``--list``, ``--watch``.
+
+Only argparse and the standard library at import time: ``--help`` and ``--list`` must stay
+well under half a second, and this process never imports torch & co (docs/architecture.md,
+'Processes and the one rule').
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NoReturn
+
+from laya_tui.cli.project import NothingConfigured
+from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
+from laya_tui.core.files import check_output_path
+
+#: ``--device`` / ``device =`` values (availability is checked by the probes: a skip).
+DEVICE_PATTERN = r"^(cpu|cuda(:\d+)?|mps|rbln(:\d+)?)$"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"laya-tui: error: {message} (see laya-tui --help)\n")
+
+
+def add_gate_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The gate flags, shared by a run and ``laya-tui merge`` (they mean the same in both)."""
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="compare with an earlier --json report; any regression fails")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="ignore the baseline set in pyproject.toml (to write a fresh one)")
+    ap.add_argument("--fail-on", action="append", metavar="KIND[,KIND...]",
+                    help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
+    ap.add_argument("--max", action="append", metavar="KIND=N",
+                    help="fail on more than N occurrences of KIND (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (kept in one place so docs and tests agree)."""
+    ap = _Parser(
+        prog="laya-tui",
+        description="Explain/fallback diagnostics for PyTorch ports: run probes, "
+        "see what fell back, recompiled, bounced through the host, failed to lower or drifted.",
+        epilog="subcommands (each with its own --help): laya-tui init (write a [tool.laya-tui] "
+        "table), laya-tui show REPORT (the dashboard over a saved report), laya-tui diff BASE "
+        "NEW (what changed), laya-tui merge REPORT... (shards and hosts as one report)",
+    )
+    ap.add_argument("--headless", action="store_true",
+                    help="no dashboard: run, print a summary to stderr (implied without a TTY)")
+    ap.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                    help="write the JSON report to PATH (or '-' for stdout)")
+    ap.add_argument("--list", action="store_true", help="print probe ids and exit (runs nothing)")
+    ap.add_argument("--probes", action="append", metavar="PATH",
+                    help="probe file or folder beside the built-in ones (repeatable; "
+                    "default: ./probes)")
+    ap.add_argument("--kernels", action="append", metavar="DIR",
+                    help="TileLang kernel folder (repeatable; default: ./kernels)")
+    ap.add_argument("--model", action="append", metavar="MODULE:CALLABLE", dest="models",
+                    help="model for the explain/aoti probes, imported from the workspace: "
+                    "a callable returning (model, inputs)")
+    ap.add_argument("--demo", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run the built-in demo (tiny Llama/ModernBERT, decision model, "
+                    "MLX encoder, five TileLang kernels); default: [tool.laya-tui] demo")
+    ap.add_argument("--device", metavar="DEV", help="where explain models run: cpu, cuda, "
+                    "cuda:N, mps, rbln (default: the accelerator when present)")
+    ap.add_argument("--only", action="append", metavar="GLOB",
+                    help="run only probe ids matching GLOB (repeatable; '[' is literal)")
+    ap.add_argument("--timeout", type=float, metavar="SECONDS",
+                    help="per-probe timeout for every family (default: per family)")
+    ap.add_argument("--jobs", type=int, default=None, metavar="N",
+                    help="families run at once, one warm worker each (default: "
+                    f"{min(2, os.cpu_count() or 1)})")
+    ap.add_argument("--no-cache", action="store_true", help="run every probe, ignore the cache")
+    ap.add_argument("--cache-dir", metavar="DIR", help="result cache folder")
+    ap.add_argument("--out", metavar="DIR",
+                    help="folder for artifacts (packages, generated source); default: cache")
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="workspace root (default: the current folder)")
+    ap.add_argument("--rbln-log", metavar="PATH",
+                    help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
+    ap.add_argument("--watch", action="store_true",
+                    help="re-run the probes whose files change (headless: a JSON line per re-run)")
+    ap.add_argument("--debounce-ms", type=int, default=50, metavar="MS",
+                    help="watch: let a burst of saves settle this long (default: %(default)s)")
+    ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")
+    ap.add_argument("--shard", metavar="K/N",
+                    help="run only the K-th of N balanced, disjoint parts of the selected cells "
+                    "(merge the parts' reports with 'laya-tui merge')")
+    ap.add_argument("--durations", metavar="REPORT",
+                    help="--shard: balance by the probe seconds of this earlier report (give "
+                    "every machine the same file and they agree on the split)")
+    ci = ap.add_argument_group("CI gates (also settable in [tool.laya-tui] of pyproject.toml; "
+                               "flags win)")
+    add_gate_flags(ci)
+    ci.add_argument("--junit", metavar="PATH", help="also write JUnit XML (one case per cell)")
+    ci.add_argument("--markdown", metavar="PATH",
+                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
+                    "when set)")
+    ci.add_argument("--html", metavar="PATH",
+                    help="also write a self-contained HTML page of the report")
+    ci.add_argument("--trace", metavar="PATH",
+                    help="also write the run's timeline as Chrome trace JSON (Perfetto)")
+    ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
+    return ap
+
+
+def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily)
+    """Turn parsed flags into a RunConfig, raising UsageError for bad paths."""
+    from laya_tui.cli.config import apply_pyproject
+    from laya_tui.cli.project import resolve_sources
+    from laya_tui.core.runner import RunConfig
+
+    workspace = os.path.abspath(args.workspace)
+    if not os.path.isdir(workspace):
+        raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    flags = frozenset(k for k in ("kernels", "demo") if getattr(args, k, None) is not None)
+    apply_pyproject(args)  # [tool.laya-tui] fills what no flag set (flags win)
+    probes, kernels = resolve_sources(args, workspace, flags)  # built-ins, own probes, demo
+    if args.rbln_log and not os.path.isfile(args.rbln_log):
+        raise UsageError(f"RBLN log file does not exist: {args.rbln_log}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    for m in args.models or []:
+        if ":" not in m:
+            raise UsageError(f"--model must look like module:callable, got {m!r}")
+    shard, durations = _shard_args(args)
+    extra: dict[str, object] = {"demo": bool(getattr(args, "demo", None))}
+    if getattr(args, "device", None):
+        import re
+
+        if not re.match(DEVICE_PATTERN, args.device):
+            raise UsageError(f"--device / device = must be cpu, cuda, cuda:N, mps or rbln, "
+                             f"got {args.device!r}")
+        extra["device"] = args.device
+    if args.rbln_log:
+        extra["rbln_log"] = os.path.abspath(args.rbln_log)
+    if getattr(args, "kernel_args", None):
+        extra["kernel_args"] = args.kernel_args  # [tool.laya-tui.kernel-args] (tilelang)
+    out = os.path.abspath(args.out) if args.out else None
+    return RunConfig(
+        workspace=workspace, probes=[os.path.abspath(p) for p in probes],
+        kernels=[os.path.abspath(k) for k in kernels], models=args.models or [],
+        only=args.only or [], timeout=args.timeout, jobs=args.jobs,
+        use_cache=not args.no_cache, cache_dir=args.cache_dir, out=out, extra_options=extra,
+        family_timeouts=getattr(args, "family_timeouts", None) or {},
+        shard=shard, durations=durations,
+        durations_path=os.path.abspath(args.durations) if durations is not None else None,
+    )
+
+
+def _shard_args(args: argparse.Namespace) -> tuple[tuple[int, int] | None,
+                                                   dict[str, float] | None]:
+    """``--shard K/N`` and ``--durations REPORT``, checked before anything runs."""
+    shard_text, durations_path = getattr(args, "shard", None), getattr(args, "durations", None)
+    if shard_text is None:
+        if durations_path:
+            raise UsageError("--durations only applies with --shard K/N")
+        return None, None
+    from laya_tui.core.shard import parse_shard
+    from laya_tui.report.saved import durations_from_report
+
+    shard = parse_shard(shard_text)
+    if getattr(args, "watch", False):
+        raise UsageError("--shard splits one run; it does not combine with --watch")
+    return shard, durations_from_report(durations_path) if durations_path else None
+
+
+#: ``laya-tui NAME ...`` subcommands: NAME -> "module:function" taking the remaining argv and
+#: returning an exit code (imported only when used, so ``--help`` stays fast).
+SUBCOMMANDS: dict[str, str] = {
+    "init": "laya_tui.cli.init_cmd:main",
+    "show": "laya_tui.cli.show:main",
+    "diff": "laya_tui.cli.diff:main",
+    "merge": "laya_tui.cli.merge:main",  # merge shard/host reports into one
+}
+
+
+def _run_subcommand(name: str, argv: list[str]) -> int:
+    import importlib
+
+    module, _, func = SUBCOMMANDS[name].partition(":")
+    try:
+        return int(getattr(importlib.import_module(module), func)(argv))
+    except UsageError as exc:
+        print(f"laya-tui {name}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def wants_headless(args: argparse.Namespace) -> bool:
+    """No dashboard: asked for, the report goes to stdout, or no terminal on stdin/stdout."""
+    return bool(args.headless or args.json == "-"
+                or not (sys.stdout.isatty() and sys.stdin.isatty()))
+
+
+def _nothing_configured(hint: str, args: argparse.Namespace) -> int:
+    """The configuration hint: a paragraph on stderr, or one screen on a terminal; exit 2."""
+    if args.list or wants_headless(args):
+        sys.stderr.write(hint)
+        return EXIT_USAGE
+    from laya_tui.tui.screens.hint import show_hint
+
+    show_hint(hint)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``laya-tui`` command."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _run_subcommand(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+        check_output_path(args.json)
+        if args.list:
+            from laya_tui.cli.headless import list_probes
+
+            return list_probes(config)
+        from laya_tui.report.gates import prepare_gates
+
+        args.gate_settings = prepare_gates(args)  # bad baseline/outputs: exit 2, nothing runs
+        headless = args.headless or args.json == "-" or not (sys.stdout.isatty()
+                                                             and sys.stdin.isatty())
+        if headless:
+            from laya_tui.cli.headless import run_headless
+
+            return run_headless(config, args)
+        from laya_tui.cli.dashboard import run_app
+
+        return run_app(config, args)
+    except NothingConfigured as exc:
+        return _nothing_configured(str(exc), args)
+    except UsageError as exc:
+        print(f"laya-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("laya-tui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
+        print(f"laya-tui: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if os.environ.get("LAYA_TUI_DEBUG"):
+            raise
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""``laya-tui merge``: the command line over :mod:`laya_tui.report.merge`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from typing import NoReturn
+
+from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
+from laya_tui.core.files import check_output_path
+from laya_tui.report.merge import Input, dumps_report, load_report, merge_reports
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"laya-tui merge: error: {message} (see laya-tui merge --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``laya-tui merge`` flags (the gate flags mean what they mean for a run)."""
+    from laya_tui.cli.main import add_gate_flags
+
+    ap = _Parser(prog="laya-tui merge",
+                 description="Merge laya-tui reports (shards, hosts) into one and evaluate "
+                 "the gates over the whole. Exit 0: every gate holds, 1: a gate failed, "
+                 "2: bad input (conflicting duplicates, another schema version).")
+    ap.add_argument("reports", nargs="+", metavar="REPORT.json",
+                    help="reports to merge ('-' reads one from stdin)")
+    ap.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                    help="write the merged report to PATH (or '-' for stdout)")
+    ap.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
+    ap.add_argument("--markdown", metavar="PATH",
+                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
+                    "when set)")
+    ap.add_argument("--html", metavar="PATH", help="also write the self-contained HTML page")
+    ap.add_argument("--prefer", choices=("newest",),
+                    help="a probe whose results differ between inputs: keep the newest "
+                    "report's (default: an input error)")
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
+                    "(default: the current folder)")
+    add_gate_flags(ap)
+    return ap
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    if not args.html:
+        return
+    check_output_path(args.html)
+    for other in (args.json, args.junit, args.markdown):
+        if other and other != "-" and os.path.realpath(other) == os.path.realpath(args.html):
+            raise UsageError(f"--html names the same file as another output: {args.html}")
+
+
+def main(argv: list[str]) -> int:
+    """``laya-tui merge``: exit 0 when every gate holds, 1 when one fails, 2 on bad input."""
+    try:
+        return _main(argv)
+    except UsageError:
+        raise  # printed as one line by laya_tui.cli.main (exit 2)
+    except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
+        print(f"laya-tui merge: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if os.environ.get("LAYA_TUI_DEBUG"):
+            raise
+        return EXIT_INTERNAL
+
+
+def _main(argv: list[str]) -> int:
+    from laya_tui.cli.config import apply_pyproject
+    from laya_tui.report.document import write_atomic
+    from laya_tui.report.gates import prepare_gates
+    from laya_tui.report.outputs import finish
+
+    args = build_parser().parse_args(argv)
+    if args.reports.count("-") > 1:
+        raise UsageError("only one report can come from stdin ('-')")
+    if not os.path.isdir(args.workspace):
+        raise UsageError(f"workspace folder does not exist: {args.workspace}")
+    apply_pyproject(args)  # [tool.laya-tui] fills the gate flags not given (flags win)
+    settings = prepare_gates(args)  # outputs writable and distinct, baseline loaded
+    _check_html(args)
+    inputs = [Input(path, load_report(path)) for path in args.reports]
+    report, notes = merge_reports(inputs, settings, args.prefer)
+    text = dumps_report(report) if args.json else ""
+    if args.json == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    elif args.json:
+        write_atomic(args.json, text)
+    for note in notes[:10]:
+        print(f"laya-tui merge: {note}", file=sys.stderr)
+    if len(notes) > 10:
+        print(f"laya-tui merge: ... and {len(notes) - 10} more kept duplicates", file=sys.stderr)
+    per_host = Counter(p["host"] for p in report["probes"])
+    print(f"laya-tui merge: {len(inputs)} reports, hosts: "
+          + ", ".join(f"{h} ({per_host.get(h, 0)} probes)" for h in report["hosts"]),
+          file=sys.stderr)
+    return finish(report, args, None)  # CI files (HTML included), summary, baseline lines

@@ -1,0 +1,119 @@
+"""The user's project as laya-tui sees it: built-in probe families, the demo, and what to
+say when nothing is configured (standard library only: the CLI imports this).
+
+The built-in probe files (``env``, ``explain``, ``tilelang``, ``aoti``, ``mlx``) and the demo
+kernels live in the repository's top-level ``probes/`` and ``kernels/`` folders. A wheel
+ships them inside the package as ``laya_tui/builtin_probes`` and ``laya_tui/demo_kernels``
+(see ``setup.py``); a source checkout (``PYTHONPATH=<repo>`` or an editable install) has
+them beside the package. :func:`builtin_probes_dir` and :func:`demo_kernels_dir` find either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from laya_tui.core.errors import UsageError
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Installed name (inside the package) -> the source checkout's folder (beside it).
+_LAYOUT = {"builtin_probes": "probes", "demo_kernels": "kernels"}
+
+
+def _shipped(name: str) -> str:
+    """``laya_tui/<name>`` in a wheel, else ``<repo>/<source folder>`` in a checkout."""
+    inside = os.path.join(_PACKAGE, name)
+    if os.path.isdir(inside):
+        return inside
+    beside = os.path.join(os.path.dirname(_PACKAGE), _LAYOUT[name])
+    if os.path.isdir(beside) and os.path.isfile(os.path.join(os.path.dirname(_PACKAGE),
+                                                             "pyproject.toml")):
+        return beside
+    raise FileNotFoundError(f"laya-tui is incomplete: neither {inside} nor {beside} exists "
+                            "(reinstall it: pip install --force-reinstall laya-tui)")
+
+
+def builtin_probes_dir() -> str:
+    """The folder of the built-in probe files."""
+    return _shipped("builtin_probes")
+
+
+def demo_kernels_dir() -> str:
+    """The folder of the five demo TileLang kernels (a package: relative imports)."""
+    return _shipped("demo_kernels")
+
+
+def unique_paths(paths: list[str]) -> list[str]:
+    """Absolute paths, first occurrence kept (two spellings of one folder count once)."""
+    seen: set[str] = set()
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            out.append(os.path.abspath(p))
+    return out
+
+
+TABLE_EXAMPLE = """\
+[tool.laya-tui]
+models = ["mypkg.models:build"]  # returns (model, inputs)
+kernels = ["kernels"]            # TileLang kernel folders
+# demo = true                    # the built-in demo too
+"""
+
+
+def nothing_configured_hint(workspace: str) -> str:
+    """What to configure in a project that names no model, kernel, probe or demo."""
+    table = "".join("    " + line + "\n" for line in TABLE_EXAMPLE.splitlines())
+    return (
+        f"laya-tui: nothing to examine in {workspace}\n"
+        "(no model, no kernel folder, no probes/ folder, no [tool.laya-tui] table).\n\n"
+        "Say what to examine in its pyproject.toml\n"
+        "(`laya-tui init` writes this table, commented):\n\n"
+        f"{table}\n"
+        "or pass --model MODULE:CALLABLE or --kernels DIR,\n"
+        "put @probe files in probes/, or try the built-in demo with --demo.\n"
+    )
+
+
+class NothingConfigured(UsageError):
+    """The project names nothing to examine; the message is :func:`nothing_configured_hint`."""
+
+
+def _default_dir(workspace: str, name: str) -> list[str]:
+    path = os.path.join(workspace, name)
+    return [path] if os.path.isdir(path) else []
+
+
+def resolve_sources(args: argparse.Namespace, workspace: str,
+                    flags: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """The probe paths and kernel folders of a run, from flags already merged with the table.
+
+    ``flags`` names the settings given on the command line (``"kernels"``, ``"demo"``).
+    Own probes are ``--probes``, else the table's ``probes``, else ``<workspace>/probes``;
+    kernels likewise with ``<workspace>/kernels``. The built-in families join them whenever
+    they have something to examine (a model, a kernel folder, the demo) or the project has
+    no probes of its own. The demo adds the demo kernels: always with ``--demo``; with the
+    table's ``demo = true`` unless ``--kernels`` replaces the table's kernel list. A project
+    with none of these and no ``[tool.laya-tui]`` table raises :class:`NothingConfigured`.
+    """
+    from laya_tui.cli.config import table_present
+
+    own = list(args.probes) if args.probes else _default_dir(workspace, "probes")
+    for p in own:
+        if not os.path.exists(p):
+            raise UsageError(f"probe path does not exist: {p}")
+    kernels = list(args.kernels) if args.kernels else _default_dir(workspace, "kernels")
+    for k in kernels:
+        if not os.path.isdir(k):
+            raise UsageError(f"kernel folder does not exist: {k}")
+    demo = bool(getattr(args, "demo", None))
+    if demo and ("demo" in flags or "kernels" not in flags):
+        kernels.append(demo_kernels_dir())
+    subjects = bool(kernels or getattr(args, "models", None) or demo)
+    if not (subjects or own or table_present(workspace)):
+        raise NothingConfigured(nothing_configured_hint(workspace))
+    builtin = [builtin_probes_dir()] if subjects or not own else []
+    return unique_paths(builtin + own), unique_paths(kernels)

@@ -1,0 +1,168 @@
+"""``laya-tui show REPORT.json``: the dashboard over a saved report (a CI artifact, a GPU
+host's report), as after a live run; no worker starts and torch & co need not be installed.
+
+Without a terminal (or with ``--headless``) it prints the report's summary. ``--html`` and
+``--trace`` write the page and the timeline of the saved run. A file that is not a report,
+or whose schema this version cannot read, is one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from typing import Any
+
+from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
+from laya_tui.core.signals import READABLE_SCHEMAS
+from laya_tui.report.saved import load_saved_report
+
+#: Seconds a lazily read report waits for the first frame to reach the terminal, per MiB
+#: of report (its parse holds the GIL about that long), and at most.
+PAINT_GRACE_PER_MIB, PAINT_GRACE_MAX = 0.02, 0.5
+#: Seconds of each 1/30 s tick spent folding a saved report's signals into the dashboard
+#: (a live run keeps 8 ms, leaving the loop to workers' pipes; a replay has none to serve).
+SAVED_BUDGET = 0.020
+#: Why the re-run keys are off in ``show`` (the app says it when one is pressed).
+WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace to re-run"
+
+
+def source_line(report: dict[str, Any], path: str) -> str:
+    """One line naming the report and the machine that wrote it."""
+    env = report.get("environment") or {}
+    host = env.get("host") if isinstance(env.get("host"), dict) else {}
+    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    bits = [os.path.basename(path)]
+    if host.get("hostname"):
+        bits.append(f"host {host['hostname']}")
+    if host.get("machine"):
+        bits.append(str(host["machine"]))
+    for lib in ("python", "torch"):
+        if versions.get(lib):
+            bits.append(f"{lib} {versions[lib]}")
+    if report.get("created"):
+        bits.append(f"written {report['created']}")
+    return "saved report " + ", ".join(bits)
+
+
+def headless_text(report: dict[str, Any], path: str) -> str:
+    """What ``show`` prints without a terminal: source line, summary, baseline lines."""
+    from laya_tui.report.document import human_summary
+
+    lines = [source_line(report, path), human_summary(report)]
+    if isinstance(report.get("baseline"), dict):
+        from laya_tui.report.baseline import summary_lines
+
+        try:
+            lines += summary_lines(report["baseline"])
+        except (KeyError, TypeError):
+            pass
+    return "\n".join(lines) + "\n"
+
+
+def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
+                    why_off: str = WHY_OFF, path: str | None = None) -> Any:
+    """The dashboard over ``report``: replayed by the recorded runner, nothing runs."""
+    from laya_tui.tui.app import build_app
+
+    return build_app(recorded=report, workspace=os.path.abspath(workspace or "."),
+                     offline=why_off, report_info={"label": label, "path": path,
+                                                   "report": report}, budget=SAVED_BUDGET)
+
+
+def build_lazy_app(path: str, *, workspace: str | None) -> Any:
+    """The dashboard over the report at ``path``, read after the first frame (a 100,000
+    signal report takes seconds to parse); an unreadable one ends the app with exit 2."""
+    from laya_tui.core.replay import RecordedRunner
+    from laya_tui.tui.app import build_app
+
+    info: dict[str, Any] = {"label": f"saved report {os.path.basename(path)} (reading…)",
+                            "path": path, "report": None}
+
+    def factory(on_event: Any) -> Any:
+        # In a thread, after the first refresh. json.loads holds the GIL for the whole
+        # parse: give Textual's writer thread a moment to put that frame on the terminal.
+        try:
+            mib = os.path.getsize(path) / 2**20
+        except OSError:
+            mib = 0.0
+        time.sleep(min(PAINT_GRACE_MAX, PAINT_GRACE_PER_MIB * mib))
+        report = load_saved_report(path)
+        info["report"], info["label"] = report, source_line(report, path)
+        app.model.source, app.model.fixed_gates = info["label"], report["gates"]
+        return RecordedRunner(report, on_event)
+
+    app = build_app(runner_factory=factory, workspace=os.path.abspath(workspace or "."),
+                    offline=WHY_OFF, report_info=info, budget=SAVED_BUDGET)
+    return app
+
+
+def early_check(path: str) -> None:
+    """Fail before the dashboard starts unless the file begins like a readable report: its
+    first bytes must name a schema this version reads (else the full check's message)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = b""
+    m = re.search(rb'"schema"\s*:\s*"([^"\\]{0,100})"', head)
+    if m is None or m.group(1).decode("utf-8", "replace") not in READABLE_SCHEMAS:
+        load_saved_report(path)  # raises the one-line UsageError (or reads an odd layout)
+
+
+def run_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
+                  why_off: str = WHY_OFF, path: str | None = None) -> int:
+    """Run :func:`build_saved_app` until the user quits; exit 0."""
+    build_saved_app(report, label=label, workspace=workspace, why_off=why_off,
+                    path=path).run()
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    from laya_tui.cli.main import _Parser
+
+    ap = _Parser(prog="laya-tui show",
+                 description="Open a saved laya-tui report in the dashboard (nothing runs).")
+    ap.add_argument("report", metavar="REPORT.json")
+    ap.add_argument("--headless", action="store_true",
+                    help="print the summary instead (implied without a terminal)")
+    ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML page")
+    ap.add_argument("--trace", metavar="PATH",
+                    help="write the run's timeline as Chrome trace JSON (Perfetto)")
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="where call-site files are looked up (default: the current folder)")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    """``laya-tui show``."""
+    from laya_tui.core.files import check_output_path
+    from laya_tui.report.document import write_atomic
+
+    args = _parser().parse_args(argv)
+    check_output_path(args.html)
+    check_output_path(args.trace)
+    interactive = not (args.headless or args.html or args.trace) and sys.stdout.isatty() \
+        and sys.stdin.isatty()
+    if interactive:
+        early_check(args.report)
+        app = build_lazy_app(args.report, workspace=args.workspace)
+        app.run()
+        if app.exit_error:
+            print(f"laya-tui show: error: {app.exit_error}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
+    report = load_saved_report(args.report)
+    if args.html:
+        from laya_tui.report.html import build_html
+
+        write_atomic(args.html, build_html(report, title=f"laya-tui {args.report}",
+                                           workspace=args.workspace))
+    if args.trace:
+        from laya_tui.core.trace import trace_json
+
+        write_atomic(args.trace, trace_json(report))
+    sys.stdout.write(headless_text(report, args.report))
+    return EXIT_OK

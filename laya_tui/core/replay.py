@@ -1,0 +1,93 @@
+"""A runner that replays a recorded report: same interface and events as the live Runner.
+
+Tests, snapshots and benchmarks feed the app recorded signals through it; a re-run
+replays the probe's recorded result again (a new run in the probe's history).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.core.runner import Discovery
+
+#: A fixed start time, so nothing in a replay depends on the clock.
+RECORDED_START = 1_700_000_000.0
+#: Recordings with more signals than this are frozen out of the garbage collector's scans.
+FREEZE_ABOVE = 10_000
+
+
+def load_report(source: str | Path | dict[str, Any]) -> dict[str, Any]:
+    """A report document from a path or an already loaded dict."""
+    if isinstance(source, dict):
+        return source
+    return json.loads(Path(source).read_text())
+
+
+class RecordedRunner:
+    """Replays a report's probes as runner events (optionally paced, ``delay`` seconds each)."""
+
+    def __init__(self, report: str | Path | dict[str, Any],
+                 on_event: Callable[[Event], None] | None = None, *, delay: float = 0.0,
+                 chunk: int = 256) -> None:
+        self.report = load_report(report)
+        self.on_event = on_event or (lambda e: None)
+        self.delay = delay
+        self.chunk = chunk
+        self._results = {p["id"]: p for p in self.report.get("probes", [])}
+        if sum(len(p.get("signals", [])) for p in self._results.values()) > FREEZE_ABOVE:
+            # A large recording is immutable and lives as long as the app: keep it out of
+            # the cyclic collector's full scans (the app does the same for live rows).
+            gc.freeze()
+        self.workers: dict[str, Any] = {}
+        self.killed = False
+        self.closed = False
+
+    async def discover(self) -> Discovery:
+        """The recorded probes as discovery entries."""
+        probes = [{"id": p["id"], "family": p["family"], "file": p.get("file"),
+                   "func": None, "param": None, "params": p.get("params", {}),
+                   "timeout": None, "deps": p.get("deps", [])}
+                  for p in self.report.get("probes", [])]
+        return Discovery(probes, list(self.report.get("errors", [])))
+
+    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Replay every given probe, in order."""
+        for p in probes:
+            self.on_event(ProbeQueued(p["id"], p["family"]))
+        return [await self.run_one(p) for p in probes]
+
+    async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None
+                      ) -> dict[str, Any]:
+        """Replay one probe's recorded events."""
+        recorded = self._results[probe["id"]]
+        result = dict(recorded, signals=list(recorded.get("signals", [])))
+        self.on_event(ProbeStarted(result["id"], result["family"], RECORDED_START))
+        for i, sig in enumerate(result.get("signals", [])):
+            self.on_event(SignalEmitted(result["id"], sig))
+            if i % self.chunk == self.chunk - 1:
+                await asyncio.sleep(0)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        else:
+            await asyncio.sleep(0)
+        self.on_event(ProbeFinished(result))
+        return result
+
+    def cancel(self, probe_id: str) -> bool:
+        """Nothing runs in a subprocess here."""
+        return False
+
+    async def invalidate(self, files: set[str], *, recycle: bool = False) -> None:
+        """Nothing to invalidate in a replay."""
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def kill_all(self) -> None:
+        self.killed = True

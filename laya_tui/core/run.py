@@ -1,0 +1,55 @@
+"""One run, the same for every front end: discover (a broken probe file or an empty
+``--only`` is a usage error), run the selected cells, end the workers on the way out."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from typing import Any
+
+from laya_tui.core.errors import UsageError
+from laya_tui.core.runner import Discovery, RunConfig, Runner
+
+
+def _first_error(disc: Discovery) -> str:
+    e = disc.errors[0]
+    where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
+    more = f" (and {len(disc.errors) - 1} more)" if len(disc.errors) > 1 else ""
+    return f"{where}: {e['error']}{more}"
+
+
+async def discover_checked(runner: Runner) -> Discovery:
+    """Discover probes; a broken probe file or an empty ``--only`` is a usage error."""
+    disc = await runner.discover()
+    if disc.errors:
+        raise UsageError(_first_error(disc))
+    selected = disc.shard["selected"] if disc.shard else len(disc.probes)
+    if runner.config.only and not selected:
+        raise UsageError(f"--only {' '.join(runner.config.only)} matches no probe")
+    return disc
+
+
+async def run_probes(config: RunConfig, on_event: Any = None
+                     ) -> tuple[list[dict[str, Any]], Discovery, float]:
+    """Discover and run every selected probe; workers are ended on the way out."""
+    runner = Runner(config, on_event=on_event)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is not None:
+        try:
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        except (NotImplementedError, RuntimeError):
+            pass
+    t0 = time.perf_counter()
+    try:
+        disc = await discover_checked(runner)
+        if disc.shard and not disc.probes:
+            print(f"laya-tui: shard {disc.shard['index']}/{disc.shard['count']} holds no cell "
+                  f"({disc.shard['selected']} selected)", file=sys.stderr)
+        results = await runner.run(disc.probes)
+    finally:
+        runner.kill_all()
+        await runner.close()
+    return results, disc, time.perf_counter() - t0

@@ -1,0 +1,576 @@
+"""The runner: discovers probes in a worker, runs them in warm per-family workers, survives
+their crashes, hangs and garbage, and streams events to whoever listens (UI or headless).
+
+Pure asyncio and the standard library: nothing heavy is imported here (docs/architecture.md,
+'Processes and the one rule').
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.core.events import (
+    Event,
+    ProbeFinished,
+    ProbeQueued,
+    ProbeStarted,
+    SignalEmitted,
+)
+from laya_tui.core.logtext import trim_faulthandler
+from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
+from laya_tui.core.signals import KINDS
+
+LOG_TAIL_CHARS = 4000
+_KINDS = {k: k for k in KINDS}
+MAX_LINE = 64 * 1024 * 1024
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs to know; built by the CLI from flags and pyproject."""
+
+    workspace: str
+    probes: list[str]
+    kernels: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)
+    timeout: float | None = None
+    family_timeouts: dict[str, float] = field(default_factory=dict)
+    jobs: int = 2
+    use_cache: bool = True
+    cache_dir: str | None = None
+    out: str | None = None
+    extra_options: dict[str, Any] = field(default_factory=dict)
+    python: str = sys.executable
+    #: cells inside a family: "longest-first" (headless: the family ends soonest) or
+    #: "shortest-first" (a user watching: first results at once), by recorded durations
+    order: str = "longest-first"
+    shard: tuple[int, int] | None = None  # --shard K/N (laya_tui.core.shard)
+    durations: dict[str, float] | None = None  # --shard: seconds per cell from --durations
+    durations_path: str | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The options probes see through ``laya_tui.api.options()``."""
+        opts = {
+            "workspace": os.path.realpath(self.workspace),
+            "probes": [os.path.realpath(p) for p in self.probes],
+            "kernels": [os.path.realpath(p) for p in self.kernels],
+            "models": list(self.models),
+            "out": self.out,
+        }
+        opts.update(self.extra_options)
+        return opts
+
+    def timeout_for(self, probe: dict[str, Any]) -> float:
+        """``--timeout`` wins, then the probe's own, then the family default."""
+        if self.timeout is not None:
+            return self.timeout
+        if probe.get("timeout"):
+            return float(probe["timeout"])
+        fam = probe.get("family", "")
+        return self.family_timeouts.get(fam, DEFAULT_TIMEOUTS.get(fam, FALLBACK_TIMEOUT))
+
+
+@dataclass
+class Discovery:
+    """What discovery found: probe cells and per-file errors."""
+
+    probes: list[dict[str, Any]]
+    errors: list[dict[str, Any]]
+    shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
+
+
+class WorkerDied(Exception):
+    """The worker process ended or broke its protocol."""
+
+
+class WorkerHandle:
+    """One worker subprocess in its own process group, with its signal pipe."""
+
+    def __init__(self, family: str, config: RunConfig, log_dir: str) -> None:
+        self.family = family
+        self.config = config
+        self.log_dir = log_dir
+        self.proc: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.StreamReader | None = None
+        self.worker_log = os.path.join(log_dir, f"_worker-{_safe(family)}.log")
+        self.killed = False
+
+    @property
+    def alive(self) -> bool:
+        # a killed worker is gone even before asyncio has reaped it (returncode still None):
+        # without this, the cell after a cancelled one was sent to the dying worker and its
+        # death reported as that cell's crash
+        return self.proc is not None and self.proc.returncode is None and not self.killed
+
+    async def start(self) -> None:
+        """Spawn the worker and wait for its ``ready`` event."""
+        rfd, wfd = os.pipe()
+        env = dict(os.environ)
+        env["LAYA_TUI_OPTIONS"] = json.dumps(self.config.options())
+        if not _installed():  # run from a source tree: let the worker find laya_tui
+            env["PYTHONPATH"] = os.pathsep.join(
+                [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
+        logf = open(self.worker_log, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                self.config.python, "-m", "laya_tui.worker", "--signal-fd", str(wfd),
+                "--workspace", self.config.workspace,
+                stdin=asyncio.subprocess.PIPE, stdout=logf, stderr=logf,
+                pass_fds=(wfd,), start_new_session=True, env=env,
+                cwd=self.config.workspace,
+            )
+        finally:
+            os.close(wfd)
+            logf.close()
+        loop = asyncio.get_running_loop()
+        self.reader = asyncio.StreamReader(limit=MAX_LINE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+                                     os.fdopen(rfd, "rb", buffering=0))
+        event = await self.next_event(timeout=60.0)
+        if event.get("type") != "ready":
+            raise WorkerDied(f"worker did not start: {event}")
+
+    async def send(self, cmd: dict[str, Any]) -> None:
+        """Write one command line to the worker's stdin."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            await self.proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise WorkerDied("worker stdin closed") from exc
+
+    async def next_event(self, timeout: float | None) -> dict[str, Any]:
+        """The next event; raises WorkerDied on EOF/garbage, TimeoutError past ``timeout``."""
+        assert self.reader is not None
+        try:
+            line = await asyncio.wait_for(self.reader.readline(), timeout)
+        except ValueError as exc:  # line over the limit
+            raise WorkerDied(f"malformed line on the signal pipe: {exc}") from exc
+        if not line:
+            raise WorkerDied(await self._exit_reason())
+        try:
+            event = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise WorkerDied("malformed line on the signal pipe: "
+                             + line[:200].decode("utf-8", "replace").strip()) from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise WorkerDied("malformed event on the signal pipe: " + line[:200].decode(
+                "utf-8", "replace").strip())
+        return event
+
+    async def _exit_reason(self) -> str:
+        assert self.proc is not None
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), 5.0)
+        except TimeoutError:
+            self.kill()
+            return "worker closed its signal pipe"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"worker killed by {name}"
+        return f"worker exited with code {code}"
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (compiler children included)."""
+        if self.proc is None:
+            return
+        self.killed = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def close(self) -> None:
+        """Ask the worker to exit; kill its group if it does not within a second."""
+        if self.proc is None:
+            return
+        if self.proc.returncode is None:
+            try:
+                await self.send({"op": "exit"})
+                self.proc.stdin.close()  # type: ignore[union-attr]
+                await asyncio.wait_for(self.proc.wait(), 1.0)
+            except (WorkerDied, TimeoutError, OSError):
+                pass
+        self.kill()
+        if self.proc.returncode is None:
+            try:
+                await asyncio.wait_for(self.proc.wait(), 2.0)
+            except TimeoutError:
+                pass
+
+
+class Runner:
+    """Discover and run probes; one warm worker per family, ``jobs`` families at a time."""
+
+    def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
+        self.config = config
+        self.on_event = on_event or (lambda e: None)
+        self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
+        self.workers: dict[str, WorkerHandle] = {}
+        # imported here: the dashboard builds a RunConfig before its first frame, the
+        # runner (hashlib, importlib.metadata) only after it
+        from laya_tui.core.cache import ResultCache, default_cache_dir
+        from laya_tui.core.versions import library_versions
+
+        self.cache = ResultCache(config.cache_dir or default_cache_dir(config.workspace))
+        self.versions = library_versions()
+        self._running: dict[str, str] = {}  # family -> probe id in flight
+        self._cancelled: set[str] = set()
+        self._lock: dict[str, asyncio.Lock] = {}
+        self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
+        self._recycle: set[str] = set()  # families whose warm worker must restart
+
+    # -- discovery ---------------------------------------------------------------------
+    async def discover(self) -> Discovery:
+        """Import the probe files in a throwaway worker and list their cells."""
+        handle = WorkerHandle("_discover", self.config, self.log_dir)
+        try:
+            await handle.start()
+            await handle.send({"op": "discover", "paths": self.config.probes})
+            event = await handle.next_event(timeout=120.0)
+        except (WorkerDied, TimeoutError) as exc:
+            tail = _tail(handle.worker_log)
+            return Discovery([], [{"file": ",".join(self.config.probes),
+                                   "error": f"discovery failed: {exc} {tail[-300:]}".strip(),
+                                   "line": None}])
+        finally:
+            await handle.close()
+        probes = event.get("probes", [])
+        if self.config.only:
+            probes = [p for p in probes if matches_any(p["id"], self.config.only)]
+        if self.config.shard:
+            return self._select_shard(probes, event.get("errors", []))
+        return Discovery(probes, event.get("errors", []))
+
+    def _select_shard(self, probes: list[dict[str, Any]],
+                      errors: list[dict[str, Any]]) -> Discovery:
+        """``--shard K/N``: keep part K of the selection (see :mod:`laya_tui.core.shard`)."""
+        from laya_tui.core.shard import read_cache_durations, select_shard
+
+        assert self.config.shard is not None
+        if self.config.durations is not None:
+            durations, source, path = self.config.durations, "report", self.config.durations_path
+        elif self.config.use_cache:
+            durations, source, path = read_cache_durations(self.cache.root), "cache", None
+        else:
+            durations, source, path = {}, "counts", None
+        chosen, info = select_shard(probes, self.config.shard, durations, source, path)
+        return Discovery(chosen, errors, shard=info)
+
+    # -- running -----------------------------------------------------------------------
+    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run probe cells (cache first); results in the order given."""
+        for p in probes:
+            self.on_event(ProbeQueued(p["id"], p["family"]))
+        by_family: dict[str, list[dict[str, Any]]] = {}
+        for p in probes:
+            by_family.setdefault(p["family"], []).append(p)
+        families = self._schedule(by_family)
+        results: dict[str, dict[str, Any]] = {}
+        sem = asyncio.Semaphore(max(1, self.config.jobs))
+
+        ran: list[dict[str, Any]] = []  # in the order they ran: a family's first paid start-up
+
+        async def family_task(fam: str) -> None:
+            async with sem:
+                for p in by_family[fam]:
+                    results[p["id"]] = await self.run_one(p)
+                    ran.append(results[p["id"]])
+
+        await asyncio.gather(*(family_task(f) for f in families))
+        if self.config.shard is None:  # shards read these and never write them
+            from laya_tui.core.shard import record_durations
+
+            record_durations(self.cache.root, ran)
+        return [results[p["id"]] for p in probes]
+
+    def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
+        """Order families and, in place, the cells inside each, by recorded durations.
+
+        ``env`` first; then the longest families first (``jobs`` run at once, so the
+        longest one starts at once); inside a family per ``config.order``. Cells and
+        families never run before have no duration: they keep discovery order, after
+        the timed ones. Results are still returned in the order given.
+        """
+        from laya_tui.core.shard import read_cache_durations
+
+        known = read_cache_durations(self.cache.root)
+        first_cell = self.config.order != "shortest-first"
+        for cells in by_family.values():
+            timed = [p for p in cells if p["id"] in known]
+            new = [p for p in cells if p["id"] not in known]
+            timed.sort(key=lambda p: known[p["id"]], reverse=first_cell)
+            cells[:] = timed + new
+        names = list(by_family)
+        total = {f: sum(known.get(p["id"], 0.0) for p in cells) for f, cells in by_family.items()}
+        return sorted(names, key=lambda f: (f != "env", -total[f], names.index(f)))
+
+    async def run_one(self, probe: dict[str, Any], *,
+                      use_cache: bool | None = None) -> dict[str, Any]:
+        """Run one cell in its family's warm worker (or serve it from the cache)."""
+        use_cache = self.config.use_cache if use_cache is None else use_cache
+        options = self._cache_options()
+        if use_cache:
+            hit = self.cache.lookup(probe["id"], probe.get("params"), options, self.versions)
+            if hit is not None:
+                now = time.time()  # the span of this serving, not of the cached run
+                hit = dict(hit, cached=True, started=now, ended=now)
+                self.on_event(ProbeStarted(probe["id"], probe["family"], time.time()))
+                for sig in hit.get("signals", []):
+                    self.on_event(SignalEmitted(probe["id"], sig))
+                self.on_event(ProbeFinished(hit))
+                return hit
+        lock = self._lock.setdefault(probe["family"], asyncio.Lock())
+        async with lock:
+            result = await self._execute(probe)
+        if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
+            # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
+            await self.cache.store_async(probe["id"], probe.get("params"), options,
+                                         self.versions, self._abs_deps(probe, result), result)
+        self.on_event(ProbeFinished(result))
+        return result
+
+    def _cache_options(self) -> dict[str, Any]:
+        """The run options that shape results (the workspace path itself does not)."""
+        opts = self.config.options()
+        opts.pop("workspace", None)
+        opts.pop("demo", None)  # decides which cells exist, never what one of them gives
+        return opts
+
+    def _abs_deps(self, probe: dict[str, Any], result: dict[str, Any]) -> list[str]:
+        deps = set(probe.get("deps", [])) | set(result.pop("_abs_deps", []))
+        return sorted(deps)
+
+    async def _worker(self, family: str) -> WorkerHandle:
+        """The family's warm worker (under its lock), with pending invalidations applied."""
+        handle = self.workers.get(family)
+        stale = self._stale.pop(family, None)
+        if handle is not None and handle.alive and family in self._recycle:
+            await handle.close()
+        elif handle is not None and handle.alive and stale:
+            try:
+                await handle.send({"op": "invalidate", "files": sorted(stale)})
+                await handle.next_event(timeout=10.0)
+            except (WorkerDied, TimeoutError):
+                handle.kill()
+                await handle.close()
+        if handle is not None and not handle.alive:
+            await handle.close()  # reap a killed or exited worker before its successor starts
+        if handle is None or not handle.alive:
+            self._recycle.discard(family)
+            handle = WorkerHandle(family, self.config, self.log_dir)
+            self.workers[family] = handle
+            await handle.start()
+        return handle
+
+    async def _execute(self, probe: dict[str, Any]) -> dict[str, Any]:
+        pid, fam = probe["id"], probe["family"]
+        log_path = os.path.join(self.log_dir, _safe(pid) + ".log")
+        if os.path.exists(log_path):
+            os.unlink(log_path)
+        signals: list[dict[str, Any]] = []
+        files: dict[str, str] = {}  # one string per call-site file, shared by the signals
+        t0 = time.perf_counter()
+        base = {"id": pid, "family": fam, "cached": False, "params": probe.get("params", {}),
+                "file": probe.get("file"), "started": time.time()}  # wall clock, for --trace
+        timeout = self.config.timeout_for(probe)
+        self._cancelled.discard(pid)
+        try:
+            handle = await self._worker(fam)
+        except (WorkerDied, TimeoutError, OSError) as exc:
+            return self._ended(base, "crashed", f"worker failed to start: {exc}", t0,
+                               signals, _tail(os.path.join(self.log_dir,
+                                                           f"_worker-{_safe(fam)}.log")), probe)
+        self._running[fam] = pid
+        try:
+            await handle.send({"op": "run", "id": pid, "file": probe["file"],
+                               "func": probe["func"], "param": probe.get("param"),
+                               "log": log_path})
+            deadline = time.monotonic() + timeout
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                event = await handle.next_event(timeout=remaining)
+                etype = event["type"]
+                if etype == "started":
+                    self.on_event(ProbeStarted(pid, fam, time.time()))
+                elif etype == "signals":  # a batch: one line, one json.loads
+                    batch = event.get("signals")
+                    if (event.get("probe") != pid or not isinstance(batch, list)
+                            or not all(type(s) is dict for s in batch)):
+                        raise WorkerDied("malformed signal event on the signal pipe: "
+                                         + json.dumps(event)[:200])
+                    signals.extend(batch)
+                    on_event = self.on_event
+                    for sig in batch:
+                        # share the strings json.loads copies into every signal (probe id,
+                        # kind, call-site file): a quarter of a signal's memory
+                        if sig.get("probe") == pid:
+                            sig["probe"] = pid
+                        kind = _KINDS.get(sig.get("kind"))
+                        if kind is not None:
+                            sig["kind"] = kind
+                        site = sig.get("site")
+                        if type(site) is dict and type(site.get("file")) is str:
+                            shared = files.get(site["file"])
+                            if shared is None and len(files) < 4096:
+                                shared = files[site["file"]] = site["file"]
+                            if shared is not None:
+                                site["file"] = shared
+                        on_event(SignalEmitted(pid, sig))
+                    await asyncio.sleep(0)  # buffered lines never suspend readline: let
+                    # the UI's loop breathe between batches in a flood
+                elif etype == "signal":  # one signal (the batched form is the usual one)
+                    sig = event.get("signal")
+                    if not isinstance(sig, dict) or event.get("probe") != pid:
+                        raise WorkerDied("malformed signal event on the signal pipe: "
+                                         + json.dumps(event)[:200])
+                    signals.append(sig)
+                    self.on_event(SignalEmitted(pid, sig))
+                elif etype == "finished" and event.get("id") == pid:
+                    result = dict(base, status=event.get("status", "failed"),
+                                  reason=event.get("reason"),
+                                  seconds=round(time.perf_counter() - t0, 3),
+                                  deps=self._rel_deps(probe, event.get("deps", [])),
+                                  signals=signals, log_tail=_tail(log_path),
+                                  ended=time.time())
+                    result["_abs_deps"] = event.get("deps", [])
+                    if event.get("error"):
+                        result["error"] = event["error"]
+                    return result
+                else:
+                    raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
+        except TimeoutError:
+            handle.kill()
+            await handle.close()
+            if pid in self._cancelled:
+                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
+                                   _tail(log_path), probe)
+            return self._ended(base, "timeout", f"timed out after {timeout:g} s", t0, signals,
+                               _tail(log_path), probe)
+        except WorkerDied as exc:
+            handle.kill()
+            await handle.close()
+            if pid in self._cancelled:
+                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
+                                   _tail(log_path), probe)
+            reason = str(exc)
+            tail = _tail(log_path) or _tail(handle.worker_log)
+            return self._ended(base, "crashed", reason, t0, signals, tail, probe)
+        finally:
+            self._running.pop(fam, None)
+
+    def _ended(self, base: dict[str, Any], status: str, reason: str, t0: float,
+               signals: list[dict[str, Any]], tail: str, probe: dict[str, Any]) -> dict[str, Any]:
+        return dict(base, status=status, reason=reason, seconds=round(time.perf_counter() - t0, 3),
+                    deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
+                    ended=time.time())
+
+    def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
+        root = os.path.realpath(self.config.workspace)
+        out = []
+        for d in sorted(set(probe.get("deps", [])) | set(run_deps)):
+            rel = os.path.relpath(d, root)
+            out.append(d if rel.startswith("..") else rel)
+        return out
+
+    def cancel(self, probe_id: str) -> bool:
+        """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it)."""
+        for fam, pid in self._running.items():
+            if pid == probe_id:
+                self._cancelled.add(pid)
+                self.workers[fam].kill()
+                return True
+        return False
+
+    async def invalidate(self, files: set[str], *, recycle: bool = False) -> None:
+        """Mark ``files`` changed: each warm worker drops the modules that depend on them
+        right before its next run (under its family lock, so never mid-run or mid-reply).
+
+        ``recycle`` restarts the warm workers instead, for changes no module reload can
+        apply (a native extension, a file loaded by a library at import time).
+        """
+        real = {os.path.realpath(f) for f in files}
+        for fam, handle in self.workers.items():
+            if handle.alive:
+                self._stale.setdefault(fam, set()).update(real)
+                if recycle:
+                    self._recycle.add(fam)
+
+    async def close(self) -> None:
+        """End every worker and remove the log folder."""
+        await asyncio.gather(*(h.close() for h in self.workers.values()), return_exceptions=True)
+        self.workers.clear()
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def kill_all(self) -> None:
+        """Synchronous last resort (signal handlers, atexit): SIGKILL every worker group."""
+        for h in self.workers.values():
+            h.kill()
+
+
+def matches_any(probe_id: str, patterns: list[str]) -> bool:
+    """True when ``probe_id`` equals a pattern, or matches it as a glob (``[`` literal)."""
+    for pat in patterns:
+        if probe_id == pat or probe_id.startswith(pat.rstrip("/") + "/") and "*" not in pat:
+            return True
+        if fnmatch.fnmatchcase(probe_id, _escape_brackets(pat)):
+            return True
+    return False
+
+
+def _escape_brackets(pat: str) -> str:
+    return re.sub(r"([\[\]])", r"[\1]", pat)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:150]
+
+
+def _tail(path: str, chars: int = LOG_TAIL_CHARS) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - chars * 4))
+            data = fh.read()
+    except OSError:
+        return ""
+    return trim_faulthandler(data.decode("utf-8", "replace"))[-chars:]
+
+
+def _package_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _installed() -> bool:
+    """True when laya-tui is an installed distribution (editable or not).
+
+    Then the worker imports laya_tui like the CLI did, and the repo root stays off its
+    PYTHONPATH: the repo's own ``kernels``/``probes`` folders must not shadow a user
+    workspace's.
+    """
+    from importlib import metadata
+
+    try:
+        metadata.distribution("laya-tui")
+    except metadata.PackageNotFoundError:
+        return False
+    return True

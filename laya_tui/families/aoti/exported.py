@@ -1,0 +1,96 @@
+"""Facts read from a torch.export ExportedProgram: input ranges, mixed-dtype matmuls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from laya_tui.families.aoti.targets import Inputs
+
+#: The matmul-like ops whose mixed input dtypes break packaged models.
+MATMUL_OPS = ("linear", "addmm", "mm", "bmm", "matmul", "baddbmm")
+
+
+def _path_name(path: Any) -> str:
+    from torch.utils import _pytree as pytree
+
+    keys = list(path)
+    if keys and getattr(keys[0], "idx", None) == 1:  # kwargs
+        rest = keys[1:]
+        text = pytree.keystr(rest)
+        return text[2:-2] if text.startswith("['") and text.endswith("']") else text
+    return "args" + pytree.keystr(keys[1:])
+
+
+def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
+               ) -> dict[str, Any]:
+    """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}]}``."""
+    import sympy
+    import torch
+    from torch.utils import _pytree as pytree
+
+    args, kwargs = example
+    flat = [(p, x) for p, x in pytree.tree_flatten_with_path((tuple(args), kwargs))[0]
+            if isinstance(x, torch.Tensor)]
+    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+    fakes = [vals[name] for name in ep.graph_signature.user_inputs]
+    fakes = [f for f in fakes if isinstance(f, torch.Tensor)]
+    ranges = {str(k): v for k, v in ep.range_constraints.items()}
+
+    def bound(v: Any) -> int:
+        try:
+            return int(v)
+        except Exception:  # noqa: BLE001 - sympy/torch infinities: unbounded
+            return 2**62
+
+    inputs = []
+    for (path, x), fake in zip(flat, fakes, strict=False):
+        name = _path_name(path)
+        dims = []
+        for d, size in enumerate(fake.shape):
+            label = dim_names.get(name, {}).get(d) or f"dim{d}"
+            if isinstance(size, int):
+                dims.append({"name": label, "min": size, "max": size})
+                continue
+            expr = size.node.expr
+            coeff, rest = expr.as_coeff_Mul() if isinstance(expr, sympy.Expr) else (1, expr)
+            coeff = int(coeff) if coeff and coeff == int(coeff) else 1
+            vr = ranges.get(str(rest)) or ranges.get(str(expr))
+            lo = bound(vr.lower) * coeff if vr is not None else int(x.shape[d])
+            hi = bound(vr.upper) * coeff if vr is not None else int(x.shape[d])
+            dim = {"name": label, "min": lo, "max": hi, "symbol": str(rest)}
+            if coeff > 1:
+                dim["multiple"] = coeff
+            dims.append(dim)
+        inputs.append({"name": name, "dtype": str(x.dtype), "dims": dims})
+    return {"inputs": inputs}
+
+
+def mixed_dtype_matmuls(ep: Any) -> list[dict[str, Any]]:
+    """Matmul-like nodes whose floating inputs disagree in dtype, with their source site."""
+    import torch
+
+    from laya_tui.families.aoti.failure import site_from_text
+
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for node in ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        op = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+        if op not in MATMUL_OPS:
+            continue
+        dtypes = []
+        for arg in node.args:
+            val = getattr(arg, "meta", {}).get("val") if hasattr(arg, "meta") else None
+            if isinstance(val, torch.Tensor) and val.is_floating_point():
+                dtypes.append(str(val.dtype).replace("torch.", ""))
+        if len(set(dtypes)) > 1:
+            trace = node.meta.get("stack_trace") or ""
+            site = site_from_text(trace)
+            key = (op, ",".join(dtypes), json.dumps(site, sort_keys=True))
+            if key in found:
+                found[key]["nodes"].append(node.name)
+                continue
+            found[key] = {"op": f"aten.{op}", "nodes": [node.name], "dtypes": dtypes,
+                          "site": site, "trace": trace[-1500:]}
+    return list(found.values())

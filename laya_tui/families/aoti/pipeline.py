@@ -1,0 +1,526 @@
+"""export -> aoti_compile_and_package -> aoti_load_package (fresh process and warm) -> compare.
+
+Worker side: torch is imported inside the functions. Every step's time, the package size,
+latencies and numeric deltas go out as signals and into ``results.json`` beside the
+package. A failing step is a result: a ``log`` signal naming the step, exception, first
+meaningful line and call site; the steps that do not depend on it still run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from laya_tui.families.aoti.exported import input_spec, mixed_dtype_matmuls
+from laya_tui.families.aoti.failure import StepFailure, describe, describe_remote
+from laya_tui.families.aoti.load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
+from laya_tui.families.aoti.measure import (
+    call,
+    flat_outputs,
+    head_deltas,
+    median_latencies,
+    output_names,
+)
+from laya_tui.families.aoti.results import (
+    PACKAGE_NAME,
+    RESULTS_NAME,
+    RESULTS_SCHEMA_ID,
+    cell_dir,
+    prune_old,
+    read_results,
+    write_results,
+)
+from laya_tui.families.aoti.targets import Inputs, Target
+from laya_tui.families.aoti.toolchain import (
+    Unavailable,
+    Unwritable,
+    aoti_compiler,
+    cache_key,
+    isa_probe_note,
+    require_aoti,
+)
+
+FRESH_TIMEOUT = 300.0
+
+
+class Pipeline:
+    """One cell: its steps, their signals, and its results.json."""
+
+    def __init__(self, ctx: Any, target: Target, root: Path) -> None:
+        self.ctx = ctx
+        self.target = target
+        self.root = Path(root)
+        self.failures: list[StepFailure] = []
+        self.mixed: list[dict[str, Any]] = []
+        self.results: dict[str, Any] = {
+            "schema": RESULTS_SCHEMA_ID, "model": target.name, "dtype": target.dtype,
+            "steps": {}, "shapes": [], "failures": [], "ok": False, "package": None,
+            "package_bytes": None, "input_spec": None,
+        }
+
+    # -- reporting helpers ---------------------------------------------------------------
+    def fail(self, failure: StepFailure) -> None:
+        """Record a failed step: a ``log`` signal and a results.json entry."""
+        if self.mixed and "same dtype" in failure.line and self.mixed[0].get("site"):
+            if failure.site and failure.site != self.mixed[0]["site"]:
+                failure.detail.setdefault("runtime_site", failure.site)
+            failure.site = self.mixed[0]["site"]
+        self.failures.append(failure)
+        self.results["failures"].append(failure.as_dict())
+        self.results["steps"].setdefault(failure.step, {"ok": False})["ok"] = False
+        self.ctx.signal("log", subject=failure.step, reason=failure.line, site=failure.site,
+                        fix=failure.fix, detail={"step": failure.step,
+                                                 "exception": failure.exception,
+                                                 "text": failure.text[-6000:],
+                                                 **failure.detail})
+
+    @contextlib.contextmanager
+    def step(self, name: str, **detail: Any) -> Iterator[dict[str, Any]]:
+        """Run a block as step ``name``; an exception becomes a failure, not a crash."""
+        box: dict[str, Any] = {"ok": False}
+        t0 = time.perf_counter()
+        try:
+            yield box
+            box["ok"] = True
+        except Exception as exc:  # noqa: BLE001 - every step failure is reported
+            self.fail(describe(name, exc, **detail))
+        finally:
+            box["seconds"] = time.perf_counter() - t0
+
+    # -- main ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Every step; returns results.json's content (also written beside the package)."""
+        import torch
+
+        t = self.target
+        env = require_aoti(t.dtype)
+        self.results["environment"] = env
+        self.ctx.environment("aoti/toolchain", env["torch"], detail=env)
+        for src in t.sources:
+            self.ctx.depends_on(src)
+        model = t.build()
+        key, parts = cache_key(t, model, env)
+        self.results.update(key=key, cache_parts=parts,
+                            limits={"logits": t.limit, "probs": t.limit,
+                                    "scaled_by": "max(1, max|reference|)"})
+        cdir = cell_dir(self.root, t.name, key)
+        try:
+            cdir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Unwritable(f"cannot write packages under {self.root}: {exc.strerror or exc}"
+                             " (pass --out DIR)") from exc
+        package = cdir / PACKAGE_NAME
+        self.results["package"] = str(package)
+        self.results["removed_old"] = prune_old(self.root, t.name, cdir)
+
+        spec = self.build_package(model, package, cdir, key)
+        shapes = []
+        if spec is not None:
+            shapes = self.shapes_in_range(spec)
+        fresh = self.load_fresh(package, shapes) if spec is not None else None
+        compiled = self.load_warm(package) if spec is not None else None
+        ref_model = t.reference(model)
+        per_shape = {name: {"name": name, "dims": dims, "heads": {}, "latency": {},
+                            "ratios": {}} for name, _, dims in shapes}
+        self.results["shapes"] = list(per_shape.values())
+        refs, same = self.eager_outputs(model, ref_model, shapes)
+        warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
+        cmodel = self.compile_model(model, shapes)
+        by_compile = self.compiled_outputs(cmodel, shapes) if cmodel is not None else {}
+        self.compare(shapes, per_shape, refs, same, fresh, warm, by_compile)
+        self.latency(model, compiled, cmodel, by_compile, shapes, per_shape)
+        torch._dynamo.reset()
+
+        self.results["ok"] = not self.failures and all(
+            h["passed"] for s in per_shape.values() for h in s["heads"].values())
+        results_path = cdir / RESULTS_NAME
+        if not write_results(results_path, self.results):
+            self.ctx.log("results.json written without schema validation: jsonschema is not"
+                         " installed (pip install 'jsonschema>=4.18')", subject="results")
+        self.ctx.artifact("results.json", results_path)
+        return self.results
+
+    # -- export + package ------------------------------------------------------------------
+    def build_package(self, model: Any, package: Path, cdir: Path, key: str
+                      ) -> dict[str, Any] | None:
+        """Export and package, or reuse the cached package; returns the input spec."""
+        t0 = time.perf_counter()
+        prev = read_results(cdir / RESULTS_NAME)
+        steps = (prev or {}).get("steps", {})
+        if (package.is_file() and prev and prev.get("key") == key
+                and steps.get("package", {}).get("ok") and prev.get("input_spec")):
+            lookup = time.perf_counter() - t0
+            for name in ("export", "package"):
+                built = dict(steps.get(name) or {})
+                self.results["steps"][name] = {**built, "ok": True, "cached": True,
+                                               "seconds": lookup,
+                                               "built_seconds": built.get("built_seconds",
+                                                                          built.get("seconds"))}
+            self.results["export_graph"] = prev.get("export_graph")
+            self.results["input_spec"] = prev["input_spec"]
+            self.mixed = prev.get("mixed_dtype") or []
+            self.results["mixed_dtype"] = self.mixed
+            self.ctx.timing("export", lookup, detail={"cached": True, **(prev.get(
+                "export_graph") or {}), "built_seconds": steps.get("export", {}).get("seconds")})
+            self.report_mixed()
+            self.ctx.timing("package", lookup, detail={
+                "cached": True, "built_seconds": self.results["steps"]["package"]["built_seconds"],
+                "key": key})
+            self.report_package(package, cached=True)
+            return prev["input_spec"]
+
+        import torch
+
+        ep = None
+        with self.step("export") as box:
+            dyn = self.target.dynamic_shapes(model)
+            args, kwargs = self.target.example
+            with torch.no_grad():
+                ep = torch.export.export(model, tuple(args), dict(kwargs), dynamic_shapes=dyn)
+        self.results["steps"]["export"] = {"ok": box["ok"], "seconds": box["seconds"],
+                                           "cached": False}
+        if ep is None:
+            return None
+        try:
+            spec = input_spec(ep, self.target.example, self.target.dim_names)
+        except Exception as exc:  # noqa: BLE001 - an odd input structure: no range checks
+            self.ctx.log(f"exported ranges unreadable ({type(exc).__name__}: {exc}); "
+                         "shapes are not checked before running", subject="export")
+            spec = {"inputs": [], "unreadable": True}
+        self.results["input_spec"] = spec
+        graph_path = cdir / "exported_graph.py"
+        code = ep.graph_module.print_readable(print_output=False)
+        graph_path.write_text(code)
+        nodes = [n for n in ep.graph.nodes if n.op == "call_function"]
+        graph = {"nodes": len(nodes), "ops": len({str(n.target) for n in nodes}),
+                 "graph_chars": len(code),
+                 "ranges": {str(k): [str(v.lower), str(v.upper)]
+                            for k, v in ep.range_constraints.items()}}
+        self.results["export_graph"] = graph
+        self.ctx.timing("export", box["seconds"], detail={"cached": False, **graph})
+        self.ctx.artifact("exported-graph", graph_path, detail={"nodes": graph["nodes"]})
+        self.mixed = mixed_dtype_matmuls(ep)
+        self.results["mixed_dtype"] = [{k: v for k, v in m.items() if k != "trace"}
+                                       for m in self.mixed]
+        self.report_mixed()
+
+        tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
+        configs: dict[str, Any] = {"aot_inductor.metadata": {
+            SPEC_KEY: encode_metadata(spec), KEY_KEY: encode_metadata(key)}}
+        compiler, note = aoti_compiler(self.results["environment"]["compiler"])
+        if note is not None:
+            configs["cpp.cxx"] = (None, compiler)
+            self.results["compiler_note"] = note
+            self.ctx.log(note, subject="package", detail={"compiler": compiler})
+        with self.step("package") as box:
+            torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp),
+                                                     inductor_configs=configs)
+            os.replace(tmp, package)
+        self.results["steps"]["package"] = {"ok": box["ok"], "seconds": box["seconds"],
+                                            "cached": False}
+        if not box["ok"]:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return None
+        self.ctx.timing("package", box["seconds"], detail={"cached": False, "key": key})
+        self.report_package(package, cached=False)
+        return spec
+
+    def report_mixed(self) -> None:
+        for m in self.mixed:
+            self.ctx.signal("cast", subject=m["op"], count=len(m["nodes"]), site=m.get("site"),
+                            reason=f"mixed-dtype matmul: {' x '.join(m['dtypes'])}",
+                            fix="cast the odd input to the weight's dtype before this op",
+                            detail={"nodes": m["nodes"], "dtypes": m["dtypes"]})
+
+    def report_package(self, package: Path, *, cached: bool) -> None:
+        size = package.stat().st_size
+        self.results["package_bytes"] = size
+        self.ctx.artifact("package", package, bytes=size, detail={"cached": cached})
+
+    def shapes_in_range(self, spec: dict[str, Any]) -> list[tuple[str, Inputs, dict[str, int]]]:
+        """The target's shapes, dropping (and logging) any the exported ranges refuse."""
+        from laya_tui.families.aoti.load import ShapeError, flat_tensors
+
+        keep = []
+        for name, inputs, dims in self.target.shapes(spec):
+            if spec.get("unreadable"):
+                keep.append((name, inputs, dims))
+                continue
+            flat = flat_tensors(*inputs)
+            try:
+                check_shapes(spec, [tuple(x.shape) for x in flat], [str(x.dtype) for x in flat],
+                             what=f"shape {name}")
+                keep.append((name, inputs, dims))
+            except ShapeError as exc:
+                self.ctx.log(str(exc), subject=f"shape[{name}]")
+        return keep
+
+    # -- loading ---------------------------------------------------------------------------
+    def load_fresh(self, package: Path, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                   ) -> dict[str, list[Any]] | None:
+        """``python -m laya_tui.families.aoti.load`` in a new process: its outputs per shape."""
+        import torch
+
+        import laya_tui
+        from laya_tui.families.rbln_status import guard_autoload
+
+        env = dict(os.environ)
+        guard_autoload(env)
+        src_root = os.path.dirname(os.path.dirname(os.path.abspath(laya_tui.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
+        with tempfile.TemporaryDirectory(prefix="laya-aoti-") as tmp:
+            inputs_path, result_path = os.path.join(tmp, "inputs.pt"), os.path.join(tmp, "out.pt")
+            torch.save({"shapes": [{"name": n, "args": list(i[0]), "kwargs": i[1]}
+                                   for n, i, _ in shapes]}, inputs_path)
+            cmd = [sys.executable, "-m", "laya_tui.families.aoti.load", str(package), inputs_path,
+                   "--result", result_path]
+            for mod in self.target.forbid:
+                cmd += ["--forbid", mod]
+            t0 = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                                      timeout=FRESH_TIMEOUT, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired as exc:
+                self.fail(describe_remote("load-fresh", None, str(exc.stderr or ""), None,
+                                          process="fresh"))
+                return None
+            wall = time.perf_counter() - t0
+            result = (torch.load(result_path, weights_only=True)
+                      if os.path.isfile(result_path) else None)
+        error = (result or {}).get("error")
+        if result is None or error:
+            failure = describe_remote("load-fresh", error, proc.stderr, proc.returncode,
+                                      process="fresh", shape=(error or {}).get("shape"))
+            self.fail(failure)
+            if result is None or "load_seconds" not in result:
+                return None
+        detail = {"process_seconds": round(wall, 4),
+                  "import_seconds": round(result["import_seconds"], 4),
+                  "loader_import_seconds": round(result.get("loader_import_seconds", 0.0), 4),
+                  "isa_probe_seconds": round(result.get("isa_probe_seconds", 0.0), 4),
+                  "first_run_seconds": {k: round(v, 6) for k, v in
+                                        result["first_run_seconds"].items()},
+                  "model_code_imported": result.get("forbidden_imported", []),
+                  "isa": result["metadata"].get("AOTI_CPU_ISA"),
+                  "threads": result.get("threads")}
+        self.results["steps"]["load-fresh"] = {"ok": not error, "seconds": result["load_seconds"],
+                                               **detail}
+        self.ctx.timing("load-fresh", result["load_seconds"], detail=detail)
+        note = isa_probe_note(detail["isa_probe_seconds"], result["load_seconds"])
+        if note:
+            self.ctx.log(note, subject="load-fresh")
+        if result.get("forbidden_imported"):
+            self.ctx.log("the fresh process imported model code: "
+                         + ", ".join(result["forbidden_imported"]), subject="load-fresh")
+        return None if error else result["outputs"]
+
+    def load_warm(self, package: Path) -> Any:
+        """``aoti_load_package`` in this (warm) process."""
+        import torch
+
+        from laya_tui.families.aoti.load import isa_probe_seconds
+
+        compiled = None
+        # Packaging already ran inductor's CPU-ISA probe; a cached run has not, so run it
+        # first and keep it out of the warm figure.
+        isa = isa_probe_seconds()
+        with self.step("load-warm", process="warm") as box:
+            compiled = torch._inductor.aoti_load_package(str(package))
+        self.results["steps"]["load-warm"] = {"ok": box["ok"], "seconds": box["seconds"],
+                                              "isa_probe_seconds": isa}
+        if box["ok"]:
+            self.ctx.timing("load-warm", box["seconds"],
+                            detail={"isa_probe_seconds": round(isa, 4)})
+        return compiled
+
+    # -- outputs -----------------------------------------------------------------------------
+    def eager_outputs(self, model: Any, ref_model: Any,
+                      shapes: list[tuple[str, Inputs, dict[str, int]]]
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """fp32 eager reference outputs, and the model's own (same-dtype) eager outputs."""
+        refs: dict[str, Any] = {}
+        same: dict[str, Any] = {}
+        with self.step("eager") as box:
+            for name, inputs, _ in shapes:
+                out = call(ref_model, inputs)
+                refs[name] = (flat_outputs(out), output_names(out, self.target.heads))
+        if ref_model is not model:
+            with self.step("eager", dtype=self.target.dtype) as box2:
+                for name, inputs, _ in shapes:
+                    same[name] = flat_outputs(call(model, inputs))
+            box["ok"] = box["ok"] and box2["ok"]
+        self.results["steps"]["eager"] = {"ok": box["ok"], "seconds": box["seconds"]}
+        return refs, same
+
+    def warm_outputs(self, compiled: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                     ) -> dict[str, list[Any]]:
+        """The package's outputs in this process, per shape (stops at the first error)."""
+        outs: dict[str, list[Any]] = {}
+        for name, inputs, _ in shapes:
+            with self.step("run", process="warm", shape=name) as box:
+                outs[name] = flat_outputs(call(compiled, inputs))
+            if not box["ok"]:
+                break
+        return outs
+
+    def compiled_outputs(self, cmodel: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                         ) -> dict[str, list[Any]]:
+        """torch.compile's outputs per shape; a recompile on a shape becomes a signal."""
+        outs: dict[str, list[Any]] = {}
+        recompiled: dict[str, list[str]] = {}
+        for name, inputs, _ in shapes:
+            before, reasons = self._graphs(), self._guard_failures()
+            with self.step("run", process="torch.compile", shape=name) as box:
+                outs[name] = flat_outputs(call(cmodel, inputs))
+            if box["ok"] and self._graphs() > before:
+                recompiled[name] = self._guard_failures()[len(reasons):][:5]
+        step = self.results["steps"].setdefault("compile", {"ok": True})
+        step["recompiled_on"] = recompiled
+        for name, why in recompiled.items():
+            self.ctx.signal("recompile", subject="torch.compile", count=1,
+                            reason=(why[0] if why else f"new input shape {name}")[:300],
+                            detail={"shape": name, "guard_failures": why})
+        return outs
+
+    def compare(self, shapes: list[tuple[str, Inputs, dict[str, int]]],
+                per_shape: dict[str, dict[str, Any]], refs: dict[str, Any],
+                same: dict[str, Any], fresh: dict[str, list[Any]] | None,
+                warm: dict[str, list[Any]], by_compile: dict[str, list[Any]]) -> None:
+        """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference.
+
+        The detail also carries AOTI vs torch.compile and torch.compile vs the reference.
+        """
+        from laya_tui.families.numeric import max_abs_diff
+
+        for name, _, _ in shapes:
+            if name not in refs:
+                continue
+            ref_outs, heads = refs[name]
+            outs, source = (fresh or {}).get(name), "aoti fresh process"
+            if outs is None:
+                outs, source = warm.get(name), "aoti warm process"
+            if outs is None:
+                continue
+            if len(outs) != len(ref_outs):
+                self.fail(describe("compare", ValueError(
+                    f"package returned {len(outs)} outputs, eager {len(ref_outs)}"), shape=name))
+                continue
+            fresh_vs_warm = None
+            if fresh and name in fresh and name in warm:
+                fresh_vs_warm = max(max_abs_diff(a, b)[0] for a, b in zip(
+                    fresh[name], warm[name], strict=True))
+            for i, head in enumerate(heads):
+                d = head_deltas(outs[i], ref_outs[i])
+                limit = self.target.limit * max(1.0, d["ref_absmax"])
+                vs_same = (max_abs_diff(outs[i], same[name][i])[0]
+                           if name in same else None)
+                vs_compiled = compiled_vs_ref = None
+                if name in by_compile and len(by_compile[name]) == len(outs):
+                    vs_compiled = max_abs_diff(outs[i], by_compile[name][i])[0]
+                    compiled_vs_ref = max_abs_diff(by_compile[name][i], ref_outs[i])[0]
+                passed_logit = d["logit"] <= limit
+                passed_prob = d["prob"] <= limit
+                rows = len(d["agree"])
+                detail = {"argmax_agree": d["agree"], "argmax_match": sum(d["agree"]),
+                          "rows": rows, "compared": source,
+                          "reference": "eager fp32" if self.target.dtype == "fp32"
+                          or same else "eager", "fresh_vs_warm": fresh_vs_warm,
+                          "vs_same_dtype_eager": vs_same, "vs_compiled": vs_compiled,
+                          "compiled_vs_reference": compiled_vs_ref}
+                self.ctx.tolerance(f"{head}/logits[{name}]", d["logit"], limit,
+                                   passed=passed_logit, detail=detail)
+                self.ctx.tolerance(f"{head}/probs[{name}]", d["prob"], limit,
+                                   passed=passed_prob, detail=detail)
+                per_shape[name]["heads"][head] = {
+                    "max_logit_delta": d["logit"], "max_prob_delta": d["prob"],
+                    "limit": limit, "prob_limit": limit, "argmax_agree": d["agree"],
+                    "passed": bool(passed_logit and passed_prob),
+                    "vs_same_dtype_eager": vs_same, "fresh_vs_warm": fresh_vs_warm,
+                    "vs_compiled": vs_compiled, "compiled_vs_reference": compiled_vs_ref}
+
+    def latency(self, model: Any, compiled: Any, cmodel: Any,
+                by_compile: dict[str, list[Any]],
+                shapes: list[tuple[str, Inputs, dict[str, int]]],
+                per_shape: dict[str, dict[str, Any]]) -> None:
+        """Median latency of eager, torch.compile'd and AOTI on every shape, side by side."""
+        eager_fn = model if self.results["steps"].get("eager", {}).get("ok") else None
+        run_ok = not any(f.step == "run" and f.detail.get("process") == "warm"
+                         for f in self.failures)
+        aoti_fn = compiled if run_ok else None
+        for name, inputs, _ in shapes:
+            row = per_shape[name]
+            # torch.compile only where it ran (and compiled) in compiled_outputs
+            chosen = (("eager", eager_fn),
+                      ("compiled", cmodel if name in by_compile else None), ("aoti", aoti_fn))
+            variants = {k: fn for k, fn in chosen if fn is not None}
+            measured = median_latencies(variants, inputs)
+            for variant in variants:
+                got = measured[variant]
+                if isinstance(got, BaseException):
+                    self.fail(describe("latency", got, variant=variant, shape=name))
+                    continue
+                seconds, detail = got
+                row["latency"][variant] = seconds
+                eager = row["latency"].get("eager")
+                ratio = eager / seconds if eager and variant != "eager" else None
+                if ratio is not None:
+                    row["ratios"][f"{variant}_speedup_vs_eager"] = ratio
+                    detail["speedup_vs_eager"] = round(ratio, 4)
+                self.ctx.timing(f"latency/{variant}[{name}]", seconds, detail=detail)
+
+    def _guard_failures(self) -> list[str]:
+        from torch._dynamo.utils import guard_failures
+
+        return [str(r) for reasons in guard_failures.values() for r in reasons]
+
+    def _graphs(self) -> int:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"].get("unique_graphs", 0))
+
+    def compile_model(self, model: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
+                      ) -> Any:
+        """``torch.compile(model, dynamic=True)``; the first call's seconds is the compile."""
+        import torch
+
+        if not shapes:
+            return None
+        torch._dynamo.reset()
+        cmodel = None
+        with self.step("compile") as box:
+            cmodel = torch.compile(model, dynamic=True)
+            call(cmodel, shapes[0][1])
+        self.results["steps"]["compile"] = {"ok": box["ok"], "seconds": box["seconds"]}
+        if not box["ok"]:
+            return None
+        self.ctx.timing("compile", box["seconds"], detail={"mode": "dynamic=True",
+                                                           "first_shape": shapes[0][0]})
+        return cmodel
+
+
+def run_target(ctx: Any, target: Target, out: str | None) -> dict[str, Any]:
+    """Run one cell end to end; skip when AOTInductor cannot run, fail on a failed step."""
+    from laya_tui.families.aoti.results import output_root
+
+    pipe = Pipeline(ctx, target, output_root(out))
+    try:
+        results = pipe.run()
+    except Unavailable as exc:
+        ctx.skip(str(exc))
+        raise  # unreachable: skip raises
+    except Unwritable as exc:
+        ctx.fail(str(exc))
+        raise  # unreachable: fail raises
+    if pipe.failures:
+        first = pipe.failures[0]
+        ctx.fail(f"{first.step} failed: {first.exception}: {first.line}")
+    return results
+

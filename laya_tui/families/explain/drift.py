@@ -1,0 +1,209 @@
+"""Where the drift starts: every module's output against its fp32 CPU reference, in order.
+
+Forward hooks on every submodule of the model and of its fp32 reference (a copy with the
+same module names) record each call's output; the reference run's floating outputs are
+kept as fp32 CPU copies, the model's are compared as they come, so memory stays one
+reference activation set. Each module call is compared with the reference call of the same
+module name and call index: max |diff| over its floating tensors (masked rows only, when
+a ``(batch, tokens)`` mask is given and a tensor starts with those dims), against the limit
+of the output's dtype scaled by max(1, max|reference|). The first module past its limit in
+execution order (hooks fire as a module returns, so inner modules come before the module
+that holds them) is where the drift starts. Modules whose outputs do not match between the
+runs (not called in the reference, another structure, another shape) are named and
+skipped. Any ``nn.Module``; tuple, list, dict and ``ModelOutput`` outputs. Worker side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: max |diff| limits per output dtype (scaled by max(1, max|reference|)).
+DEFAULT_LIMITS = {"float32": 1e-4, "float64": 1e-6, "bfloat16": 0.05, "float16": 0.05}
+#: Points kept in the signal detail; the artifact holds every module call.
+MAX_POINTS = 120
+ROOT = "(model)"
+
+
+def _leaves(out: Any, torch: Any) -> list[Any] | None:
+    """The tensors of a module output in a stable order; None when it holds none."""
+    found: list[Any] = []
+
+    def walk(x: Any, depth: int) -> None:
+        if depth > 6:
+            return
+        if isinstance(x, torch.Tensor):
+            found.append(x)
+        elif isinstance(x, dict):
+            for k in x:
+                walk(x[k], depth + 1)
+        elif isinstance(x, (tuple, list)):
+            for v in x:
+                walk(v, depth + 1)
+
+    walk(out, 0)
+    return found or None
+
+
+def _masked(t: Any, mask: Any) -> Any:
+    if mask is not None and t.dim() >= mask.dim() and tuple(t.shape[:mask.dim()]) == \
+            tuple(mask.shape):
+        return t[mask.to(t.device)]
+    return t
+
+
+def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
+                 run_reference: Callable[[], Any], *, mask: Any = None,
+                 limits: dict[str, float] | None = None) -> dict[str, Any]:
+    """Run both with hooks; returns ``{"calls", "first_past_limit", "skipped", ...}``.
+
+    ``reference_output`` and ``model_output`` hold what the two calls returned. ``calls``
+    lists every compared module call in the model's execution order as
+    ``{"module", "type", "call", "dtype", "max_diff", "limit", "past"}``.
+    """
+    import torch
+
+    lim = dict(DEFAULT_LIMITS, **(limits or {}))
+    cpu_mask = None if mask is None else mask.detach().bool().cpu()
+    ref_out: dict[str, list[list[Any] | None]] = {}
+
+    def name_of(named: dict[int, str], m: Any) -> str:
+        return named.get(id(m), "?") or ROOT
+
+    def ref_hook(m: Any, _args: Any, out: Any) -> None:
+        leaves = _leaves(out, torch)
+        kept = None if leaves is None else [
+            _masked(t.detach().float().cpu().clone(), cpu_mask) if t.is_floating_point()
+            else None for t in leaves]
+        ref_out.setdefault(name_of(ref_names, m), []).append(kept)
+
+    calls: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    seen: dict[str, int] = {}
+
+    def model_hook(m: Any, _args: Any, out: Any) -> None:
+        name = name_of(model_names, m)
+        idx = seen.get(name, 0)
+        seen[name] = idx + 1
+        leaves = _leaves(out, torch)
+        if leaves is None or not any(t.is_floating_point() for t in leaves):
+            return
+        refs = ref_out.get(name)
+        if refs is None or idx >= len(refs):
+            skipped.setdefault(name, "not called (that often) in the reference run")
+            return
+        ref = refs[idx]
+        if ref is None or len(ref) != len(leaves):
+            skipped.setdefault(name, f"output structure differs: {len(leaves)} tensor(s) vs "
+                                     f"{0 if ref is None else len(ref)} in the reference")
+            return
+        worst, limit, dtype = 0.0, None, None
+        for t, r in zip(leaves, ref, strict=True):
+            if not t.is_floating_point() or r is None:
+                continue
+            a = _masked(t.detach(), None if cpu_mask is None else cpu_mask).float().cpu()
+            if tuple(a.shape) != tuple(r.shape):
+                skipped.setdefault(name, f"shape {tuple(a.shape)} vs {tuple(r.shape)} in the "
+                                         "reference")
+                return
+            if a.numel() == 0:
+                continue
+            diff = (a - r).abs()
+            d = float(diff.max()) if bool(torch.isfinite(diff).all()) else float("inf")
+            dt = str(t.dtype).removeprefix("torch.")
+            scale = max(1.0, float(r.abs().max()))
+            this_limit = lim.get(dt, lim["bfloat16"]) * scale
+            if limit is None or d / this_limit > worst / limit:
+                worst, limit, dtype = d, this_limit, dt
+        if limit is None:
+            return
+        calls.append({"module": name, "type": type(m).__name__, "call": idx, "dtype": dtype,
+                      "max_diff": worst, "limit": limit, "past": worst > limit})
+
+    ref_names = {id(m): n for n, m in reference.named_modules()}
+    model_names = {id(m): n for n, m in model.named_modules()}
+    t0 = time.perf_counter()
+    handles = [m.register_forward_hook(ref_hook) for m in reference.modules()]
+    try:
+        with torch.no_grad():
+            ref_output = run_reference()
+    finally:
+        for h in handles:
+            h.remove()
+    t_ref = time.perf_counter() - t0
+    handles = [m.register_forward_hook(model_hook) for m in model.modules()]
+    t0 = time.perf_counter()
+    try:
+        with torch.no_grad():
+            model_output = run_model()
+    finally:
+        for h in handles:
+            h.remove()
+    t_model = time.perf_counter() - t0
+    first = next((c for c in calls if c["past"]), None)
+    return {"calls": calls, "first_past_limit": first,
+            "skipped": [{"module": k, "reason": v} for k, v in skipped.items()],
+            "compared": len(calls), "seconds": {"reference": round(t_ref, 6),
+                                                "model": round(t_model, 6)},
+            "reference_output": ref_output, "model_output": model_output}
+
+
+def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[str, Any]:
+    """The ``drift`` entry of a tolerance signal's detail (curve thinned to MAX_POINTS)."""
+    calls = result["calls"]
+    step = max(1, -(-len(calls) // MAX_POINTS))
+    keep = [c for i, c in enumerate(calls) if i % step == 0 or c["past"] and c is
+            result["first_past_limit"]]
+    first = result["first_past_limit"]
+    out: dict[str, Any] = {
+        "first_past_limit": None if first is None else _point(first),
+        "index": None if first is None else calls.index(first),
+        "curve_first": None if first is None else next(
+            i for i, c in enumerate(keep) if c is first),
+        "worst": None if not calls else dict(
+            _point(max(calls, key=lambda c: c["max_diff"] / c["limit"] if c["limit"] else 0)),
+            ratio=_r(max(c["max_diff"] / c["limit"] if c["limit"] else 0 for c in calls))),
+        "compared": len(calls),
+        "curve": [[c["module"], _r(c["max_diff"]), _r(c["limit"])] for c in keep],
+        "skipped": result["skipped"][:20],
+    }
+    if step > 1:
+        out["curve_every"] = step
+    if artifact:
+        out["artifact"] = artifact
+    return out
+
+
+def _point(c: dict[str, Any]) -> dict[str, Any]:
+    return dict({k: c[k] for k in ("module", "type", "call", "dtype")},
+                max_diff=_r(c["max_diff"]), limit=_r(c["limit"]))
+
+
+def _r(x: float) -> float | None:
+    if x != x or x in (float("inf"), float("-inf")):
+        return None
+    return float(f"{x:.4g}")
+
+
+def write_artifact(result: dict[str, Any], folder: str, name: str) -> str:
+    """The full per-module curve as JSON in ``folder``; returns its path."""
+    os.makedirs(folder, exist_ok=True)
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:120]
+    path = os.path.join(folder, f"{safe}.drift.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"calls": [dict(c, max_diff=_r(c["max_diff"]), limit=_r(c["limit"]))
+                             for c in result["calls"]],
+                   "first_past_limit": None if result["first_past_limit"] is None
+                   else _point(result["first_past_limit"]),
+                   "skipped": result["skipped"]}, fh, indent=1)
+    return path
+
+
+def artifact_folder(opts: dict[str, Any]) -> str:
+    """``--out``/drift, or the per-user cache's drift folder."""
+    from laya_tui.core.files import artifact_dir
+
+    return artifact_dir(opts, "drift")

@@ -1,0 +1,360 @@
+"""The portable explain region: stock PyTorch, any device.
+
+A ``TorchDispatchMode`` sees every ATen op the region runs (eager ops, and the eager kernels
+compiled code still calls; torch.compile's own tracing is skipped through
+``ignore_compile_internals``). The per-op path is one dict lookup: only the few ops that can
+cast, cross the host boundary or sync (``_to_copy``, ``copy_``, ``_local_scalar_dense``,
+``nonzero``...) take a stack walk, plus, on a device region, ops whose output lands on the
+CPU, and ops called from Inductor-generated code (its fallback kernels). Events aggregate
+per (kind, subject, reason, call site). :class:`~laya_tui.families.explain.dynamo_watch.DynamoWatch`
+adds compiles, recompiles and graph breaks.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from laya_tui.families.explain.aggregate import Aggregator
+from laya_tui.families.explain.dynamo_watch import DynamoWatch
+from laya_tui.families.explain.sites import INDUCTOR, INTERNAL, code_kind, user_site
+
+STACK_DEPTH = 6
+
+FIX_UPCAST = ("deliberate fp32 section (norm/softmax accuracy); torch.compile or a fused norm "
+              "kernel folds the copies away")
+FIX_DOWNCAST = ("cast back to the model dtype after an fp32 section; torch.compile or a fused "
+                "norm kernel folds it away")
+FIX_MIXED = "align the dtypes that meet here (model.to(dtype), inputs, buffers)"
+FIX_INDEX = ("index/mask dtype conversion, usually intended; precompute it once if it recurs "
+             "in the hot loop")
+FIX_D2H = "keep the tensor on the device, or move it once after the hot loop"
+FIX_H2D = "create the tensor on the device (device=...) or move it once before the hot loop"
+FIX_SYNC = ("avoid reading device values on the host in the forward (.item(), .tolist(), "
+            "bool(t)); keep it on device (torch.where, masks)")
+FIX_NONZERO = ("data-dependent output size forces a sync: use masks / torch.where, or pass "
+               "as_tuple with a known size")
+FIX_CPU_OP = "the op ran on the CPU in a device region: create/move its inputs on the device"
+FIX_INDUCTOR = ("Inductor has no lowering and calls the eager kernel from compiled code; "
+                "expected for attention and custom ops, otherwise add a decomposition")
+
+_WIDE = {"float32", "float64"}
+_NARROW = {"bfloat16", "float16"}
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+class _Names(dict):  # type: ignore[type-arg]
+    """OpOverload -> ``aten::mul.Tensor`` (cached)."""
+
+    def __missing__(self, func: Any) -> str:
+        schema = func._schema
+        name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+        self[func] = name
+        return name
+
+
+class Recorder:
+    """Receives the op events of one region and aggregates them."""
+
+    def __init__(self, region: str, *, phase: str | None, with_stack: bool,
+                 device: str | None) -> None:
+        self.region = region
+        self.phase = phase
+        self.with_stack = with_stack
+        self.agg = Aggregator()
+        self.names = _Names()
+        #: "cpu" (no device: no per-op check), a device string, or None (learn from ops)
+        self.device = device
+        self.device_seen = device not in (None, "cpu")
+        #: host scalar reads (.item() on CPU tensors): syncs once the model is on a device
+        self.cpu_scalar_reads = 0
+        self.hooks: dict[int, Any] = {}
+        self.view_ops: set[Any] = set()
+        #: whether ops without a hook are looked at (device region, or compiled code around)
+        self.watch = device != "cpu"
+
+    # -- wiring ---------------------------------------------------------------------
+    def install_hooks(self) -> None:
+        import torch
+
+        aten = torch.ops.aten
+        # keyed by id(): OpOverload.__hash__ is a Python method, id() is not
+        self.hooks = {
+            id(aten._to_copy.default): self._on_to_copy,
+            id(aten.copy_.default): self._on_copy_,
+            id(aten._local_scalar_dense.default): self._on_scalar,
+            id(aten.nonzero.default): self._on_nonzero,
+            id(aten.masked_select.default): self._on_nonzero,
+        }
+        self.watch = self.device != "cpu" or inductor_code_loaded()
+
+    # -- recording ------------------------------------------------------------------
+    def _where(self, caller: Any) -> tuple[dict[str, Any] | None, list[str], bool]:
+        return user_site(caller, depth=STACK_DEPTH if self.with_stack else 0)
+
+    def _add(self, kind: str, func: Any, caller: Any, *, reason: str, nbytes: int | None,
+             fix: str, detail: dict[str, Any] | None = None) -> None:
+        site, stack, compiled = self._where(caller)
+        d: dict[str, Any] = {"region": self.region, "phase": self.phase}
+        if detail:
+            d.update(detail)
+        if compiled:
+            d["compiled"] = True
+        if self.with_stack and stack:
+            d["stack"] = stack
+        self.agg.add(kind, self.names[func], reason=reason, site=site, nbytes=nbytes, fix=fix,
+                     detail=d)
+
+    def _cast(self, func: Any, src: Any, out: Any, caller: Any) -> None:
+        a, b = _dtype_name(src.dtype), _dtype_name(out.dtype)
+        if a in _NARROW and b in _WIDE:
+            reason, fix = f"upcast {a}->{b}", FIX_UPCAST
+        elif a in _WIDE and b in _NARROW:
+            reason, fix = f"downcast {a}->{b}", FIX_DOWNCAST
+        elif a.startswith(("int", "uint", "bool")) or b.startswith(("int", "uint", "bool")):
+            reason, fix = f"cast {a}->{b}", FIX_INDEX
+        else:
+            reason, fix = f"cast {a}->{b}", FIX_MIXED
+        self._add("cast", func, caller, reason=reason, nbytes=out.nbytes, fix=fix,
+                  detail={"from": a, "to": b})
+
+    def _transfer(self, func: Any, src_dev: Any, dst_dev: Any, nbytes: int, caller: Any) -> None:
+        src_cpu, dst_cpu = src_dev.type == "cpu", dst_dev.type == "cpu"
+        self.device_seen = True
+        if src_cpu:
+            direction, fix = "h2d", FIX_H2D
+        elif dst_cpu:
+            direction, fix = "d2h", FIX_D2H
+        else:
+            direction, fix = "d2d", "keep producer and consumer on one device"
+        self._add("host_bounce", func, caller, reason=f"{direction} copy {src_dev}->{dst_dev}",
+                  nbytes=nbytes, fix=fix, detail={"direction": direction})
+
+    def _moves(self, func: Any, src: Any, dst: Any, caller: Any) -> None:
+        if not (src.is_cpu and dst.is_cpu) and (src.is_cpu != dst.is_cpu
+                                                or src.device != dst.device):
+            self._transfer(func, src.device, dst.device, dst.nbytes, caller)
+
+    def _on_to_copy(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
+        src = args[0] if args else None
+        if not hasattr(src, "dtype") or not hasattr(out, "dtype"):
+            return
+        if src.dtype != out.dtype:
+            self._cast(func, src, out, caller)
+        self._moves(func, src, out, caller)
+
+    def _on_copy_(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
+        if len(args) < 2 or not hasattr(args[1], "dtype") or not hasattr(args[0], "dtype"):
+            return
+        dst, src = args[0], args[1]
+        if src.dtype != dst.dtype:
+            self._cast(func, src, dst, caller)
+        self._moves(func, src, dst, caller)
+
+    def _on_scalar(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
+        src = args[0] if args else None
+        if not hasattr(src, "is_cpu") or src.is_cpu:
+            self.cpu_scalar_reads += 1
+            return
+        self.device_seen = True
+        self._add("host_bounce", func, caller, reason="host sync: device scalar read "
+                  "(.item()/.tolist()/bool(tensor))", nbytes=src.element_size(), fix=FIX_SYNC,
+                  detail={"direction": "d2h", "sync": True})
+
+    def _on_nonzero(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
+        src = args[0] if args else None
+        if not hasattr(src, "is_cpu") or src.is_cpu:
+            self.cpu_scalar_reads += 1
+            return
+        self.device_seen = True
+        self._add("host_bounce", func, caller, reason="host sync: data-dependent output size",
+                  nbytes=8, fix=FIX_NONZERO, detail={"direction": "d2h", "sync": True})
+
+    def on_other(self, func: Any, out: Any, caller: Any) -> None:
+        """Ops without a hook: Inductor fallback kernels, and CPU ops in a device region."""
+        kind = code_kind(caller.f_code)
+        f = caller
+        hops = 0
+        while kind == INTERNAL and hops < 6 and f.f_back is not None:
+            f = f.f_back
+            kind = code_kind(f.f_code)
+            hops += 1
+        if kind == INDUCTOR:
+            if func._schema.overload_name != "out":  # ``.out`` calls are extern kernels (mm)
+                self._add("fallback", func, caller, reason="inductor fallback kernel (eager "
+                          "ATen kernel called from compiled code)", nbytes=None,
+                          fix=FIX_INDUCTOR, detail={"inductor": True})
+            return
+        if self.device == "cpu":
+            return
+        t = out
+        if isinstance(t, (tuple, list)):
+            t = t[0] if t else None
+        if not hasattr(t, "is_cpu"):
+            return
+        if not t.is_cpu:
+            if not self.device_seen:
+                self.device_seen = True
+                self.device = str(t.device)
+            return
+        if not self.device_seen or func in self.view_ops:
+            return
+        if func.is_view:
+            self.view_ops.add(func)
+            return
+        self._add("fallback", func, caller, reason=f"ran on CPU in a {self.device} region",
+                  nbytes=None, fix=FIX_CPU_OP, detail={"device": "cpu"})
+
+
+_MODE_CLS: Any = None
+
+
+def mode_class() -> Any:
+    """The region's TorchDispatchMode class (built once, torch imported lazily)."""
+    global _MODE_CLS
+    if _MODE_CLS is not None:
+        return _MODE_CLS
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    skip_code = _skip_code_fn()
+
+    class RegionMode(TorchDispatchMode):
+        """Passes every op through; hands the interesting ones to the recorder."""
+
+        @classmethod
+        def ignore_compile_internals(cls) -> bool:
+            return True
+
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # Without a way to mark the handler's code as skipped, let torch wrap it in
+            # torch._disable_dynamo (a little slower per op).
+            return skip_code is None
+
+        def __init__(self, rec: Recorder) -> None:
+            super().__init__()
+            self.rec = rec
+            self.hooks = rec.hooks
+            self.other = rec.on_other
+
+        supports_higher_order_operators = True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            try:
+                op = func._op
+            except AttributeError:  # a higher-order operator (cond, flex_attention...)
+                return func(*args, **(kwargs or {}))
+            out = op(*args, **kwargs) if kwargs else op(*args)
+            hook = self.hooks.get(id(func))
+            if hook is not None:
+                hook(func, args, out, sys._getframe(1))
+            elif self.rec.watch:
+                self.other(func, out, sys._getframe(1))
+            return out
+
+    if skip_code is not None:
+        skip_code(RegionMode.__dict__["__torch_dispatch__"].__code__)
+        for fn in (Recorder.on_other, Recorder._add, Recorder._where, Recorder._cast,
+                   Recorder._transfer, Recorder._moves, Recorder._on_to_copy, Recorder._on_copy_,
+                   Recorder._on_scalar, Recorder._on_nonzero, user_site):
+            skip_code(fn.__code__)
+    _MODE_CLS = RegionMode
+    return RegionMode
+
+
+def _skip_code_fn() -> Any:
+    """A function marking a code object (and what it calls) as never traced by Dynamo."""
+    try:
+        from torch._C._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError:
+        return None
+    strategy = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+
+    def skip(code: Any) -> None:
+        set_code_exec_strategy(code, strategy)
+
+    return skip
+
+
+def inductor_code_loaded() -> bool:
+    """True once Inductor has loaded generated code in this process (compiled or cached)."""
+    cc = sys.modules.get("torch._inductor.codecache")
+    cache = getattr(cc, "PyCodeCache", None)
+    return bool(getattr(cache, "modules", None))
+
+
+def resolve_device(model: Any = None, device: Any = None) -> str | None:
+    """The region's device: explicit, else the model's first parameter/buffer, else unknown."""
+    if device is not None:
+        return str(device)
+    if model is not None:
+        for getter in ("parameters", "buffers"):
+            it = getattr(model, getter, None)
+            if it is None:
+                continue
+            first = next(iter(it()), None)
+            if first is not None:
+                return str(first.device)
+    return None
+
+
+class PortableRegion:
+    """``with PortableRegion(...) as r:`` -> ``r.entries`` (aggregated), ``r.wall_s``."""
+
+    backend = "portable"
+
+    def __init__(self, name: str, *, with_stack: bool = True, phase: str | None = None,
+                 model: Any = None, device: Any = None) -> None:
+        self.name = name
+        self.phase = phase
+        self.with_stack = with_stack
+        dev = resolve_device(model, device)
+        if dev is None:
+            import torch
+
+            accel = getattr(torch, "accelerator", None)
+            if accel is None or not accel.is_available():
+                dev = "cpu"
+        self.rec = Recorder(name, phase=phase, with_stack=with_stack, device=dev)
+        self.dynamo = DynamoWatch(with_stack=with_stack)
+        self.wall_s = 0.0
+        self._mode: Any = None
+
+    def __enter__(self) -> PortableRegion:
+        self.rec.install_hooks()
+        self.dynamo.on_compiled = self._compiled
+        self.dynamo.start()
+        self._mode = mode_class()(self.rec)
+        self._t0 = time.perf_counter()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._mode.__exit__(*exc)
+        finally:
+            self.wall_s = time.perf_counter() - self._t0
+            self.dynamo.stop()
+        self.dynamo.emit(self.rec.agg, self.name, self.phase)
+
+    def _compiled(self) -> None:
+        self.rec.watch = True  # compiled code may call Inductor fallback kernels from now on
+
+    @property
+    def entries(self) -> list[Any]:
+        return list(self.rec.agg)
+
+    @property
+    def no_device(self) -> bool:
+        """True when nothing in the region lived on an accelerator."""
+        return not self.rec.device_seen and (self.rec.device in (None, "cpu"))
+
+    def summary(self) -> dict[str, Any]:
+        """Region-level facts for the emitted signals' detail."""
+        return {"region": self.name, "phase": self.phase, "backend": self.backend,
+                "device": self.rec.device or "cpu", "wall_s": round(self.wall_s, 6)}

@@ -1,0 +1,87 @@
+"""Steady state: a cold region around the first call, a warm one around a later call.
+
+What persists into the warm region is recurring overhead; what is gone was one-time. The
+same reading as ``torch.rbln.explain_steady``, on either implementation, with the rules it
+states: ``fn`` must not have run before, and every call must do the same work (or pass
+``warm_fn`` to make the later call a deliberate variation, e.g. a new prompt length).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.families.explain.aggregate import signal_identity, steady_diff
+from laya_tui.families.explain.region import ExplainRegion, emit_overhead
+from laya_tui.families.explain.timing import device_sync
+
+
+@dataclass
+class SteadyResult:
+    """The two regions and their difference."""
+
+    cold: ExplainRegion
+    warm: ExplainRegion
+    diff: dict[str, list[str]] = field(default_factory=dict)
+    signals: list[dict[str, Any]] = field(default_factory=list)
+
+
+def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 2,
+                   warm_fn: Callable[[], Any] | None = None, with_stack: bool = True,
+                   model: Any = None, device: Any = None, backend: str = "auto",
+                   overhead_repeats: int = 15) -> SteadyResult:
+    """Cold region around ``fn()``, ``warmup`` more calls, warm region around ``warm_fn()``.
+
+    Emits both regions' signals (``detail.phase`` cold / warm; warm ones carry
+    ``detail.persists``), a ``log`` signal with the difference, and timings: the warm
+    call's latency instrumented (``overhead_repeats`` more regions that emit nothing) and
+    uninstrumented (plain calls interleaved with them), medians, and their ratio.
+    """
+    later = warm_fn or fn
+    common = {"with_stack": with_stack, "model": model, "device": device, "backend": backend}
+    cold = ExplainRegion(ctx, f"{name}", phase="cold", **common)
+    with cold:
+        fn()
+    for _ in range(max(0, warmup)):
+        fn()
+    warm = ExplainRegion(ctx, f"{name}", phase="warm", emit=False, **common)
+    with warm:
+        later()
+    cold_keys = {signal_identity(e.fields() | {"kind": e.kind}) for e in cold.entries}
+    for e in warm.entries:
+        e.detail["persists"] = signal_identity(e.fields() | {"kind": e.kind}) in cold_keys
+    warm.emit_signals = True
+    warm._emit()
+    diff = steady_diff(cold.signals, warm.signals)
+    result = SteadyResult(cold=cold, warm=warm, diff=diff)
+    recurring = diff["persists"] + diff["appeared"]
+    text = ("steady state: nothing recurs in the warm region" if not recurring else
+            f"steady state: {len(recurring)} recurring overhead signal(s) in the warm region")
+    result.signals.append(ctx.log(text, subject=name, detail={"region": name, **diff,
+                                                             "warmup": warmup}))
+    # Instrumentation overhead on the warm call: instrumented and plain calls interleaved
+    # (so machine noise hits both alike), median of each.
+    dev = warm.impl.summary().get("device") if warm.impl is not None else None
+    sync = device_sync(dev)
+    later()
+    inst, plain = [], []
+    for _ in range(max(1, overhead_repeats)):
+        extra = ExplainRegion(ctx, name, phase="warm", emit=False, **common)
+        with extra:
+            later()
+            if sync is not None:
+                sync()
+        inst.append(extra.wall_s)
+        t0 = time.perf_counter()
+        later()
+        if sync is not None:
+            sync()
+        plain.append(time.perf_counter() - t0)
+    result.signals.extend(emit_overhead(
+        ctx, name, statistics.median(inst), statistics.median(plain), samples=len(plain),
+        how=f"median of {len(inst)} warm regions, interleaved with plain calls",
+        min_ratio=min(inst) / min(plain) if min(plain) > 0 else None))
+    return result

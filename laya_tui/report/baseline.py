@@ -1,0 +1,477 @@
+"""``--baseline``: load an earlier report and compare this run with it.
+
+Signals are matched by their stable key (probe id, kind, subject, reason). Only probes that
+completed (status ``ok`` or ``failed``) in both reports are compared signal by signal; the
+others are listed as notes, so a probe added in a pull request, or one skipped on the
+baseline's machine, never fails the gate by itself (its own thresholds still apply).
+
+Regressions (they fail the ``baseline`` gate):
+  * fallback / recompile / host_bounce / cast: a new key, more occurrences, more bytes
+    (``compile``, a frame's first compile, is not compared; a report/1 baseline's
+    "cold compile" recompiles are read as ``compile``);
+  * lowering: a cell (probe, subject) that fails now and did not fail before;
+  * tolerance: a check that fails now and passed before (or is new and fails), or a value
+    worse than before by more than ``margin`` x max(|before|, 1% of the limit);
+  * a probe that was ``ok`` and now is not.
+Improvements (never fail): the reverse of each. Standard library only.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from laya_tui.core.errors import UsageError
+from laya_tui.core.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
+from laya_tui.report.gates import COUNTED_KINDS, upgrade_compile_signals
+
+PREFIX = "laya-tui.report/"
+CURRENT_VERSION = int(SCHEMA_ID.rpartition("/")[2])
+REQUIRED = ("schema", "environment", "probes", "summary", "gates")
+COMPLETED = frozenset(("ok", "failed"))
+#: First compiles (``compile``) are one-time costs, not compared: only real recompiles are.
+COMPARED_COUNTED: tuple[str, ...] = tuple(k for k in COUNTED_KINDS if k != "compile")
+_COUNTED = frozenset(COMPARED_COUNTED)
+_KINDS = frozenset(KINDS)
+_STATUSES = frozenset(STATUSES)
+INF = math.inf
+
+
+@dataclass
+class Baseline:
+    """A loaded, validated earlier report."""
+
+    path: str
+    report: dict[str, Any]
+
+    @property
+    def created(self) -> str | None:
+        """When the baseline report was written (its ``created`` field)."""
+        value = self.report.get("created")
+        return value if isinstance(value, str) else None
+
+
+def load_baseline(path: str) -> Baseline:
+    """Read and validate a baseline report; every problem is a one-line UsageError."""
+    if os.path.isdir(path):
+        raise UsageError(f"baseline {path} is a folder, not a laya-tui report")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise UsageError(f"baseline {path} does not exist") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"baseline {path} is not a laya-tui report (not UTF-8 JSON)") from None
+    return parse_baseline(text, path)
+
+
+def parse_baseline(text: str, path: str = "<baseline>") -> Baseline:
+    """Validate the text of a baseline report (see :func:`load_baseline`)."""
+    body = text.strip()
+    if not body:
+        raise UsageError(f"baseline {path} is empty (truncated?); regenerate it with "
+                         "laya-tui --headless --json")
+    try:
+        with _no_gc():
+            doc = json.loads(body)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(body) or exc.msg.startswith("Unterminated string"):
+            raise UsageError(f"baseline {path} is truncated (its JSON stops at line "
+                             f"{exc.lineno}, column {exc.colno}); regenerate it") from None
+        raise UsageError(f"baseline {path} is not a laya-tui report (invalid JSON: {exc.msg} "
+                         f"at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise UsageError(f"baseline {path} is not a laya-tui report (JSON nested too deeply)"
+                         ) from None
+    _check_report(doc, path)
+    # report/1 filed a frame's first compile as a recompile ("cold compile ..."): compile now
+    upgrade_compile_signals(doc["probes"])
+    return Baseline(path=path, report=doc)
+
+
+def _check_report(doc: Any, path: str) -> None:
+    if not isinstance(doc, dict):
+        raise UsageError(f"baseline {path} is not a laya-tui report (a JSON "
+                         f"{type(doc).__name__.replace('dict', 'object')}, not an object)")
+    schema = doc.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(PREFIX):
+        raise UsageError(f"baseline {path} is not a laya-tui report (no \"schema\": "
+                         f"\"{SCHEMA_ID}\" field)")
+    version = schema[len(PREFIX):]
+    if not version.isdigit():
+        raise UsageError(f"baseline {path} is not a laya-tui report (unknown schema "
+                         f"{schema!r})")
+    if int(version) > CURRENT_VERSION:
+        raise UsageError(f"baseline {path} was written by a newer laya-tui (schema {schema}; "
+                         f"this laya-tui reads {SCHEMA_ID}): upgrade laya-tui or regenerate "
+                         "the baseline")
+    if schema not in READABLE_SCHEMAS:
+        raise UsageError(f"baseline {path} has the old schema {schema} (this laya-tui reads "
+                         f"{SCHEMA_ID}): regenerate the baseline")
+    tool = doc.get("tool")
+    if isinstance(tool, dict) and tool.get("name") not in (None, "laya-tui"):
+        raise UsageError(f"baseline {path} is not a laya-tui report (written by "
+                         f"{tool.get('name')!r})")
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise UsageError(f"baseline {path} is incomplete (no {', '.join(missing)}; truncated?)"
+                         "; regenerate it")
+    probes = doc["probes"]
+    if not isinstance(probes, list):
+        raise UsageError(f"baseline {path}: \"probes\" is not a list")
+    for i, p in enumerate(probes):
+        if not (isinstance(p, dict) and isinstance(p.get("id"), str)
+                and p.get("status") in _STATUSES and isinstance(p.get("signals", []), list)):
+            raise UsageError(f"baseline {path}: probe #{i} is malformed (needs an id, a status "
+                             f"among {', '.join(STATUSES)} and a signal list)")
+        for j, s in enumerate(p.get("signals", ())):
+            if not isinstance(s, dict) or s.get("kind") not in _KINDS:
+                raise UsageError(f"baseline {path}: probe {p['id']} signal #{j} is malformed "
+                                 "(no known kind)")
+            for fld in ("count", "bytes"):
+                v = s.get(fld)
+                if v is not None and (type(v) is not int or v < 0):
+                    raise UsageError(f"baseline {path}: probe {p['id']} signal #{j}: {fld} "
+                                     f"must be a whole number >= 0, got {v!r}")
+
+
+# -- indexing -----------------------------------------------------------------------------
+
+def _num(value: Any) -> float | None:
+    if type(value) is float or type(value) is int:
+        return INF if value != value else float(value)
+    return None
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else str(value)
+
+
+def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
+    """One pass: statuses, aggregated counted/tolerance keys, lowering cells."""
+    status: dict[str, tuple[str, Any]] = {}
+    agg: dict[tuple[str, str, str, str], list[Any]] = {}
+    cells: dict[tuple[str, str], tuple[bool, str]] = {}
+    counted = _COUNTED
+    for p in probes:
+        pid = p["id"]
+        status[pid] = (p["status"], p.get("reason"))
+        for s in p.get("signals") or ():
+            kind = s.get("kind")
+            if kind in counted:
+                sub, rea = s.get("subject", ""), s.get("reason", "")
+                if type(sub) is not str or type(rea) is not str:
+                    sub, rea = _text(sub), _text(rea)
+                key = (pid, kind, sub, rea)
+                n = s.get("count", 1)
+                if type(n) is not int:
+                    n = 1
+                b = s.get("bytes", 0)
+                if type(b) is not int:
+                    b = 0
+                a = agg.get(key)
+                if a is None:
+                    agg[key] = [n, b]
+                else:
+                    a[0] += n
+                    a[1] += b
+            elif kind == "tolerance":
+                key = (pid, kind, _text(s.get("subject", "")), _text(s.get("reason", "")))
+                v = _num(s.get("value"))
+                failed = s.get("passed") is False
+                a = agg.get(key)
+                if a is None:
+                    agg[key] = [v, _num(s.get("limit")), failed]
+                else:
+                    if v is not None and (a[0] is None or v > a[0]):
+                        a[0], a[1] = v, _num(s.get("limit"))
+                    a[2] = a[2] or failed
+            elif kind == "lowering":
+                cell = (pid, _text(s.get("subject", "")))
+                failed = s.get("passed") is False
+                prev = cells.get(cell)
+                if prev is None or (failed and not prev[0]):
+                    cells[cell] = (failed, _text(s.get("reason", "")))
+    return status, agg, cells
+
+
+# -- messages -----------------------------------------------------------------------------
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _g(v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    return "inf/nan" if v == INF else f"{v:.3g}"
+
+
+def _what(kind: str, subject: str, reason: str) -> str:
+    text = kind + (f" {subject}" if subject else "")
+    return text + (f" ({reason})" if reason else "")
+
+
+def _item(change: str, kind: str, probe: str, subject: str, reason: str,
+          before: dict[str, Any] | None, after: dict[str, Any] | None,
+          message: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"change": change, "kind": kind, "probe": probe}
+    if subject:
+        out["subject"] = subject
+    if reason:
+        out["reason"] = reason
+    out["before"] = before
+    out["after"] = after
+    out["message"] = message
+    return out
+
+
+# -- comparison ---------------------------------------------------------------------------
+
+def _counted(key: tuple, now: list | None, old: list | None, regs: list, imps: list) -> None:
+    pid, kind, subject, reason = key
+    what = _what(kind, subject, reason)
+    if old is None:
+        assert now is not None
+        extra = f", {_bytes(now[1])}" if now[1] else ""
+        regs.append(_item("new", kind, pid, subject, reason, None,
+                          {"count": now[0], "bytes": now[1]}, f"new {what}: {now[0]}x{extra}"))
+        return
+    if now is None:
+        imps.append(_item("gone", kind, pid, subject, reason,
+                          {"count": old[0], "bytes": old[1]}, None, f"gone: {what}"))
+        return
+    (n, nb), (o, ob) = now, old
+    if n == o and nb == ob:
+        return
+    before, after = {"count": o, "bytes": ob}, {"count": n, "bytes": nb}
+    parts = []
+    if n != o:
+        parts.append(f"{o}x -> {n}x")
+    if nb != ob:
+        parts.append(f"{_bytes(ob)} -> {_bytes(nb)}")
+    text = f"{what}: {', '.join(parts)}"
+    if n > o:
+        regs.append(_item("more", kind, pid, subject, reason, before, after, "more " + text))
+    elif nb > ob:
+        regs.append(_item("more-bytes", kind, pid, subject, reason, before, after,
+                          "more bytes " + text))
+    else:
+        change = "fewer" if n < o else "fewer-bytes"
+        imps.append(_item(change, kind, pid, subject, reason, before, after, f"{change} {text}"))
+
+
+def _tolerance(key: tuple, now: list, old: list | None, margin: float,
+               regs: list, imps: list) -> None:
+    pid, kind, subject, reason = key
+    nv, nl, nf = now
+    after = {"value": nv, "limit": nl, "passed": not nf}
+    name = f"tolerance {subject}".rstrip()
+    if old is None:
+        if nf:
+            regs.append(_item("now-failing", kind, pid, subject, reason, None, after,
+                              f"{name}: {_g(nv)} > limit {_g(nl)} (new check)"))
+        return
+    ov, ol, of = old
+    before = {"value": ov, "limit": ol, "passed": not of}
+    if nf and not of:
+        regs.append(_item("now-failing", kind, pid, subject, reason, before, after,
+                          f"{name}: {_g(nv)} > limit {_g(nl)} (was {_g(ov)})"))
+        return
+    if of and not nf:
+        imps.append(_item("now-passing", kind, pid, subject, reason, before, after,
+                          f"{name} passes now: {_g(ov)} -> {_g(nv)} (limit {_g(nl)})"))
+        return
+    if nv is None or ov is None or nv == ov:
+        return
+    slack = margin * max(abs(ov), 0.01 * abs(nl or 0.0)) if ov != INF else 0.0
+    if nv == INF or (ov != INF and nv > ov + slack):
+        regs.append(_item("worse", kind, pid, subject, reason, before, after,
+                          f"{name} worse: {_g(ov)} -> {_g(nv)} (limit {_g(nl)}, margin "
+                          f"{margin:.0%})"))
+    elif ov == INF or nv < ov - slack:
+        imps.append(_item("better", kind, pid, subject, reason, before, after,
+                          f"{name} better: {_g(ov)} -> {_g(nv)} (limit {_g(nl)})"))
+
+
+def _sort_key(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""),
+            item["change"])
+
+
+def compare(baseline: Baseline, probes: list[dict[str, Any]], *,
+            margin: float = 0.25) -> dict[str, Any]:
+    """The ``baseline`` report section: regressions, improvements and notes, sorted."""
+    with _no_gc():
+        return _compare(baseline, probes, margin)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic GC: indexing allocates ~1e5 tuples and lists that form no cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _compare(baseline: Baseline, probes: list[dict[str, Any]],
+             margin: float) -> dict[str, Any]:
+    b_status, b_agg, b_cells = _index(baseline.report["probes"])
+    n_status, n_agg, n_cells = _index(probes)
+    regs: list[dict[str, Any]] = []
+    imps: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    compared: set[str] = set()
+    for pid, (st, reason) in n_status.items():
+        old = b_status.get(pid)
+        if old is None:
+            notes.append(_item("not-compared", "probe", pid, "", "", None, {"status": st},
+                               "new probe: not in the baseline"))
+            continue
+        if st in COMPLETED and old[0] in COMPLETED:
+            compared.add(pid)
+        elif st in COMPLETED:
+            notes.append(_item("not-compared", "probe", pid, "", "", {"status": old[0]},
+                               {"status": st},
+                               f"signals not compared: the baseline probe was {old[0]}"))
+        if old[0] == "ok" and st != "ok":
+            why = f": {reason}" if reason else ""
+            regs.append(_item("status", "probe", pid, "", "", {"status": "ok"},
+                              {"status": st, "reason": reason}, f"was ok, now {st}{why}"))
+        elif old[0] != "ok" and st == "ok":
+            imps.append(_item("status", "probe", pid, "", "", {"status": old[0],
+                                                             "reason": old[1]},
+                              {"status": "ok"}, f"was {old[0]}, now ok"))
+    for pid, (st, _) in b_status.items():
+        if pid not in n_status:
+            notes.append(_item("not-run", "probe", pid, "", "", {"status": st}, None,
+                               "in the baseline, not in this run"))
+    occurrences = {k: {"before": 0, "after": 0} for k in (*COMPARED_COUNTED, "tolerance",
+                                                           "lowering")}
+    for key, now in n_agg.items():
+        if key[0] not in compared:
+            continue
+        old = b_agg.get(key)
+        if key[1] == "tolerance":
+            occurrences["tolerance"]["after"] += now[2]
+            _tolerance(key, now, old, margin, regs, imps)
+        else:
+            occurrences[key[1]]["after"] += now[0]
+            if old != now:
+                _counted(key, now, old, regs, imps)
+    for key, old in b_agg.items():
+        if key[0] not in compared:
+            continue
+        if key[1] == "tolerance":
+            occurrences["tolerance"]["before"] += old[2]
+            if key not in n_agg:
+                notes.append(_item("gone-check", "tolerance", key[0], key[2], key[3],
+                                   {"value": old[0], "limit": old[1], "passed": not old[2]},
+                                   None, f"tolerance {key[2]}: check no longer reported"))
+        else:
+            occurrences[key[1]]["before"] += old[0]
+            if key not in n_agg:
+                _counted(key, None, old, regs, imps)
+    for cell, (failed, reason) in n_cells.items():
+        if cell[0] not in compared:
+            continue
+        occurrences["lowering"]["after"] += failed
+        old_cell = b_cells.get(cell)
+        pid, subject = cell
+        after = {"passed": not failed, "reason": reason or None}
+        before = None if old_cell is None else {"passed": not old_cell[0],
+                                                "reason": old_cell[1] or None}
+        if failed and (old_cell is None or not old_cell[0]):
+            text = "new failing lowering cell" if old_cell is None else "lowering now fails:"
+            regs.append(_item("now-failing", "lowering", pid, subject, reason, before, after,
+                              f"{text} {subject}" + (f": {reason}" if reason else "")))
+        elif failed and old_cell is not None and old_cell[1] != reason:
+            notes.append(_item("diagnostic-changed", "lowering", pid, subject, reason, before,
+                               after, f"lowering {subject} still fails, new first diagnostic: "
+                               f"{reason}"))
+        elif not failed and old_cell is not None and old_cell[0]:
+            imps.append(_item("now-passing", "lowering", pid, subject, "", before, after,
+                              f"lowering {subject} passes now (was: {old_cell[1]})"))
+    for cell, (failed, reason) in b_cells.items():
+        if cell[0] in compared:
+            occurrences["lowering"]["before"] += failed
+            if cell not in n_cells:
+                notes.append(_item("gone-check", "lowering", cell[0], cell[1], reason,
+                                   {"passed": not failed, "reason": reason or None}, None,
+                                   f"lowering {cell[1]}: cell no longer reported"))
+    for lst in (regs, imps, notes):
+        lst.sort(key=_sort_key)
+    return {
+        "path": baseline.path,
+        "schema": baseline.report.get("schema"),
+        "created": baseline.created,
+        "tool_version": (baseline.report.get("tool") or {}).get("version"),
+        "tolerance_margin": margin,
+        "probes": {"before": len(b_status), "after": len(n_status), "compared": len(compared)},
+        "occurrences": occurrences,
+        "counts": {"regressions": _by_kind(regs), "improvements": _by_kind(imps),
+                   "notes": len(notes)},
+        "environment": _environment_changes(baseline.report.get("environment")),
+        "regressions": regs,
+        "improvements": imps,
+        "notes": notes,
+    }
+
+
+def _by_kind(items: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i in items:
+        out[i["kind"]] = out.get(i["kind"], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _environment_changes(old_env: Any) -> dict[str, dict[str, Any]]:
+    """Library versions that differ between the baseline's machine and this one."""
+    from laya_tui.core.versions import library_versions
+
+    old = (old_env or {}).get("versions") if isinstance(old_env, dict) else None
+    if not isinstance(old, dict):
+        return {}
+    now = library_versions()
+    return {k: {"before": old.get(k), "after": now.get(k)}
+            for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)}
+
+
+def baseline_gate(section: dict[str, Any]) -> dict[str, Any]:
+    """The ``baseline`` gate: passes when the comparison found no regression."""
+    regs = section["regressions"]
+    return {"name": "baseline",
+            "description": f"no regression against the baseline {section['path']}",
+            "passed": not regs, "failures": regs}
+
+
+def summary_lines(section: dict[str, Any], limit: int = 10) -> list[str]:
+    """A few stderr lines: counts, then the first regressions."""
+    regs, imps = section["regressions"], section["improvements"]
+    p = section["probes"]
+    lines = [f"  baseline {section['path']}: {len(regs)} regression(s), {len(imps)} "
+             f"improvement(s) over {p['compared']} compared probe(s)"]
+    for item in regs[:limit]:
+        lines.append(f"    regression {item['probe']}: {item['message']}")
+    if len(regs) > limit:
+        lines.append(f"    ... and {len(regs) - limit} more (see the JSON report)")
+    return lines

@@ -1,0 +1,215 @@
+"""The versioned report document: build, validate, write atomically, summarise
+(docs/architecture.md, 'Signals, results and the report')."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.signals import KINDS, SCHEMA_ID, STATUSES
+from laya_tui.core.versions import host_facts, library_versions
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+
+
+@lru_cache(maxsize=1)
+def report_schema() -> dict[str, Any]:
+    """The report's JSON Schema, shipped in the package."""
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def validate_report(report: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` when ``report`` does not follow the schema."""
+    import jsonschema
+
+    jsonschema.validate(report, report_schema())
+
+
+def environment_section(probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Host facts and library versions, plus the env probe's environment signals."""
+    env: dict[str, Any] = {"versions": library_versions(), "host": host_facts()}
+    facts: dict[str, Any] = {}
+    for p in probes:
+        if p.get("family") == "env":
+            for s in p.get("signals", []):
+                if s.get("kind") == "environment" and "subject" in s:
+                    facts[s["subject"]] = s.get("value", s.get("reason"))
+    if facts:
+        env["probed"] = facts
+    return env
+
+
+def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """Counts per status and per signal kind."""
+    status = Counter({s: 0 for s in STATUSES})
+    status.update(p["status"] for p in probes)
+    from laya_tui.report.gates import is_v1_first_compile
+
+    kinds = Counter({k: 0 for k in KINDS})
+    for p in probes:
+        # a cached first compile from before schema v2 counts as a compile, not a recompile
+        kinds.update("compile" if is_v1_first_compile(s) else s["kind"]
+                     for s in p.get("signals", []))
+    return {
+        "probes": len(probes),
+        "status": dict(status),
+        "signals": dict(kinds),
+        "cached": sum(1 for p in probes if p.get("cached")),
+        "seconds": round(seconds, 3),
+    }
+
+
+def build_report(probes: list[dict[str, Any]], *, seconds: float,
+                 gates: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Assemble the report document from finished probe results and evaluated gates."""
+    from laya_tui.core.versions import TOOL_VERSION as __version__
+
+    clean = [{k: v for k, v in p.items() if not k.startswith("_")} for p in probes]
+    summary = summarise(clean, seconds)
+    summary["passed"] = all(g["passed"] for g in gates)
+    report = {
+        "schema": SCHEMA_ID,
+        "tool": {"name": "laya-tui", "version": __version__},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": environment_section(clean),
+        "errors": errors or [],
+        "probes": clean,
+        "summary": summary,
+        "gates": gates,
+    }
+    if extra:
+        report.update(extra)
+    return report
+
+
+_SLICE = 2000  # signals per chunk of report text
+_encode = compact_encoder(repr)  # the C encoder (``indent`` would not use it)
+
+
+def report_chunks(report: dict[str, Any]) -> Iterator[str]:
+    """The report as JSON text, in chunks: never the whole text at once in memory.
+
+    Small sections are indented; each signal is one compact line, encoded by the C encoder
+    in slices (``json.dumps(indent=...)`` runs the pure-Python encoder, ~20x slower).
+    """
+    yield "{\n"
+    last = len(report) - 1
+    for i, (key, value) in enumerate(report.items()):
+        end = ",\n" if i < last else "\n"
+        if key == "probes" and isinstance(value, list):
+            yield f" {_encode(key)}: [" + ("\n" if value else "")
+            for j, probe in enumerate(value):
+                yield from _probe_chunks(probe)
+                yield ",\n" if j < len(value) - 1 else "\n"
+            yield (" ]" if value else "]") + end
+        else:
+            yield f" {_encode(key)}: {_indented(value, 1)}{end}"
+    yield "}\n"
+
+
+def _indented(value: Any, depth: int) -> str:
+    # JSON strings never hold a raw newline, so re-indenting by replacement is exact.
+    return json.dumps(value, indent=1, default=repr).replace("\n", "\n" + " " * depth)
+
+
+def _probe_chunks(probe: Any) -> Iterator[str]:
+    if not isinstance(probe, dict):
+        yield "  " + _indented(probe, 2)
+        return
+    yield "  {"
+    sep = ""
+    for key, value in probe.items():
+        if key == "signals" and isinstance(value, list) and value:
+            yield sep + '"signals": [\n'
+            for k in range(0, len(value), _SLICE):
+                more = k + _SLICE < len(value)
+                yield ",\n".join("   " + _encode(s) for s in value[k:k + _SLICE]) + (
+                    ",\n" if more else "\n")
+            yield "  ]"
+        else:
+            yield f"{sep}{_encode(key)}: {_encode(value)}"
+        sep = ", "
+    yield "}"
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """The whole report as JSON text (prefer :func:`write_report` for files)."""
+    return "".join(report_chunks(report))
+
+
+def write_report(path: str, report: dict[str, Any]) -> None:
+    """Write the report to ``path`` atomically (``-``: stdout), chunk by chunk."""
+    if path == "-":
+        import sys
+
+        for chunk in report_chunks(report):
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+        return
+    write_atomic(path, report_chunks(report))
+
+
+def write_atomic(path: str, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its chunks) to ``path`` via a temp file in the same folder and
+    a rename."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                for chunk in text:
+                    fh.write(chunk)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from CI users
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def human_summary(report: dict[str, Any]) -> str:
+    """A few lines for stderr: counts, failing gates, and every crashed/timeout probe."""
+    s = report["summary"]
+    st = s["status"]
+    lines = [
+        f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: {st['ok']} ok, "
+        f"{st['failed']} failed, "
+        + (f"{st['error']} could not be examined, " if st.get("error") else "")
+        + f"{st['skipped']} skipped, {st['crashed']} crashed, "
+        f"{st['timeout']} timeout ({s.get('cached', 0)} cached)"
+    ]
+    kinds = ", ".join(f"{k} {n}" for k, n in s["signals"].items() if n)
+    if kinds:
+        lines.append(f"  signals: {kinds}")
+    for p in report["probes"]:
+        if p["status"] in ("crashed", "timeout"):
+            lines.append(f"  {p['status']}: {p['id']}: {p.get('reason') or ''}")
+        elif p["status"] == "error":  # not a finding: the probe never reached its subject
+            first, *rest = (p.get("reason") or "").splitlines() or [""]
+            lines.append(f"  could not be examined: {p['id']}: {first}")
+            lines += [f"      {ln}" for ln in rest[:12]]
+    for e in report.get("errors", []):
+        where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
+        lines.append(f"  error: {where}: {e['error']}")
+    for g in report["gates"]:
+        mark = "ok  " if g["passed"] else "FAIL"
+        n = len(g.get("failures", []))
+        lines.append(f"  gate {mark} {g['name']}" + (f" ({n})" if n else ""))
+    lines.append("  verdict: " + ("PASS" if s["passed"] else "FAIL"))
+    return "\n".join(lines)

@@ -1,0 +1,289 @@
+"""Gates decide what fails CI; signals themselves carry no severity (docs/architecture.md,
+'Gates and exit codes').
+
+Default gates: no probe crashed, timed out or raised, every compared output is within its
+limit, and every probe file imports. ``--fail-on KIND`` fails on any occurrence of KIND,
+``--max KIND=N`` on more than N occurrences, ``--baseline`` on any regression against an
+earlier report (see :mod:`laya_tui.report.baseline`).
+
+Occurrences: a fallback/recompile/compile/host_bounce/cast signal counts ``count`` times (1
+when absent; ``compile`` is a frame's first compile, never counted as a ``recompile``); a
+tolerance or lowering signal counts only when it failed (``passed: false``); the statuses
+``failed`` and ``skipped`` count probes; every other kind counts its signals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.core.errors import UsageError
+from laya_tui.core.signals import KINDS
+
+#: Signal kinds whose ``count`` is the number of occurrences.
+COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "compile", "host_bounce", "cast")
+#: Reason prefix of a first compile that report/1 (and older cached results) filed as
+#: ``recompile``; :func:`upgrade_compile_signals` turns those into ``compile``.
+V1_COLD_COMPILE = "cold compile (first compile"
+
+
+def is_v1_first_compile(sig: dict[str, Any]) -> bool:
+    """A report/1 ``recompile`` signal that was really a frame's first compile."""
+    if sig.get("kind") != "recompile":
+        return False
+    detail = sig.get("detail")
+    if isinstance(detail, dict) and detail.get("cold_compile") is True:
+        return True
+    reason = sig.get("reason")
+    return isinstance(reason, str) and reason.startswith(V1_COLD_COMPILE)
+
+
+def upgrade_compile_signals(probes: list[dict[str, Any]]) -> int:
+    """In place: report/1 first-compile ``recompile`` signals become ``compile``; returns
+    how many. A first compile is never a recompile in gates, summary or baseline."""
+    n = 0
+    for p in probes:
+        for sig in p.get("signals") or ():
+            if isinstance(sig, dict) and is_v1_first_compile(sig):
+                sig["kind"] = "compile"
+                sig["reason"] = "first compile of this frame"
+                n += 1
+    return n
+#: Signal kinds that state a check: only failing ones are occurrences.
+CHECK_KINDS: tuple[str, ...] = ("tolerance", "lowering")
+#: Probe statuses that ``--fail-on`` / ``--max`` accept beside the signal kinds.
+STATUS_KINDS: tuple[str, ...] = ("failed", "skipped")
+GATE_KINDS: tuple[str, ...] = KINDS + STATUS_KINDS
+
+
+@dataclass
+class GateSettings:
+    """Which gates apply. Defaults: crashes, timeouts, probe errors, failed tolerances."""
+
+    fail_on_crash: bool = True
+    fail_on_timeout: bool = True
+    fail_on_error: bool = True
+    fail_on_tolerance: bool = True
+    fail_on: list[str] = field(default_factory=list)
+    max_counts: dict[str, int] = field(default_factory=dict)
+    baseline: Any = None  # a laya_tui.report.baseline.Baseline, loaded before any probe runs
+    tolerance_margin: float = 0.25
+
+
+def parse_fail_on(values: Iterable[str], source: str = "--fail-on") -> list[str]:
+    """``["fallback,recompile", "lowering"]`` -> ``["fallback", "recompile", "lowering"]``."""
+    out: list[str] = []
+    for value in values:
+        for kind in (k.strip() for k in str(value).split(",")):
+            if not kind:
+                continue
+            if kind not in GATE_KINDS:
+                raise UsageError(f"{source}: unknown kind {kind!r} (one of "
+                                 f"{', '.join(GATE_KINDS)})")
+            if kind not in out:
+                out.append(kind)
+    return out
+
+
+def parse_max(values: Iterable[str], source: str = "--max") -> dict[str, int]:
+    """``["fallback=3,recompile=0"]`` -> ``{"fallback": 3, "recompile": 0}``; later wins."""
+    out: dict[str, int] = {}
+    for value in values:
+        for item in (i.strip() for i in str(value).split(",")):
+            if not item:
+                continue
+            kind, sep, num = item.partition("=")
+            kind = kind.strip()
+            if not sep or not num.strip().isdigit():
+                raise UsageError(f"{source}: expected KIND=N with N a whole number >= 0, "
+                                 f"got {item!r}")
+            if kind not in GATE_KINDS:
+                raise UsageError(f"{source}: unknown kind {kind!r} (one of "
+                                 f"{', '.join(GATE_KINDS)})")
+            out[kind] = int(num)
+    return out
+
+
+def settings_from_args(args: argparse.Namespace) -> GateSettings:
+    """Gate settings from merged flags/pyproject; loads the baseline (a UsageError if bad)."""
+    margin = getattr(args, "tolerance_margin", None)
+    settings = GateSettings(
+        fail_on=parse_fail_on(getattr(args, "fail_on", None) or []),
+        max_counts=parse_max(getattr(args, "max", None) or []),
+        tolerance_margin=0.25 if margin is None else float(margin),
+    )
+    if getattr(args, "baseline", None):
+        from laya_tui.report.baseline import load_baseline
+
+        settings.baseline = load_baseline(args.baseline)
+    return settings
+
+
+def prepare_gates(args: argparse.Namespace) -> GateSettings:
+    """Check every CI input and output before any probe runs (bad input loses nothing)."""
+    from laya_tui.core.files import check_output_path
+
+    outputs = {"--json": getattr(args, "json", None), "--junit": getattr(args, "junit", None),
+               "--markdown": getattr(args, "markdown", None),
+               "--html": getattr(args, "html", None), "--trace": getattr(args, "trace", None)}
+    seen: dict[str, str] = {}
+    for flag, path in outputs.items():
+        if not path or path == "-":
+            continue
+        check_output_path(path)
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {flag} name the same file: {path}")
+        seen[real] = flag
+    return settings_from_args(args)
+
+
+def occurrences(sig: dict[str, Any]) -> int:
+    """How many occurrences one signal stands for (see the module docstring)."""
+    kind = sig.get("kind")
+    if kind in COUNTED_KINDS:
+        n = sig.get("count")
+        return n if isinstance(n, int) and not isinstance(n, bool) else 1
+    if kind in CHECK_KINDS:
+        return 1 if sig.get("passed") is False else 0
+    return 1
+
+
+def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "description": description, "passed": not failures,
+            "failures": failures}
+
+
+def _kind_failures(probes: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    if kind in STATUS_KINDS:
+        return [{"probe": p["id"], "status": p["status"], "reason": p.get("reason")}
+                for p in probes if p["status"] == kind]
+    out = []
+    for p in probes:
+        for sig in p.get("signals", []):
+            if sig.get("kind") == kind and occurrences(sig):
+                entry = {"probe": p["id"], "kind": kind, "subject": sig.get("subject"),
+                         "reason": sig.get("reason")}
+                if kind in COUNTED_KINDS:
+                    entry["count"] = occurrences(sig)
+                out.append({k: v for k, v in entry.items() if v is not None})
+    return out
+
+
+def _max_failure(probes: list[dict[str, Any]], kind: str, limit: int) -> list[dict[str, Any]]:
+    by_probe: dict[str, int] = {}
+    if kind in STATUS_KINDS:
+        for p in probes:
+            if p["status"] == kind:
+                by_probe[p["id"]] = 1
+    else:
+        for p in probes:
+            n = sum(occurrences(s) for s in p.get("signals", []) if s.get("kind") == kind)
+            if n:
+                by_probe[p["id"]] = n
+    total = sum(by_probe.values())
+    if total <= limit:
+        return []
+    top = dict(sorted(by_probe.items(), key=lambda kv: (-kv[1], kv[0]))[:10])
+    return [{"kind": kind, "count": total, "limit": limit, "by_probe": top}]
+
+
+def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None = None,
+                   errors: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Evaluate the threshold gates over finished probe results; one entry per gate.
+
+    The baseline gate is added by :func:`evaluate_all` (it also yields a report section).
+    """
+    s = settings or GateSettings()
+    gates = []
+    if s.fail_on_crash:
+        gates.append(_gate("no-crash", "no probe crashed its worker",
+                           [{"probe": p["id"], "reason": p.get("reason")}
+                            for p in probes if p["status"] == "crashed"]))
+    if s.fail_on_timeout:
+        gates.append(_gate("no-timeout", "no probe ran past its timeout",
+                           [{"probe": p["id"], "reason": p.get("reason")}
+                            for p in probes if p["status"] == "timeout"]))
+    if s.fail_on_error:
+        gates.append(_gate("no-probe-error", "every probe examined its subject (none raised "
+                           "or could not examine it)",
+                           [{"probe": p["id"], "reason": p.get("reason")}
+                            for p in probes if p.get("error") or p["status"] == "error"]))
+    if s.fail_on_tolerance:
+        fails = [{"probe": p["id"], "subject": sig.get("subject"), "value": sig.get("value"),
+                  "limit": sig.get("limit")}
+                 for p in probes for sig in p.get("signals", [])
+                 if sig.get("kind") == "tolerance" and sig.get("passed") is False]
+        gates.append(_gate("tolerance", "every compared output is within its limit", fails))
+    for kind in s.fail_on:
+        what = f"probe {kind}" if kind in STATUS_KINDS else (
+            f"failing {kind} signal" if kind in CHECK_KINDS else f"{kind} signal")
+        gates.append(_gate(f"fail-on:{kind}", f"no {what}", _kind_failures(probes, kind)))
+    for kind, limit in s.max_counts.items():
+        gates.append(_gate(f"max:{kind}", f"at most {limit} {kind} occurrences",
+                           _max_failure(probes, kind, limit)))
+    if errors:
+        gates.append(_gate("probe-files", "every probe file imports",
+                           [{"file": e["file"], "reason": e["error"]} for e in errors]))
+    return gates
+
+
+def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = None,
+                 errors: list[dict[str, Any]] | None = None
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every gate, baseline included; returns ``(gates, extra report sections)``."""
+    s = settings or GateSettings()
+    upgrade_compile_signals(probes)  # results cached by an older laya-tui
+    gates = evaluate_gates(probes, s, errors)
+    extra: dict[str, Any] = {}
+    if s.baseline is not None:
+        from laya_tui.report.baseline import baseline_gate, compare
+
+        section = compare(s.baseline, probes, margin=s.tolerance_margin)
+        gates.append(baseline_gate(section))
+        extra["baseline"] = section
+    return gates, extra
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def describe_failure(gate: str, entry: dict[str, Any]) -> str:
+    """One line for one failure entry of ``gate`` (JUnit messages, markdown, stderr)."""
+    if "message" in entry:
+        return str(entry["message"])
+    if gate == "tolerance":
+        return (f"tolerance {entry.get('subject') or ''}: {_fmt(entry.get('value'))} > limit "
+                f"{_fmt(entry.get('limit'))}").replace("  ", " ")
+    if gate.startswith("max:"):
+        return f"{entry['kind']}: {entry['count']} occurrences > max {entry['limit']}"
+    if gate == "probe-files":
+        return f"{entry.get('file')}: {entry.get('reason')}"
+    if gate.startswith("fail-on:"):
+        kind = gate.partition(":")[2]
+        if kind in STATUS_KINDS:
+            return f"probe {kind}: {entry.get('reason') or ''}".rstrip(": ")
+        text = kind + (f" {entry['subject']}" if entry.get("subject") else "")
+        if entry.get("count", 1) != 1:
+            text += f" x{entry['count']}"
+        return text + (f": {entry['reason']}" if entry.get("reason") else "")
+    status = {"no-crash": "crashed", "no-timeout": "timeout", "no-probe-error": "raised"}
+    head = status.get(gate, gate)
+    return f"{head}: {entry.get('reason')}" if entry.get("reason") else head
+
+
+def failures_by_probe(gates: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
+    """``{probe id: [(gate name, one-line description), ...]}`` over every failed gate."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for g in gates:
+        for entry in g.get("failures", []):
+            pid = entry.get("probe") if isinstance(entry, dict) else None
+            if pid:
+                out.setdefault(pid, []).append((g["name"], describe_failure(g["name"], entry)))
+    return out

@@ -1,0 +1,57 @@
+"""From a run's results to what it leaves behind: the report document with its gates, the
+CI files, the summary on stderr and the exit code. Headless runs, the dashboard, watch mode
+and ``laya-tui merge`` all end here, so they write the same things the same way."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from laya_tui.core.errors import EXIT_GATE, EXIT_OK
+from laya_tui.core.runner import Discovery
+from laya_tui.report.document import build_report, human_summary, write_atomic, write_report
+from laya_tui.report.gates import GateSettings, evaluate_all
+
+
+def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
+                settings: GateSettings | None = None) -> dict[str, Any]:
+    """Evaluate gates (and the baseline comparison) and build the report document."""
+    gates, extra = evaluate_all(results, settings, disc.errors)
+    if disc.shard:
+        extra = dict(extra, shard=disc.shard)
+    return build_report(results, seconds=seconds, gates=gates, errors=disc.errors,
+                        extra=extra or None)
+
+
+def write_ci_files(report: dict[str, Any], args: argparse.Namespace) -> None:
+    """``--junit``, ``--markdown`` and ``$GITHUB_STEP_SUMMARY`` (paths checked up front)."""
+    if getattr(args, "junit", None):
+        from laya_tui.report.junit import build_junit
+
+        write_atomic(args.junit, build_junit(report))
+    from laya_tui.report.markdown import write_markdown_outputs
+
+    write_markdown_outputs(report, getattr(args, "markdown", None))
+    if getattr(args, "html", None):
+        from laya_tui.report.html import build_html
+
+        write_atomic(args.html, build_html(report, workspace=getattr(args, "workspace", None)))
+    if getattr(args, "trace", None):
+        from laya_tui.core.trace import trace_json
+
+        write_atomic(args.trace, trace_json(report))
+
+
+def finish(report: dict[str, Any], args: argparse.Namespace, json_path: str | None) -> int:
+    """Write the JSON report (``-`` is stdout) and the CI files, print the summary and the
+    baseline comparison on stderr; the exit code of the gates."""
+    if json_path:
+        write_report(json_path, report)  # streamed in chunks, "-" is stdout
+    write_ci_files(report, args)
+    print(human_summary(report), file=sys.stderr)
+    if report.get("baseline"):
+        from laya_tui.report.baseline import summary_lines
+
+        print("\n".join(summary_lines(report["baseline"])), file=sys.stderr)
+    return EXIT_OK if report["summary"]["passed"] else EXIT_GATE

@@ -1,0 +1,1 @@
+"""Watch mode: what changed on disk, and the re-run engine the front ends drive."""
