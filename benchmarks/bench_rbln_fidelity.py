@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from laya_tui.regions.aggregate import OVERHEAD_KINDS, signal_identity  # noqa: E402
+from laya_tui.families.explain.aggregate import OVERHEAD_KINDS, signal_identity  # noqa: E402
 
 FIX = REPO / "tests" / "fixtures" / "rbln"
 BEFORE = "00896bf"
@@ -38,6 +38,8 @@ def load_before(rev: str) -> types.ModuleType | None:
                              capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
+    # that revision predates the layers: its imports name the old package path
+    src = src.replace("laya_tui.regions", "laya_tui.families.explain")
     mod = types.ModuleType("rbln_before")
     exec(compile(src, f"{rev}:rbln.py", "exec"), mod.__dict__)
     return mod
@@ -82,8 +84,8 @@ def main() -> int:
     args = ap.parse_args()
     cold = json.loads((FIX / "llama_fp16_cold.json").read_text())
     warm = json.loads((FIX / "llama_fp16_warm.json").read_text())
-    from laya_tui.regions.rbln import map_dump
-    from laya_tui.regions.rbln_sites import SiteResolver
+    from laya_tui.families.explain.rbln import map_dump
+    from laya_tui.families.explain.rbln_sites import SiteResolver
 
     old = load_before(args.before)
     if old is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import platform
 import sys
 from functools import lru_cache
-from importlib import metadata
 
 #: This tool's own version (``laya_tui.__version__``, and the report's ``tool.version``).
 TOOL_VERSION = "0.1.0"
@@ -18,6 +17,8 @@ TRACKED = ("torch", "transformers", "tilelang", "mlx", "torch-rbln", "numpy", "t
 @lru_cache(maxsize=1)
 def library_versions() -> dict[str, str | None]:
     """``{distribution: version or None}`` for :data:`TRACKED`, plus Python."""
+    from importlib import metadata  # ~35 stdlib modules: only when versions are read
+
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in TRACKED:
         try:

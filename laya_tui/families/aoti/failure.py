@@ -112,8 +112,7 @@ def _is_library(path: str) -> bool:
     if "site-packages" in parts or "dist-packages" in parts:
         return True
     here = os.path.dirname(os.path.abspath(__file__))
-    return real.startswith(here + os.sep) or real.endswith(os.sep + "aoti_load.py") \
-        or real.startswith("<")
+    return real.startswith(here + os.sep) or real.startswith("<")
 
 
 def user_site_from_frames(frames: list[tuple[str, int, str]]) -> dict[str, Any] | None:
