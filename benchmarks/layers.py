@@ -1,5 +1,5 @@
 """Issue 18's layout move, before and after in one run: lines of code per layer, import
-cycles, layer-rule breaches, and ``--help`` / ``--list`` / first-paint wall times.
+cycles, layer-rule breaches, and ``--help`` / ``--list`` / first-paint wall and CPU times.
 
 Usage: python benchmarks/layers.py [--before REV] [--after REV|.] [--runs N] [--paints N]
                                    [--no-timing] [--no-paint]
@@ -20,10 +20,13 @@ measures this checkout as it is on disk). Both trees are measured by the same co
   for every import that runs (top-level and function-level).
 - **Layer rule**: imports (of any kind, as ``tests/test_layers.py`` reads them) from one
   layer into a layer its ``ALLOWED`` row does not name.
-- **Times**: median of N runs, each in a fresh interpreter with ``PYTHONPATH`` at that tree
-  and cwd there, before and after interleaved (alternating which goes first), after one
-  discarded warm-up each and with both trees' bytecode compiled. ``--list`` uses the tree's
-  own ``pyproject.toml`` workspace (``--workspace TREE --jobs 1``: one discovery worker).
+- **Times**: wall and CPU seconds (CPU is steadier on a loaded machine), median of N
+  runs, each in a fresh interpreter with ``PYTHONPATH`` at that tree and cwd there, before
+  and after interleaved (alternating which goes first), after one discarded warm-up each
+  and with both trees' bytecode compiled. CPU is the process's and its waited-for
+  children's (``RUSAGE_CHILDREN``); for the first paint, the app process's until the frame.
+  ``--list`` uses the tree's own ``pyproject.toml`` workspace (``--workspace TREE --jobs 1``:
+  one discovery worker).
   First paint is ``bench_tui.first_paint`` (``laya-tui`` on a 160x45 pty on the demo
   workspace, exec to first frame), with a bare two-widget Textual app as the yardstick.
 """
@@ -34,7 +37,9 @@ import argparse
 import ast
 import compileall
 import inspect
+import math
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -89,7 +94,8 @@ class Tree:
     rev: str
     root: Path
     mods: dict[str, Path] = field(default_factory=dict)
-    times: dict[str, list[float]] = field(default_factory=dict)
+    times: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    output: dict[str, str] = field(default_factory=dict)
 
     @property
     def layered(self) -> bool:
@@ -268,17 +274,27 @@ def shape(tree: Tree) -> Shape:
 
 
 # -- timings -------------------------------------------------------------------------------
-def cli_seconds(tree: Tree, args: list[str]) -> float:
-    """Wall seconds of ``python -m laya_tui ARGS`` in a fresh interpreter on ``tree``."""
+Sample = tuple[float, float]  # (wall seconds, CPU seconds)
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cli_seconds(tree: Tree, args: list[str]) -> Sample:
+    """``python -m laya_tui ARGS`` in a fresh interpreter on ``tree``: wall seconds, and the
+    CPU seconds of it and every process it waited for (the discovery worker of --list)."""
     env = dict(os.environ, PYTHONPATH=str(tree.root), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    t0 = time.perf_counter()
+    c0, t0 = _children_cpu(), time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "laya_tui", *args], cwd=tree.root, env=env,
                           capture_output=True, text=True, timeout=300)
-    took = time.perf_counter() - t0
+    took, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if proc.returncode != 0:
         raise SystemExit(f"layers.py: {tree.label}: laya-tui {' '.join(args)} exited "
                          f"{proc.returncode}: {proc.stderr.strip()[:300]}")
-    return took
+    tree.output[" ".join(args[:1])] = proc.stdout
+    return took, cpu
 
 
 def check_import_root(tree: Tree) -> None:
@@ -292,8 +308,8 @@ def check_import_root(tree: Tree) -> None:
 
 
 def interleaved(trees: list[Tree], key: str, runs: int,
-                measure: Callable[[Tree], float]) -> None:
-    """``runs`` timings of ``measure`` per tree after one warm-up each, alternating order."""
+                measure: Callable[[Tree], Sample]) -> None:
+    """``runs`` samples of ``measure`` per tree after one warm-up each, alternating order."""
     for tree in trees:
         measure(tree)  # warm-up: page cache, first-run costs; discarded
     for i in range(runs):
@@ -313,9 +329,12 @@ def first_paint_fn() -> tuple[Callable[..., object] | None, str]:
     return fn, ""
 
 
-def paint_seconds(fn: Callable[..., object], ws: Path, **kw: object) -> float:
-    got = fn(ws, **kw)
-    return float(got[0] if isinstance(got, tuple) else got)  # (painted, quit, cpu) today
+def paint_seconds(fn: Callable[..., object], ws: Path, **kw: object) -> Sample:
+    """(seconds to the first frame, CPU seconds of the app until then; NaN if not given)."""
+    got = fn(ws, **kw)  # (painted, quit, cpu) today
+    if not isinstance(got, tuple):
+        return float(got), math.nan  # type: ignore[arg-type]
+    return float(got[0]), float(got[2]) if len(got) > 2 else math.nan
 
 
 # -- output --------------------------------------------------------------------------------
@@ -392,29 +411,34 @@ def main() -> None:
             interleaved(trees, "--list", opts.runs, lambda t: cli_seconds(
                 t, ["--list", "--jobs", "1", "--workspace", str(t.root)]))
             paint, why = (None, "--no-paint") if opts.no_paint else first_paint_fn()
-            bare: list[float] = []
             if paint is not None:
                 import bench_tui
 
                 ws = Path(tmp) / "ws"
                 shutil.copytree(bench_tui.DEMO_WS, ws)
-                interleaved(trees, "first paint", opts.paints,
-                            lambda t: paint_seconds(paint, ws, tree=t.root))
-                bare = [paint_seconds(paint, ws, bare=True) for _ in range(opts.paints)]
-            print(f"start-up, wall seconds, median of {opts.runs} fresh interpreters per "
-                  "tree, interleaved:")
-            for key in ("--help", "--list", "first paint"):
+                bare = Tree("bare", "-", REPO)  # the yardstick, interleaved with the two
+                interleaved([*trees, bare], "first paint", opts.paints, lambda t: paint_seconds(
+                    paint, ws, **({"bare": True} if t is bare else {"tree": t.root})))
+            print(f"start-up: median of {opts.runs} fresh interpreters per tree, interleaved:")
+            for key, label in (("--help", "laya-tui --help"),
+                               ("--list", "laya-tui --list (one discovery worker)"),
+                               ("first paint", f"first paint, 160x45 pty ({opts.paints} each)")):
                 if key not in a.times:
                     continue
-                mb, ma = statistics.median(b.times[key]), statistics.median(a.times[key])
-                print(row(f"laya-tui {key}" if key != "first paint" else
-                          f"first paint (160x45 pty, demo ws; {opts.paints} each)", mb, ma,
-                          " s") + f"   (max {max(b.times[key]):.3f} / {max(a.times[key]):.3f})")
-            if bare:
-                print(f"  (a bare two-widget Textual app on the same pty: median "
-                      f"{statistics.median(bare):.3f} s)")
-            elif why:
+                for i, what, unit in ((0, "wall", " s"), (1, "CPU", " s")):
+                    vb = [x[i] for x in b.times[key]]
+                    va = [x[i] for x in a.times[key]]
+                    print(row(f"{label}, {what}", statistics.median(vb), statistics.median(va),
+                              unit) + f"  (max {max(vb):.3f} / {max(va):.3f})")
+            if paint is not None:
+                bw = statistics.median(x[0] for x in bare.times["first paint"])
+                bc = statistics.median(x[1] for x in bare.times["first paint"])
+                print(f"  (a bare two-widget Textual app on the same pty, interleaved: first "
+                      f"frame {bw:.3f} s, CPU {bc:.3f} s)")
+            else:
                 print(f"  first paint not measured: {why}")
+            ids = [len(t.output.get("--list", "").split()) for t in trees]
+            print(f"  (--list printed {ids[0]} probe ids before, {ids[1]} after)")
 
         print("largest module cycle, every import that runs:")
         for tree, s in ((b, sb), (a, sa)):
