@@ -1,6 +1,7 @@
 """The settings of one ``laya-tui`` invocation: one frozen :class:`Settings`, built once by
 the CLI (:func:`laya_tui.cli.config.settings_from`) from the flags, the ``[tool.laya-tui]``
-table and the defaults below, in that order of precedence (docs/architecture.md, 'Settings').
+table and the defaults below, in that order of precedence (docs/architecture.md,
+'Gates and exit codes').
 
 Every default that more than one module needs is written here once: the gates, the baseline
 comparison, ``laya-tui diff`` and the runner import it. Standard library only.
