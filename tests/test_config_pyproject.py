@@ -7,10 +7,11 @@ import os
 
 import pytest
 
-from laya_tui.cli.config import DEFAULT_TOLERANCE_MARGIN, default_jobs, load_settings
-from laya_tui.cli.main import build_parser, config_from_args
+from laya_tui.cli.config import load_settings, run_config, settings_from
+from laya_tui.cli.main import build_parser
 from laya_tui.cli.project import builtin_probes_dir
 from laya_tui.core.errors import UsageError
+from laya_tui.core.settings import DEFAULT_MARGIN, default_jobs
 from laya_tui.report.document import validate_report
 from laya_tui.report.gates import prepare_gates
 from tests._ci_reports import ci_workspace, real_report, run_ci, set_scenario
@@ -36,9 +37,9 @@ markdown = "out/summary.md"
 
 
 def _args(ws, *flags):
-    args = build_parser().parse_args(["--workspace", str(ws), *flags])
-    config = config_from_args(args)
-    return args, config
+    """The Settings and the RunConfig of ``laya-tui --workspace WS FLAGS``."""
+    settings = settings_from(build_parser().parse_args(["--workspace", str(ws), *flags]))
+    return settings, run_config(settings)
 
 
 @pytest.fixture
@@ -52,42 +53,43 @@ def ws(tmp_path):
 
 
 def test_no_table_means_built_in_defaults(ws):
-    args, config = _args(ws)
+    st, config = _args(ws)
     assert config.jobs == default_jobs() and config.timeout is None
     assert config.family_timeouts == {}
-    assert args.fail_on is None and args.max is None and args.baseline is None
-    assert args.tolerance_margin == DEFAULT_TOLERANCE_MARGIN
-    settings = prepare_gates(args)
+    assert st.gates.fail_on == () and not st.gates.max_counts
+    assert st.gates.baseline is None
+    assert st.gates.tolerance_margin == DEFAULT_MARGIN
+    settings = prepare_gates(st)
     assert settings.fail_on == [] and settings.max_counts == {} and settings.baseline is None
 
 
 def test_full_table(ws):
     (ws / "pyproject.toml").write_text(FULL)
-    args, config = _args(ws, "--cache-dir", str(ws / "c"))
+    st, config = _args(ws, "--cache-dir", str(ws / "c"))
     assert config.probes == [builtin_probes_dir(), str(ws / "probes")]  # built-ins + own
     assert config.kernels == [str(ws / "kernels")]
     assert config.models == ["mymodels:build"]
     assert config.timeout == 42.0 and config.jobs == 1
     assert config.family_timeouts == {"ci_slow": 7.5}
-    assert args.baseline == str(ws / "reports" / "base.json")
-    assert args.junit == str(ws / "out" / "junit.xml")
-    assert args.markdown == str(ws / "out" / "summary.md")
-    assert args.tolerance_margin == 0.5
-    assert args.fail_on == ["lowering", "cast"]
+    assert st.gates.baseline == str(ws / "reports" / "base.json")
+    assert st.outputs.junit == str(ws / "out" / "junit.xml")
+    assert st.outputs.markdown == str(ws / "out" / "summary.md")
+    assert st.gates.tolerance_margin == 0.5
+    assert st.gates.fail_on == ("lowering", "cast")
 
 
 def test_flags_override_the_table(ws, tmp_path):
     (ws / "pyproject.toml").write_text(FULL)
     other = tmp_path / "other_probes"
     other.mkdir()
-    args, config = _args(ws, "--jobs", "2", "--timeout", "5", "--probes", str(other),
+    st, config = _args(ws, "--jobs", "2", "--timeout", "5", "--probes", str(other),
                          "--fail-on", "recompile", "--max", "fallback=10", "--no-baseline",
                          "--junit", str(tmp_path / "j.xml"))
     assert config.jobs == 2 and config.timeout == 5.0
     assert config.probes == [builtin_probes_dir(), str(other)]  # replaces the table's list
-    assert args.baseline is None  # --no-baseline
-    assert args.junit == str(tmp_path / "j.xml")
-    settings = prepare_gates(args)
+    assert st.gates.baseline is None  # --no-baseline
+    assert st.outputs.junit == str(tmp_path / "j.xml")
+    settings = prepare_gates(st)
     assert settings.fail_on == ["recompile"]
     assert settings.max_counts == {"fallback": 10, "recompile": 0}  # per kind
     assert settings.tolerance_margin == 0.5
@@ -97,9 +99,9 @@ def test_paths_are_relative_to_the_workspace_not_the_cwd(ws, tmp_path, monkeypat
     (ws / "pyproject.toml").write_text('[tool.laya-tui]\nprobes = "probes"\n'
                                        'baseline = "../b.json"\n')
     monkeypatch.chdir(tmp_path)
-    args, config = _args(ws)
+    st, config = _args(ws)
     assert config.probes == [builtin_probes_dir(), str(ws / "probes")]  # ws has kernels/
-    assert args.baseline == str(tmp_path / "b.json")
+    assert st.gates.baseline == str(tmp_path / "b.json")
 
 
 def test_underscore_spelling_and_comma_lists(ws):

@@ -1,25 +1,42 @@
-"""``[tool.laya-tui]`` in the workspace's ``pyproject.toml``: defaults that flags override.
+"""``[tool.laya-tui]`` in the workspace's ``pyproject.toml``, and :func:`settings_from`, the
+one place where the flags, that table and the defaults become a frozen
+:class:`~laya_tui.core.settings.Settings` (and :func:`run_config` the one place a RunConfig
+is made from it).
 
 Precedence, highest first: a command-line flag, the ``[tool.laya-tui]`` table, the built-in
 default. List settings (``probes``, ``kernels``, ``models``, ``fail-on``) given as flags
 replace the table's list; ``--max KIND=N`` overrides that one kind of the table's ``max``.
 Relative paths in the table are relative to the workspace folder; paths given as flags are
 relative to the current folder. ``demo = true`` adds the built-in demo (presets and
-kernels) to that workspace's runs. Standard library only (the CLI imports this).
+kernels) to that workspace's runs. Standard library only (the CLI imports this); the
+defaults live in :mod:`laya_tui.core.settings`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import tomllib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.settings import (
+    DEFAULT_MARGIN,
+    Gates,
+    Outputs,
+    RunOptions,
+    Settings,
+    default_jobs,
+    frozen_map,
+)
+
+if TYPE_CHECKING:
+    from laya_tui.core.runner import RunConfig
 
 TABLE = "tool.laya-tui"
 
-#: key -> (attribute on the argparse namespace, expected type name)
+#: key -> (name of the setting (the flag's argparse dest), expected type name)
 KEYS: dict[str, tuple[str, str]] = {
     "probes": ("probes", "paths"),
     "kernels": ("kernels", "paths"),
@@ -38,15 +55,6 @@ KEYS: dict[str, tuple[str, str]] = {
     "kernel-args": ("kernel_args", "kernel-args"),
 }
 ALIASES = {"family-timeouts": "timeouts"}
-
-#: Defaults applied when neither a flag nor the table sets a value.
-DEFAULT_TOLERANCE_MARGIN = 0.25
-
-
-def default_jobs() -> int:
-    """Families run at once when neither ``--jobs`` nor ``jobs =`` says."""
-    return min(2, os.cpu_count() or 1)
-
 
 def read_table(workspace: str) -> tuple[dict[str, Any], str]:
     """The raw ``[tool.laya-tui]`` table of ``<workspace>/pyproject.toml`` (``{}`` if none)."""
@@ -150,7 +158,7 @@ def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
 
 
 def load_settings(workspace: str) -> dict[str, Any]:
-    """The validated table as ``{namespace attribute: value}``; a bad value is a UsageError."""
+    """The validated table as ``{setting name: value}``; a bad value is a UsageError."""
     table, path = read_table(workspace)
     where = f"{path} [{TABLE}]"
     out: dict[str, Any] = {}
@@ -168,25 +176,143 @@ def load_settings(workspace: str) -> dict[str, Any]:
     return out
 
 
-def apply_pyproject(args: argparse.Namespace) -> dict[str, Any]:
-    """Fill the flags the user did not give from ``[tool.laya-tui]``, then built-in defaults.
+#: ``--device`` / ``device =`` values (availability is checked by the probes: a skip).
+DEVICE_PATTERN = r"^(cpu|cuda(:\d+)?|mps|rbln(:\d+)?)$"
 
-    Returns the table's validated settings (for display and tests).
+
+def _pick(flag: Any, table: dict[str, Any], key: str, default: Any = None) -> Any:
+    """A flag the user gave wins, then the table's value, then the default."""
+    if flag is not None:
+        return flag
+    return table.get(key, default)
+
+
+def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None, *,
+                  run: bool = True) -> Settings:
+    """The one :class:`Settings` of an invocation: flags > ``[tool.laya-tui]`` > defaults.
+
+    ``args`` is the parsed command line (a run's, or ``laya-tui merge``'s, which has only the
+    workspace, output and gate flags); ``table`` the validated table (:func:`load_settings`;
+    read from the workspace when ``None``). ``run`` resolves and checks what a run needs
+    (probe sources, timeouts, jobs, models, shard, device); ``merge`` runs nothing. A bad
+    value is a one-line UsageError, checked before anything runs.
     """
-    workspace = os.path.abspath(getattr(args, "workspace", ".") or ".")
-    settings = load_settings(workspace) if os.path.isdir(workspace) else {}
-    for attr, value in settings.items():
-        if attr == "max":
-            # table first, flags after: a later KIND=N wins, so the flag overrides that kind
-            args.max = list(value) + list(getattr(args, "max", None) or [])
-        elif attr == "family_timeouts":
-            args.family_timeouts = value
-        elif getattr(args, attr, None) is None:
-            setattr(args, attr, value)
-    if getattr(args, "jobs", None) is None:
-        args.jobs = default_jobs()
-    if getattr(args, "no_baseline", False):
-        args.baseline = None
-    if getattr(args, "tolerance_margin", None) is None:
-        args.tolerance_margin = DEFAULT_TOLERANCE_MARGIN
-    return settings
+    flags = vars(args)
+    given = flags.get("workspace") or "."
+    workspace = os.path.abspath(given)
+    if not os.path.isdir(workspace):
+        raise UsageError(f"workspace folder does not exist: {given}")
+    if table is None:
+        table = load_settings(workspace)
+    run_options = _run_options(flags, table, workspace) if run else RunOptions()
+    return Settings(
+        workspace=workspace, run=run_options, gates=_gates(flags, table),
+        outputs=Outputs(json=flags.get("json"),
+                        junit=_pick(flags.get("junit"), table, "junit"),
+                        markdown=_pick(flags.get("markdown"), table, "markdown"),
+                        html=flags.get("html"), trace=flags.get("trace")),
+        headless=bool(flags.get("headless")), list_only=bool(flags.get("list")),
+        watch=bool(flags.get("watch")), debounce_ms=flags.get("debounce_ms"),
+        quiet=bool(flags.get("quiet")),
+    )
+
+
+def _gates(flags: dict[str, Any], table: dict[str, Any]) -> Gates:
+    """``--fail-on`` replaces the table's list; ``--max KIND=N`` overrides that kind only."""
+    fail_on: list[str] = []
+    max_counts: dict[str, int] = {}
+    if any((flags.get("fail_on"), flags.get("max"), table.get("fail_on"), table.get("max"))):
+        from laya_tui.report.gates import parse_fail_on, parse_max
+
+        fail_on = (parse_fail_on(flags["fail_on"]) if flags.get("fail_on")
+                   else parse_fail_on(table.get("fail_on", [])))
+        max_counts = parse_max(table.get("max", []))  # the table's, checked when read
+        max_counts.update(parse_max(flags.get("max") or []))
+    baseline = None if flags.get("no_baseline") else _pick(flags.get("baseline"), table,
+                                                            "baseline")
+    return Gates(fail_on=tuple(fail_on), max_counts=frozen_map(max_counts), baseline=baseline,
+                 tolerance_margin=table.get("tolerance_margin", DEFAULT_MARGIN))
+
+
+def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -> RunOptions:
+    """What a run needs, checked in the order the user is told about it."""
+    from laya_tui.cli.project import resolve_sources
+
+    models = list(_pick(flags.get("models"), table, "models", []))
+    demo = bool(_pick(flags.get("demo"), table, "demo", False))
+    probes, kernels = resolve_sources(  # built-ins, own probes, demo kernels
+        workspace, own=_pick(flags.get("probes"), table, "probes"),
+        kernels=_pick(flags.get("kernels"), table, "kernels"), models=models, demo=demo,
+        flags=frozenset(k for k in ("kernels", "demo") if flags.get(k) is not None))
+    rbln_log = flags.get("rbln_log")
+    if rbln_log and not os.path.isfile(rbln_log):
+        raise UsageError(f"RBLN log file does not exist: {rbln_log}")
+    timeout = _pick(flags.get("timeout"), table, "timeout")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {timeout:g}")
+    jobs = _pick(flags.get("jobs"), table, "jobs", default_jobs())
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    for m in models:
+        if ":" not in m:
+            raise UsageError(f"--model must look like module:callable, got {m!r}")
+    shard, durations_path = _shard(flags)
+    durations = None
+    if durations_path:
+        from laya_tui.report.saved import durations_from_report
+
+        durations = durations_from_report(durations_path)
+    device = _pick(flags.get("device"), table, "device")
+    if device and not re.match(DEVICE_PATTERN, device):
+        raise UsageError(f"--device / device = must be cpu, cuda, cuda:N, mps or rbln, "
+                         f"got {device!r}")
+    out = flags.get("out")
+    return RunOptions(
+        probes=tuple(os.path.abspath(p) for p in probes),
+        kernels=tuple(os.path.abspath(k) for k in kernels), models=tuple(models),
+        only=tuple(flags.get("only") or ()), demo=demo, device=device or None,
+        timeout=timeout, family_timeouts=frozen_map(table.get("family_timeouts")), jobs=jobs,
+        use_cache=not flags.get("no_cache"), cache_dir=flags.get("cache_dir"),
+        out=os.path.abspath(out) if out else None,
+        rbln_log=os.path.abspath(rbln_log) if rbln_log else None,
+        kernel_args=frozen_map(table.get("kernel_args")), shard=shard,
+        durations=frozen_map(durations) if durations is not None else None,
+        durations_path=os.path.abspath(durations_path) if durations is not None else None,
+    )
+
+
+def _shard(flags: dict[str, Any]) -> tuple[tuple[int, int] | None, str | None]:
+    """``--shard K/N`` and the ``--durations REPORT`` path, checked before anything runs."""
+    shard_text, durations_path = flags.get("shard"), flags.get("durations")
+    if shard_text is None:
+        if durations_path:
+            raise UsageError("--durations only applies with --shard K/N")
+        return None, None
+    from laya_tui.core.shard import parse_shard
+
+    shard = parse_shard(shard_text)
+    if flags.get("watch"):
+        raise UsageError("--shard splits one run; it does not combine with --watch")
+    return shard, durations_path or None
+
+
+def run_config(settings: Settings) -> RunConfig:
+    """The RunConfig of a run: the one place it is made (from the Settings)."""
+    from laya_tui.core.runner import RunConfig
+
+    r = settings.run
+    extra: dict[str, object] = {"demo": r.demo}
+    if r.device:
+        extra["device"] = r.device
+    if r.rbln_log:
+        extra["rbln_log"] = r.rbln_log
+    if r.kernel_args:
+        extra["kernel_args"] = dict(r.kernel_args)  # [tool.laya-tui.kernel-args] (tilelang)
+    return RunConfig(
+        workspace=settings.workspace, probes=list(r.probes), kernels=list(r.kernels),
+        models=list(r.models), only=list(r.only), timeout=r.timeout, jobs=r.jobs,
+        use_cache=r.use_cache, cache_dir=r.cache_dir, out=r.out, extra_options=extra,
+        family_timeouts=dict(r.family_timeouts), shard=r.shard,
+        durations=dict(r.durations) if r.durations is not None else None,
+        durations_path=r.durations_path,
+    )

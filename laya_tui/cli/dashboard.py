@@ -6,34 +6,34 @@ the one rule').
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.errors import EXIT_OK
 
+if TYPE_CHECKING:
+    from laya_tui.core.runner import RunConfig
+    from laya_tui.core.settings import Settings
+    from laya_tui.report.gates import GateSettings
 
-def run_app(config: Any, args: argparse.Namespace) -> int:
+
+def run_app(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
     """Run the dashboard until the user quits; returns the exit code.
 
-    With ``--json PATH`` (or ``--junit``/``--markdown``) the final report is written on the
-    way out and the exit code follows the gates, as in headless mode; otherwise quitting
-    exits 0.
+    With ``--json PATH`` (or ``--junit``/``--markdown``/``--html``/``--trace``) the final
+    report is written on the way out and the exit code follows the gates, as in headless
+    mode; otherwise quitting exits 0.
     """
     from laya_tui.tui.app import build_app
 
-    json_path = args.json if args.json and args.json != "-" else None
-    settings = getattr(args, "gate_settings", None)
-    app = build_app(config, watch=bool(getattr(args, "watch", False)), export_path=json_path,
-                    gate_settings=settings)
+    json_path = settings.outputs.json if settings.outputs.json != "-" else None
+    app = build_app(config, watch=settings.watch, export_path=json_path, gate_settings=gates)
     try:
         app.run()
     finally:
         if app.runner is not None:
             app.runner.kill_all()
-    wants_files = json_path or any(getattr(args, k, None)
-                                   for k in ("junit", "markdown", "html", "trace"))
-    if not wants_files:
+    if not (json_path or settings.outputs.ci_files()):
         return EXIT_OK
     results = app.model.results()
     if not results:
@@ -44,5 +44,5 @@ def run_app(config: Any, args: argparse.Namespace) -> int:
 
     specs = list(app.probe_specs.values())
     report = make_report(results, Discovery(specs, app.model.errors), app.model.run_seconds,
-                         settings)
-    return finish(report, args, json_path)
+                         gates)
+    return finish(report, settings, json_path)

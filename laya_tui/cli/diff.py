@@ -8,6 +8,7 @@ import sys
 
 from laya_tui.core.errors import EXIT_OK, UsageError
 from laya_tui.core.files import check_output_path
+from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.report.diff import diff_markdown, diff_report, diff_reports, diff_text
 from laya_tui.report.saved import load_saved_report
 
@@ -25,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--markdown", metavar="PATH", help="also write the diff as markdown")
     ap.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
     ap.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
-    ap.add_argument("--margin", type=float, default=0.25, metavar="FRACTION",
+    ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, metavar="FRACTION",
                     help="tolerance values move when worse/better by more than this "
                     "(default: %(default)s)")
     ap.add_argument("--workspace", metavar="DIR", default=".",

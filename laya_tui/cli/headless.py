@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 
@@ -10,6 +9,8 @@ from laya_tui.core.errors import EXIT_OK
 from laya_tui.core.events import Event, ProbeFinished
 from laya_tui.core.run import discover_checked, run_probes
 from laya_tui.core.runner import Discovery, RunConfig, Runner
+from laya_tui.core.settings import Settings
+from laya_tui.report.gates import GateSettings
 from laya_tui.report.outputs import finish, make_report
 
 
@@ -43,16 +44,16 @@ def _progress(quiet: bool):  # -> Callable[[Event], None]
     return on_event
 
 
-def run_headless(config: RunConfig, args: argparse.Namespace) -> int:
+def run_headless(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
     """Run once, write the report, print the summary; exit 0 when every gate holds."""
-    if getattr(args, "watch", False):
+    if settings.watch:
         from laya_tui.cli.watch_headless import run_watch_headless
 
-        return run_watch_headless(config, args)
+        return run_watch_headless(config, settings, gates)
     try:
-        results, disc, seconds = asyncio.run(run_probes(config, _progress(args.quiet)))
+        results, disc, seconds = asyncio.run(run_probes(config, _progress(settings.quiet)))
     except asyncio.CancelledError:
         print("laya-tui: terminated", file=sys.stderr)
         return 143
-    report = make_report(results, disc, seconds, getattr(args, "gate_settings", None))
-    return finish(report, args, args.json)
+    report = make_report(results, disc, seconds, gates)
+    return finish(report, settings, settings.outputs.json)

@@ -10,15 +10,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from laya_tui.cli.project import NothingConfigured
 from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 from laya_tui.core.files import check_output_path
+from laya_tui.core.settings import default_jobs
 
-#: ``--device`` / ``device =`` values (availability is checked by the probes: a skip).
-DEVICE_PATTERN = r"^(cpu|cuda(:\d+)?|mps|rbln(:\d+)?)$"
-
+if TYPE_CHECKING:
+    from laya_tui.core.runner import RunConfig
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="per-probe timeout for every family (default: per family)")
     ap.add_argument("--jobs", type=int, default=None, metavar="N",
                     help="families run at once, one warm worker each (default: "
-                    f"{min(2, os.cpu_count() or 1)})")
+                    f"{default_jobs()})")
     ap.add_argument("--no-cache", action="store_true", help="run every probe, ignore the cache")
     ap.add_argument("--cache-dir", metavar="DIR", help="result cache folder")
     ap.add_argument("--out", metavar="DIR",
@@ -106,67 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def config_from_args(args: argparse.Namespace):  # -> RunConfig (imported lazily)
-    """Turn parsed flags into a RunConfig, raising UsageError for bad paths."""
-    from laya_tui.cli.config import apply_pyproject
-    from laya_tui.cli.project import resolve_sources
-    from laya_tui.core.runner import RunConfig
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig of parsed flags (with the workspace's table), raising UsageError."""
+    from laya_tui.cli.config import run_config, settings_from
 
-    workspace = os.path.abspath(args.workspace)
-    if not os.path.isdir(workspace):
-        raise UsageError(f"workspace folder does not exist: {args.workspace}")
-    flags = frozenset(k for k in ("kernels", "demo") if getattr(args, k, None) is not None)
-    apply_pyproject(args)  # [tool.laya-tui] fills what no flag set (flags win)
-    probes, kernels = resolve_sources(args, workspace, flags)  # built-ins, own probes, demo
-    if args.rbln_log and not os.path.isfile(args.rbln_log):
-        raise UsageError(f"RBLN log file does not exist: {args.rbln_log}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
-    for m in args.models or []:
-        if ":" not in m:
-            raise UsageError(f"--model must look like module:callable, got {m!r}")
-    shard, durations = _shard_args(args)
-    extra: dict[str, object] = {"demo": bool(getattr(args, "demo", None))}
-    if getattr(args, "device", None):
-        import re
-
-        if not re.match(DEVICE_PATTERN, args.device):
-            raise UsageError(f"--device / device = must be cpu, cuda, cuda:N, mps or rbln, "
-                             f"got {args.device!r}")
-        extra["device"] = args.device
-    if args.rbln_log:
-        extra["rbln_log"] = os.path.abspath(args.rbln_log)
-    if getattr(args, "kernel_args", None):
-        extra["kernel_args"] = args.kernel_args  # [tool.laya-tui.kernel-args] (tilelang)
-    out = os.path.abspath(args.out) if args.out else None
-    return RunConfig(
-        workspace=workspace, probes=[os.path.abspath(p) for p in probes],
-        kernels=[os.path.abspath(k) for k in kernels], models=args.models or [],
-        only=args.only or [], timeout=args.timeout, jobs=args.jobs,
-        use_cache=not args.no_cache, cache_dir=args.cache_dir, out=out, extra_options=extra,
-        family_timeouts=getattr(args, "family_timeouts", None) or {},
-        shard=shard, durations=durations,
-        durations_path=os.path.abspath(args.durations) if durations is not None else None,
-    )
-
-
-def _shard_args(args: argparse.Namespace) -> tuple[tuple[int, int] | None,
-                                                   dict[str, float] | None]:
-    """``--shard K/N`` and ``--durations REPORT``, checked before anything runs."""
-    shard_text, durations_path = getattr(args, "shard", None), getattr(args, "durations", None)
-    if shard_text is None:
-        if durations_path:
-            raise UsageError("--durations only applies with --shard K/N")
-        return None, None
-    from laya_tui.core.shard import parse_shard
-    from laya_tui.report.saved import durations_from_report
-
-    shard = parse_shard(shard_text)
-    if getattr(args, "watch", False):
-        raise UsageError("--shard splits one run; it does not combine with --watch")
-    return shard, durations_from_report(durations_path) if durations_path else None
+    return run_config(settings_from(args))
 
 
 #: ``laya-tui NAME ...`` subcommands: NAME -> "module:function" taking the remaining argv and
@@ -190,15 +134,15 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         return EXIT_USAGE
 
 
-def wants_headless(args: argparse.Namespace) -> bool:
+def wants_headless(headless: bool, json_path: str | None) -> bool:
     """No dashboard: asked for, the report goes to stdout, or no terminal on stdin/stdout."""
-    return bool(args.headless or args.json == "-"
+    return bool(headless or json_path == "-"
                 or not (sys.stdout.isatty() and sys.stdin.isatty()))
 
 
 def _nothing_configured(hint: str, args: argparse.Namespace) -> int:
     """The configuration hint: a paragraph on stderr, or one screen on a terminal; exit 2."""
-    if args.list or wants_headless(args):
+    if args.list or wants_headless(args.headless, args.json):
         sys.stderr.write(hint)
         return EXIT_USAGE
     from laya_tui.tui.screens.hint import show_hint
@@ -214,24 +158,25 @@ def main(argv: list[str] | None = None) -> int:
         return _run_subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        config = config_from_args(args)
-        check_output_path(args.json)
-        if args.list:
+        from laya_tui.cli.config import run_config, settings_from
+
+        settings = settings_from(args)  # flags > [tool.laya-tui] > defaults, checked
+        config = run_config(settings)
+        check_output_path(settings.outputs.json)
+        if settings.list_only:
             from laya_tui.cli.headless import list_probes
 
             return list_probes(config)
         from laya_tui.report.gates import prepare_gates
 
-        args.gate_settings = prepare_gates(args)  # bad baseline/outputs: exit 2, nothing runs
-        headless = args.headless or args.json == "-" or not (sys.stdout.isatty()
-                                                             and sys.stdin.isatty())
-        if headless:
+        gates = prepare_gates(settings)  # bad baseline/outputs: exit 2, nothing runs
+        if wants_headless(settings.headless, settings.outputs.json):
             from laya_tui.cli.headless import run_headless
 
-            return run_headless(config, args)
+            return run_headless(config, settings, gates)
         from laya_tui.cli.dashboard import run_app
 
-        return run_app(config, args)
+        return run_app(config, settings, gates)
     except NothingConfigured as exc:
         return _nothing_configured(str(exc), args)
     except UsageError as exc:

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 from laya_tui.core.files import check_output_path
+from laya_tui.core.settings import Outputs
 from laya_tui.report.merge import Input, dumps_report, load_report, merge_reports
 
 
@@ -45,13 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _check_html(args: argparse.Namespace) -> None:
-    if not args.html:
+def _check_html(outputs: Outputs) -> None:
+    if not outputs.html:
         return
-    check_output_path(args.html)
-    for other in (args.json, args.junit, args.markdown):
-        if other and other != "-" and os.path.realpath(other) == os.path.realpath(args.html):
-            raise UsageError(f"--html names the same file as another output: {args.html}")
+    check_output_path(outputs.html)
+    for other in (outputs.json, outputs.junit, outputs.markdown):
+        if other and other != "-" and os.path.realpath(other) == os.path.realpath(outputs.html):
+            raise UsageError(f"--html names the same file as another output: {outputs.html}")
 
 
 def main(argv: list[str]) -> int:
@@ -68,7 +69,7 @@ def main(argv: list[str]) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from laya_tui.cli.config import apply_pyproject
+    from laya_tui.cli.config import settings_from
     from laya_tui.report.document import write_atomic
     from laya_tui.report.gates import prepare_gates
     from laya_tui.report.outputs import finish
@@ -76,19 +77,19 @@ def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.reports.count("-") > 1:
         raise UsageError("only one report can come from stdin ('-')")
-    if not os.path.isdir(args.workspace):
-        raise UsageError(f"workspace folder does not exist: {args.workspace}")
-    apply_pyproject(args)  # [tool.laya-tui] fills the gate flags not given (flags win)
-    settings = prepare_gates(args)  # outputs writable and distinct, baseline loaded
-    _check_html(args)
+    # the gate flags and outputs: flags > [tool.laya-tui] > defaults, as for a run
+    settings = settings_from(args, run=False)
+    gates = prepare_gates(settings)  # outputs writable and distinct, baseline loaded
+    _check_html(settings.outputs)
     inputs = [Input(path, load_report(path)) for path in args.reports]
-    report, notes = merge_reports(inputs, settings, args.prefer)
-    text = dumps_report(report) if args.json else ""
-    if args.json == "-":
+    report, notes = merge_reports(inputs, gates, args.prefer)
+    json_path = settings.outputs.json
+    text = dumps_report(report) if json_path else ""
+    if json_path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
-    elif args.json:
-        write_atomic(args.json, text)
+    elif json_path:
+        write_atomic(json_path, text)
     for note in notes[:10]:
         print(f"laya-tui merge: {note}", file=sys.stderr)
     if len(notes) > 10:
@@ -97,4 +98,4 @@ def _main(argv: list[str]) -> int:
     print(f"laya-tui merge: {len(inputs)} reports, hosts: "
           + ", ".join(f"{h} ({per_host.get(h, 0)} probes)" for h in report["hosts"]),
           file=sys.stderr)
-    return finish(report, args, None)  # CI files (HTML included), summary, baseline lines
+    return finish(report, settings, None)  # CI files (HTML included), summary, baseline lines

@@ -10,7 +10,6 @@ them beside the package. :func:`builtin_probes_dir` and :func:`demo_kernels_dir`
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from laya_tui.core.errors import UsageError
@@ -87,9 +86,11 @@ def _default_dir(workspace: str, name: str) -> list[str]:
     return [path] if os.path.isdir(path) else []
 
 
-def resolve_sources(args: argparse.Namespace, workspace: str,
+def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str] | None,
+                    models: list[str], demo: bool,
                     flags: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
-    """The probe paths and kernel folders of a run, from flags already merged with the table.
+    """The probe paths and kernel folders of a run, from settings already merged with the
+    table (``own``/``kernels``: the flag's list, else the table's, else ``None``).
 
     ``flags`` names the settings given on the command line (``"kernels"``, ``"demo"``).
     Own probes are ``--probes``, else the table's ``probes``, else ``<workspace>/probes``;
@@ -101,18 +102,17 @@ def resolve_sources(args: argparse.Namespace, workspace: str,
     """
     from laya_tui.cli.config import table_present
 
-    own = list(args.probes) if args.probes else _default_dir(workspace, "probes")
+    own = list(own) if own else _default_dir(workspace, "probes")
     for p in own:
         if not os.path.exists(p):
             raise UsageError(f"probe path does not exist: {p}")
-    kernels = list(args.kernels) if args.kernels else _default_dir(workspace, "kernels")
+    kernels = list(kernels) if kernels else _default_dir(workspace, "kernels")
     for k in kernels:
         if not os.path.isdir(k):
             raise UsageError(f"kernel folder does not exist: {k}")
-    demo = bool(getattr(args, "demo", None))
     if demo and ("demo" in flags or "kernels" not in flags):
         kernels.append(demo_kernels_dir())
-    subjects = bool(kernels or getattr(args, "models", None) or demo)
+    subjects = bool(kernels or models or demo)
     if not (subjects or own or table_present(workspace)):
         raise NothingConfigured(nothing_configured_hint(workspace))
     builtin = [builtin_probes_dir()] if subjects or not own else []

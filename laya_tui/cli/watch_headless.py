@@ -8,16 +8,17 @@ SIGINT/SIGTERM end the watch cleanly (workers killed, exit 0).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import signal
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from laya_tui.core.errors import EXIT_OK, UsageError
 from laya_tui.core.runner import RunConfig
+from laya_tui.core.settings import Settings
+from laya_tui.report.gates import GateSettings
 from laya_tui.watch.engine import DEFAULT_DEBOUNCE_MS, Record, Watcher
 
 
@@ -75,7 +76,7 @@ class StreamWriter:
 async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                          report_path: str | None = None, quiet: bool = False,
                          out: TextIO | None = None, err: TextIO | None = None,
-                         gate_settings: Any = None) -> int:
+                         gate_settings: GateSettings | None = None) -> int:
     """Run the watcher until SIGINT/SIGTERM; records go to ``out`` (stdout)."""
     writer = StreamWriter(out or sys.stdout, err or sys.stderr, quiet=quiet,
                           report_path=report_path)
@@ -109,20 +110,19 @@ async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUN
     return EXIT_OK
 
 
-def run_watch_headless(config: RunConfig, args: argparse.Namespace) -> int:
+def run_watch_headless(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
     """Entry point from ``run_headless`` when ``--watch`` is set."""
-    debounce = getattr(args, "debounce_ms", None)
+    debounce = settings.debounce_ms
     debounce = DEFAULT_DEBOUNCE_MS if debounce is None else debounce
     if debounce < 0:
         raise UsageError(f"--debounce-ms must be zero or more, got {debounce}")
-    report = getattr(args, "json", None)
+    report = settings.outputs.json
     if report == "-":
         raise UsageError("--watch writes change records on stdout; give --json a file path")
-    kwargs: dict[str, Any] = {"debounce_ms": max(1, debounce), "report_path": report,
-                              "quiet": bool(getattr(args, "quiet", False)),
-                              "gate_settings": getattr(args, "gate_settings", None)}
     try:
-        code = asyncio.run(watch_headless(config, **kwargs))
+        code = asyncio.run(watch_headless(config, debounce_ms=max(1, debounce),
+                                          report_path=report, quiet=settings.quiet,
+                                          gate_settings=gates))
     except KeyboardInterrupt:
         code = EXIT_OK
     print("watch: stopped", file=sys.stderr, flush=True)

@@ -30,6 +30,7 @@ from laya_tui.core.events import (
 )
 from laya_tui.core.logtext import trim_faulthandler
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
+from laya_tui.core.settings import default_jobs
 from laya_tui.core.signals import KINDS
 
 LOG_TAIL_CHARS = 4000
@@ -48,7 +49,7 @@ class RunConfig:
     only: list[str] = field(default_factory=list)
     timeout: float | None = None
     family_timeouts: dict[str, float] = field(default_factory=dict)
-    jobs: int = 2
+    jobs: int = field(default_factory=default_jobs)
     use_cache: bool = True
     cache_dir: str | None = None
     out: str | None = None

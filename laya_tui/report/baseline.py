@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
 from laya_tui.report.gates import COUNTED_KINDS, upgrade_compile_signals
 
@@ -315,7 +316,7 @@ def _sort_key(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 
 def compare(baseline: Baseline, probes: list[dict[str, Any]], *,
-            margin: float = 0.25) -> dict[str, Any]:
+            margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
     """The ``baseline`` report section: regressions, improvements and notes, sorted."""
     with _no_gc():
         return _compare(baseline, probes, margin)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS, signal_key
 from laya_tui.report.baseline import Baseline, compare
 
@@ -21,7 +22,7 @@ BAD = frozenset(("new", "more", "more-bytes", "now-failing", "worse", "status"))
 
 
 def diff_reports(base: dict[str, Any], new: dict[str, Any], *, base_path: str = "BASE",
-                 margin: float = 0.25) -> dict[str, Any]:
+                 margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
     """The baseline comparison of ``new`` against ``base``, plus status and version changes."""
     section = compare(Baseline(base_path, base), new.get("probes", []), margin=margin)
     old_status = {p["id"]: p["status"] for p in base.get("probes", [])}

@@ -14,13 +14,13 @@ tolerance or lowering signal counts only when it failed (``passed: false``); the
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.settings import DEFAULT_MARGIN, Settings
 from laya_tui.core.signals import KINDS
 
 #: Signal kinds whose ``count`` is the number of occurrences.
@@ -61,7 +61,8 @@ GATE_KINDS: tuple[str, ...] = KINDS + STATUS_KINDS
 
 @dataclass
 class GateSettings:
-    """Which gates apply. Defaults: crashes, timeouts, probe errors, failed tolerances."""
+    """The gates a report is evaluated with (made from :class:`Settings` by
+    :func:`prepare_gates`). Defaults: crashes, timeouts, probe errors, failed tolerances."""
 
     fail_on_crash: bool = True
     fail_on_timeout: bool = True
@@ -70,7 +71,7 @@ class GateSettings:
     fail_on: list[str] = field(default_factory=list)
     max_counts: dict[str, int] = field(default_factory=dict)
     baseline: Any = None  # a laya_tui.report.baseline.Baseline, loaded before any probe runs
-    tolerance_margin: float = 0.25
+    tolerance_margin: float = DEFAULT_MARGIN
 
 
 def parse_fail_on(values: Iterable[str], source: str = "--fail-on") -> list[str]:
@@ -107,30 +108,13 @@ def parse_max(values: Iterable[str], source: str = "--max") -> dict[str, int]:
     return out
 
 
-def settings_from_args(args: argparse.Namespace) -> GateSettings:
-    """Gate settings from merged flags/pyproject; loads the baseline (a UsageError if bad)."""
-    margin = getattr(args, "tolerance_margin", None)
-    settings = GateSettings(
-        fail_on=parse_fail_on(getattr(args, "fail_on", None) or []),
-        max_counts=parse_max(getattr(args, "max", None) or []),
-        tolerance_margin=0.25 if margin is None else float(margin),
-    )
-    if getattr(args, "baseline", None):
-        from laya_tui.report.baseline import load_baseline
-
-        settings.baseline = load_baseline(args.baseline)
-    return settings
-
-
-def prepare_gates(args: argparse.Namespace) -> GateSettings:
-    """Check every CI input and output before any probe runs (bad input loses nothing)."""
+def prepare_gates(settings: Settings) -> GateSettings:
+    """The gates of a run or a merge, with every CI input and output checked before any probe
+    runs (bad input loses nothing): outputs writable and distinct, the baseline loaded."""
     from laya_tui.core.files import check_output_path
 
-    outputs = {"--json": getattr(args, "json", None), "--junit": getattr(args, "junit", None),
-               "--markdown": getattr(args, "markdown", None),
-               "--html": getattr(args, "html", None), "--trace": getattr(args, "trace", None)}
     seen: dict[str, str] = {}
-    for flag, path in outputs.items():
+    for flag, path in settings.outputs.by_flag().items():
         if not path or path == "-":
             continue
         check_output_path(path)
@@ -138,7 +122,14 @@ def prepare_gates(args: argparse.Namespace) -> GateSettings:
         if real in seen:
             raise UsageError(f"{seen[real]} and {flag} name the same file: {path}")
         seen[real] = flag
-    return settings_from_args(args)
+    g = settings.gates
+    gates = GateSettings(fail_on=list(g.fail_on), max_counts=dict(g.max_counts),
+                         tolerance_margin=g.tolerance_margin)
+    if g.baseline:
+        from laya_tui.report.baseline import load_baseline
+
+        gates.baseline = load_baseline(g.baseline)
+    return gates
 
 
 def occurrences(sig: dict[str, Any]) -> int:

@@ -4,12 +4,12 @@ and ``laya-tui merge`` all end here, so they write the same things the same way.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any
 
 from laya_tui.core.errors import EXIT_GATE, EXIT_OK
 from laya_tui.core.runner import Discovery
+from laya_tui.core.settings import Settings
 from laya_tui.report.document import build_report, human_summary, write_atomic, write_report
 from laya_tui.report.gates import GateSettings, evaluate_all
 
@@ -24,31 +24,33 @@ def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
                         extra=extra or None)
 
 
-def write_ci_files(report: dict[str, Any], args: argparse.Namespace) -> None:
-    """``--junit``, ``--markdown`` and ``$GITHUB_STEP_SUMMARY`` (paths checked up front)."""
-    if getattr(args, "junit", None):
+def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
+    """``--junit``, ``--markdown``, ``--html``, ``--trace`` and ``$GITHUB_STEP_SUMMARY``
+    (paths checked up front by :func:`laya_tui.report.gates.prepare_gates`)."""
+    out = settings.outputs
+    if out.junit:
         from laya_tui.report.junit import build_junit
 
-        write_atomic(args.junit, build_junit(report))
+        write_atomic(out.junit, build_junit(report))
     from laya_tui.report.markdown import write_markdown_outputs
 
-    write_markdown_outputs(report, getattr(args, "markdown", None))
-    if getattr(args, "html", None):
+    write_markdown_outputs(report, out.markdown)
+    if out.html:
         from laya_tui.report.html import build_html
 
-        write_atomic(args.html, build_html(report, workspace=getattr(args, "workspace", None)))
-    if getattr(args, "trace", None):
+        write_atomic(out.html, build_html(report, workspace=settings.workspace))
+    if out.trace:
         from laya_tui.core.trace import trace_json
 
-        write_atomic(args.trace, trace_json(report))
+        write_atomic(out.trace, trace_json(report))
 
 
-def finish(report: dict[str, Any], args: argparse.Namespace, json_path: str | None) -> int:
+def finish(report: dict[str, Any], settings: Settings, json_path: str | None) -> int:
     """Write the JSON report (``-`` is stdout) and the CI files, print the summary and the
     baseline comparison on stderr; the exit code of the gates."""
     if json_path:
         write_report(json_path, report)  # streamed in chunks, "-" is stdout
-    write_ci_files(report, args)
+    write_ci_files(report, settings)
     print(human_summary(report), file=sys.stderr)
     if report.get("baseline"):
         from laya_tui.report.baseline import summary_lines
