@@ -81,6 +81,24 @@ def test_list_prints_ids_and_runs_nothing(tmp_path):
     assert not marker.exists()
 
 
+def test_list_into_a_closed_pipe_is_quiet(tmp_path):
+    """`laya-tui --list | head -1`: a reader that stops early is not an internal error."""
+    import subprocess
+    import sys
+
+    ws = copy_workspace("mixed", tmp_path)
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first id
+    try:
+        proc = subprocess.run([sys.executable, "-m", "laya_tui", "--workspace", str(ws),
+                               "--list"], stdout=w, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    finally:
+        os.close(w)
+    assert proc.returncode == 141, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_json_to_stdout_is_the_only_stdout(tmp_path):
     ws = copy_workspace("mixed", tmp_path)
     proc = run_cli("--workspace", str(ws), "--headless", "--json", "-", "--only", "other/*",

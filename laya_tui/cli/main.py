@@ -185,11 +185,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("laya-tui: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `laya-tui --list | head`: the reader had enough, not an error
+        _quiet_stdout()
+        return 141
     except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
         print(f"laya-tui: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         if os.environ.get("LAYA_TUI_DEBUG"):
             raise
         return EXIT_INTERNAL
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":
