@@ -29,7 +29,7 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.logtext import trim_faulthandler
-from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
+from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
 from laya_tui.core.signals import KINDS
 
 LOG_TAIL_CHARS = 4000
@@ -140,7 +140,7 @@ class WorkerHandle:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
                                      os.fdopen(rfd, "rb", buffering=0))
         event = await self.next_event(timeout=60.0)
-        if event.get("type") != "ready":
+        if event.get("type") != Reply.READY:
             raise WorkerDied(f"worker did not start: {event}")
 
     async def send(self, cmd: dict[str, Any]) -> None:
@@ -202,7 +202,7 @@ class WorkerHandle:
             return
         if self.proc.returncode is None:
             try:
-                await self.send({"op": "exit"})
+                await self.send({"op": Op.EXIT})
                 self.proc.stdin.close()  # type: ignore[union-attr]
                 await asyncio.wait_for(self.proc.wait(), 1.0)
             except (WorkerDied, TimeoutError, OSError):
@@ -242,7 +242,7 @@ class Runner:
         handle = WorkerHandle("_discover", self.config, self.log_dir)
         try:
             await handle.start()
-            await handle.send({"op": "discover", "paths": self.config.probes})
+            await handle.send({"op": Op.DISCOVER, "paths": self.config.probes})
             event = await handle.next_event(timeout=120.0)
         except (WorkerDied, TimeoutError) as exc:
             tail = _tail(handle.worker_log)
@@ -365,7 +365,7 @@ class Runner:
             await handle.close()
         elif handle is not None and handle.alive and stale:
             try:
-                await handle.send({"op": "invalidate", "files": sorted(stale)})
+                await handle.send({"op": Op.INVALIDATE, "files": sorted(stale)})
                 await handle.next_event(timeout=10.0)
             except (WorkerDied, TimeoutError):
                 handle.kill()
@@ -399,7 +399,7 @@ class Runner:
                                                            f"_worker-{_safe(fam)}.log")), probe)
         self._running[fam] = pid
         try:
-            await handle.send({"op": "run", "id": pid, "file": probe["file"],
+            await handle.send({"op": Op.RUN, "id": pid, "file": probe["file"],
                                "func": probe["func"], "param": probe.get("param"),
                                "log": log_path})
             deadline = time.monotonic() + timeout
@@ -409,9 +409,9 @@ class Runner:
                     raise TimeoutError
                 event = await handle.next_event(timeout=remaining)
                 etype = event["type"]
-                if etype == "started":
+                if etype == Reply.STARTED:
                     self.on_event(ProbeStarted(pid, fam, time.time()))
-                elif etype == "signals":  # a batch: one line, one json.loads
+                elif etype == Reply.SIGNALS:  # a batch: one line, one json.loads
                     batch = event.get("signals")
                     if (event.get("probe") != pid or not isinstance(batch, list)
                             or not all(type(s) is dict for s in batch)):
@@ -437,14 +437,14 @@ class Runner:
                         on_event(SignalEmitted(pid, sig))
                     await asyncio.sleep(0)  # buffered lines never suspend readline: let
                     # the UI's loop breathe between batches in a flood
-                elif etype == "signal":  # one signal (the batched form is the usual one)
+                elif etype == Reply.SIGNAL:  # one signal (the batched form is the usual one)
                     sig = event.get("signal")
                     if not isinstance(sig, dict) or event.get("probe") != pid:
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
                     self.on_event(SignalEmitted(pid, sig))
-                elif etype == "finished" and event.get("id") == pid:
+                elif etype == Reply.FINISHED and event.get("id") == pid:
                     result = dict(base, status=event.get("status", "failed"),
                                   reason=event.get("reason"),
                                   seconds=round(time.perf_counter() - t0, 3),

@@ -72,6 +72,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeStarted
+from laya_tui.core.protocol import Op, Reply
 from laya_tui.core.runner import Discovery, RunConfig, Runner, WorkerDied, WorkerHandle, matches_any
 from laya_tui.core.signals import signal_key
 
@@ -390,12 +391,12 @@ class Watcher:
                     await h.start()
                     self._disc_stale.clear()
                 if self._disc_stale:
-                    await h.send({"op": "invalidate", "files": sorted(self._disc_stale)})
+                    await h.send({"op": Op.INVALIDATE, "files": sorted(self._disc_stale)})
                     await h.next_event(timeout=30.0)
                     self._disc_stale.clear()
-                await h.send({"op": "discover", "paths": self.config.probes})
+                await h.send({"op": Op.DISCOVER, "paths": self.config.probes})
                 event = await h.next_event(timeout=120.0)
-                if event.get("type") != "discovered":
+                if event.get("type") != Reply.DISCOVERED:
                     raise WorkerDied(f"unexpected discovery reply {event.get('type')!r}")
                 probes = event.get("probes", [])
                 if self.config.only:
