@@ -30,11 +30,14 @@ from laya_tui.core.events import (
 )
 from laya_tui.core.logtext import trim_faulthandler
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
+from laya_tui.core.results import make_result
 from laya_tui.core.signals import KINDS
 
 LOG_TAIL_CHARS = 4000
 _KINDS = {k: k for k in KINDS}
 MAX_LINE = 64 * 1024 * 1024
+#: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
+CANCELLED_REASON = "cancelled by a newer change"
 
 
 @dataclass
@@ -387,16 +390,15 @@ class Runner:
         signals: list[dict[str, Any]] = []
         files: dict[str, str] = {}  # one string per call-site file, shared by the signals
         t0 = time.perf_counter()
-        base = {"id": pid, "family": fam, "cached": False, "params": probe.get("params", {}),
-                "file": probe.get("file"), "started": time.time()}  # wall clock, for --trace
+        started = time.time()  # wall clock, for --trace
         timeout = self.config.timeout_for(probe)
         self._cancelled.discard(pid)
         try:
             handle = await self._worker(fam)
         except (WorkerDied, TimeoutError, OSError) as exc:
-            return self._ended(base, "crashed", f"worker failed to start: {exc}", t0,
+            return self._ended(probe, "crashed", f"worker failed to start: {exc}", t0, started,
                                signals, _tail(os.path.join(self.log_dir,
-                                                           f"_worker-{_safe(fam)}.log")), probe)
+                                                           f"_worker-{_safe(fam)}.log")))
         self._running[fam] = pid
         try:
             await handle.send({"op": Op.RUN, "id": pid, "file": probe["file"],
@@ -445,15 +447,13 @@ class Runner:
                     signals.append(sig)
                     self.on_event(SignalEmitted(pid, sig))
                 elif etype == Reply.FINISHED and event.get("id") == pid:
-                    result = dict(base, status=event.get("status", "failed"),
-                                  reason=event.get("reason"),
-                                  seconds=round(time.perf_counter() - t0, 3),
-                                  deps=self._rel_deps(probe, event.get("deps", [])),
-                                  signals=signals, log_tail=_tail(log_path),
-                                  ended=time.time())
+                    result = make_result(
+                        probe, event.get("status", "failed"), event.get("reason"),
+                        seconds=round(time.perf_counter() - t0, 3),
+                        deps=self._rel_deps(probe, event.get("deps", [])), signals=signals,
+                        log_tail=_tail(log_path), started=started, ended=time.time(),
+                        error=event.get("error"))
                     result["_abs_deps"] = event.get("deps", [])
-                    if event.get("error"):
-                        result["error"] = event["error"]
                     return result
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
@@ -461,27 +461,29 @@ class Runner:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
-                                   _tail(log_path), probe)
-            return self._ended(base, "timeout", f"timed out after {timeout:g} s", t0, signals,
-                               _tail(log_path), probe)
+                return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
+                                   _tail(log_path), cancelled=True)
+            return self._ended(probe, "timeout", f"timed out after {timeout:g} s", t0, started,
+                               signals, _tail(log_path))
         except WorkerDied as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
-                                   _tail(log_path), probe)
+                return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
+                                   _tail(log_path), cancelled=True)
             reason = str(exc)
             tail = _tail(log_path) or _tail(handle.worker_log)
-            return self._ended(base, "crashed", reason, t0, signals, tail, probe)
+            return self._ended(probe, "crashed", reason, t0, started, signals, tail)
         finally:
             self._running.pop(fam, None)
 
-    def _ended(self, base: dict[str, Any], status: str, reason: str, t0: float,
-               signals: list[dict[str, Any]], tail: str, probe: dict[str, Any]) -> dict[str, Any]:
-        return dict(base, status=status, reason=reason, seconds=round(time.perf_counter() - t0, 3),
-                    deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
-                    ended=time.time())
+    def _ended(self, probe: dict[str, Any], status: str, reason: str, t0: float,
+               started: float, signals: list[dict[str, Any]], tail: str, *,
+               cancelled: bool = False) -> dict[str, Any]:
+        """A run the worker did not finish: crashed, timed out, or cancelled."""
+        return make_result(probe, status, reason, seconds=round(time.perf_counter() - t0, 3),
+                           deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
+                           started=started, ended=time.time(), cancelled=cancelled)
 
     def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
         root = os.path.realpath(self.config.workspace)

@@ -14,28 +14,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
-from laya_tui.core.signals import KINDS, is_failing
+from laya_tui.core.results import Signal, failing, signal_key
+from laya_tui.core.signals import KINDS
 
 Scope = tuple[str, str | None]
 """``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
 
 ALL: Scope = ("all", None)
 
-FAILED_OUTCOMES = ("lower-failed", "build-failed", "run-failed")
-
 
 @dataclass(eq=False, slots=True)
 class SignalRow:
     """One signal as the table shows it; ``key`` is stable across re-runs.
 
-    Slotted and holding only strings, numbers and the signal dict: one object per signal
+    Slotted and holding only strings, numbers and the frozen signal: one object per signal
     for the garbage collector to walk, which keeps its pauses short with 100,000 rows.
+    ``sig`` is an immutable snapshot (:class:`~laya_tui.core.results.Signal`, read like the
+    signal dict), never the runner's own dict.
     """
 
     key: str
     probe: str
     family: str
-    sig: dict[str, Any]
+    sig: Signal
     seq: int
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
@@ -72,10 +73,10 @@ class ProbeState:
     keys: dict[str, None] = field(default_factory=dict)
     runs: list[RunPoint] = field(default_factory=list)
     _live: set[str] = field(default_factory=set)
-    _occ: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    _occ: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
     _streamed: int = 0
     _in_run: bool = False
-    _checks: list[dict[str, Any]] = field(default_factory=list)  # this run's tolerance/timing
+    _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
 
     @property
     def finished(self) -> bool:
@@ -97,14 +98,6 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.probes or self.added or self.updated or self.removed or self.finished
                     or self.structure)
-
-
-def signal_failing(sig: dict[str, Any]) -> bool:
-    """A signal that states a failure: failed tolerance/lowering, or a failed outcome."""
-    if is_failing(sig):
-        return True
-    detail = sig.get("detail")
-    return isinstance(detail, dict) and detail.get("outcome") in FAILED_OUTCOMES
 
 
 class RunModel:
@@ -189,25 +182,26 @@ class RunModel:
         st._streamed = 0
         st._checks = []
 
-    def _ingest(self, st: ProbeState, sig: dict[str, Any], changes: Changes) -> None:
-        kind = str(sig.get("kind", "log"))
-        ident = (kind, str(sig.get("subject", "")), str(sig.get("reason", "")))
+    def _ingest(self, st: ProbeState, raw: dict[str, Any], changes: Changes) -> None:
+        ident = signal_key(raw, st.id)  # identity and "failing" read off the dict: cheaper
+        kind = ident[1]
+        sig = Signal.from_dict(raw)  # the UI keeps a frozen snapshot, not the runner's dict
         st._occ[ident] += 1
         if kind == "tolerance" or kind == "timing":
             st._checks.append(sig)
-        key = f"{st.id}\x1f{ident[0]}\x1f{ident[1]}\x1f{ident[2]}\x1f{st._occ[ident]}"
+        key = "\x1f".join(ident) + f"\x1f{st._occ[ident]}"
         st._live.add(key)
         row = self.rows.get(key)
         if row is None:
             self._seq += 1
-            row = SignalRow(key, st.id, st.family, sig, self._seq, signal_failing(sig))
+            row = SignalRow(key, st.id, st.family, sig, self._seq, failing(raw))
             self.rows[key] = row
             st.keys[key] = None
             self.kind_counts[kind] += 1
             changes.added.append(row)
         elif row.sig != sig:
             row.sig = sig
-            row.failing = signal_failing(sig)
+            row.failing = failing(raw)
             row.cells = None
             changes.updated.append(row)
 
@@ -223,7 +217,7 @@ class RunModel:
         for key in gone:
             row = self.rows.pop(key)
             del st.keys[key]
-            self.kind_counts[str(row.sig.get("kind", "log"))] -= 1
+            self.kind_counts[row.sig.kind] -= 1
             changes.removed.append(row)
         st._in_run = False
         st.result = result
@@ -308,7 +302,7 @@ class RunModel:
         return [st for st in self.probes.values() if st.status == "running"]
 
 
-def _run_point(n: int, result: dict[str, Any], checks: list[dict[str, Any]]) -> RunPoint:
+def _run_point(n: int, result: dict[str, Any], checks: list[Signal]) -> RunPoint:
     tol: dict[str, tuple[float | None, float | None, bool | None]] = {}
     timings: dict[str, float] = {}
     for sig in checks:  # the run's tolerance and timing signals, collected as they came

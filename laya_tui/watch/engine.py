@@ -43,7 +43,7 @@ Records (``on_record(dict)``); every record has the same keys:
     The result's status and reason (``removed``: None), and the status before.
 ``new``, ``gone``
     Signals present only after / only before (full signal dicts), matched by
-    :func:`laya_tui.core.signals.signal_key`.
+    :func:`laya_tui.core.results.signal_key`.
 ``changed``
     ``[{"kind", "subject", "reason", "fields": {name: [before, after]}}]`` for signals with
     the same key whose ``count``, ``bytes``, ``value``, ``passed`` or ``detail.outcome``
@@ -73,8 +73,8 @@ from typing import Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeStarted
 from laya_tui.core.protocol import Op, Reply
+from laya_tui.core.results import make_result, signal_key
 from laya_tui.core.runner import Discovery, RunConfig, Runner, WorkerDied, WorkerHandle, matches_any
-from laya_tui.core.signals import signal_key
 
 DEFAULT_DEBOUNCE_MS = 50
 #: Folders never watched for changes (anywhere below a watched root).
@@ -478,12 +478,10 @@ class Watcher:
                   trigger: str | None) -> None:
         p = self.probes[pid]
         before = self.results.get(pid)
-        result = {"id": pid, "family": p["family"], "status": "failed", "reason": _one_line(err),
-                  "seconds": 0.0, "cached": False, "params": p.get("params", {}),
-                  "file": p["file"], "deps": self._rel(self._deps.get(pid, set())),
-                  "signals": [], "log_tail": "",
-                  "error": {"type": "ProbeFileError", "message": err.get("error"),
-                            "site": {"file": diag["file"], "line": diag["line"]}}}
+        result = make_result(p, "failed", _one_line(err), seconds=0.0,
+                             deps=self._rel(self._deps.get(pid, set())), signals=[],
+                             error={"type": "ProbeFileError", "message": err.get("error"),
+                                    "site": {"file": diag["file"], "line": diag["line"]}})
         self.results[pid] = result
         self._emit(self._record("result", pid, family=p["family"], trigger=trigger,
                                 status="failed", reason=result["reason"], diagnostic=diag,
