@@ -23,6 +23,7 @@ from typing import Any
 
 from laya_tui.core.events import (
     Event,
+    Listeners,
     ProbeFinished,
     ProbeQueued,
     ProbeStarted,
@@ -30,7 +31,7 @@ from laya_tui.core.events import (
 )
 from laya_tui.core.logtext import trim_faulthandler
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
-from laya_tui.core.results import make_result
+from laya_tui.core.results import is_cancelled, make_result
 from laya_tui.core.signals import KINDS
 
 LOG_TAIL_CHARS = 4000
@@ -223,7 +224,7 @@ class Runner:
 
     def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
         self.config = config
-        self.on_event = on_event or (lambda e: None)
+        self._listeners = Listeners(on_event)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
         # imported here: the dashboard builds a RunConfig before its first frame, the
@@ -238,22 +239,73 @@ class Runner:
         self._lock: dict[str, asyncio.Lock] = {}
         self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
         self._recycle: set[str] = set()  # families whose warm worker must restart
+        self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
+        self._disc_stale: set[str] = set()  # changed files it has not dropped yet
+
+    # -- listeners ---------------------------------------------------------------------
+    @property
+    def on_event(self) -> Callable[[Event], None]:
+        """Calls every listener (the one given at construction and the subscribed ones)."""
+        return self._listeners.emit
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Add an event listener beside the others; returns the call that removes it."""
+        return self._listeners.subscribe(listener)
 
     # -- discovery ---------------------------------------------------------------------
-    async def discover(self) -> Discovery:
-        """Import the probe files in a throwaway worker and list their cells."""
-        handle = WorkerHandle("_discover", self.config, self.log_dir)
-        try:
-            await handle.start()
-            await handle.send({"op": Op.DISCOVER, "paths": self.config.probes})
-            event = await handle.next_event(timeout=120.0)
-        except (WorkerDied, TimeoutError) as exc:
-            tail = _tail(handle.worker_log)
-            return Discovery([], [{"file": ",".join(self.config.probes),
-                                   "error": f"discovery failed: {exc} {tail[-300:]}".strip(),
-                                   "line": None}])
-        finally:
+    async def discover(self, *, warm: bool = False) -> Discovery:
+        """Import the probe files in a worker and list their cells (``--only``, ``--shard``).
+
+        By default the worker is thrown away. ``warm`` (watch mode) keeps it for the next
+        discovery, which first drops the modules of the files changed since
+        (:meth:`invalidate`) instead of importing everything again; a warm worker that
+        died is replaced once. :meth:`close_discovery` ends it.
+        """
+        attempts = 2 if warm else 1
+        for attempt in range(attempts):
+            handle = self._disc if warm and self._disc is not None and self._disc.alive \
+                else None
+            try:
+                if handle is None:
+                    handle = WorkerHandle("_discover", self.config, self.log_dir)
+                    if warm:
+                        await self.close_discovery()
+                        self._disc = handle
+                    await handle.start()
+                if warm and self._disc_stale:
+                    await handle.send({"op": Op.INVALIDATE, "files": sorted(self._disc_stale)})
+                    await handle.next_event(timeout=30.0)
+                    self._disc_stale.clear()
+                await handle.send({"op": Op.DISCOVER, "paths": self.config.probes})
+                event = await handle.next_event(timeout=120.0)
+                if event.get("type") != Reply.DISCOVERED:
+                    raise WorkerDied(f"unexpected discovery reply {event.get('type')!r}")
+            except (WorkerDied, TimeoutError, OSError) as exc:
+                handle = handle or self._disc
+                tail = _tail(handle.worker_log) if handle is not None else ""
+                if warm:
+                    await self.close_discovery()
+                if attempt == attempts - 1:
+                    return Discovery([], [{"file": ",".join(self.config.probes),
+                                           "error": f"discovery failed: {exc} {tail[-300:]}"
+                                           .strip(), "line": None}])
+                continue
+            finally:
+                if not warm and handle is not None:
+                    await handle.close()
+            return self._select(event)
+        raise AssertionError("unreachable")
+
+    async def close_discovery(self) -> None:
+        """End the warm discovery worker, if any (see :meth:`discover`)."""
+        handle, self._disc = self._disc, None
+        self._disc_stale.clear()
+        if handle is not None:
+            handle.kill()
             await handle.close()
+
+    def _select(self, event: dict[str, Any]) -> Discovery:
+        """The ``discovered`` reply, narrowed by ``--only`` and ``--shard``."""
         probes = event.get("probes", [])
         if self.config.only:
             probes = [p for p in probes if matches_any(p["id"], self.config.only)]
@@ -342,10 +394,13 @@ class Runner:
         lock = self._lock.setdefault(probe["family"], asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
-        if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
-            # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
-            await self.cache.store_async(probe["id"], probe.get("params"), options,
-                                         self.versions, self._abs_deps(probe, result), result)
+        if is_cancelled(result):
+            # A superseded run is no result: not cached, no ProbeFinished (the listeners
+            # see the newer run next); the caller gets it marked ``cancelled``.
+            return result
+        # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
+        await self.cache.store_async(probe["id"], probe.get("params"), options,
+                                     self.versions, self._abs_deps(probe, result), result)
         self.on_event(ProbeFinished(result))
         return result
 
@@ -452,7 +507,9 @@ class Runner:
                         seconds=round(time.perf_counter() - t0, 3),
                         deps=self._rel_deps(probe, event.get("deps", [])), signals=signals,
                         log_tail=_tail(log_path), started=started, ended=time.time(),
-                        error=event.get("error"))
+                        error=event.get("error"),
+                        # it ended before the kill landed: still superseded, never cached
+                        cancelled=pid in self._cancelled)
                     result["_abs_deps"] = event.get("deps", [])
                     return result
                 else:
@@ -494,7 +551,11 @@ class Runner:
         return out
 
     def cancel(self, probe_id: str) -> bool:
-        """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it)."""
+        """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it).
+
+        Its result comes back from :meth:`run_one` marked cancelled
+        (:func:`laya_tui.core.results.is_cancelled`): never cached, never announced.
+        """
         for fam, pid in self._running.items():
             if pid == probe_id:
                 self._cancelled.add(pid)
@@ -504,9 +565,10 @@ class Runner:
 
     async def invalidate(self, files: set[str], *, recycle: bool = False) -> None:
         """Mark ``files`` changed: each warm worker drops the modules that depend on them
-        right before its next run (under its family lock, so never mid-run or mid-reply).
+        right before its next run (under its family lock, so never mid-run or mid-reply),
+        and the warm discovery worker before its next discovery.
 
-        ``recycle`` restarts the warm workers instead, for changes no module reload can
+        ``recycle`` restarts the warm run workers instead, for changes no module reload can
         apply (a native extension, a file loaded by a library at import time).
         """
         real = {os.path.realpath(f) for f in files}
@@ -515,9 +577,17 @@ class Runner:
                 self._stale.setdefault(fam, set()).update(real)
                 if recycle:
                     self._recycle.add(fam)
+        if self._disc is not None and self._disc.alive:
+            self._disc_stale |= real
+
+    def pending_invalidations(self, family: str) -> frozenset[str]:
+        """Changed files the family's warm worker has not dropped yet (it will, right
+        before its next run): a run starting now still sees their old modules."""
+        return frozenset(self._stale.get(family, ()))
 
     async def close(self) -> None:
         """End every worker and remove the log folder."""
+        await self.close_discovery()
         await asyncio.gather(*(h.close() for h in self.workers.values()), return_exceptions=True)
         self.workers.clear()
         shutil.rmtree(self.log_dir, ignore_errors=True)
@@ -526,6 +596,8 @@ class Runner:
         """Synchronous last resort (signal handlers, atexit): SIGKILL every worker group."""
         for h in self.workers.values():
             h.kill()
+        if self._disc is not None:
+            self._disc.kill()
 
 
 def matches_any(probe_id: str, patterns: list[str]) -> bool:
