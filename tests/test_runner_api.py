@@ -109,3 +109,30 @@ def test_pending_invalidations_and_a_cancelled_run(tmp_path):
 
 def helper_in(files: frozenset[str]) -> bool:
     return any(f.endswith("helper_cells.py") for f in files)
+
+
+def test_each_command_gets_its_named_reply_and_unknown_ops_are_ignored(tmp_path):
+    from laya_tui.core.protocol import Op, Reply
+    from laya_tui.core.runner import WorkerHandle
+
+    config = _workspace(tmp_path)
+
+    async def go():
+        handle = WorkerHandle("_protocol", config, str(tmp_path))
+        try:
+            await handle.start()  # waits for Reply.READY
+            await handle.send({"op": "no-such-op"})
+            await handle.send({"op": Op.DISCOVER, "paths": config.probes})
+            discovered = await handle.next_event(timeout=60.0)
+            await handle.send({"op": Op.INVALIDATE, "files": []})
+            invalidated = await handle.next_event(timeout=60.0)
+            await handle.send({"op": Op.EXIT})
+            code = await asyncio.wait_for(handle.proc.wait(), 10.0)
+            return discovered, invalidated, code
+        finally:
+            await handle.close()
+
+    discovered, invalidated, code = asyncio.run(go())
+    assert discovered["type"] == Reply.DISCOVERED and len(discovered["probes"]) == 3
+    assert invalidated["type"] == Reply.INVALIDATED and invalidated["modules"] == []
+    assert code == 0

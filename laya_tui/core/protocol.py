@@ -27,8 +27,6 @@ class Op:
     INVALIDATE = "invalidate"  #: ``files``; reply: one ``invalidated``
     EXIT = "exit"  #: no reply; the worker returns
 
-    ALL: tuple[str, ...] = (DISCOVER, RUN, INVALIDATE, EXIT)
-
 
 class Reply:
     """Events a worker writes on its signal fd, one JSON object a line: ``{"type": ...}``."""
@@ -40,5 +38,3 @@ class Reply:
     SIGNALS = "signals"  #: ``probe, signals``: a batch, the usual form on the pipe
     FINISHED = "finished"  #: ``id, status, reason, seconds, deps, error``
     INVALIDATED = "invalidated"  #: ``modules``: what an ``invalidate`` dropped
-
-    ALL: tuple[str, ...] = (READY, DISCOVERED, STARTED, SIGNAL, SIGNALS, FINISHED, INVALIDATED)

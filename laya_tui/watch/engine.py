@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from laya_tui.core.events import Event, ProbeStarted
-from laya_tui.core.results import is_cancelled, make_result, signal_key
+from laya_tui.core.results import failing, is_cancelled, make_result, signal_key
 from laya_tui.core.runner import Discovery, RunConfig, Runner
 
 DEFAULT_DEBOUNCE_MS = 50
@@ -148,7 +148,7 @@ def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
         for sig in result.get("signals", []):
             detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
             site = sig.get("site") or {}
-            if sig.get("passed") is False and detail.get("exception") in DIAGNOSTIC_ERRORS \
+            if failing(sig) and detail.get("exception") in DIAGNOSTIC_ERRORS \
                     and site.get("file"):
                 return {"file": site["file"], "line": site.get("line"),
                         "message": result.get("reason") or sig.get("reason") or ""}
