@@ -194,16 +194,19 @@ class ProbeResult:
     cancelled: bool = False
 
     @classmethod
-    def from_dict(cls, result: Mapping[str, Any]) -> ProbeResult:
-        """A frozen snapshot of a result dict (the runner's or a report's)."""
+    def from_dict(cls, result: Mapping[str, Any],
+                  signals: tuple[Signal, ...] | None = None) -> ProbeResult:
+        """A frozen snapshot of a result dict (the runner's or a report's); ``signals``:
+        its signals already frozen (the dashboard froze them as they streamed in)."""
+        if signals is None:
+            signals = tuple(Signal.from_dict(s) for s in result.get("signals") or ())
         return cls(
             id=result["id"], family=result.get("family", ""),
             status=result.get("status", "failed"), reason=result.get("reason"),
             seconds=result.get("seconds"), cached=bool(result.get("cached")),
             params=result.get("params"), file=result.get("file"),
             deps=tuple(result.get("deps") or ()),
-            signals=tuple(Signal.from_dict(s) for s in result.get("signals") or ()),
-            log_tail=result.get("log_tail") or "", error=result.get("error"),
+            signals=signals, log_tail=result.get("log_tail") or "", error=result.get("error"),
             started=result.get("started"), ended=result.get("ended"),
             cancelled=is_cancelled(result))
 
@@ -228,3 +231,11 @@ class ProbeResult:
     def failing_signals(self) -> Iterable[Signal]:
         """Its signals that state a failure."""
         return (s for s in self.signals if s.failing())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Read a field like the result dict (``result.get("deps")``); None = absent."""
+        value = getattr(self, name, None) if name in _RESULT_FIELD_SET else None
+        return default if value is None else value
+
+
+_RESULT_FIELD_SET = frozenset(f.name for f in fields(ProbeResult))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
-from laya_tui.core.results import Signal, failing, signal_key
+from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
 from laya_tui.core.signals import KINDS
 
 Scope = tuple[str, str | None]
@@ -56,7 +56,12 @@ class RunPoint:
 
 @dataclass(eq=False)
 class ProbeState:
-    """One probe cell: discovery facts, live status and its current signal keys."""
+    """One probe cell: discovery facts, live status and its current signal keys.
+
+    ``result`` is the last finished run as a frozen snapshot (what widgets read);
+    ``report_entry`` is the same result as the report holds it (what exports and gates
+    read): the runner's dict, never changed here.
+    """
 
     id: str
     family: str
@@ -69,7 +74,8 @@ class ProbeState:
     cached: bool = False
     log_tail: str = ""
     error: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
+    result: ProbeResult | None = None
+    report_entry: dict[str, Any] | None = None
     keys: dict[str, None] = field(default_factory=dict)
     runs: list[RunPoint] = field(default_factory=list)
     _live: set[str] = field(default_factory=set)
@@ -77,6 +83,7 @@ class ProbeState:
     _streamed: int = 0
     _in_run: bool = False
     _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
+    _signals: list[Signal] = field(default_factory=list)  # this run's, frozen as they came
 
     @property
     def finished(self) -> bool:
@@ -181,12 +188,14 @@ class RunModel:
         st._occ = Counter()
         st._streamed = 0
         st._checks = []
+        st._signals = []
 
     def _ingest(self, st: ProbeState, raw: dict[str, Any], changes: Changes) -> None:
         ident = signal_key(raw, st.id)  # identity and "failing" read off the dict: cheaper
         kind = ident[1]
         sig = Signal.from_dict(raw)  # the UI keeps a frozen snapshot, not the runner's dict
         st._occ[ident] += 1
+        st._signals.append(sig)
         if kind == "tolerance" or kind == "timing":
             st._checks.append(sig)
         key = "\x1f".join(ident) + f"\x1f{st._occ[ident]}"
@@ -207,6 +216,8 @@ class RunModel:
 
     def _finish(self, result: dict[str, Any], changes: Changes) -> None:
         pid = result["id"]
+        if pid in self.probes and self.probes[pid].report_entry is result:
+            return  # applied already (the app passes watch results on; some came as events)
         st = self._probe(pid, result.get("family", pid.split("/", 1)[0]), changes)
         if not st._in_run:
             self._begin(st, None)
@@ -220,7 +231,9 @@ class RunModel:
             self.kind_counts[row.sig.kind] -= 1
             changes.removed.append(row)
         st._in_run = False
-        st.result = result
+        st.report_entry = result
+        st.result = ProbeResult.from_dict(result, tuple(st._signals))
+        st._signals = []
         st.status = result.get("status", "failed")
         st.reason = result.get("reason")
         st.seconds = result.get("seconds")
@@ -244,8 +257,8 @@ class RunModel:
                 continue
             st._in_run = False
             if st.result is not None:
-                st.status = st.result.get("status", "failed")
-                st.reason = st.result.get("reason")
+                st.status = st.result.status
+                st.reason = st.result.reason
             else:
                 st.status, st.reason = "pending", "cancelled"
             changes.probes.add(st.id)
@@ -275,7 +288,7 @@ class RunModel:
 
     def results(self) -> list[dict[str, Any]]:
         """Finished results (report entries), in discovery order."""
-        return [st.result for st in self.probes.values() if st.result is not None]
+        return [st.report_entry for st in self.probes.values() if st.report_entry is not None]
 
     def gates(self) -> list[dict[str, Any]]:
         """The gates over the finished results (cached until the next result)."""
