@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT  # noqa: F401 - re-exported
+from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Reply  # noqa: F401 - re-exported
 from laya_tui.core.signals import make_signal
 
 
@@ -142,7 +142,7 @@ class Context:
         sig = make_signal(kind, self.id, **fields)
         if sig.get("passed") is False:
             self.failures.append(_failure_text(sig))
-        self._emit({"type": "signal", "probe": self.id, "signal": sig})
+        self._emit({"type": Reply.SIGNAL, "probe": self.id, "signal": sig})
         return sig
 
     # -- conveniences --------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from laya_tui.core.signals import SignalError, format_site, make_signal, signal_key
+from laya_tui.core.results import signal_key
+from laya_tui.core.signals import SignalError, format_site, make_signal
 from laya_tui.report.document import build_report, validate_report
 from laya_tui.report.gates import evaluate_gates
 

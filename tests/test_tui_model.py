@@ -147,3 +147,29 @@ def test_matrix_cells_from_lowering_signals_and_statuses():
     assert cells[("gemm_kernel", ("c", "fp16", "cpu"))].outcome == "skipped"  # status only
     assert cells[("gemm_kernel", ("c", "fp16", "cpu"))].row_key is None
     assert matrix_cells(_recorded_model())[0] == []  # no lowering family in the demo
+
+
+def test_the_ui_keeps_frozen_snapshots_not_the_runners_dicts():
+    import dataclasses
+
+    from laya_tui.core.results import ProbeResult, Signal
+
+    model = RunModel()
+    signals = [fb("a", passed=False, probe="fam/p"), fb("b", probe="fam/p")]
+    run(model, "fam/p", signals, status="failed")
+    st = model.probes["fam/p"]
+    assert isinstance(st.result, ProbeResult) and st.result.status == "failed"
+    assert all(isinstance(s, Signal) for s in st.result.signals)
+    assert [s.key() for s in st.result.signals] == [("fam/p", "fallback", "a", "r"),
+                                                    ("fam/p", "fallback", "b", "r")]
+    rows = model.rows_for(("probe", "fam/p"))
+    assert [r.failing for r in rows] == [True, False]
+    signals[0]["count"] = 99  # the runner's dict changes later: what the UI shows does not
+    assert rows[0].sig["count"] == 1 and st.result.signals[0].count == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        st.result.status = "ok"  # type: ignore[misc]
+    # the app passes a watch record's result on even when it came as an event: applied once
+    entry = st.report_entry
+    changes = Changes()
+    model.apply(ProbeFinished(entry), changes)
+    assert len(st.runs) == 1 and not changes and model.results() == [entry]

@@ -5,6 +5,7 @@ Plain dataclasses with past-tense names; the app wraps them in Textual messages.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,3 +43,49 @@ class ProbeFinished:
 
 
 Event = ProbeQueued | ProbeStarted | SignalEmitted | ProbeFinished
+
+
+Listener = Callable[[Event], None]
+
+
+def _ignore(event: Event) -> None:
+    """The listener of a runner nobody listens to."""
+
+
+class Listeners:
+    """A runner's event listeners. ``emit`` is the one listener itself, or a fan-out over
+    several: the signal path calls it once per signal, so one listener costs no extra call.
+
+    Listeners subscribe beside each other (the dashboard's pump or the headless writer,
+    and the watcher); none replaces another.
+    """
+
+    def __init__(self, first: Listener | None = None) -> None:
+        self._all: list[Listener] = [first] if first is not None else []
+        self.emit: Listener = _ignore
+        self._rewire()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Add ``listener``; returns the call that removes it."""
+        self._all.append(listener)
+        self._rewire()
+
+        def unsubscribe() -> None:
+            if listener in self._all:
+                self._all.remove(listener)
+                self._rewire()
+
+        return unsubscribe
+
+    def _rewire(self) -> None:
+        listeners = tuple(self._all)
+        if not listeners:
+            self.emit = _ignore
+        elif len(listeners) == 1:
+            self.emit = listeners[0]
+        else:
+            def fan_out(event: Event) -> None:
+                for listener in listeners:
+                    listener(event)
+
+            self.emit = fan_out

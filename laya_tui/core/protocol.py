@@ -1,6 +1,6 @@
-"""What the runner and the worker agree on, named once: per-family timeouts (and, below,
-the operations and events of the JSON-lines protocol; docs/architecture.md, 'Worker
-protocol')."""
+"""What the runner and the worker agree on, named once: per-family timeouts, and the
+commands (:class:`Op`) and events (:class:`Reply`) of the JSON-lines protocol
+(docs/architecture.md, 'Worker protocol')."""
 
 from __future__ import annotations
 
@@ -13,3 +13,28 @@ DEFAULT_TIMEOUTS: dict[str, float] = {
     "mlx": 300.0,
 }
 FALLBACK_TIMEOUT = 300.0
+
+
+class Op:
+    """Commands the runner sends on a worker's stdin, one JSON object a line: ``{"op": ...}``.
+
+    Fields per op are in docs/architecture.md, 'Worker protocol'. Cancelling a run is no
+    command: the runner kills the worker's process group.
+    """
+
+    DISCOVER = "discover"  #: ``paths``; reply: one ``discovered``
+    RUN = "run"  #: ``id, file, func, param, log``; reply: ``started``, signals, ``finished``
+    INVALIDATE = "invalidate"  #: ``files``; reply: one ``invalidated``
+    EXIT = "exit"  #: no reply; the worker returns
+
+
+class Reply:
+    """Events a worker writes on its signal fd, one JSON object a line: ``{"type": ...}``."""
+
+    READY = "ready"  #: the worker is up (``pid``)
+    DISCOVERED = "discovered"  #: ``probes, errors``
+    STARTED = "started"  #: ``id, pid``: a run began
+    SIGNAL = "signal"  #: ``probe, signal``: one signal (built by ``api.Context.signal``)
+    SIGNALS = "signals"  #: ``probe, signals``: a batch, the usual form on the pipe
+    FINISHED = "finished"  #: ``id, status, reason, seconds, deps, error``
+    INVALIDATED = "invalidated"  #: ``modules``: what an ``invalidate`` dropped

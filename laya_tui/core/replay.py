@@ -13,7 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.core.events import (
+    Event,
+    Listeners,
+    ProbeFinished,
+    ProbeQueued,
+    ProbeStarted,
+    SignalEmitted,
+)
 from laya_tui.core.runner import Discovery
 
 #: A fixed start time, so nothing in a replay depends on the clock.
@@ -36,7 +43,7 @@ class RecordedRunner:
                  on_event: Callable[[Event], None] | None = None, *, delay: float = 0.0,
                  chunk: int = 256) -> None:
         self.report = load_report(report)
-        self.on_event = on_event or (lambda e: None)
+        self._listeners = Listeners(on_event)
         self.delay = delay
         self.chunk = chunk
         self._results = {p["id"]: p for p in self.report.get("probes", [])}
@@ -48,8 +55,17 @@ class RecordedRunner:
         self.killed = False
         self.closed = False
 
-    async def discover(self) -> Discovery:
-        """The recorded probes as discovery entries."""
+    @property
+    def on_event(self) -> Callable[[Event], None]:
+        """Calls every listener, as :attr:`Runner.on_event` does."""
+        return self._listeners.emit
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Add an event listener beside the others (as :meth:`Runner.subscribe`)."""
+        return self._listeners.subscribe(listener)
+
+    async def discover(self, *, warm: bool = False) -> Discovery:
+        """The recorded probes as discovery entries (``warm`` changes nothing here)."""
         probes = [{"id": p["id"], "family": p["family"], "file": p.get("file"),
                    "func": None, "param": None, "params": p.get("params", {}),
                    "timeout": None, "deps": p.get("deps", [])}
@@ -85,6 +101,13 @@ class RecordedRunner:
 
     async def invalidate(self, files: set[str], *, recycle: bool = False) -> None:
         """Nothing to invalidate in a replay."""
+
+    def pending_invalidations(self, family: str) -> frozenset[str]:
+        """Nothing is ever pending in a replay."""
+        return frozenset()
+
+    async def close_discovery(self) -> None:
+        """No discovery worker to end."""
 
     async def close(self) -> None:
         self.closed = True

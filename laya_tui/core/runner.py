@@ -23,19 +23,23 @@ from typing import Any
 
 from laya_tui.core.events import (
     Event,
+    Listeners,
     ProbeFinished,
     ProbeQueued,
     ProbeStarted,
     SignalEmitted,
 )
 from laya_tui.core.logtext import trim_faulthandler
-from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
+from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
+from laya_tui.core.results import is_cancelled, make_result
 from laya_tui.core.settings import default_jobs
 from laya_tui.core.signals import KINDS
 
 LOG_TAIL_CHARS = 4000
 _KINDS = {k: k for k in KINDS}
 MAX_LINE = 64 * 1024 * 1024
+#: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
+CANCELLED_REASON = "cancelled by a newer change"
 
 
 @dataclass
@@ -141,7 +145,7 @@ class WorkerHandle:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
                                      os.fdopen(rfd, "rb", buffering=0))
         event = await self.next_event(timeout=60.0)
-        if event.get("type") != "ready":
+        if event.get("type") != Reply.READY:
             raise WorkerDied(f"worker did not start: {event}")
 
     async def send(self, cmd: dict[str, Any]) -> None:
@@ -203,7 +207,7 @@ class WorkerHandle:
             return
         if self.proc.returncode is None:
             try:
-                await self.send({"op": "exit"})
+                await self.send({"op": Op.EXIT})
                 self.proc.stdin.close()  # type: ignore[union-attr]
                 await asyncio.wait_for(self.proc.wait(), 1.0)
             except (WorkerDied, TimeoutError, OSError):
@@ -221,7 +225,7 @@ class Runner:
 
     def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
         self.config = config
-        self.on_event = on_event or (lambda e: None)
+        self._listeners = Listeners(on_event)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
         # imported here: the dashboard builds a RunConfig before its first frame, the
@@ -236,22 +240,73 @@ class Runner:
         self._lock: dict[str, asyncio.Lock] = {}
         self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
         self._recycle: set[str] = set()  # families whose warm worker must restart
+        self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
+        self._disc_stale: set[str] = set()  # changed files it has not dropped yet
+
+    # -- listeners ---------------------------------------------------------------------
+    @property
+    def on_event(self) -> Callable[[Event], None]:
+        """Calls every listener (the one given at construction and the subscribed ones)."""
+        return self._listeners.emit
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Add an event listener beside the others; returns the call that removes it."""
+        return self._listeners.subscribe(listener)
 
     # -- discovery ---------------------------------------------------------------------
-    async def discover(self) -> Discovery:
-        """Import the probe files in a throwaway worker and list their cells."""
-        handle = WorkerHandle("_discover", self.config, self.log_dir)
-        try:
-            await handle.start()
-            await handle.send({"op": "discover", "paths": self.config.probes})
-            event = await handle.next_event(timeout=120.0)
-        except (WorkerDied, TimeoutError) as exc:
-            tail = _tail(handle.worker_log)
-            return Discovery([], [{"file": ",".join(self.config.probes),
-                                   "error": f"discovery failed: {exc} {tail[-300:]}".strip(),
-                                   "line": None}])
-        finally:
+    async def discover(self, *, warm: bool = False) -> Discovery:
+        """Import the probe files in a worker and list their cells (``--only``, ``--shard``).
+
+        By default the worker is thrown away. ``warm`` (watch mode) keeps it for the next
+        discovery, which first drops the modules of the files changed since
+        (:meth:`invalidate`) instead of importing everything again; a warm worker that
+        died is replaced once. :meth:`close_discovery` ends it.
+        """
+        attempts = 2 if warm else 1
+        for attempt in range(attempts):
+            handle = self._disc if warm and self._disc is not None and self._disc.alive \
+                else None
+            try:
+                if handle is None:
+                    handle = WorkerHandle("_discover", self.config, self.log_dir)
+                    if warm:
+                        await self.close_discovery()
+                        self._disc = handle
+                    await handle.start()
+                if warm and self._disc_stale:
+                    await handle.send({"op": Op.INVALIDATE, "files": sorted(self._disc_stale)})
+                    await handle.next_event(timeout=30.0)
+                    self._disc_stale.clear()
+                await handle.send({"op": Op.DISCOVER, "paths": self.config.probes})
+                event = await handle.next_event(timeout=120.0)
+                if event.get("type") != Reply.DISCOVERED:
+                    raise WorkerDied(f"unexpected discovery reply {event.get('type')!r}")
+            except (WorkerDied, TimeoutError, OSError) as exc:
+                handle = handle or self._disc
+                tail = _tail(handle.worker_log) if handle is not None else ""
+                if warm:
+                    await self.close_discovery()
+                if attempt == attempts - 1:
+                    return Discovery([], [{"file": ",".join(self.config.probes),
+                                           "error": f"discovery failed: {exc} {tail[-300:]}"
+                                           .strip(), "line": None}])
+                continue
+            finally:
+                if not warm and handle is not None:
+                    await handle.close()
+            return self._select(event)
+        raise AssertionError("unreachable")
+
+    async def close_discovery(self) -> None:
+        """End the warm discovery worker, if any (see :meth:`discover`)."""
+        handle, self._disc = self._disc, None
+        self._disc_stale.clear()
+        if handle is not None:
+            handle.kill()
             await handle.close()
+
+    def _select(self, event: dict[str, Any]) -> Discovery:
+        """The ``discovered`` reply, narrowed by ``--only`` and ``--shard``."""
         probes = event.get("probes", [])
         if self.config.only:
             probes = [p for p in probes if matches_any(p["id"], self.config.only)]
@@ -340,10 +395,13 @@ class Runner:
         lock = self._lock.setdefault(probe["family"], asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
-        if probe["id"] not in self._cancelled:  # a superseded run is no result to keep
-            # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
-            await self.cache.store_async(probe["id"], probe.get("params"), options,
-                                         self.versions, self._abs_deps(probe, result), result)
+        if is_cancelled(result):
+            # A superseded run is no result: not cached, no ProbeFinished (the listeners
+            # see the newer run next); the caller gets it marked ``cancelled``.
+            return result
+        # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
+        await self.cache.store_async(probe["id"], probe.get("params"), options,
+                                     self.versions, self._abs_deps(probe, result), result)
         self.on_event(ProbeFinished(result))
         return result
 
@@ -366,7 +424,7 @@ class Runner:
             await handle.close()
         elif handle is not None and handle.alive and stale:
             try:
-                await handle.send({"op": "invalidate", "files": sorted(stale)})
+                await handle.send({"op": Op.INVALIDATE, "files": sorted(stale)})
                 await handle.next_event(timeout=10.0)
             except (WorkerDied, TimeoutError):
                 handle.kill()
@@ -388,19 +446,18 @@ class Runner:
         signals: list[dict[str, Any]] = []
         files: dict[str, str] = {}  # one string per call-site file, shared by the signals
         t0 = time.perf_counter()
-        base = {"id": pid, "family": fam, "cached": False, "params": probe.get("params", {}),
-                "file": probe.get("file"), "started": time.time()}  # wall clock, for --trace
+        started = time.time()  # wall clock, for --trace
         timeout = self.config.timeout_for(probe)
         self._cancelled.discard(pid)
         try:
             handle = await self._worker(fam)
         except (WorkerDied, TimeoutError, OSError) as exc:
-            return self._ended(base, "crashed", f"worker failed to start: {exc}", t0,
+            return self._ended(probe, "crashed", f"worker failed to start: {exc}", t0, started,
                                signals, _tail(os.path.join(self.log_dir,
-                                                           f"_worker-{_safe(fam)}.log")), probe)
+                                                           f"_worker-{_safe(fam)}.log")))
         self._running[fam] = pid
         try:
-            await handle.send({"op": "run", "id": pid, "file": probe["file"],
+            await handle.send({"op": Op.RUN, "id": pid, "file": probe["file"],
                                "func": probe["func"], "param": probe.get("param"),
                                "log": log_path})
             deadline = time.monotonic() + timeout
@@ -410,9 +467,9 @@ class Runner:
                     raise TimeoutError
                 event = await handle.next_event(timeout=remaining)
                 etype = event["type"]
-                if etype == "started":
+                if etype == Reply.STARTED:
                     self.on_event(ProbeStarted(pid, fam, time.time()))
-                elif etype == "signals":  # a batch: one line, one json.loads
+                elif etype == Reply.SIGNALS:  # a batch: one line, one json.loads
                     batch = event.get("signals")
                     if (event.get("probe") != pid or not isinstance(batch, list)
                             or not all(type(s) is dict for s in batch)):
@@ -438,23 +495,23 @@ class Runner:
                         on_event(SignalEmitted(pid, sig))
                     await asyncio.sleep(0)  # buffered lines never suspend readline: let
                     # the UI's loop breathe between batches in a flood
-                elif etype == "signal":  # one signal (the batched form is the usual one)
+                elif etype == Reply.SIGNAL:  # one signal (the batched form is the usual one)
                     sig = event.get("signal")
                     if not isinstance(sig, dict) or event.get("probe") != pid:
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
                     self.on_event(SignalEmitted(pid, sig))
-                elif etype == "finished" and event.get("id") == pid:
-                    result = dict(base, status=event.get("status", "failed"),
-                                  reason=event.get("reason"),
-                                  seconds=round(time.perf_counter() - t0, 3),
-                                  deps=self._rel_deps(probe, event.get("deps", [])),
-                                  signals=signals, log_tail=_tail(log_path),
-                                  ended=time.time())
+                elif etype == Reply.FINISHED and event.get("id") == pid:
+                    result = make_result(
+                        probe, event.get("status", "failed"), event.get("reason"),
+                        seconds=round(time.perf_counter() - t0, 3),
+                        deps=self._rel_deps(probe, event.get("deps", [])), signals=signals,
+                        log_tail=_tail(log_path), started=started, ended=time.time(),
+                        error=event.get("error"),
+                        # it ended before the kill landed: still superseded, never cached
+                        cancelled=pid in self._cancelled)
                     result["_abs_deps"] = event.get("deps", [])
-                    if event.get("error"):
-                        result["error"] = event["error"]
                     return result
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
@@ -462,27 +519,29 @@ class Runner:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
-                                   _tail(log_path), probe)
-            return self._ended(base, "timeout", f"timed out after {timeout:g} s", t0, signals,
-                               _tail(log_path), probe)
+                return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
+                                   _tail(log_path), cancelled=True)
+            return self._ended(probe, "timeout", f"timed out after {timeout:g} s", t0, started,
+                               signals, _tail(log_path))
         except WorkerDied as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._ended(base, "failed", "cancelled by a newer change", t0, signals,
-                                   _tail(log_path), probe)
+                return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
+                                   _tail(log_path), cancelled=True)
             reason = str(exc)
             tail = _tail(log_path) or _tail(handle.worker_log)
-            return self._ended(base, "crashed", reason, t0, signals, tail, probe)
+            return self._ended(probe, "crashed", reason, t0, started, signals, tail)
         finally:
             self._running.pop(fam, None)
 
-    def _ended(self, base: dict[str, Any], status: str, reason: str, t0: float,
-               signals: list[dict[str, Any]], tail: str, probe: dict[str, Any]) -> dict[str, Any]:
-        return dict(base, status=status, reason=reason, seconds=round(time.perf_counter() - t0, 3),
-                    deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
-                    ended=time.time())
+    def _ended(self, probe: dict[str, Any], status: str, reason: str, t0: float,
+               started: float, signals: list[dict[str, Any]], tail: str, *,
+               cancelled: bool = False) -> dict[str, Any]:
+        """A run the worker did not finish: crashed, timed out, or cancelled."""
+        return make_result(probe, status, reason, seconds=round(time.perf_counter() - t0, 3),
+                           deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
+                           started=started, ended=time.time(), cancelled=cancelled)
 
     def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
         root = os.path.realpath(self.config.workspace)
@@ -493,7 +552,11 @@ class Runner:
         return out
 
     def cancel(self, probe_id: str) -> bool:
-        """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it)."""
+        """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it).
+
+        Its result comes back from :meth:`run_one` marked cancelled
+        (:func:`laya_tui.core.results.is_cancelled`): never cached, never announced.
+        """
         for fam, pid in self._running.items():
             if pid == probe_id:
                 self._cancelled.add(pid)
@@ -503,9 +566,10 @@ class Runner:
 
     async def invalidate(self, files: set[str], *, recycle: bool = False) -> None:
         """Mark ``files`` changed: each warm worker drops the modules that depend on them
-        right before its next run (under its family lock, so never mid-run or mid-reply).
+        right before its next run (under its family lock, so never mid-run or mid-reply),
+        and the warm discovery worker before its next discovery.
 
-        ``recycle`` restarts the warm workers instead, for changes no module reload can
+        ``recycle`` restarts the warm run workers instead, for changes no module reload can
         apply (a native extension, a file loaded by a library at import time).
         """
         real = {os.path.realpath(f) for f in files}
@@ -514,9 +578,17 @@ class Runner:
                 self._stale.setdefault(fam, set()).update(real)
                 if recycle:
                     self._recycle.add(fam)
+        if self._disc is not None and self._disc.alive:
+            self._disc_stale |= real
+
+    def pending_invalidations(self, family: str) -> frozenset[str]:
+        """Changed files the family's warm worker has not dropped yet (it will, right
+        before its next run): a run starting now still sees their old modules."""
+        return frozenset(self._stale.get(family, ()))
 
     async def close(self) -> None:
         """End every worker and remove the log folder."""
+        await self.close_discovery()
         await asyncio.gather(*(h.close() for h in self.workers.values()), return_exceptions=True)
         self.workers.clear()
         shutil.rmtree(self.log_dir, ignore_errors=True)
@@ -525,6 +597,8 @@ class Runner:
         """Synchronous last resort (signal handlers, atexit): SIGKILL every worker group."""
         for h in self.workers.values():
             h.kill()
+        if self._disc is not None:
+            self._disc.kill()
 
 
 def matches_any(probe_id: str, patterns: list[str]) -> bool:

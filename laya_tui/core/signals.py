@@ -83,16 +83,6 @@ def make_signal(kind: str, probe: str, **fields: Any) -> dict[str, Any]:
     return sig
 
 
-def signal_key(sig: dict[str, Any]) -> tuple[str, str, str, str]:
-    """Stable identity of a signal across runs: (probe, kind, subject, reason)."""
-    return (
-        str(sig.get("probe", "")),
-        str(sig.get("kind", "")),
-        str(sig.get("subject", "")),
-        str(sig.get("reason", "")),
-    )
-
-
 def format_site(site: dict[str, Any] | None) -> str:
     """``file:line(func)`` for a call site, or an empty string."""
     if not site:
@@ -103,8 +93,3 @@ def format_site(site: dict[str, Any] | None) -> str:
     if site.get("func"):
         text += f"({site['func']})"
     return text
-
-
-def is_failing(sig: dict[str, Any]) -> bool:
-    """True for a signal that states a failure by itself (failed tolerance or lowering)."""
-    return sig.get("passed") is False

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.results import failing, signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
-from laya_tui.report.gates import COUNTED_KINDS, upgrade_compile_signals
+from laya_tui.report.gates import COUNTED_KINDS, occurrences, upgrade_compile_signals
 
 PREFIX = "laya-tui.report/"
 CURRENT_VERSION = int(SCHEMA_ID.rpartition("/")[2])
@@ -170,13 +171,8 @@ def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
         for s in p.get("signals") or ():
             kind = s.get("kind")
             if kind in counted:
-                sub, rea = s.get("subject", ""), s.get("reason", "")
-                if type(sub) is not str or type(rea) is not str:
-                    sub, rea = _text(sub), _text(rea)
-                key = (pid, kind, sub, rea)
-                n = s.get("count", 1)
-                if type(n) is not int:
-                    n = 1
+                key = signal_key(s, pid)
+                n = occurrences(s)
                 b = s.get("bytes", 0)
                 if type(b) is not int:
                     b = 0
@@ -187,9 +183,9 @@ def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
                     a[0] += n
                     a[1] += b
             elif kind == "tolerance":
-                key = (pid, kind, _text(s.get("subject", "")), _text(s.get("reason", "")))
+                key = signal_key(s, pid)
                 v = _num(s.get("value"))
-                failed = s.get("passed") is False
+                failed = failing(s)
                 a = agg.get(key)
                 if a is None:
                     agg[key] = [v, _num(s.get("limit")), failed]
@@ -199,7 +195,7 @@ def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
                     a[2] = a[2] or failed
             elif kind == "lowering":
                 cell = (pid, _text(s.get("subject", "")))
-                failed = s.get("passed") is False
+                failed = failing(s)
                 prev = cells.get(cell)
                 if prev is None or (failed and not prev[0]):
                     cells[cell] = (failed, _text(s.get("reason", "")))

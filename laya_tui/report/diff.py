@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from laya_tui.core.results import signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
-from laya_tui.core.signals import KINDS, signal_key
+from laya_tui.core.signals import KINDS
 from laya_tui.report.baseline import Baseline, compare
 
 #: Change names that are bad news (the rest are improvements or notes).
@@ -123,7 +124,7 @@ def _signals_by_key(report: dict[str, Any]) -> dict[tuple[str, str, str, str], d
     out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for p in report.get("probes", []):
         for s in p.get("signals") or ():
-            out.setdefault(signal_key(dict(s, probe=p["id"])), s)
+            out.setdefault(signal_key(s, p["id"]), s)
     return out
 
 

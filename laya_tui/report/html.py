@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.files import source_excerpt
+from laya_tui.core.results import failing
 from laya_tui.report.gates import describe_failure
 
 #: The page's script and styles, shipped beside this module and inlined into every page.
@@ -29,13 +30,6 @@ CONTEXT = 6
 _CELL_RE = re.compile(r"^(?P<family>[^/]+)/(?P<name>[^\[]+)\[(?P<cell>[^\]]*)\]$")
 _ORDER = {"c": 0, "llvm": 1, "cuda": 2, "hip": 3, "fp32": 0, "float32": 0, "fp16": 1,
           "float16": 1, "bf16": 2, "bfloat16": 2, "cpu": 0, "gpu": 1}
-_FAILED_OUTCOMES = ("lower-failed", "build-failed", "run-failed")
-
-
-def _failing(sig: dict[str, Any]) -> bool:
-    detail = sig.get("detail")
-    return sig.get("passed") is False or (
-        isinstance(detail, dict) and detail.get("outcome") in _FAILED_OUTCOMES)
 
 
 def lowering_matrix(report: dict[str, Any]) -> dict[str, Any] | None:
@@ -91,7 +85,7 @@ def site_excerpts(report: dict[str, Any], workspace: str | None) -> dict[str, An
             err = p.get("error") if isinstance(p.get("error"), dict) else {}
             cands = [err.get("site")] if failing_first else []
             for sig in p.get("signals") or ():
-                if _failing(sig) == failing_first:
+                if failing(sig) == failing_first:
                     d = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
                     cands += [sig.get("site"), d.get("kernel_site")]
             for site in cands:

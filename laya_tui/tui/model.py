@@ -14,28 +14,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
-from laya_tui.core.signals import KINDS, is_failing
+from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
+from laya_tui.core.signals import KINDS
 
 Scope = tuple[str, str | None]
 """``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
 
 ALL: Scope = ("all", None)
 
-FAILED_OUTCOMES = ("lower-failed", "build-failed", "run-failed")
-
 
 @dataclass(eq=False, slots=True)
 class SignalRow:
     """One signal as the table shows it; ``key`` is stable across re-runs.
 
-    Slotted and holding only strings, numbers and the signal dict: one object per signal
+    Slotted and holding only strings, numbers and the frozen signal: one object per signal
     for the garbage collector to walk, which keeps its pauses short with 100,000 rows.
+    ``sig`` is an immutable snapshot (:class:`~laya_tui.core.results.Signal`, read like the
+    signal dict), never the runner's own dict.
     """
 
     key: str
     probe: str
     family: str
-    sig: dict[str, Any]
+    sig: Signal
     seq: int
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
@@ -55,7 +56,12 @@ class RunPoint:
 
 @dataclass(eq=False)
 class ProbeState:
-    """One probe cell: discovery facts, live status and its current signal keys."""
+    """One probe cell: discovery facts, live status and its current signal keys.
+
+    ``result`` is the last finished run as a frozen snapshot (what widgets read);
+    ``report_entry`` is the same result as the report holds it (what exports and gates
+    read): the runner's dict, never changed here.
+    """
 
     id: str
     family: str
@@ -68,14 +74,16 @@ class ProbeState:
     cached: bool = False
     log_tail: str = ""
     error: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
+    result: ProbeResult | None = None
+    report_entry: dict[str, Any] | None = None
     keys: dict[str, None] = field(default_factory=dict)
     runs: list[RunPoint] = field(default_factory=list)
     _live: set[str] = field(default_factory=set)
-    _occ: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    _occ: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
     _streamed: int = 0
     _in_run: bool = False
-    _checks: list[dict[str, Any]] = field(default_factory=list)  # this run's tolerance/timing
+    _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
+    _signals: list[Signal] = field(default_factory=list)  # this run's, frozen as they came
 
     @property
     def finished(self) -> bool:
@@ -97,14 +105,6 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.probes or self.added or self.updated or self.removed or self.finished
                     or self.structure)
-
-
-def signal_failing(sig: dict[str, Any]) -> bool:
-    """A signal that states a failure: failed tolerance/lowering, or a failed outcome."""
-    if is_failing(sig):
-        return True
-    detail = sig.get("detail")
-    return isinstance(detail, dict) and detail.get("outcome") in FAILED_OUTCOMES
 
 
 class RunModel:
@@ -188,31 +188,36 @@ class RunModel:
         st._occ = Counter()
         st._streamed = 0
         st._checks = []
+        st._signals = []
 
-    def _ingest(self, st: ProbeState, sig: dict[str, Any], changes: Changes) -> None:
-        kind = str(sig.get("kind", "log"))
-        ident = (kind, str(sig.get("subject", "")), str(sig.get("reason", "")))
+    def _ingest(self, st: ProbeState, raw: dict[str, Any], changes: Changes) -> None:
+        ident = signal_key(raw, st.id)  # identity and "failing" read off the dict: cheaper
+        kind = ident[1]
+        sig = Signal.from_dict(raw)  # the UI keeps a frozen snapshot, not the runner's dict
         st._occ[ident] += 1
+        st._signals.append(sig)
         if kind == "tolerance" or kind == "timing":
             st._checks.append(sig)
-        key = f"{st.id}\x1f{ident[0]}\x1f{ident[1]}\x1f{ident[2]}\x1f{st._occ[ident]}"
+        key = "\x1f".join(ident) + f"\x1f{st._occ[ident]}"
         st._live.add(key)
         row = self.rows.get(key)
         if row is None:
             self._seq += 1
-            row = SignalRow(key, st.id, st.family, sig, self._seq, signal_failing(sig))
+            row = SignalRow(key, st.id, st.family, sig, self._seq, failing(raw))
             self.rows[key] = row
             st.keys[key] = None
             self.kind_counts[kind] += 1
             changes.added.append(row)
         elif row.sig != sig:
             row.sig = sig
-            row.failing = signal_failing(sig)
+            row.failing = failing(raw)
             row.cells = None
             changes.updated.append(row)
 
     def _finish(self, result: dict[str, Any], changes: Changes) -> None:
         pid = result["id"]
+        if pid in self.probes and self.probes[pid].report_entry is result:
+            return  # applied already (the app passes watch results on; some came as events)
         st = self._probe(pid, result.get("family", pid.split("/", 1)[0]), changes)
         if not st._in_run:
             self._begin(st, None)
@@ -223,10 +228,12 @@ class RunModel:
         for key in gone:
             row = self.rows.pop(key)
             del st.keys[key]
-            self.kind_counts[str(row.sig.get("kind", "log"))] -= 1
+            self.kind_counts[row.sig.kind] -= 1
             changes.removed.append(row)
         st._in_run = False
-        st.result = result
+        st.report_entry = result
+        st.result = ProbeResult.from_dict(result, tuple(st._signals))
+        st._signals = []
         st.status = result.get("status", "failed")
         st.reason = result.get("reason")
         st.seconds = result.get("seconds")
@@ -250,8 +257,8 @@ class RunModel:
                 continue
             st._in_run = False
             if st.result is not None:
-                st.status = st.result.get("status", "failed")
-                st.reason = st.result.get("reason")
+                st.status = st.result.status
+                st.reason = st.result.reason
             else:
                 st.status, st.reason = "pending", "cancelled"
             changes.probes.add(st.id)
@@ -281,7 +288,7 @@ class RunModel:
 
     def results(self) -> list[dict[str, Any]]:
         """Finished results (report entries), in discovery order."""
-        return [st.result for st in self.probes.values() if st.result is not None]
+        return [st.report_entry for st in self.probes.values() if st.report_entry is not None]
 
     def gates(self) -> list[dict[str, Any]]:
         """The gates over the finished results (cached until the next result)."""
@@ -308,7 +315,7 @@ class RunModel:
         return [st for st in self.probes.values() if st.status == "running"]
 
 
-def _run_point(n: int, result: dict[str, Any], checks: list[dict[str, Any]]) -> RunPoint:
+def _run_point(n: int, result: dict[str, Any], checks: list[Signal]) -> RunPoint:
     tol: dict[str, tuple[float | None, float | None, bool | None]] = {}
     timings: dict[str, float] = {}
     for sig in checks:  # the run's tolerance and timing signals, collected as they came

@@ -43,7 +43,7 @@ Records (``on_record(dict)``); every record has the same keys:
     The result's status and reason (``removed``: None), and the status before.
 ``new``, ``gone``
     Signals present only after / only before (full signal dicts), matched by
-    :func:`laya_tui.core.signals.signal_key`.
+    :func:`laya_tui.core.results.signal_key`.
 ``changed``
     ``[{"kind", "subject", "reason", "fields": {name: [before, after]}}]`` for signals with
     the same key whose ``count``, ``bytes``, ``value``, ``passed`` or ``detail.outcome``
@@ -71,9 +71,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from laya_tui.core.events import Event, ProbeFinished, ProbeStarted
-from laya_tui.core.runner import Discovery, RunConfig, Runner, WorkerDied, WorkerHandle, matches_any
-from laya_tui.core.signals import signal_key
+from laya_tui.core.events import Event, ProbeStarted
+from laya_tui.core.results import failing, is_cancelled, make_result, signal_key
+from laya_tui.core.runner import Discovery, RunConfig, Runner
 
 DEFAULT_DEBOUNCE_MS = 50
 #: Folders never watched for changes (anywhere below a watched root).
@@ -92,7 +92,6 @@ NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 COMPARED_FIELDS = ("count", "bytes", "value", "passed")
 DIAGNOSTIC_ERRORS = ("ProbeFileError", "SyntaxError", "IndentationError", "TabError",
                      "ImportError", "ModuleNotFoundError")
-CANCELLED = "cancelled by a newer change"  # the runner's reason for a superseded run
 _AT_FILE_LINE = re.compile(r" at (?P<file>\S+):(?P<line>\d+)$")
 
 Record = dict[str, Any]
@@ -149,7 +148,7 @@ def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
         for sig in result.get("signals", []):
             detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
             site = sig.get("site") or {}
-            if sig.get("passed") is False and detail.get("exception") in DIAGNOSTIC_ERRORS \
+            if failing(sig) and detail.get("exception") in DIAGNOSTIC_ERRORS \
                     and site.get("file"):
                 return {"file": site["file"], "line": site.get("line"),
                         "message": result.get("reason") or sig.get("reason") or ""}
@@ -255,15 +254,13 @@ class Watcher:
         self._dirty: dict[str, OrderedDict[str, tuple[str | None, float | None]]] = {}
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._sem = asyncio.Semaphore(max(1, config.jobs))
-        self._disc_handle: WorkerHandle | None = None
-        self._disc_stale: set[str] = set()
         self._queue: asyncio.Queue[tuple[float, set[tuple[Any, str]]]] = asyncio.Queue()
         self._streams: list[asyncio.Task[None]] = []
         self._stream_stop: asyncio.Event | None = None
         self._roots: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         self._stop = asyncio.Event()
         self._initial = list(initial) if initial is not None else None
-        self._prev_on_event: Callable[[Event], None] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
         self.first_run_seconds: float | None = None
 
     # -- public -----------------------------------------------------------------------------------
@@ -273,8 +270,7 @@ class Watcher:
 
     async def run(self) -> None:
         """Discover, run everything once (unless given ``initial``), then watch until stop."""
-        self._prev_on_event = self.runner.on_event
-        self.runner.on_event = self._on_event
+        self._unsubscribe = self.runner.subscribe(self._on_event)
         t0 = time.perf_counter()
         try:
             self._known_py = _py_files(self.probe_roots + self.kernel_roots)
@@ -329,7 +325,12 @@ class Watcher:
         changed = {os.path.realpath(p) for _, p in changes if self.filter.accepts(p)}
         if not changed:
             return
-        self._disc_stale |= changed
+        # Invalidation first (applied lazily: each warm worker, the discovery one too, drops
+        # the changed modules right before its next command), so a discovery or a run
+        # started below never sees stale modules.
+        native = any(p.endswith(NATIVE_SUFFIXES) and any(p in d for d in self._deps.values())
+                     for p in changed)
+        await self.runner.invalidate(changed, recycle=native)
         # 1. structure
         py_under_probes = {p for p in changed if p.endswith(".py") and _under(p, self.probe_roots)}
         appeared_or_gone = {p for p in changed if p.endswith(".py")
@@ -347,11 +348,7 @@ class Watcher:
         cause = sorted(py_under_probes or appeared_or_gone or changed)[0]
         if structural and first:
             self._apply_discovery(await self._discover(), trigger=cause, changed=changed)
-        # 2. invalidation
-        native = any(p.endswith(NATIVE_SUFFIXES) and any(p in d for d in self._deps.values())
-                     for p in changed)
-        await self.runner.invalidate(changed, recycle=native)
-        # 3. mapping
+        # 2. mapping
         self._map(changed, when)
         if structural and not first:
             self._apply_discovery(await self._discover(), trigger=cause, changed=changed)
@@ -380,36 +377,8 @@ class Watcher:
 
     # -- discovery --------------------------------------------------------------------------------
     async def _discover(self) -> Discovery:
-        """Discovery in a warm worker that first drops the modules changed since last time."""
-        for attempt in (1, 2):
-            try:
-                h = self._disc_handle
-                if h is None or not h.alive:
-                    h = WorkerHandle("_discover", self.config, self.runner.log_dir)
-                    self._disc_handle = h
-                    await h.start()
-                    self._disc_stale.clear()
-                if self._disc_stale:
-                    await h.send({"op": "invalidate", "files": sorted(self._disc_stale)})
-                    await h.next_event(timeout=30.0)
-                    self._disc_stale.clear()
-                await h.send({"op": "discover", "paths": self.config.probes})
-                event = await h.next_event(timeout=120.0)
-                if event.get("type") != "discovered":
-                    raise WorkerDied(f"unexpected discovery reply {event.get('type')!r}")
-                probes = event.get("probes", [])
-                if self.config.only:
-                    probes = [p for p in probes if matches_any(p["id"], self.config.only)]
-                return Discovery(probes, event.get("errors", []))
-            except (WorkerDied, TimeoutError, OSError) as exc:
-                if self._disc_handle is not None:
-                    self._disc_handle.kill()
-                    await self._disc_handle.close()
-                    self._disc_handle = None
-                if attempt == 2:
-                    return Discovery([], [{"file": ",".join(self.config.probes),
-                                           "error": f"discovery failed: {exc}", "line": None}])
-        raise AssertionError("unreachable")
+        """Discovery in the runner's warm discovery worker (it drops changed modules first)."""
+        return await self.runner.discover(warm=True)
 
     def _apply_discovery(self, disc: Discovery, *, trigger: str | None, changed: set[str],
                          first: bool = False) -> None:
@@ -477,12 +446,10 @@ class Watcher:
                   trigger: str | None) -> None:
         p = self.probes[pid]
         before = self.results.get(pid)
-        result = {"id": pid, "family": p["family"], "status": "failed", "reason": _one_line(err),
-                  "seconds": 0.0, "cached": False, "params": p.get("params", {}),
-                  "file": p["file"], "deps": self._rel(self._deps.get(pid, set())),
-                  "signals": [], "log_tail": "",
-                  "error": {"type": "ProbeFileError", "message": err.get("error"),
-                            "site": {"file": diag["file"], "line": diag["line"]}}}
+        result = make_result(p, "failed", _one_line(err), seconds=0.0,
+                             deps=self._rel(self._deps.get(pid, set())), signals=[],
+                             error={"type": "ProbeFileError", "message": err.get("error"),
+                                    "site": {"file": diag["file"], "line": diag["line"]}})
         self.results[pid] = result
         self._emit(self._record("result", pid, family=p["family"], trigger=trigger,
                                 status="failed", reason=result["reason"], diagnostic=diag,
@@ -531,7 +498,8 @@ class Watcher:
                         result = await self.runner.run_one(probe, use_cache=use_cache)
                     finally:
                         self._inflight.discard(pid)
-                if self._stop.is_set() or self._started_gen.get(pid, gen) != self._gen.get(pid):
+                if self._stop.is_set() or is_cancelled(result) \
+                        or self._started_gen.get(pid, gen) != self._gen.get(pid):
                     continue  # a newer change came in after this run read the files
                 if pid in self.probes:
                     self._finish(pid, trigger, changed_at, result)
@@ -542,14 +510,9 @@ class Watcher:
         if isinstance(event, ProbeStarted):
             # The worker reads the files from here on: later changes supersede this run,
             # unless a change is still waiting to be dropped from that worker's modules.
-            pending = getattr(self.runner, "_stale", {}).get(event.family, set())
+            pending = self.runner.pending_invalidations(event.family)
             if not pending & self._deps.get(event.probe_id, set()):
                 self._started_gen[event.probe_id] = self._gen.get(event.probe_id, 0)
-        if isinstance(event, ProbeFinished) and event.result.get("reason") == CANCELLED \
-                and event.result.get("id") in self._gen:
-            return  # superseded by a newer change: its result is the one to show
-        if self._prev_on_event is not None:
-            self._prev_on_event(event)
 
     async def _wait_idle(self) -> None:
         stop = asyncio.ensure_future(self._stop.wait())
@@ -702,10 +665,10 @@ class Watcher:
             t.cancel()
         await self._stop_streams(self._stream_stop, self._streams)
         self._streams = []
-        if self._disc_handle is not None:
-            self._disc_handle.kill()
-            await self._disc_handle.close()
-        self.runner.on_event = self._prev_on_event or (lambda e: None)
+        await self.runner.close_discovery()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         if self._owns_runner:
             self.runner.kill_all()
             await self.runner.close()

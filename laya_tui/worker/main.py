@@ -5,9 +5,9 @@ Protocol. Commands arrive as JSON lines on stdin; events leave as JSON lines on 
 fd (``--signal-fd``), never on stdout: the libraries print freely, and while a probe runs
 the worker's fds 1 and 2 point at that probe's log file, which the runner reads back.
 
-Commands: ``{"op": "discover", "paths": [...]}``, ``{"op": "run", "id", "file", "func",
-"param", "log"}``, ``{"op": "invalidate", "files": [...]}``, ``{"op": "exit"}``.
-Events: ``ready``, ``discovered``, ``started``, ``signals``, ``finished``, ``invalidated``.
+The commands (``op``) and events (``type``) are named once in
+:mod:`laya_tui.core.protocol` (:class:`~laya_tui.core.protocol.Op`,
+:class:`~laya_tui.core.protocol.Reply`).
 
 Signals travel in batches, ``{"type": "signals", "probe": ID, "signals": [...]}``: the first
 :data:`BURST` signals of every :data:`FLUSH_S` window are written at once (a probe that
@@ -34,6 +34,7 @@ import traceback
 from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.protocol import Op, Reply
 from laya_tui.families.rbln_status import guard_autoload
 
 
@@ -54,6 +55,8 @@ BURST = 32
 FLUSH_S = 0.05
 #: A buffer this large (bytes of JSON) is written at once.
 CHUNK = 256 * 1024
+#: The start of a batch line, written by hand so the signals are encoded only once.
+_BATCH_HEAD = '{"type": "' + Reply.SIGNALS + '", "probe": '
 
 
 class Worker:
@@ -84,7 +87,7 @@ class Worker:
     # -- output ------------------------------------------------------------------------
     def emit(self, event: dict[str, Any]) -> None:
         """Send one event; ``signal`` events are batched (see the module docstring)."""
-        if event.get("type") == "signal":
+        if event.get("type") == Reply.SIGNAL:
             self._emit_signal(str(event.get("probe")), event.get("signal"))
             return
         data = (_encode(event) + "\n").encode()
@@ -119,7 +122,7 @@ class Worker:
     def _flush_locked(self) -> None:
         if not self._buf:
             return
-        line = ('{"type": "signals", "probe": ' + _encode(self._buf_probe) + ', "signals": ['
+        line = (_BATCH_HEAD + _encode(self._buf_probe) + ', "signals": ['
                 + ", ".join(self._buf) + "]}\n")
         self._buf, self._buf_bytes = [], 0
         self._write(line.encode())
@@ -157,7 +160,7 @@ class Worker:
             except json.JSONDecodeError:
                 continue
             self.commands.put(cmd)
-            if cmd.get("op") == "exit":
+            if cmd.get("op") == Op.EXIT:
                 return
         # The runner vanished without saying goodbye: take the whole group down.
         try:
@@ -168,21 +171,21 @@ class Worker:
     def serve(self) -> None:
         """Run commands until ``exit``."""
         threading.Thread(target=self.read_commands, daemon=True).start()
-        self.emit({"type": "ready", "pid": os.getpid()})
+        self.emit({"type": Reply.READY, "pid": os.getpid()})
         while True:
             cmd = self.commands.get()
-            if cmd is None or cmd.get("op") == "exit":
+            if cmd is None or cmd.get("op") == Op.EXIT:
                 return
             op = cmd.get("op")
-            if op == "discover":
+            if op == Op.DISCOVER:
                 self.discover(cmd.get("paths", []))
-            elif op == "run":
+            elif op == Op.RUN:
                 self.run(cmd)
-            elif op == "invalidate":
+            elif op == Op.INVALIDATE:
                 dropped = self.tracker.invalidate(set(cmd.get("files", [])))
                 for f in cmd.get("files", []):
                     self.module_deps.pop(os.path.realpath(f), None)
-                self.emit({"type": "invalidated", "modules": dropped})
+                self.emit({"type": Reply.INVALIDATED, "modules": dropped})
 
     # -- discovery -----------------------------------------------------------------------
     def load(self, path: str) -> Any:
@@ -234,7 +237,7 @@ class Worker:
             except Exception as exc:  # a params() callable that raised
                 errors.append({"file": path, "error": f"{type(exc).__name__}: {exc}",
                                "line": None})
-        self.emit({"type": "discovered", "probes": probes, "errors": errors})
+        self.emit({"type": Reply.DISCOVERED, "probes": probes, "errors": errors})
 
     # -- running -------------------------------------------------------------------------
     def run(self, cmd: dict[str, Any]) -> None:
@@ -244,7 +247,7 @@ class Worker:
 
         probe_id = cmd["id"]
         log_path = cmd.get("log") or os.devnull
-        self.emit({"type": "started", "id": probe_id, "pid": os.getpid()})
+        self.emit({"type": Reply.STARTED, "id": probe_id, "pid": os.getpid()})
         t0 = time.perf_counter()
         status, reason, error = "ok", None, None
         with _redirect_fds(log_path), self.tracker.recording() as deps:
@@ -289,7 +292,7 @@ class Worker:
                                      "line": exc.lineno, "func": None}
                     reason = f"SyntaxError: {exc.msg} at {error['site']['file']}:{exc.lineno}"
                 traceback.print_exc()
-        self.emit({"type": "finished", "id": probe_id, "status": status, "reason": reason,
+        self.emit({"type": Reply.FINISHED, "id": probe_id, "status": status, "reason": reason,
                    "seconds": round(time.perf_counter() - t0, 6), "deps": sorted(deps),
                    "error": error})
 

@@ -1,0 +1,241 @@
+"""Signals and probe results: their identity, their "failing" rule and the result builder,
+each written once (docs/architecture.md, 'Signals, results and the report').
+
+Two forms of the same facts:
+
+* On the hot path (worker JSON lines in, the runner, the cache, the report out) a signal
+  and a result stay the plain dicts the report schema describes: building an object per
+  signal there would slow the signal path. :func:`signal_key`, :func:`failing` and
+  :func:`make_result` work on those dicts.
+* Where a consumer keeps them (the dashboard), they become the frozen :class:`Signal` and
+  :class:`ProbeResult`: immutable snapshots, never the runner's mutable dicts. Their
+  ``key()`` and ``failing()`` call the same two functions.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+#: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
+FAILED_OUTCOMES: tuple[str, ...] = ("lower-failed", "build-failed", "run-failed")
+#: Result statuses that are not a pass: a finding, a probe error, a crash or a timeout.
+FAILING_STATUSES = frozenset(("failed", "error", "crashed", "timeout"))
+
+SignalKey = tuple[str, str, str, str]
+"""``(probe, kind, subject, reason)``: a signal's identity across runs."""
+
+
+def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
+    return "" if value is None else str(value)
+
+
+def signal_key(sig: Mapping[str, Any], probe: str | None = None) -> SignalKey:
+    """The stable identity of a signal across runs: (probe, kind, subject, reason).
+
+    ``probe`` names the cell when the signal dict does not carry it (a report's probe entry
+    holds its signals; their own ``probe`` field is the same id).
+    """
+    return (
+        _text(sig.get("probe")) if probe is None else probe,
+        _text(sig.get("kind")),
+        _text(sig.get("subject")),
+        _text(sig.get("reason")),
+    )
+
+
+def failing(sig: Mapping[str, Any]) -> bool:
+    """A signal that states a failure by itself: ``passed: false`` (a failed tolerance or
+    lowering check), or a failed ``detail.outcome``."""
+    if sig.get("passed") is False:
+        return True
+    detail = sig.get("detail")
+    return isinstance(detail, dict) and detail.get("outcome") in FAILED_OUTCOMES
+
+
+def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
+                seconds: float, deps: list[str], signals: list[dict[str, Any]],
+                log_tail: str = "", started: float | None = None,
+                ended: float | None = None, cached: bool = False,
+                error: dict[str, Any] | None = None, cancelled: bool = False
+                ) -> dict[str, Any]:
+    """One probe result as the report holds it (``probe``: the cell's discovery entry).
+
+    The key order is the report's. ``started``/``ended`` (wall clock, for ``--trace``) and
+    ``error`` appear only when given. ``cancelled`` marks a run a newer change superseded
+    (``_cancelled``: private, never in a report, never cached; see :func:`is_cancelled`).
+    """
+    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"], "cached": cached,
+                              "params": probe.get("params", {}), "file": probe.get("file")}
+    if started is not None:
+        result["started"] = started
+    result.update(status=status, reason=reason, seconds=seconds, deps=deps, signals=signals,
+                  log_tail=log_tail)
+    if ended is not None:
+        result["ended"] = ended
+    if error:
+        result["error"] = error
+    if cancelled:
+        result["_cancelled"] = True
+    return result
+
+
+def is_cancelled(result: Mapping[str, Any]) -> bool:
+    """Whether a result is a run that a newer change superseded (watch mode)."""
+    return result.get("_cancelled") is True
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class Signal:
+    """One signal, frozen (the fields of ``laya_tui.core.signals.FIELDS``; None = absent).
+
+    Reads like the dict it came from (``get``, ``[]``, ``in``), so code written against
+    the report's signal objects works on it unchanged. ``site`` and ``detail`` stay the
+    dicts they were: shallowly frozen.
+    """
+
+    kind: str = ""
+    probe: str = ""
+    subject: Any = None
+    count: Any = None
+    bytes: Any = None
+    reason: Any = None
+    site: Any = None
+    fix: Any = None
+    value: Any = None
+    limit: Any = None
+    passed: Any = None
+    seconds: Any = None
+    detail: Any = None
+
+    @classmethod
+    def from_dict(cls, sig: Mapping[str, Any]) -> Signal:
+        """A frozen copy of a signal dict (unknown keys, from a newer writer, are dropped).
+
+        Fills the slots directly: the dashboard makes one per streamed signal, and the
+        generated frozen ``__init__`` (keyword parsing, one ``object.__setattr__`` per
+        field) costs about twice as much.
+        """
+        new = _new(cls)
+        get = sig.get
+        _set_kind(new, get("kind", ""))
+        _set_probe(new, get("probe", ""))
+        for name, set_slot in _SET_OPTIONAL:
+            set_slot(new, get(name))
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's signal object (fields in schema order, absent ones left out)."""
+        out: dict[str, Any] = {"kind": self.kind, "probe": self.probe}
+        for name in _SIGNAL_FIELDS[2:]:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    def key(self) -> SignalKey:
+        """Identity across runs (:func:`signal_key`)."""
+        return signal_key(self)
+
+    def failing(self) -> bool:
+        """Whether it states a failure (:func:`failing`)."""
+        return failing(self)
+
+    # -- read like a dict -----------------------------------------------------------------
+    def get(self, name: str, default: Any = None) -> Any:
+        value = getattr(self, name, None) if name in _SIGNAL_FIELD_SET else None
+        return default if value is None else value
+
+    def __getitem__(self, name: str) -> Any:
+        value = getattr(self, name, None) if name in _SIGNAL_FIELD_SET else None
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in _SIGNAL_FIELD_SET and getattr(self, str(name)) is not None
+
+    def keys(self) -> Iterator[str]:
+        return (n for n in _SIGNAL_FIELDS if getattr(self, n) is not None)
+
+
+_SIGNAL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Signal))
+_SIGNAL_FIELD_SET = frozenset(_SIGNAL_FIELDS)
+_new = object.__new__
+_set_kind = Signal.kind.__set__  # type: ignore[attr-defined]  # the slot descriptors
+_set_probe = Signal.probe.__set__  # type: ignore[attr-defined]
+_SET_OPTIONAL: tuple[tuple[str, Any], ...] = tuple(
+    (name, getattr(Signal, name).__set__) for name in _SIGNAL_FIELDS[2:])
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """One probe result, frozen: what a consumer keeps (the report's probe entry)."""
+
+    id: str
+    family: str
+    status: str
+    reason: str | None = None
+    seconds: float | None = None
+    cached: bool = False
+    params: Mapping[str, Any] | None = None
+    file: str | None = None
+    deps: tuple[str, ...] = ()
+    signals: tuple[Signal, ...] = ()
+    log_tail: str = ""
+    error: Mapping[str, Any] | None = None
+    started: float | None = None
+    ended: float | None = None
+    cancelled: bool = False
+
+    @classmethod
+    def from_dict(cls, result: Mapping[str, Any],
+                  signals: tuple[Signal, ...] | None = None) -> ProbeResult:
+        """A frozen snapshot of a result dict (the runner's or a report's); ``signals``:
+        its signals already frozen (the dashboard froze them as they streamed in)."""
+        if signals is None:
+            signals = tuple(Signal.from_dict(s) for s in result.get("signals") or ())
+        return cls(
+            id=result["id"], family=result.get("family", ""),
+            status=result.get("status", "failed"), reason=result.get("reason"),
+            seconds=result.get("seconds"), cached=bool(result.get("cached")),
+            params=result.get("params"), file=result.get("file"),
+            deps=tuple(result.get("deps") or ()),
+            signals=signals, log_tail=result.get("log_tail") or "", error=result.get("error"),
+            started=result.get("started"), ended=result.get("ended"),
+            cancelled=is_cancelled(result))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's probe entry (built by :func:`make_result`, so in the same order)."""
+        return make_result(
+            {"id": self.id, "family": self.family, "params": dict(self.params or {}),
+             "file": self.file}, self.status, self.reason, seconds=self.seconds or 0.0,
+            deps=list(self.deps), signals=[s.to_dict() for s in self.signals],
+            log_tail=self.log_tail, started=self.started, ended=self.ended,
+            cached=self.cached, error=dict(self.error) if self.error else None,
+            cancelled=self.cancelled)
+
+    def key(self) -> str:
+        """Identity across runs: the cell id."""
+        return self.id
+
+    def failing(self) -> bool:
+        """Whether the probe did not pass (``FAILING_STATUSES``, or it raised)."""
+        return self.status in FAILING_STATUSES or self.error is not None
+
+    def failing_signals(self) -> Iterable[Signal]:
+        """Its signals that state a failure."""
+        return (s for s in self.signals if s.failing())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Read a field like the result dict (``result.get("deps")``); None = absent."""
+        value = getattr(self, name, None) if name in _RESULT_FIELD_SET else None
+        return default if value is None else value
+
+
+_RESULT_FIELD_SET = frozenset(f.name for f in fields(ProbeResult))

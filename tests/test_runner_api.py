@@ -1,0 +1,138 @@
+"""The runner's public API for front ends and the watcher: event subscriptions, a warm
+discovery worker that drops changed modules, pending invalidations, cancelled results."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+
+from laya_tui.core.events import ProbeFinished, ProbeStarted
+from laya_tui.core.results import is_cancelled
+from laya_tui.core.runner import RunConfig, Runner
+
+
+def _workspace(tmp_path):
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    (probes / "helper_cells.py").write_text("CELLS = ['a', 'b']\n")
+    (probes / "p.py").write_text(textwrap.dedent("""
+        import time
+        from laya_tui import probe, param
+        from probes.helper_cells import CELLS
+
+        @probe("fam", params=[param(c) for c in CELLS])
+        def cell(ctx, value):
+            ctx.log(subject=value)
+
+        @probe("slow")
+        def sleeper(ctx):
+            time.sleep(30)
+    """))
+    (probes / "__init__.py").write_text("")
+    return RunConfig(workspace=str(tmp_path), probes=[str(probes)],
+                     cache_dir=str(tmp_path / "cache"), use_cache=False)
+
+
+def test_listeners_subscribe_beside_each_other(tmp_path):
+    first, second = [], []
+    runner = Runner(RunConfig(workspace=str(tmp_path), probes=[]), on_event=first.append)
+    assert runner.on_event == first.append  # one listener: called directly, no fan-out
+    unsubscribe = runner.subscribe(second.append)
+    runner.on_event(ProbeStarted("f/x", "f", 0.0))
+    unsubscribe()
+    runner.on_event(ProbeStarted("f/y", "f", 0.0))
+    assert [e.probe_id for e in first] == ["f/x", "f/y"]
+    assert [e.probe_id for e in second] == ["f/x"]
+    unsubscribe()  # twice is harmless
+
+
+def test_warm_discovery_reuses_its_worker_and_drops_changed_modules(tmp_path):
+    config = _workspace(tmp_path)
+
+    async def go():
+        runner = Runner(config)
+        try:
+            first = await runner.discover(warm=True)
+            pid = runner._disc.proc.pid
+            helper = tmp_path / "probes" / "helper_cells.py"
+            helper.write_text("CELLS = ['a', 'b', 'c']\n")
+            stale = await runner.discover(warm=True)  # not invalidated: the old import
+            await runner.invalidate({str(helper)})
+            fresh = await runner.discover(warm=True)
+            same_worker = runner._disc.proc.pid == pid
+            await runner.close_discovery()
+            gone = runner._disc is None
+            return first, stale, fresh, same_worker, gone
+        finally:
+            await runner.close()
+
+    first, stale, fresh, same_worker, gone = asyncio.run(go())
+    assert not first.errors
+    cells = [p["id"] for p in first.probes if p["family"] == "fam"]
+    assert cells == ["fam/cell[a]", "fam/cell[b]"]
+    assert [p["id"] for p in stale.probes] == [p["id"] for p in first.probes]
+    assert "fam/cell[c]" in [p["id"] for p in fresh.probes]
+    assert same_worker and gone
+
+
+def test_pending_invalidations_and_a_cancelled_run(tmp_path):
+    config = _workspace(tmp_path)
+    finished = []
+
+    async def go():
+        runner = Runner(config, on_event=lambda e: isinstance(e, ProbeFinished)
+                        and finished.append(e.result["id"]))
+        try:
+            disc = await runner.discover()
+            cell = next(p for p in disc.probes if p["id"] == "fam/cell[a]")
+            slow = next(p for p in disc.probes if p["family"] == "slow")
+            await runner.run_one(cell)  # the fam worker is warm now
+            helper = str((tmp_path / "probes" / "helper_cells.py").resolve())
+            await runner.invalidate({helper})
+            pending = runner.pending_invalidations("fam")
+            await runner.run_one(cell)  # applied right before this run
+            after = runner.pending_invalidations("fam")
+            task = asyncio.ensure_future(runner.run_one(slow))
+            while "slow/sleeper" not in runner._running.values():
+                await asyncio.sleep(0.05)
+            assert runner.cancel("slow/sleeper")
+            result = await task
+            return pending, after, result
+        finally:
+            await runner.close()
+
+    pending, after, result = asyncio.run(go())
+    assert helper_in(pending) and after == frozenset()
+    assert is_cancelled(result) and result["status"] == "failed"
+    assert finished == ["fam/cell[a]", "fam/cell[a]"]  # the cancelled run is not announced
+
+
+def helper_in(files: frozenset[str]) -> bool:
+    return any(f.endswith("helper_cells.py") for f in files)
+
+
+def test_each_command_gets_its_named_reply_and_unknown_ops_are_ignored(tmp_path):
+    from laya_tui.core.protocol import Op, Reply
+    from laya_tui.core.runner import WorkerHandle
+
+    config = _workspace(tmp_path)
+
+    async def go():
+        handle = WorkerHandle("_protocol", config, str(tmp_path))
+        try:
+            await handle.start()  # waits for Reply.READY
+            await handle.send({"op": "no-such-op"})
+            await handle.send({"op": Op.DISCOVER, "paths": config.probes})
+            discovered = await handle.next_event(timeout=60.0)
+            await handle.send({"op": Op.INVALIDATE, "files": []})
+            invalidated = await handle.next_event(timeout=60.0)
+            await handle.send({"op": Op.EXIT})
+            code = await asyncio.wait_for(handle.proc.wait(), 10.0)
+            return discovered, invalidated, code
+        finally:
+            await handle.close()
+
+    discovered, invalidated, code = asyncio.run(go())
+    assert discovered["type"] == Reply.DISCOVERED and len(discovered["probes"]) == 3
+    assert invalidated["type"] == Reply.INVALIDATED and invalidated["modules"] == []
+    assert code == 0
