@@ -76,6 +76,9 @@ class ProbeState:
     _streamed: int = 0
     _in_run: bool = False
     _checks: list[dict[str, Any]] = field(default_factory=list)  # this run's tolerance/timing
+    _gate_view: dict[str, Any] | None = None  # the result as the gates read it (gate_view)
+    _gate_sigs: list[dict[str, Any]] = field(default_factory=list)  # this run's, for gates
+    _gate_seen: int = 0  # signals ingested in this run (all of them, not only _gate_sigs)
 
     @property
     def finished(self) -> bool:
@@ -122,6 +125,8 @@ class RunModel:
         self.run_seconds: float = 0.0
         self._seq = 0
         self._gates: list[dict[str, Any]] | None = None
+        #: the signal kinds the gates read (None: all of them), see gate_kinds
+        self.gate_kinds = gate_kinds(gate_settings)
         #: the probes of the current (or last) run, for the progress bar
         self.run_ids: set[str] = set()
         #: a saved report's one-line source (``show``/``diff``), None for a live run
@@ -188,6 +193,8 @@ class RunModel:
         st._occ = Counter()
         st._streamed = 0
         st._checks = []
+        st._gate_sigs = []
+        st._gate_seen = 0
 
     def _ingest(self, st: ProbeState, sig: dict[str, Any], changes: Changes) -> None:
         kind = str(sig.get("kind", "log"))
@@ -195,6 +202,10 @@ class RunModel:
         st._occ[ident] += 1
         if kind == "tolerance" or kind == "timing":
             st._checks.append(sig)
+        st._gate_seen += 1
+        kinds = self.gate_kinds
+        if kinds is not None and kind in kinds:
+            st._gate_sigs.append(sig)
         key = f"{st.id}\x1f{ident[0]}\x1f{ident[1]}\x1f{ident[2]}\x1f{st._occ[ident]}"
         st._live.add(key)
         row = self.rows.get(key)
@@ -236,11 +247,26 @@ class RunModel:
         st.file = st.file or result.get("file")
         st.runs.append(_run_point(len(st.runs) + 1, result, st._checks))
         st._checks = []
+        st._gate_view = self._gate_view(st, result)
+        st._gate_sigs = []
         self._gates = None
         if self.run_started is not None:
             self.run_seconds = time.monotonic() - self.run_started
         changes.probes.add(pid)
         changes.finished.append(pid)
+
+    def _gate_view(self, st: ProbeState, result: dict[str, Any]) -> dict[str, Any] | None:
+        """The result as the gates read it: the signals of the gates' kinds, picked as they
+        streamed in (the runner's result lists the same signal objects in the same order),
+        or picked now when the result's list is not the one streamed."""
+        sigs = result.get("signals")
+        if self.gate_kinds is None or not isinstance(sigs, list):
+            return None
+        if st._gate_seen != len(sigs):
+            return gate_view(result, self.gate_kinds)
+        if len(st._gate_sigs) == len(sigs):
+            return None
+        return dict(result, signals=st._gate_sigs)
 
     def abandon(self) -> Changes:
         """A run was cancelled: queued/running probes fall back to their last result."""
@@ -284,13 +310,21 @@ class RunModel:
         return [st.result for st in self.probes.values() if st.result is not None]
 
     def gates(self) -> list[dict[str, Any]]:
-        """The gates over the finished results (cached until the next result)."""
+        """The gates over the finished results (cached until the next result).
+
+        Evaluated over each result's :func:`gate_view` (only the signals a gate reads,
+        picked once when the result came in), so a summary refresh after a probe with
+        100,000 signals is not a pass over all of them on the event loop; the verdict is
+        the one :func:`~laya_tui.report.gates.evaluate_all` gives over the full results.
+        """
         if self.fixed_gates is not None:
             return self.fixed_gates
         if self._gates is None:
             from laya_tui.report.gates import evaluate_all
 
-            self._gates = evaluate_all(self.results(), self.gate_settings, self.errors)[0]
+            views = [st._gate_view if st._gate_view is not None else st.result
+                     for st in self.probes.values() if st.result is not None]
+            self._gates = evaluate_all(views, self.gate_settings, self.errors)[0]
         return self._gates
 
     def status_counts(self) -> Counter[str]:
@@ -306,6 +340,32 @@ class RunModel:
     def running(self) -> list[ProbeState]:
         """Probes running now."""
         return [st for st in self.probes.values() if st.status == "running"]
+
+
+def gate_kinds(settings: Any) -> frozenset[str] | None:
+    """The signal kinds the gates under ``settings`` read (report/gates.py), or None when
+    they read every signal (a baseline compares them all).
+
+    ``tolerance`` (the default gate) and the compile kinds (first compiles filed as
+    ``recompile`` by an older laya-tui are upgraded in place by every evaluation) always;
+    the kinds of ``--fail-on`` and ``--max``.
+    """
+    if getattr(settings, "baseline", None) is not None:
+        return None
+    kinds = {"tolerance", "recompile", "compile"}
+    kinds.update(getattr(settings, "fail_on", None) or ())
+    kinds.update(getattr(settings, "max_counts", None) or ())
+    return frozenset(kinds)
+
+
+def gate_view(result: dict[str, Any], kinds: frozenset[str] | None) -> dict[str, Any] | None:
+    """``result`` with only the signals of ``kinds`` (the same dicts), for the gates; None
+    when every signal counts or none is left out (the result itself is read then)."""
+    sigs = result.get("signals")
+    if kinds is None or not isinstance(sigs, list):
+        return None
+    kept = [s for s in sigs if not isinstance(s, dict) or s.get("kind") in kinds]
+    return None if len(kept) == len(sigs) else dict(result, signals=kept)
 
 
 def _run_point(n: int, result: dict[str, Any], checks: list[dict[str, Any]]) -> RunPoint:
