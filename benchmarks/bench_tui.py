@@ -157,9 +157,13 @@ class Heartbeat:
     laya_tui frame, else the innermost textual/rich frame).
     """
 
-    def __init__(self, period: float = 0.005, why: bool = False) -> None:
+    def __init__(self, period: float = 0.005, why: bool = False, profile: bool = False) -> None:
         self.period = period
+        self.profile = profile
         self.late: list[float] = []
+        #: the loop thread's CPU time between two beats: a stall's cost without the time
+        #: other processes on a loaded machine took the CPU away
+        self.cpu_late: list[float] = []
         self.beats = 0
         self.why = why
         self.culprits: dict[str, float] = {}  # frame -> longest stall it was seen in
@@ -171,19 +175,21 @@ class Heartbeat:
     def worst(self) -> float:
         return max(self.late, default=0.0)
 
-    def p99(self) -> float:
-        if not self.late:
+    def p99(self, cpu: bool = False) -> float:
+        values = self.cpu_late if cpu else self.late
+        if not values:
             return 0.0
-        ranked = sorted(self.late)
+        ranked = sorted(values)
         return ranked[min(len(ranked) - 1, int(len(ranked) * 0.99))]
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            t = loop.time()
+            t, c = loop.time(), time.thread_time()
             self._last = time.perf_counter()
             await asyncio.sleep(self.period)
             self.late.append(loop.time() - t - self.period)
+            self.cpu_late.append(time.thread_time() - c)
             self.beats += 1
 
     def _watch(self, ident: int) -> None:
@@ -213,7 +219,7 @@ class Heartbeat:
     def start(self) -> None:
         self._last = time.perf_counter()
         self._task = asyncio.ensure_future(self._run())
-        self.callbacks = CallbackClock(profile=self.why)
+        self.callbacks = CallbackClock(profile=self.profile)
         self.callbacks.install()
         if self.why:
             threading.Thread(target=self._watch, args=(threading.get_ident(),),
@@ -241,6 +247,7 @@ class CallbackClock:
         self.cpu_what = ""
         self.profile = profile
         self.profiles: list[tuple[float, str, Any]] = []
+        self.slow: list[tuple[float, str]] = []  # callbacks over 10 ms of CPU
         self._orig: Any = None
 
     def install(self) -> None:
@@ -264,6 +271,8 @@ class CallbackClock:
                 if c > clock.cpu:
                     clock.cpu = c
                     clock.cpu_what = _callback_name(h)
+                if c > 0.01:
+                    clock.slow.append((c, _callback_name(h)))
                 if prof is not None and c > 0.02 and (
                         len(clock.profiles) < 3 or c > clock.profiles[-1][0]):
                     clock.profiles = sorted([*clock.profiles, (c, _callback_name(h), prof)],
@@ -292,7 +301,12 @@ def _callback_name(h: asyncio.Handle) -> str:
     owner = getattr(cb, "__self__", None)
     if isinstance(owner, asyncio.Task):
         coro = owner.get_coro()
-        return getattr(coro, "__qualname__", repr(coro))
+        name = getattr(coro, "__qualname__", repr(coro))
+        timer = getattr(getattr(coro, "cr_frame", None), "f_locals", {}).get("self")
+        callback = getattr(timer, "_callback", None)
+        if callback is not None:  # a Textual timer: name what it calls
+            name += " -> " + getattr(callback, "__qualname__", repr(callback))
+        return name
     return getattr(cb, "__qualname__", repr(cb))
 
 
@@ -311,10 +325,11 @@ class Ingest:
     beat: Heartbeat
 
 
-async def ingest(app, n: int, timeout: float = 600.0, why: bool = False) -> Ingest:
+async def ingest(app, n: int, timeout: float = 600.0, why: bool = False,
+                 profile: bool = False) -> Ingest:
     """Time until n rows are in the app's table; the heartbeat runs on until the probe's
     end (its cache entry, the gates over its result) has been shown too."""
-    beat = Heartbeat(why=why)
+    beat = Heartbeat(why=why, profile=profile)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         await app.ensure_runner()  # a replay loads its file here: not part of the stream
@@ -344,7 +359,7 @@ async def ingest(app, n: int, timeout: float = 600.0, why: bool = False) -> Inge
     return Ingest(total, beat)
 
 
-def live_ingest(n: int, why: bool = False) -> Ingest:
+def live_ingest(n: int, why: bool = False, profile: bool = False) -> Ingest:
     from laya_tui.core.runner import RunConfig
     from laya_tui.tui.app import build_app
 
@@ -355,10 +370,11 @@ def live_ingest(n: int, why: bool = False) -> Ingest:
         os.environ["LAYA_BENCH_SIGNALS"] = str(n)
         config = RunConfig(workspace=str(ws), probes=[str(ws / "probes")], use_cache=False,
                            cache_dir=str(ws / ".cache"))
-        return asyncio.run(ingest(build_app(config, autorun=False), n, why=why))
+        return asyncio.run(ingest(build_app(config, autorun=False), n, why=why,
+                                  profile=profile))
 
 
-def recorded_ingest(n: int, why: bool = False) -> Ingest:
+def recorded_ingest(n: int, why: bool = False, profile: bool = False) -> Ingest:
     from laya_tui.tui.app import build_app
 
     sigs = [{"kind": "fallback", "probe": "flood/many", "subject": f"aten::op_{i % 997}",
@@ -372,7 +388,8 @@ def recorded_ingest(n: int, why: bool = False) -> Ingest:
         path = Path(tmp) / "flood.json"
         path.write_text(json.dumps(report))
         del report, sigs
-        return asyncio.run(ingest(build_app(recorded=path, autorun=False), n, why=why))
+        return asyncio.run(ingest(build_app(recorded=path, autorun=False), n, why=why,
+                                  profile=profile))
 
 
 def noise_floor(seconds: float = 3.0) -> float:
@@ -396,7 +413,11 @@ def main() -> None:
     ap.add_argument("--skip-paint", action="store_true")
     ap.add_argument("--skip-ingest", action="store_true")
     ap.add_argument("--why", action="store_true",
-                    help="name the code on the loop's stack during each stall over 30 ms")
+                    help="name the code on the loop's stack during each stall over 30 ms, "
+                         "and every callback over 10 ms of CPU")
+    ap.add_argument("--profile", action="store_true",
+                    help="run each loop callback under cProfile (slower) and print the "
+                         "profiles of the three costliest")
     ap.add_argument("--before", type=Path, metavar="TREE",
                     help="another checkout (e.g. a worktree of the commit before a change): "
                          "its first paint is measured interleaved with this one's")
@@ -459,8 +480,8 @@ def ingest_rows(args: argparse.Namespace) -> None:
           f"on this machine right now (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     runs: dict[str, list[Ingest]] = {"live": [], "recorded": []}
     for _ in range(args.ingests):  # interleaved: both see the same machine load
-        runs["live"].append(live_ingest(args.signals, args.why))
-        runs["recorded"].append(recorded_ingest(args.signals, args.why))
+        runs["live"].append(live_ingest(args.signals, args.why, args.profile))
+        runs["recorded"].append(recorded_ingest(args.signals, args.why, args.profile))
     rates = {}
     for key, name in (("live", "live worker -> pipe -> runner -> app"),
                       ("recorded", "recorded runner (the UI's own cost)")):
@@ -475,6 +496,11 @@ def ingest_rows(args: argparse.Namespace) -> None:
               f"{statistics.median(worst):.0f} ms (target < 50 ms); p99 "
               f"{', '.join(f'{s:.1f}' for s in p99)} ms; stalls over 50 ms per run: "
               f"{', '.join(str(sum(x > 0.05 for x in r.beat.late)) for r in runs[key])}")
+        cpu = [max(r.beat.cpu_late, default=0.0) * 1000 for r in runs[key]]
+        print(f"  longest loop stall in the loop thread's CPU time (the same beats; what the "
+              f"app itself held the loop for): {', '.join(f'{s:.0f}' for s in cpu)} ms, median "
+              f"{statistics.median(cpu):.0f} ms (target < 50 ms); p99 "
+              f"{', '.join(f'{r.beat.p99(cpu=True) * 1000:.1f}' for r in runs[key])} ms")
         cbs = [r.beat.callbacks for r in runs[key]]
         print(f"  longest single loop callback per run: wall "
               f"{', '.join(f'{c.wall * 1000:.0f}' for c in cbs)} ms; loop-thread CPU "
@@ -488,6 +514,12 @@ def ingest_rows(args: argparse.Namespace) -> None:
             for where, stall in sorted(seen.items(), key=lambda kv: -kv[1])[:8]:
                 print(f"    >= {stall * 1000:4.0f} ms in {where}")
             for r in runs[key]:
+                slow: dict[str, list[float]] = {}
+                for c, what in r.beat.callbacks.slow:
+                    slow.setdefault(what, []).append(c * 1000)
+                for what, cs in sorted(slow.items(), key=lambda kv: -max(kv[1])):
+                    print(f"    callbacks over 10 ms CPU: {len(cs)} x {what}, max "
+                          f"{max(cs):.0f} ms")
                 r.beat.callbacks.report()
     print(f"live dashboard = {rates['live'] / rates['recorded']:.2f}x the recorded runner into "
           f"the same app (target >= 0.25x)")

@@ -285,3 +285,38 @@ async def test_clicking_a_column_header_sorts_by_it():
         await pilot.click("#signals", offset=(x, 0))  # again: ascending
         await pilot.pause()
         assert log.of("SortChanged")[-1].reverse is False
+
+
+async def test_a_burst_of_rows_is_taken_in_over_several_ticks_and_none_is_lost(tmp_path,
+                                                                               monkeypatch):
+    """The table takes streamed rows in under a time budget per tick (a zero budget: one
+    chunk per tick); every row arrives, in order, and the status line counts them all."""
+    from laya_tui.tui.widgets import signal_table
+
+    monkeypatch.setattr(signal_table, "PENDING_CHUNK", 50)
+    n = 5000
+    sigs = [{"kind": "fallback", "subject": f"op_{i}", "count": 1, "reason": "r"}
+            for i in range(n)]
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps({"probes": [
+        {"id": "flood/many", "family": "flood", "status": "ok", "reason": None,
+         "seconds": 1.0, "cached": False, "deps": [], "signals": sigs, "log_tail": ""}],
+        "errors": []}))
+    app = recorded_app(report=path)
+    waited: list[int] = []
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.main_screen.table
+        table.budget = 0.0
+        apply = table.apply
+
+        def spy(*args):
+            apply(*args)
+            waited.append(table.pending)
+
+        table.apply = spy
+        await app.settled()
+        await pilot.pause()
+        assert max(waited) > 0  # some rows waited for a later tick
+        assert table.pending == 0 and table.row_count == n
+        assert table.column_values("subject") == [f"op_{i}" for i in range(n)]
+        assert f"{n:,} rows" in str(app.main_screen.query_one("#table-status").render())

@@ -243,8 +243,14 @@ class LayaApp(App[int]):
 
     @property
     def updates_pending(self) -> bool:
-        """Runner events not yet in the model, or folded in but not yet on the widgets."""
-        return bool(self.pump.pending) or self._unposted is not None
+        """Runner events not yet in the model, or folded in but not yet on the widgets
+        (the signal table takes a burst of rows in over several ticks)."""
+        if self.pump.pending or self._unposted is not None:
+            return True
+        try:
+            return bool(self.main_screen.table.pending)
+        except Exception:  # noqa: BLE001 - not mounted yet (or gone): nothing waits there
+            return False
 
     async def drained(self) -> None:
         """Wait until every buffered runner event is in the model."""

@@ -85,6 +85,8 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self.tree.sync_structure()
         self.table.scope_test = lambda row: self.laya.model.in_scope(row, self.scope)
+        self.table.budget = self.laya.pump.budget
+        self.table.on_taken = self._status_line  # rows taken in on a later tick (apply)
         self.table.rebuild(self.laya.model.rows_for(self.scope))
         self.tree.focus()
         self.refresh_summary()
