@@ -169,8 +169,9 @@ class Heartbeat:
         self.period = period
         self.profile = profile
         self.late: list[float] = []
-        #: the loop thread's CPU time between two beats: a stall's cost without the time
-        #: other processes on a loaded machine took the CPU away
+        #: the loop thread's CPU time from one beat to the next (the 5 ms period included,
+        #: so an upper bound): a stall's cost without the time other processes on a
+        #: loaded machine took the CPU away
         self.cpu_late: list[float] = []
         self.beats = 0
         self.why = why
@@ -505,8 +506,9 @@ def ingest_rows(args: argparse.Namespace) -> None:
               f"{', '.join(f'{s:.1f}' for s in p99)} ms; stalls over 50 ms per run: "
               f"{', '.join(str(sum(x > 0.05 for x in r.beat.late)) for r in runs[key])}")
         cpu = [max(r.beat.cpu_late, default=0.0) * 1000 for r in runs[key]]
-        print(f"  longest loop stall in the loop thread's CPU time (the same beats; what the "
-              f"app itself held the loop for): {', '.join(f'{s:.0f}' for s in cpu)} ms, median "
+        print(f"  longest loop stall in the loop thread's CPU time (the same beats, period "
+              f"included; what the app itself held the loop for): "
+              f"{', '.join(f'{s:.0f}' for s in cpu)} ms, median "
               f"{statistics.median(cpu):.0f} ms (target < 50 ms); p99 "
               f"{', '.join(f'{r.beat.p99(cpu=True) * 1000:.1f}' for r in runs[key])} ms")
         cbs = [r.beat.callbacks for r in runs[key]]
