@@ -136,6 +136,7 @@ class MainScreen(Screen[None]):
 
     def refresh_summary(self) -> None:
         self.query_one(SummaryBar).show(self.laya.model, watching=self.laya.watching)
+        self.laya.evaluate_gates()  # when the summary could not (many signals to read)
 
     def tick(self) -> None:
         """Once a second while probes run: elapsed times in the tree."""
