@@ -173,3 +173,67 @@ def test_the_ui_keeps_frozen_snapshots_not_the_runners_dicts():
     changes = Changes()
     model.apply(ProbeFinished(entry), changes)
     assert len(st.runs) == 1 and not changes and model.results() == [entry]
+
+
+def _gate_signals() -> list[dict]:
+    return [
+        fb("a", count=3), fb("b"), fb("c", count=2),
+        {"kind": "tolerance", "subject": "out", "value": 0.5, "limit": 0.1, "passed": False},
+        {"kind": "tolerance", "subject": "ok", "value": 0.01, "limit": 0.1, "passed": True},
+        {"kind": "lowering", "subject": "k", "reason": "no layout", "passed": False},
+        {"kind": "recompile", "subject": "f", "reason": "cold compile (first compile of f)",
+         "count": 1},
+        {"kind": "recompile", "subject": "g", "reason": "guard failed", "count": 2},
+        {"kind": "compile", "subject": "h", "count": 1},
+        {"kind": "host_bounce", "subject": "cpu", "count": 4},
+        {"kind": "log", "reason": "hello"},
+    ]
+
+
+@pytest.mark.parametrize("fail_on,max_counts", [
+    ([], {}),
+    (["fallback", "lowering", "failed"], {}),
+    ([], {"fallback": 3, "recompile": 0, "compile": 0, "host_bounce": 10}),
+    (["compile", "tolerance", "skipped"], {"lowering": 0, "log": 0}),
+])
+def test_live_gates_equal_the_report_gates(fail_on, max_counts):
+    """The summary's gates (over each result's gate view) equal evaluate_all over the full
+    results, which is what the final report writes."""
+    import copy
+
+    from laya_tui.report.gates import GateSettings, evaluate_all
+    from laya_tui.tui.model import gate_kinds
+
+    settings = GateSettings(fail_on=fail_on, max_counts=max_counts)
+    model = RunModel(settings)
+    run(model, "fam/p", _gate_signals())
+    run(model, "fam/q", [fb("x", count=7), fb("y")], status="failed")
+    run(model, "fam/r", _gate_signals()[3:], status="skipped")
+    full = copy.deepcopy(model.results())
+    errors = [{"file": "probes/bad.py", "error": "SyntaxError"}]
+    model.errors = errors
+    live = model.gates()
+    assert live == evaluate_all(full, settings, errors)[0]
+    kinds = gate_kinds(settings)
+    assert kinds is not None and "log" not in gate_kinds(GateSettings())
+    if "log" not in kinds:  # fam/p's log signal was left out: the gates read a subset
+        assert model.probes["fam/p"]._gate_view is not None
+    # a later result is reflected, and the views did not change what the table shows
+    run(model, "fam/q", [fb("x", count=7)], status="ok")
+    full = copy.deepcopy(model.results())
+    assert model.gates() == evaluate_all(full, settings, errors)[0]
+    assert model.kind_counts["fallback"] == 4
+
+
+def test_live_gates_with_a_baseline_read_every_signal():
+    import copy
+
+    from laya_tui.report.baseline import load_baseline
+    from laya_tui.report.gates import GateSettings, evaluate_all
+
+    settings = GateSettings(baseline=load_baseline(str(DEMO_REPORT)))
+    model = RunModel(settings)
+    pid = load_report(DEMO_REPORT)["probes"][0]["id"]
+    run(model, pid, _gate_signals())
+    assert model.probes[pid]._gate_view is None
+    assert model.gates() == evaluate_all(copy.deepcopy(model.results()), settings)[0]

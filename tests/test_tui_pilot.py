@@ -285,3 +285,77 @@ async def test_clicking_a_column_header_sorts_by_it():
         await pilot.click("#signals", offset=(x, 0))  # again: ascending
         await pilot.pause()
         assert log.of("SortChanged")[-1].reverse is False
+
+
+async def test_a_burst_of_rows_is_taken_in_over_several_ticks_and_none_is_lost(tmp_path,
+                                                                               monkeypatch):
+    """The table takes streamed rows in under a time budget per tick (a zero budget: one
+    chunk per tick); every row arrives, in order, and the status line counts them all."""
+    from laya_tui.tui.widgets import signal_table
+
+    monkeypatch.setattr(signal_table, "PENDING_CHUNK", 50)
+    n = 5000
+    sigs = [{"kind": "fallback", "subject": f"op_{i}", "count": 1, "reason": "r"}
+            for i in range(n)]
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps({"probes": [
+        {"id": "flood/many", "family": "flood", "status": "ok", "reason": None,
+         "seconds": 1.0, "cached": False, "deps": [], "signals": sigs, "log_tail": ""}],
+        "errors": []}))
+    app = recorded_app(report=path)
+    waited: list[int] = []
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.main_screen.table
+        table.budget = 0.0
+        apply = table.apply
+
+        def spy(*args):
+            apply(*args)
+            waited.append(table.pending)
+
+        table.apply = spy
+        await app.settled()
+        await pilot.pause()
+        assert max(waited) > 0  # some rows waited for a later tick
+        assert table.pending == 0 and table.row_count == n
+        assert table.column_values("subject") == [f"op_{i}" for i in range(n)]
+        assert f"{n:,} rows" in str(app.main_screen.query_one("#table-status").render())
+
+
+async def test_gates_over_many_signals_are_evaluated_off_the_loop_and_then_shown(monkeypatch):
+    """With a baseline the gates read every signal; past GATES_IN_THREAD_ABOVE the summary
+    says 'evaluating…' and a thread evaluates them; the verdict shown is evaluate_all's."""
+    import asyncio
+    import copy
+
+    from laya_tui.report.baseline import load_baseline
+    from laya_tui.report.gates import GateSettings, evaluate_all
+    from laya_tui.tui import model as model_mod
+
+    monkeypatch.setattr(model_mod, "GATES_IN_THREAD_ABOVE", 0)
+    settings = GateSettings(baseline=load_baseline(str(TILELANG_REPORT)))
+    app = recorded_app(gate_settings=settings)
+    jobs: list[int] = []
+    evaluate = app._evaluate_gates
+
+    def spy(generation, job):
+        jobs.append(generation)
+        return evaluate(generation, job)
+
+    app._evaluate_gates = spy
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled()
+        for _ in range(200):
+            if not app.model.gates_wanted:
+                break
+            await asyncio.sleep(0.02)
+        await pilot.pause()
+        assert jobs  # evaluated by the app's thread job, not by the summary
+        expected = evaluate_all(copy.deepcopy(app.model.results()), settings,
+                                app.model.errors)[0]
+        assert app.model.gates() == expected
+        failed = [g for g in expected if not g["passed"]]
+        status = str(app.main_screen.query_one("#summary-gates").render())
+        assert "evaluating" not in status
+        assert ("FAIL" if failed else "PASS") in status
+        assert all(f"{g['name']} ({len(g['failures'])})" in status for g in failed)

@@ -17,7 +17,7 @@ from typing import Any
 from laya_tui.core.jsonfast import compact_encoder
 
 CACHEABLE = ("ok", "failed", "skipped")
-_SLICE = 2000  # signals encoded per step by store_async
+_SLICE = 1000  # signals encoded per step by store_async (~3 ms of C encoding)
 _HOLE = "\x00laya-tui signals\x00"  # where store_async splices the encoded signals
 _encode = compact_encoder(repr)
 

@@ -121,6 +121,7 @@ class LayaApp(App[int]):
         self._clock: Any = None
         self._runner_lock = asyncio.Lock()
         self._unposted: Changes | None = None  # folded into the model, not yet shown
+        self._gates_job: int | None = None  # the model's gate generation being evaluated
         self._posted_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -238,13 +239,37 @@ class LayaApp(App[int]):
             else:
                 self._clock.pause()
 
+    def evaluate_gates(self) -> None:
+        """Evaluate the gates in a thread when the summary left them to the app (a baseline
+        over many signals: ``RunModel.gates_ready``); the summary shows them when done."""
+        if not self.model.gates_wanted:
+            return
+        generation, job = self.model.gate_job()
+        if generation == self._gates_job:
+            return  # already under way for these results
+        self._gates_job = generation
+        self._evaluate_gates(generation, job)
+
+    @work(exit_on_error=False, group="gates")
+    async def _evaluate_gates(self, generation: int, job: Callable[[], list[dict[str, Any]]]
+                              ) -> None:
+        gates = await asyncio.to_thread(job)  # pure Python: the loop still gets the GIL
+        if self.model.set_gates(generation, gates):
+            self.main_screen.refresh_summary()
+
     def _tick(self) -> None:
         self.main_screen.tick()
 
     @property
     def updates_pending(self) -> bool:
-        """Runner events not yet in the model, or folded in but not yet on the widgets."""
-        return bool(self.pump.pending) or self._unposted is not None
+        """Runner events not yet in the model, or folded in but not yet on the widgets
+        (the signal table takes a burst of rows in over several ticks)."""
+        if self.pump.pending or self._unposted is not None:
+            return True
+        try:
+            return bool(self.main_screen.table.pending)
+        except Exception:  # noqa: BLE001 - not mounted yet (or gone): nothing waits there
+            return False
 
     async def drained(self) -> None:
         """Wait until every buffered runner event is in the model."""

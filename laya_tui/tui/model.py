@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,9 @@ Scope = tuple[str, str | None]
 """``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
 
 ALL: Scope = ("all", None)
+
+#: Gates reading more signals than this are evaluated off the event loop (gates_ready).
+GATES_IN_THREAD_ABOVE = 20_000
 
 
 @dataclass(eq=False, slots=True)
@@ -84,6 +88,9 @@ class ProbeState:
     _in_run: bool = False
     _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
     _signals: list[Signal] = field(default_factory=list)  # this run's, frozen as they came
+    _gate_view: dict[str, Any] | None = None  # the result as the gates read it (gate_view)
+    _gate_sigs: list[dict[str, Any]] = field(default_factory=list)  # this run's, for gates
+    _gate_seen: int = 0  # signals ingested in this run (all of them, not only _gate_sigs)
 
     @property
     def finished(self) -> bool:
@@ -122,6 +129,9 @@ class RunModel:
         self.run_seconds: float = 0.0
         self._seq = 0
         self._gates: list[dict[str, Any]] | None = None
+        self._gates_gen = 0  # bumped whenever the results the gates read change
+        #: the signal kinds the gates read (None: all of them), see gate_kinds
+        self.gate_kinds = gate_kinds(gate_settings)
         #: the probes of the current (or last) run, for the progress bar
         self.run_ids: set[str] = set()
         #: a saved report's one-line source (``show``/``diff``), None for a live run
@@ -140,6 +150,7 @@ class RunModel:
         self.errors = list(errors)
         self.discovered = True
         self._gates = None
+        self._gates_gen += 1
         return changes
 
     def _probe(self, pid: str, family: str, changes: Changes) -> ProbeState:
@@ -189,6 +200,8 @@ class RunModel:
         st._streamed = 0
         st._checks = []
         st._signals = []
+        st._gate_sigs = []
+        st._gate_seen = 0
 
     def _ingest(self, st: ProbeState, raw: dict[str, Any], changes: Changes) -> None:
         ident = signal_key(raw, st.id)  # identity and "failing" read off the dict: cheaper
@@ -198,6 +211,10 @@ class RunModel:
         st._signals.append(sig)
         if kind == "tolerance" or kind == "timing":
             st._checks.append(sig)
+        st._gate_seen += 1
+        kinds = self.gate_kinds
+        if kinds is not None and kind in kinds:
+            st._gate_sigs.append(raw)  # the gates read the report's dicts
         key = "\x1f".join(ident) + f"\x1f{st._occ[ident]}"
         st._live.add(key)
         row = self.rows.get(key)
@@ -243,11 +260,27 @@ class RunModel:
         st.file = st.file or result.get("file")
         st.runs.append(_run_point(len(st.runs) + 1, result, st._checks))
         st._checks = []
+        st._gate_view = self._gate_view(st, result)
+        st._gate_sigs = []
         self._gates = None
+        self._gates_gen += 1
         if self.run_started is not None:
             self.run_seconds = time.monotonic() - self.run_started
         changes.probes.add(pid)
         changes.finished.append(pid)
+
+    def _gate_view(self, st: ProbeState, result: dict[str, Any]) -> dict[str, Any] | None:
+        """The result as the gates read it: the signals of the gates' kinds, picked as they
+        streamed in (the runner's result lists the same signal objects in the same order),
+        or picked now when the result's list is not the one streamed."""
+        sigs = result.get("signals")
+        if self.gate_kinds is None or not isinstance(sigs, list):
+            return None
+        if st._gate_seen != len(sigs):
+            return gate_view(result, self.gate_kinds)
+        if len(st._gate_sigs) == len(sigs):
+            return None
+        return dict(result, signals=st._gate_sigs)
 
     def abandon(self) -> Changes:
         """A run was cancelled: queued/running probes fall back to their last result."""
@@ -291,14 +324,52 @@ class RunModel:
         return [st.report_entry for st in self.probes.values() if st.report_entry is not None]
 
     def gates(self) -> list[dict[str, Any]]:
-        """The gates over the finished results (cached until the next result)."""
+        """The gates over the finished results (cached until the next result).
+
+        Evaluated over each result's :func:`gate_view` (only the signals a gate reads,
+        picked once when the result came in), so a summary refresh after a probe with
+        100,000 signals is not a pass over all of them on the event loop; the verdict is
+        the one :func:`~laya_tui.report.gates.evaluate_all` gives over the full results.
+        """
         if self.fixed_gates is not None:
             return self.fixed_gates
         if self._gates is None:
-            from laya_tui.report.gates import evaluate_all
-
-            self._gates = evaluate_all(self.results(), self.gate_settings, self.errors)[0]
+            self._gates = self.gate_job()[1]()
         return self._gates
+
+    def gates_ready(self) -> list[dict[str, Any]] | None:
+        """:meth:`gates` when they are known or cheap to evaluate; None when the gates read
+        more than ``GATES_IN_THREAD_ABOVE`` signals (a baseline compares every signal:
+        ~0.16 s for 100,000), which the app evaluates off the loop (:meth:`gate_job`)."""
+        if self.fixed_gates is not None or self._gates is not None:
+            return self.gates()
+        read = sum(len(v.get("signals") or ()) for v in self._gate_views())
+        return self.gates() if read <= GATES_IN_THREAD_ABOVE else None
+
+    @property
+    def gates_wanted(self) -> bool:
+        """Finished results whose gates are not evaluated yet (nor fixed by a report)."""
+        return self.fixed_gates is None and self._gates is None and any(
+            st.result is not None for st in self.probes.values())
+
+    def gate_job(self) -> tuple[int, Callable[[], list[dict[str, Any]]]]:
+        """``(generation, evaluate)``: the gates over the results as they are now, as a
+        function that may run in another thread; hand its answer to :meth:`set_gates`."""
+        from laya_tui.report.gates import evaluate_all
+
+        views, settings, errors = self._gate_views(), self.gate_settings, list(self.errors)
+        return self._gates_gen, lambda: evaluate_all(views, settings, errors)[0]
+
+    def set_gates(self, generation: int, gates: list[dict[str, Any]]) -> bool:
+        """Keep gates evaluated by :meth:`gate_job` unless a result came in since."""
+        if generation != self._gates_gen:
+            return False
+        self._gates = gates
+        return True
+
+    def _gate_views(self) -> list[dict[str, Any]]:
+        return [st._gate_view if st._gate_view is not None else st.report_entry
+                for st in self.probes.values() if st.report_entry is not None]
 
     def status_counts(self) -> Counter[str]:
         """Probes per status (live states included)."""
@@ -313,6 +384,32 @@ class RunModel:
     def running(self) -> list[ProbeState]:
         """Probes running now."""
         return [st for st in self.probes.values() if st.status == "running"]
+
+
+def gate_kinds(settings: Any) -> frozenset[str] | None:
+    """The signal kinds the gates under ``settings`` read (report/gates.py), or None when
+    they read every signal (a baseline compares them all).
+
+    ``tolerance`` (the default gate) and the compile kinds (first compiles filed as
+    ``recompile`` by an older laya-tui are upgraded in place by every evaluation) always;
+    the kinds of ``--fail-on`` and ``--max``.
+    """
+    if getattr(settings, "baseline", None) is not None:
+        return None
+    kinds = {"tolerance", "recompile", "compile"}
+    kinds.update(getattr(settings, "fail_on", None) or ())
+    kinds.update(getattr(settings, "max_counts", None) or ())
+    return frozenset(kinds)
+
+
+def gate_view(result: dict[str, Any], kinds: frozenset[str] | None) -> dict[str, Any] | None:
+    """``result`` with only the signals of ``kinds`` (the same dicts), for the gates; None
+    when every signal counts or none is left out (the result itself is read then)."""
+    sigs = result.get("signals")
+    if kinds is None or not isinstance(sigs, list):
+        return None
+    kept = [s for s in sigs if not isinstance(s, dict) or s.get("kind") in kinds]
+    return None if len(kept) == len(sigs) else dict(result, signals=kept)
 
 
 def _run_point(n: int, result: dict[str, Any], checks: list[Signal]) -> RunPoint:

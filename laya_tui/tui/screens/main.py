@@ -85,6 +85,8 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self.tree.sync_structure()
         self.table.scope_test = lambda row: self.laya.model.in_scope(row, self.scope)
+        self.table.budget = self.laya.pump.budget
+        self.table.on_taken = self._status_line  # rows taken in on a later tick (apply)
         self.table.rebuild(self.laya.model.rows_for(self.scope))
         self.tree.focus()
         self.refresh_summary()
@@ -134,6 +136,7 @@ class MainScreen(Screen[None]):
 
     def refresh_summary(self) -> None:
         self.query_one(SummaryBar).show(self.laya.model, watching=self.laya.watching)
+        self.laya.evaluate_gates()  # when the summary could not (many signals to read)
 
     def tick(self) -> None:
         """Once a second while probes run: elapsed times in the tree."""

@@ -448,6 +448,8 @@ class DetailPane(VerticalScroll):
         self.scroll_home(animate=False)
 
     def show_text(self, text: str) -> None:
+        if self.subject is None and isinstance(self._shown, Text) and self._shown.plain == text:
+            return  # shown already: a re-render would lay the whole screen out again
         self.subject = None
         self._set(Text(text, style="dim"))
 

@@ -8,7 +8,9 @@ and scope changes re-select the rows once; results streaming in never rebuild th
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left, insort
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -52,6 +54,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("probe", "probe", ratio=3),
 )
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+#: streamed rows taken in per step (the time budget is checked between steps)
+PENDING_CHUNK = 1024
+#: seconds until rows still waiting are taken in (a timer: frames and input run between)
+PENDING_TICK_S = 0.005
 _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 
@@ -165,6 +171,12 @@ class SignalTable(ScrollView, can_focus=True):
         self._widths: tuple[int, list[int]] | None = None
         self._cursor_key: str | None = None
         self._first_changed = 0  # see _after_change
+        #: seconds of work per call taking streamed rows in (the app's event budget)
+        self.budget = 0.008
+        self._pending: deque[SignalRow] = deque()
+        self._pending_scheduled = False
+        #: called after rows waiting in :attr:`pending` were taken in on a later tick
+        self.on_taken: Callable[[], None] | None = None
 
     # -- contents -----------------------------------------------------------------------
     @property
@@ -227,6 +239,7 @@ class SignalTable(ScrollView, can_focus=True):
     def rebuild(self, rows: Iterable[SignalRow]) -> None:
         """Re-select every row (scope, filter or sort changed): the one full rebuild."""
         keep = self._cursor_key
+        self._pending.clear()  # ``rows`` holds every row of the scope, waiting ones too
         self._rows.clear()
         self._sortval.clear()
         self._order = []
@@ -241,8 +254,16 @@ class SignalTable(ScrollView, can_focus=True):
 
     def apply(self, added: Iterable[SignalRow], updated: Iterable[SignalRow],
               removed: Iterable[SignalRow]) -> None:
-        """Stream rows in by key: insert, update in place, or drop (no rebuild)."""
+        """Stream rows in by key: insert, update in place, or drop (no rebuild).
+
+        New rows are taken in for at most :attr:`budget` seconds per call; the rest wait
+        in :attr:`pending` and are taken in on the next ticks (every row arrives, in
+        order), so a burst of thousands never holds the event loop for one long pass.
+        """
         keep = self._cursor_key
+        updated, removed = list(updated), list(removed)
+        if self._pending and (updated or removed):
+            self._take_pending(None)  # rows waiting come before the changes that follow
         touched = False
         first = len(self._order)  # the first display index whose row may have changed
         for row in removed:
@@ -255,7 +276,62 @@ class SignalTable(ScrollView, can_focus=True):
             if self.accepts(row):
                 self._insert(row)
             touched, first = True, 0
+        self._pending.extend(added)
+        taken = self._take_pending(self.budget if self.is_mounted else None)
+        if taken is not None:
+            touched, first = True, min(first, taken)
+        if touched:
+            self._changed(keep, first)
+        self._schedule_pending()
+
+    @property
+    def pending(self) -> int:
+        """Streamed rows not yet taken into the table (see :meth:`apply`)."""
+        return len(self._pending)
+
+    def _changed(self, keep: str | None, first: int) -> None:
+        if self.sort_reverse:
+            first = 0  # the end of the order is the top of the display
+        self._first_changed = first
+        self._after_change(keep, announce=keep is None or keep not in self._rows)
+
+    def _schedule_pending(self) -> None:
+        if self._pending and not self._pending_scheduled:
+            self._pending_scheduled = True
+            # a timer, not call_later: the loop runs other callbacks (and frames) first
+            self.set_timer(PENDING_TICK_S, self._continue_pending)
+
+    def _continue_pending(self) -> None:
+        self._pending_scheduled = False
+        keep = self._cursor_key
+        taken = self._take_pending(self.budget)
+        if taken is not None:
+            self._changed(keep, taken)
+            if self.on_taken is not None:
+                self.on_taken()
+        self._schedule_pending()
+
+    def _take_pending(self, budget: float | None) -> int | None:
+        """Take waiting rows in (all of them when ``budget`` is None); returns the first
+        display index that changed, None when no row was added."""
+        pending = self._pending
+        deadline = None if budget is None else time.perf_counter() + budget
+        first: int | None = None
+        while pending:
+            n = min(len(pending), PENDING_CHUNK)
+            chunk = [pending.popleft() for _ in range(n)]
+            at = self._add_rows(chunk)
+            if at is not None:
+                first = at if first is None else min(first, at)
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        return first
+
+    def _add_rows(self, added: list[SignalRow]) -> int | None:
         fresh = [row for row in added if row.key not in self._rows and self.accepts(row)]
+        if not fresh:
+            return None
+        first = len(self._order)
         if len(fresh) > 64:  # a burst: one merge of two sorted runs beats many list inserts
             batch = []
             for row in fresh:
@@ -265,7 +341,7 @@ class SignalTable(ScrollView, can_focus=True):
                 batch.append(sv)
             batch.sort()
             tail_only = not self._order or batch[0] > self._order[-1]
-            first = min(first, len(self._order) if tail_only else 0)
+            first = len(self._order) if tail_only else 0
             self._order.extend(batch)
             if not tail_only:  # arrival order streams in at the end: no sort needed then
                 self._order.sort()
@@ -273,19 +349,14 @@ class SignalTable(ScrollView, can_focus=True):
             for row in fresh:
                 first = min(first, bisect_left(self._order, self._sort_value(row)))
                 self._insert(row)
-        touched = touched or bool(fresh)
-        if touched:
-            if self.sort_reverse:
-                first = 0  # the end of the order is the top of the display
-            self._first_changed = first
-            self._after_change(keep, announce=keep is None or keep not in self._rows)
+        return first
 
     def set_sort(self, column: str | None, reverse: bool = False) -> None:
         """Sort by ``column``'s raw values (None: arrival order)."""
         if column is not None and column not in COLUMN_KEYS:
             raise ValueError(f"unknown column {column!r}")
         self.sort_column, self.sort_reverse = column, reverse
-        rows = list(self._rows.values())
+        rows = [*self._rows.values(), *self._pending]
         self.rebuild(rows)
         self.post_message(SortChanged(column, reverse))
 

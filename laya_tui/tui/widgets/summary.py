@@ -63,8 +63,9 @@ class SummaryText(Static):
             gates.append("discovering probes…", style=dim)
         elif not model.results():
             gates.append("waiting for results", style=dim)
+        elif (evaluated := model.gates_ready()) is None:
+            gates.append("evaluating…", style=dim)  # off the loop: the app shows it next
         else:
-            evaluated = model.gates()
             failed = [g for g in evaluated if not g["passed"]]
             if failed:
                 gates.append(" FAIL ", style=self._s("fail"))
