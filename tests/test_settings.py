@@ -98,6 +98,16 @@ def test_one_jobs_default_for_the_cli_and_the_runner(ws: Path, monkeypatch) -> N
     assert RunConfig(workspace=".", probes=[]).jobs == 2 == _settings(ws).run.jobs
 
 
+def test_one_debounce_default_for_the_flag_and_the_watcher() -> None:
+    from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS
+    from laya_tui.watch.engine import Watcher
+
+    assert inspect.signature(Watcher).parameters["debounce_ms"].default is DEFAULT_DEBOUNCE_MS
+    flag = next(a for a in build_parser()._actions if a.dest == "debounce_ms")
+    assert flag.default is None  # None: the watcher's default, named once
+    assert f"(default: {DEFAULT_DEBOUNCE_MS})" in " ".join(build_parser().format_help().split())
+
+
 def test_no_copy_of_a_default_and_no_namespace_on_the_settings_path() -> None:
     """The margin literal lives in core/settings.py only; front ends get Settings."""
     for path in PACKAGE.rglob("*.py"):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 from laya_tui.cli.project import NothingConfigured
 from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 from laya_tui.core.files import check_output_path
-from laya_tui.core.settings import default_jobs
+from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, default_jobs
 
 if TYPE_CHECKING:
     from laya_tui.core.runner import RunConfig
@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
     ap.add_argument("--watch", action="store_true",
                     help="re-run the probes whose files change (headless: a JSON line per re-run)")
-    ap.add_argument("--debounce-ms", type=int, default=50, metavar="MS",
-                    help="watch: let a burst of saves settle this long (default: %(default)s)")
+    ap.add_argument("--debounce-ms", type=int, default=None, metavar="MS",
+                    help="watch: let a burst of saves settle this long "
+                    f"(default: {DEFAULT_DEBOUNCE_MS})")
     ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")
     ap.add_argument("--shard", metavar="K/N",
                     help="run only the K-th of N balanced, disjoint parts of the selected cells "

@@ -17,9 +17,9 @@ from typing import TextIO
 
 from laya_tui.core.errors import EXIT_OK, UsageError
 from laya_tui.core.runner import RunConfig
-from laya_tui.core.settings import Settings
+from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, Settings
 from laya_tui.report.gates import GateSettings
-from laya_tui.watch.engine import DEFAULT_DEBOUNCE_MS, Record, Watcher
+from laya_tui.watch.engine import Record, Watcher
 
 
 def stream_line(record: Record) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 #: A tolerance value "moved" (baseline regression, ``laya-tui diff``) when it got worse or
 #: better by more than this fraction; ``tolerance-margin =`` in the table.
 DEFAULT_MARGIN = 0.25
+#: Watch mode: how long a burst of saves settles before a re-run (``--debounce-ms``).
+DEFAULT_DEBOUNCE_MS = 50
 
 
 def default_jobs() -> int:

@@ -74,8 +74,8 @@ from typing import Any
 from laya_tui.core.events import Event, ProbeStarted
 from laya_tui.core.results import failing, is_cancelled, make_result, signal_key
 from laya_tui.core.runner import Discovery, RunConfig, Runner
+from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS
 
-DEFAULT_DEBOUNCE_MS = 50
 #: Folders never watched for changes (anywhere below a watched root).
 IGNORED_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", ".idea", ".vscode",
