@@ -359,3 +359,36 @@ async def test_gates_over_many_signals_are_evaluated_off_the_loop_and_then_shown
         assert "evaluating" not in status
         assert ("FAIL" if failed else "PASS") in status
         assert all(f"{g['name']} ({len(g['failures'])})" in status for g in failed)
+
+
+async def test_gates_that_cannot_be_evaluated_show_as_a_failing_gate(monkeypatch):
+    """An evaluation that raises in its thread ends as a failing 'gates' gate on the summary,
+    not as 'evaluating…' forever."""
+    import asyncio
+
+    from laya_tui.report.baseline import load_baseline
+    from laya_tui.report.gates import GateSettings
+    from laya_tui.tui import model as model_mod
+
+    monkeypatch.setattr(model_mod, "GATES_IN_THREAD_ABOVE", 0)
+    settings = GateSettings(baseline=load_baseline(str(TILELANG_REPORT)))
+    app = recorded_app(gate_settings=settings)
+    real_job = app.model.gate_job
+
+    def broken_job():
+        generation, _ = real_job()
+
+        def boom():
+            raise RuntimeError("baseline went away")
+        return generation, boom
+
+    app.model.gate_job = broken_job
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled()
+        for _ in range(200):
+            if not app.model.gates_wanted:
+                break
+            await asyncio.sleep(0.02)
+        await pilot.pause()
+        status = str(app.main_screen.query_one("#summary-gates").render())
+        assert "evaluating" not in status and "FAIL" in status and "gates (1)" in status

@@ -253,7 +253,12 @@ class LayaApp(App[int]):
     @work(exit_on_error=False, group="gates")
     async def _evaluate_gates(self, generation: int, job: Callable[[], list[dict[str, Any]]]
                               ) -> None:
-        gates = await asyncio.to_thread(job)  # pure Python: the loop still gets the GIL
+        try:
+            gates = await asyncio.to_thread(job)  # pure Python: the loop still gets the GIL
+        except Exception as exc:  # noqa: BLE001 - a failing gate, never "evaluating…" forever
+            gates = [{"name": "gates", "description": "the gates could be evaluated",
+                      "passed": False,
+                      "failures": [{"probe": "-", "reason": f"{type(exc).__name__}: {exc}"}]}]
         if self.model.set_gates(generation, gates):
             self.main_screen.refresh_summary()
 
