@@ -89,12 +89,12 @@ def test_one_margin_default_for_gates_baseline_diff_and_the_diff_command() -> No
 
 
 def test_one_jobs_default_for_the_cli_and_the_runner(ws: Path, monkeypatch) -> None:
-    monkeypatch.setattr(settings_mod.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert default_jobs() == 1  # so the values below come from this one function
     assert RunConfig(workspace=".", probes=[]).jobs == 1
     assert _settings(ws).run.jobs == 1
     assert "(default: 1)" in " ".join(build_parser().format_help().split())
-    monkeypatch.setattr(settings_mod.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
     assert RunConfig(workspace=".", probes=[]).jobs == 2 == _settings(ws).run.jobs
 
 
@@ -109,11 +109,11 @@ def test_one_debounce_default_for_the_flag_and_the_watcher() -> None:
 
 
 def test_no_copy_of_a_default_and_no_namespace_on_the_settings_path() -> None:
-    """The margin literal lives in core/settings.py only; front ends get Settings."""
+    """The default literals live in core/defaults.py only; front ends get Settings."""
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel != "core/settings.py":
+        if rel != "core/defaults.py":
             assert "= 0.25" not in text and "default=0.25" not in text, rel
             assert "os.cpu_count() or 1" not in text, rel
         if rel.startswith(("cli/", "report/")):

@@ -13,9 +13,9 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from laya_tui.cli.project import NothingConfigured
+from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS, default_jobs
 from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 from laya_tui.core.files import check_output_path
-from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, default_jobs
 
 if TYPE_CHECKING:
     from laya_tui.core.runner import RunConfig

@@ -1,30 +1,23 @@
 """The settings of one ``laya-tui`` invocation: one frozen :class:`Settings`, built once by
 the CLI (:func:`laya_tui.cli.config.settings_from`) from the flags, the ``[tool.laya-tui]``
-table and the defaults below, in that order of precedence (docs/architecture.md,
-'Gates and exit codes').
+table and the defaults (:mod:`laya_tui.core.defaults`), in that order of precedence
+(docs/architecture.md, 'Gates and exit codes').
 
-Every default that more than one module needs is written here once: the gates, the baseline
-comparison, ``laya-tui diff`` and the runner import it. Standard library only.
+Standard library only.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-#: A tolerance value "moved" (baseline regression, ``laya-tui diff``) when it got worse or
-#: better by more than this fraction; ``tolerance-margin =`` in the table.
-DEFAULT_MARGIN = 0.25
-#: Watch mode: how long a burst of saves settles before a re-run (``--debounce-ms``).
-DEFAULT_DEBOUNCE_MS = 50
-
-
-def default_jobs() -> int:
-    """Families run at once when neither ``--jobs`` nor ``jobs =`` says: two, or one core's."""
-    return min(2, os.cpu_count() or 1)
+from laya_tui.core.defaults import (  # noqa: F401 - re-exported: the settings' defaults
+    DEFAULT_DEBOUNCE_MS,
+    DEFAULT_MARGIN,
+    default_jobs,
+)
 
 
 def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import sys
 from functools import lru_cache
 
@@ -17,6 +16,7 @@ TRACKED = ("torch", "transformers", "tilelang", "mlx", "torch-rbln", "numpy", "t
 @lru_cache(maxsize=1)
 def library_versions() -> dict[str, str | None]:
     """``{distribution: version or None}`` for :data:`TRACKED`, plus Python."""
+    import platform
     from importlib import metadata  # ~35 stdlib modules: only when versions are read
 
     out: dict[str, str | None] = {"python": platform.python_version()}
@@ -31,6 +31,7 @@ def library_versions() -> dict[str, str | None]:
 def host_facts() -> dict[str, object]:
     """Facts about this machine that cost nothing to gather."""
     import os
+    import platform
 
     return {
         "platform": platform.platform(),
