@@ -98,6 +98,13 @@ def test_results_json_is_valid_and_complete(fp32_run):
     assert {s["detail"]["shape"] for s in signals} == set(recompiled)
     for s in signals:  # the signal carries dynamo's own guard failure
         assert s["reason"] == recompiled[s["detail"]["shape"]][0]
+    # ... and the seconds of the call that recompiled (a second compile: library work that
+    # benchmarks/bench_cold.py counts), the same figure as results.json's
+    spent = doc["steps"]["compile"]["recompile_seconds"]
+    assert set(spent) == set(recompiled)
+    for s in signals:
+        assert s["seconds"] == pytest.approx(spent[s["detail"]["shape"]], abs=1e-6)
+        assert s["seconds"] > 0
 
 
 def test_shapes_outside_the_range_are_refused_by_the_fresh_loader(fp32_run, tmp_path):
