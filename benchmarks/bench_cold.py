@@ -22,8 +22,11 @@ the report's signals record, with the ratio wall / library work:
 It also counts the graphs Inductor compiled in the run (entries of the FX-graph and
 AOTAutograd caches in the run's ``TORCHINDUCTOR_CACHE_DIR``; both caches are on by default,
 so a graph compiled a second time in the run is a cache hit and adds no entry) beside the
-compiles the signals record. With ``--jobs 2`` two families run at once, so the ratio can
-go below 1.
+compiles the signals record. ``--torch-trace`` also sets ``TORCH_TRACE`` for the run's
+processes and counts inductor's cache events in those logs: a ``fx_graph_cache_hit`` is a
+graph compiled a second time in the run (served from the cache). Tracing adds its own
+time, so such a run's wall is not the cold figure. With ``--jobs 2`` two families run at
+once, so the ratio can go below 1.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -97,6 +101,21 @@ def inductor_entries(cache_dir: Path) -> dict[str, int]:
     return out
 
 
+_CACHE_EVENT = re.compile(r'\{"artifact": \{"name": "((?:fx_graph|aotautograd)_cache_[a-z]+)"')
+
+
+def cache_events(trace_dir: Path) -> dict[str, int]:
+    """Inductor's FX-graph and AOTAutograd cache events in a ``TORCH_TRACE`` folder."""
+    out: dict[str, int] = defaultdict(int)
+    for f in sorted(trace_dir.glob("*")) if trace_dir.is_dir() else ():
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                m = _CACHE_EVENT.search(line)
+                if m:
+                    out[m.group(1)] += 1
+    return dict(out)
+
+
 def family_spans(report: dict[str, Any]) -> dict[str, tuple[float, float]]:
     """Per family: (wall span from its first start to its last end, summed probe seconds)."""
     spans: dict[str, list[float]] = {}
@@ -113,7 +132,7 @@ def family_spans(report: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 
 def describe(report: dict[str, Any], wall: float | None, cpu: float | None,
-             inductor: Path | None = None) -> None:
+             inductor: Path | None = None, torch_trace: Path | None = None) -> None:
     lib = library_seconds(report)
     total = sum(lib.values())
     s = report["summary"]
@@ -129,6 +148,11 @@ def describe(report: dict[str, Any], wall: float | None, cpu: float | None,
         print(f"torch.compile frame compiles recorded by signals: {compiles_recorded(report)}; "
               f"graphs Inductor compiled (FX-graph cache entries) {entries['fxgraph']}, "
               f"AOTAutograd cache entries {entries['aotautograd']}")
+    if torch_trace is not None:
+        events = cache_events(torch_trace)
+        print("inductor cache events (TORCH_TRACE): " + (", ".join(
+            f"{k} {v}" for k, v in sorted(events.items())) or "none")
+            + f"; graphs compiled again in this run: {events.get('fx_graph_cache_hit', 0)}")
     print("per family (wall span / summed probe seconds): " + ", ".join(
         f"{f} {w:.1f}/{b:.1f}" for f, (w, b) in
         sorted(family_spans(report).items(), key=lambda x: -x[1][1])))
@@ -149,6 +173,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", default=None,
                     help="copy the report, the trace and the inductor cache listing here")
+    ap.add_argument("--torch-trace", action="store_true",
+                    help="count inductor's cache hits through TORCH_TRACE (adds overhead)")
     ap.add_argument("--from-report", default=None, help="only print a report's figures")
     ap.add_argument("--inductor-cache", default=None,
                     help="with --from-report: the run's TORCHINDUCTOR_CACHE_DIR, to count")
@@ -165,6 +191,9 @@ def main() -> None:
         env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(inductor),
                    PYTHONPATH=str(REPO), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         env.pop("XDG_CACHE_HOME", None)
+        torch_trace = Path(tmp) / "torch-trace" if args.torch_trace else None
+        if torch_trace is not None:
+            env["TORCH_TRACE"] = str(torch_trace)
         cmd = [sys.executable, "-m", "laya_tui", "--headless", "--no-cache", "--quiet",
                "--jobs", str(args.jobs), "--json", str(out), "--trace", str(trace)]
         for o in args.only:
@@ -182,7 +211,7 @@ def main() -> None:
         print(f"load average (1/5/15 min) before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
               f"after {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f} on {os.cpu_count()} CPUs")
         report = json.loads(out.read_text())
-        describe(report, wall, cpu, inductor)
+        describe(report, wall, cpu, inductor, torch_trace)
         if args.keep:
             keep = Path(args.keep)
             keep.mkdir(parents=True, exist_ok=True)
@@ -192,6 +221,8 @@ def main() -> None:
             (keep / "inductor-cache.txt").write_text("".join(
                 f"{f.relative_to(inductor)}\n" for f in sorted(inductor.rglob("*"))
                 if f.is_file() and f.parts[len(inductor.parts)] in ("fxgraph", "aotautograd")))
+            if torch_trace is not None:
+                (keep / "cache-events.json").write_text(json.dumps(cache_events(torch_trace)))
 
 
 if __name__ == "__main__":

@@ -85,3 +85,18 @@ def test_trace_summary_sums_stages_and_marks_library_work(capsys):
     # a cached (looked-up) package is a stage, never library work
     assert totals[("aoti", "package (cached)")][1:] == (1, False)
     assert totals[("tilelang", "build (cached)")] == (9.0, 1, False)
+
+
+def test_cache_events_are_read_from_torch_trace_logs(tmp_path: Path):
+    bench = _load("bench_cold")
+    prefix = "V1130 23:20:45.110000 16675 torch/_inductor/compile_fx.py:1149] "
+    lines = [prefix + '{"artifact": {"name": "fx_graph_cache_miss", "encoding": "json"}}',
+             '\t"name": "fx_graph_cache_miss",',  # a payload line, not an event
+             prefix + '{"artifact": {"name": "fx_graph_cache_hit", "encoding": "json"}}',
+             prefix + '{"artifact": {"name": "aotautograd_cache_miss", "encoding": "json"}}',
+             prefix + '{"artifact": {"name": "dynamo_output_graph", "encoding": "string"}}']
+    (tmp_path / "dedicated_log_torch_trace_1.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "dedicated_log_torch_trace_2.log").write_text(lines[0] + "\n")
+    assert bench.cache_events(tmp_path) == {"fx_graph_cache_miss": 2, "fx_graph_cache_hit": 1,
+                                            "aotautograd_cache_miss": 1}
+    assert bench.cache_events(tmp_path / "missing") == {}
