@@ -1,17 +1,32 @@
 """Cold-run benchmark: one headless run from an empty home folder, against the library work
 it contains.
 
-Usage: .venv/bin/python benchmarks/bench_cold.py [--only GLOB] [--jobs N] [--report PATH]
-       .venv/bin/python benchmarks/bench_cold.py --from-report PATH   (figures of a report)
+Usage: .venv/bin/python benchmarks/bench_cold.py [--only GLOB] [--jobs N] [--keep DIR]
+       .venv/bin/python benchmarks/bench_cold.py --from-report PATH [--inductor-cache DIR]
 
-The run gets a fresh ``HOME`` (no result cache, no AOTI packages), a fresh
-``TORCHINDUCTOR_CACHE_DIR`` (Inductor's on-disk caches live under /tmp otherwise, warm from
-earlier runs) and ``--no-cache``. Printed, measured in this one run: wall time, CPU time of
-the whole process tree, and the seconds of inherent library work the report's timing
-signals record (torch.export, AOTInductor packaging, torch.compile's first call in the AOTI
-cells, TileLang lowering and builds not served from TileLang's cache) with the ratio
-wall / library work. With ``--jobs 2`` two families run at once, so the ratio can go
-below 1.
+The run gets a fresh ``HOME`` (no result cache, no AOTI packages), no ``XDG_CACHE_HOME``, a
+fresh ``TORCHINDUCTOR_CACHE_DIR`` (Inductor's on-disk caches live under /tmp otherwise, warm
+from earlier runs) and ``--no-cache``; it also writes ``--trace``. Printed, measured in this
+one run: wall time, CPU time of the whole process tree, the load average before and after,
+each family's wall span and summed probe seconds, and the seconds of inherent library work
+the report's signals record, with the ratio wall / library work:
+
+- ``aoti export`` / ``aoti package``: torch.export and AOTInductor packaging (not served
+  from the package cache);
+- ``aoti torch.compile``: the comparison's first compile plus every recompile it made on a
+  later shape (``recompile`` signals' seconds: each is a second full compile);
+- ``explain torch.compile``: the compile scenarios' ``compile`` and ``recompile`` signals
+  (dynamo's whole-frame compile time, inductor included);
+- ``tilelang lower`` / ``tilelang build``: not served from TileLang's cache.
+
+It also counts the graphs Inductor compiled in the run (entries of the FX-graph and
+AOTAutograd caches in the run's ``TORCHINDUCTOR_CACHE_DIR``; both caches are on by default,
+so a graph compiled a second time in the run is a cache hit and adds no entry) beside the
+compiles the signals record. ``--torch-trace`` also sets ``TORCH_TRACE`` for the run's
+processes and counts inductor's cache events in those logs: a ``fx_graph_cache_hit`` is a
+graph compiled a second time in the run (served from the cache). Tracing adds its own
+time, so such a run's wall is not the cold figure. With ``--jobs 2`` two families run at
+once, so the ratio can go below 1.
 """
 
 from __future__ import annotations
@@ -19,37 +34,105 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def library_seconds(report: dict) -> dict[str, float]:
-    """Seconds of inherent library work per kind, from the report's timing signals."""
+def library_seconds(report: dict[str, Any]) -> dict[str, float]:
+    """Seconds of inherent library work per kind, from the report's signals."""
     out: dict[str, float] = defaultdict(float)
     for p in report["probes"]:
+        if p.get("cached"):  # its signals are an earlier run's
+            continue
         fam = p.get("family")
         for s in p.get("signals", []):
-            if s.get("kind") != "timing" or not isinstance(s.get("seconds"), (int, float)):
+            secs = s.get("seconds")
+            if not isinstance(secs, (int, float)):
                 continue
-            detail = s.get("detail") or {}
+            kind, detail = s.get("kind"), s.get("detail") or {}
             subject = str(s.get("subject", ""))
-            if fam == "aoti" and subject in ("export", "package", "compile"):
+            if fam == "aoti" and kind == "timing" and subject in ("export", "package"):
                 if not detail.get("cached"):
-                    out[f"aoti {subject}"] += s["seconds"]
-            elif fam == "tilelang" and subject.rsplit("/", 1)[-1] in ("lower", "build"):
+                    out[f"aoti {subject}"] += secs
+            elif fam == "aoti" and (kind == "timing" and subject == "compile"
+                                    or kind == "recompile" and subject == "torch.compile"):
+                out["aoti torch.compile"] += secs
+            elif fam == "explain" and kind in ("compile", "recompile"):
+                out["explain torch.compile"] += secs
+            elif fam == "tilelang" and kind == "timing" \
+                    and subject.rsplit("/", 1)[-1] in ("lower", "build"):
                 if not detail.get("cached"):
-                    out[f"tilelang {subject.rsplit('/', 1)[-1]}"] += s["seconds"]
+                    out[f"tilelang {subject.rsplit('/', 1)[-1]}"] += secs
     return dict(out)
 
 
-def describe(report: dict, wall: float | None, cpu: float | None) -> None:
+def compiles_recorded(report: dict[str, Any]) -> int:
+    """torch.compile frame compiles the signals record (first compiles and recompiles)."""
+    n = 0
+    for p in report["probes"]:
+        if p.get("cached"):
+            continue
+        for s in p.get("signals", []):
+            if p.get("family") == "aoti" and s.get("kind") == "timing" \
+                    and s.get("subject") == "compile":
+                n += 1
+            elif s.get("kind") in ("compile", "recompile") and (
+                    p.get("family") == "explain" or s.get("subject") == "torch.compile"):
+                n += int(s.get("count") or 1)
+    return n
+
+
+def inductor_entries(cache_dir: Path) -> dict[str, int]:
+    """Entries of Inductor's FX-graph and AOTAutograd caches: one per distinct graph."""
+    out = {}
+    for name in ("fxgraph", "aotautograd"):
+        root = cache_dir / name
+        out[name] = sum(1 for f in root.rglob("*") if f.is_file()) if root.is_dir() else 0
+    return out
+
+
+_CACHE_EVENT = re.compile(r'\{"artifact": \{"name": "((?:fx_graph|aotautograd)_cache_[a-z]+)"')
+
+
+def cache_events(trace_dir: Path) -> dict[str, int]:
+    """Inductor's FX-graph and AOTAutograd cache events in a ``TORCH_TRACE`` folder."""
+    out: dict[str, int] = defaultdict(int)
+    for f in sorted(trace_dir.glob("*")) if trace_dir.is_dir() else ():
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                m = _CACHE_EVENT.search(line)
+                if m:
+                    out[m.group(1)] += 1
+    return dict(out)
+
+
+def family_spans(report: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Per family: (wall span from its first start to its last end, summed probe seconds)."""
+    spans: dict[str, list[float]] = {}
+    busy: dict[str, float] = defaultdict(float)
+    for p in report["probes"]:
+        fam = p["family"]
+        busy[fam] += p.get("seconds") or 0.0
+        if isinstance(p.get("started"), (int, float)) and isinstance(p.get("ended"),
+                                                                     (int, float)):
+            lo, hi = spans.get(fam, [p["started"], p["ended"]])
+            spans[fam] = [min(lo, p["started"]), max(hi, p["ended"])]
+    return {f: ((spans[f][1] - spans[f][0]) if f in spans else busy[f], busy[f])
+            for f in busy}
+
+
+def describe(report: dict[str, Any], wall: float | None, cpu: float | None,
+             inductor: Path | None = None, torch_trace: Path | None = None) -> None:
     lib = library_seconds(report)
     total = sum(lib.values())
     s = report["summary"]
@@ -60,16 +143,26 @@ def describe(report: dict, wall: float | None, cpu: float | None) -> None:
         print(f"  library work: {k}: {v:.1f} s")
     if total:
         print(f"inherent library work {total:.1f} s; wall / library work = {wall / total:.2f}x")
-    fams: dict[str, float] = defaultdict(float)
-    for p in report["probes"]:
-        fams[p["family"]] += p.get("seconds") or 0.0
-    print("probe seconds per family: " + ", ".join(f"{f} {v:.1f}" for f, v in
-                                                   sorted(fams.items(), key=lambda x: -x[1])))
+    if inductor is not None:
+        entries = inductor_entries(inductor)
+        print(f"torch.compile frame compiles recorded by signals: {compiles_recorded(report)}; "
+              f"graphs Inductor compiled (FX-graph cache entries) {entries['fxgraph']}, "
+              f"AOTAutograd cache entries {entries['aotautograd']}")
+    if torch_trace is not None:
+        events = cache_events(torch_trace)
+        print("inductor cache events (TORCH_TRACE): " + (", ".join(
+            f"{k} {v}" for k, v in sorted(events.items())) or "none")
+            + f"; graphs compiled again in this run: {events.get('fx_graph_cache_hit', 0)}")
+    print("per family (wall span / summed probe seconds): " + ", ".join(
+        f"{f} {w:.1f}/{b:.1f}" for f, (w, b) in
+        sorted(family_spans(report).items(), key=lambda x: -x[1][1])))
     slow = sorted(report["probes"], key=lambda p: -(p.get("seconds") or 0))[:8]
     for p in slow:
         steps = [f"{x['subject']} {x['seconds']:.1f}" for x in p.get("signals", [])
-                 if x.get("kind") == "timing" and p["family"] == "aoti"
-                 and x.get("subject") in ("export", "package", "compile", "load-fresh")]
+                 if p["family"] == "aoti" and isinstance(x.get("seconds"), (int, float))
+                 and (x.get("kind") == "timing" and x.get("subject") in (
+                     "export", "package", "compile", "load-fresh")
+                      or x.get("kind") == "recompile")]
         print(f"  {p['seconds']:7.1f} s {p['id']} {p['status']}"
               + (f" ({', '.join(steps)})" if steps else ""))
 
@@ -78,24 +171,34 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--report", default=None, help="keep the report here")
+    ap.add_argument("--keep", default=None,
+                    help="copy the report, the trace and the inductor cache listing here")
+    ap.add_argument("--torch-trace", action="store_true",
+                    help="count inductor's cache hits through TORCH_TRACE (adds overhead)")
     ap.add_argument("--from-report", default=None, help="only print a report's figures")
+    ap.add_argument("--inductor-cache", default=None,
+                    help="with --from-report: the run's TORCHINDUCTOR_CACHE_DIR, to count")
     args = ap.parse_args()
     if args.from_report:
-        describe(json.loads(Path(args.from_report).read_text()), None, None)
+        describe(json.loads(Path(args.from_report).read_text()), None, None,
+                 Path(args.inductor_cache) if args.inductor_cache else None)
         return
     with tempfile.TemporaryDirectory(prefix="laya-cold-") as tmp:
         home, inductor = Path(tmp) / "home", Path(tmp) / "inductor"
         home.mkdir()
         inductor.mkdir()
-        out = args.report or str(Path(tmp) / "report.json")
+        out, trace = Path(tmp) / "report.json", Path(tmp) / "trace.json"
         env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(inductor),
                    PYTHONPATH=str(REPO), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         env.pop("XDG_CACHE_HOME", None)
+        torch_trace = Path(tmp) / "torch-trace" if args.torch_trace else None
+        if torch_trace is not None:
+            env["TORCH_TRACE"] = str(torch_trace)
         cmd = [sys.executable, "-m", "laya_tui", "--headless", "--no-cache", "--quiet",
-               "--jobs", str(args.jobs), "--json", out]
+               "--jobs", str(args.jobs), "--json", str(out), "--trace", str(trace)]
         for o in args.only:
             cmd += ["--only", o]
+        load0 = os.getloadavg()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
@@ -104,8 +207,22 @@ def main() -> None:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode not in (0, 1):
             sys.exit(f"run failed ({proc.returncode}): {proc.stderr[-800:]}")
-        print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-        describe(json.loads(Path(out).read_text()), wall, cpu)
+        load1 = os.getloadavg()
+        print(f"load average (1/5/15 min) before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
+              f"after {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f} on {os.cpu_count()} CPUs")
+        report = json.loads(out.read_text())
+        describe(report, wall, cpu, inductor, torch_trace)
+        if args.keep:
+            keep = Path(args.keep)
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(out, keep / "report.json")
+            if trace.is_file():
+                shutil.copy(trace, keep / "trace.json")
+            (keep / "inductor-cache.txt").write_text("".join(
+                f"{f.relative_to(inductor)}\n" for f in sorted(inductor.rglob("*"))
+                if f.is_file() and f.parts[len(inductor.parts)] in ("fxgraph", "aotautograd")))
+            if torch_trace is not None:
+                (keep / "cache-events.json").write_text(json.dumps(cache_events(torch_trace)))
 
 
 if __name__ == "__main__":

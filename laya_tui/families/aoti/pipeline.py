@@ -376,17 +376,22 @@ class Pipeline:
         """torch.compile's outputs per shape; a recompile on a shape becomes a signal."""
         outs: dict[str, list[Any]] = {}
         recompiled: dict[str, list[str]] = {}
+        spent: dict[str, float] = {}
         for name, inputs, _ in shapes:
             before, reasons = self._graphs(), self._guard_failures()
             with self.step("run", process="torch.compile", shape=name) as box:
                 outs[name] = flat_outputs(call(cmodel, inputs))
             if box["ok"] and self._graphs() > before:
                 recompiled[name] = self._guard_failures()[len(reasons):][:5]
+                spent[name] = box["seconds"]
         step = self.results["steps"].setdefault("compile", {"ok": True})
         step["recompiled_on"] = recompiled
+        # a recompile is a second full compile: its seconds are torch.compile's work too
+        step["recompile_seconds"] = spent
         for name, why in recompiled.items():
             self.ctx.signal("recompile", subject="torch.compile", count=1,
                             reason=(why[0] if why else f"new input shape {name}")[:300],
+                            seconds=round(spent[name], 6),
                             detail={"shape": name, "guard_failures": why})
         return outs
 
