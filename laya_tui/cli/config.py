@@ -75,19 +75,6 @@ def read_table(workspace: str) -> tuple[dict[str, Any], str]:
     return table, path
 
 
-def table_present(workspace: str) -> bool:
-    """True when the workspace's pyproject.toml has a ``[tool.laya-tui]`` table (even empty)."""
-    path = os.path.join(workspace, "pyproject.toml")
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as fh:
-            tool = tomllib.load(fh).get("tool")
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
-    return isinstance(tool, dict) and "laya-tui" in tool
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 

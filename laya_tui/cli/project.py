@@ -11,6 +11,7 @@ them beside the package. :func:`builtin_probes_dir` and :func:`demo_kernels_dir`
 from __future__ import annotations
 
 import os
+import tomllib
 
 from laya_tui.core.errors import UsageError
 
@@ -86,6 +87,19 @@ def _default_dir(workspace: str, name: str) -> list[str]:
     return [path] if os.path.isdir(path) else []
 
 
+def table_present(workspace: str) -> bool:
+    """True when the workspace's pyproject.toml has a ``[tool.laya-tui]`` table (even empty)."""
+    path = os.path.join(workspace, "pyproject.toml")
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            tool = tomllib.load(fh).get("tool")
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(tool, dict) and "laya-tui" in tool
+
+
 def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str] | None,
                     models: list[str], demo: bool,
                     flags: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
@@ -100,8 +114,6 @@ def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str]
     table's ``demo = true`` unless ``--kernels`` replaces the table's kernel list. A project
     with none of these and no ``[tool.laya-tui]`` table raises :class:`NothingConfigured`.
     """
-    from laya_tui.cli.config import table_present
-
     own = list(own) if own else _default_dir(workspace, "probes")
     for p in own:
         if not os.path.exists(p):

@@ -239,3 +239,51 @@ class ProbeResult:
 
 
 _RESULT_FIELD_SET = frozenset(f.name for f in fields(ProbeResult))
+
+
+# -- counting: how many occurrences a signal stands for (gates, baseline, summaries) ------
+
+#: Signal kinds whose ``count`` is the number of occurrences.
+COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "compile", "host_bounce", "cast")
+#: Reason prefix of a first compile that report/1 (and older cached results) filed as
+#: ``recompile``; :func:`upgrade_compile_signals` turns those into ``compile``.
+V1_COLD_COMPILE = "cold compile (first compile"
+
+
+def is_v1_first_compile(sig: dict[str, Any]) -> bool:
+    """A report/1 ``recompile`` signal that was really a frame's first compile."""
+    if sig.get("kind") != "recompile":
+        return False
+    detail = sig.get("detail")
+    if isinstance(detail, dict) and detail.get("cold_compile") is True:
+        return True
+    reason = sig.get("reason")
+    return isinstance(reason, str) and reason.startswith(V1_COLD_COMPILE)
+
+
+def upgrade_compile_signals(probes: list[dict[str, Any]]) -> int:
+    """In place: report/1 first-compile ``recompile`` signals become ``compile``; returns
+    how many. A first compile is never a recompile in gates, summary or baseline."""
+    n = 0
+    for p in probes:
+        for sig in p.get("signals") or ():
+            if isinstance(sig, dict) and is_v1_first_compile(sig):
+                sig["kind"] = "compile"
+                sig["reason"] = "first compile of this frame"
+                n += 1
+    return n
+
+
+#: Signal kinds that state a check: only failing ones are occurrences.
+CHECK_KINDS: tuple[str, ...] = ("tolerance", "lowering")
+
+
+def occurrences(sig: dict[str, Any]) -> int:
+    """How many occurrences one signal stands for (see the module docstring)."""
+    kind = sig.get("kind")
+    if kind in COUNTED_KINDS:
+        n = sig.get("count")
+        return n if isinstance(n, int) and not isinstance(n, bool) else 1
+    if kind in CHECK_KINDS:
+        return 1 if sig.get("passed") is False else 0
+    return 1

@@ -28,10 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.results import failing, signal_key
+from laya_tui.core.results import (
+    COUNTED_KINDS,
+    failing,
+    occurrences,
+    signal_key,
+    upgrade_compile_signals,
+)
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
-from laya_tui.report.gates import COUNTED_KINDS, occurrences, upgrade_compile_signals
 
 PREFIX = "laya-tui.report/"
 CURRENT_VERSION = int(SCHEMA_ID.rpartition("/")[2])

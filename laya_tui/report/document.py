@@ -51,7 +51,7 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     """Counts per status and per signal kind."""
     status = Counter({s: 0 for s in STATUSES})
     status.update(p["status"] for p in probes)
-    from laya_tui.report.gates import is_v1_first_compile
+    from laya_tui.core.results import is_v1_first_compile
 
     kinds = Counter({k: 0 for k in KINDS})
     for p in probes:

@@ -20,40 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.results import (
+    CHECK_KINDS,
+    COUNTED_KINDS,
+    occurrences,
+    upgrade_compile_signals,
+)
 from laya_tui.core.settings import DEFAULT_MARGIN, Settings
 from laya_tui.core.signals import KINDS
 
-#: Signal kinds whose ``count`` is the number of occurrences.
-COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "compile", "host_bounce", "cast")
-#: Reason prefix of a first compile that report/1 (and older cached results) filed as
-#: ``recompile``; :func:`upgrade_compile_signals` turns those into ``compile``.
-V1_COLD_COMPILE = "cold compile (first compile"
-
-
-def is_v1_first_compile(sig: dict[str, Any]) -> bool:
-    """A report/1 ``recompile`` signal that was really a frame's first compile."""
-    if sig.get("kind") != "recompile":
-        return False
-    detail = sig.get("detail")
-    if isinstance(detail, dict) and detail.get("cold_compile") is True:
-        return True
-    reason = sig.get("reason")
-    return isinstance(reason, str) and reason.startswith(V1_COLD_COMPILE)
-
-
-def upgrade_compile_signals(probes: list[dict[str, Any]]) -> int:
-    """In place: report/1 first-compile ``recompile`` signals become ``compile``; returns
-    how many. A first compile is never a recompile in gates, summary or baseline."""
-    n = 0
-    for p in probes:
-        for sig in p.get("signals") or ():
-            if isinstance(sig, dict) and is_v1_first_compile(sig):
-                sig["kind"] = "compile"
-                sig["reason"] = "first compile of this frame"
-                n += 1
-    return n
-#: Signal kinds that state a check: only failing ones are occurrences.
-CHECK_KINDS: tuple[str, ...] = ("tolerance", "lowering")
 #: Probe statuses that ``--fail-on`` / ``--max`` accept beside the signal kinds.
 STATUS_KINDS: tuple[str, ...] = ("failed", "skipped")
 GATE_KINDS: tuple[str, ...] = KINDS + STATUS_KINDS
@@ -130,17 +105,6 @@ def prepare_gates(settings: Settings) -> GateSettings:
 
         gates.baseline = load_baseline(g.baseline)
     return gates
-
-
-def occurrences(sig: dict[str, Any]) -> int:
-    """How many occurrences one signal stands for (see the module docstring)."""
-    kind = sig.get("kind")
-    if kind in COUNTED_KINDS:
-        n = sig.get("count")
-        return n if isinstance(n, int) and not isinstance(n, bool) else 1
-    if kind in CHECK_KINDS:
-        return 1 if sig.get("passed") is False else 0
-    return 1
 
 
 def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> dict[str, Any]:

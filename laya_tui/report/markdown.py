@@ -12,7 +12,8 @@ import os
 import sys
 from typing import Any
 
-from laya_tui.report.gates import CHECK_KINDS, COUNTED_KINDS, describe_failure, occurrences
+from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
+from laya_tui.report.gates import describe_failure
 
 ROWS = 15
 CELL_CHARS = 140

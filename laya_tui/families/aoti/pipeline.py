@@ -269,12 +269,11 @@ class Pipeline:
         """``python -m laya_tui.families.aoti.load`` in a new process: its outputs per shape."""
         import torch
 
-        import laya_tui
         from laya_tui.families.rbln_status import guard_autoload
 
         env = dict(os.environ)
         guard_autoload(env)
-        src_root = os.path.dirname(os.path.dirname(os.path.abspath(laya_tui.__file__)))
+        src_root = str(Path(__file__).resolve().parents[3])  # the folder holding laya_tui/
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
         with tempfile.TemporaryDirectory(prefix="laya-aoti-") as tmp:
             inputs_path, result_path = os.path.join(tmp, "inputs.pt"), os.path.join(tmp, "out.pt")
