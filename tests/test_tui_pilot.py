@@ -322,10 +322,21 @@ async def test_a_burst_of_rows_is_taken_in_over_several_ticks_and_none_is_lost(t
         assert f"{n:,} rows" in str(app.main_screen.query_one("#table-status").render())
 
 
+async def _gates_settled(app, pilot) -> None:
+    """Until the app has no gates left to evaluate (its thread job ran), then one pause."""
+    import asyncio
+
+    await app.settled()
+    for _ in range(200):
+        if not app.model.gates_wanted:
+            break
+        await asyncio.sleep(0.02)
+    await pilot.pause()
+
+
 async def test_gates_over_many_signals_are_evaluated_off_the_loop_and_then_shown(monkeypatch):
     """With a baseline the gates read every signal; past GATES_IN_THREAD_ABOVE the summary
     says 'evaluating…' and a thread evaluates them; the verdict shown is evaluate_all's."""
-    import asyncio
     import copy
 
     from laya_tui.report.baseline import load_baseline
@@ -344,12 +355,7 @@ async def test_gates_over_many_signals_are_evaluated_off_the_loop_and_then_shown
 
     app._evaluate_gates = spy
     async with app.run_test(size=SIZE) as pilot:
-        await app.settled()
-        for _ in range(200):
-            if not app.model.gates_wanted:
-                break
-            await asyncio.sleep(0.02)
-        await pilot.pause()
+        await _gates_settled(app, pilot)
         assert jobs  # evaluated by the app's thread job, not by the summary
         expected = evaluate_all(copy.deepcopy(app.model.results()), settings,
                                 app.model.errors)[0]
@@ -364,7 +370,6 @@ async def test_gates_over_many_signals_are_evaluated_off_the_loop_and_then_shown
 async def test_gates_that_cannot_be_evaluated_show_as_a_failing_gate(monkeypatch):
     """An evaluation that raises in its thread ends as a failing 'gates' gate on the summary,
     not as 'evaluating…' forever."""
-    import asyncio
 
     from laya_tui.report.baseline import load_baseline
     from laya_tui.report.gates import GateSettings
@@ -384,11 +389,6 @@ async def test_gates_that_cannot_be_evaluated_show_as_a_failing_gate(monkeypatch
 
     app.model.gate_job = broken_job
     async with app.run_test(size=SIZE) as pilot:
-        await app.settled()
-        for _ in range(200):
-            if not app.model.gates_wanted:
-                break
-            await asyncio.sleep(0.02)
-        await pilot.pause()
+        await _gates_settled(app, pilot)
         status = str(app.main_screen.query_one("#summary-gates").render())
         assert "evaluating" not in status and "FAIL" in status and "gates (1)" in status

@@ -89,3 +89,19 @@ class Listeners:
                     listener(event)
 
             self.emit = fan_out
+
+
+class EventSource:
+    """What the live :class:`~laya_tui.core.runner.Runner` and the recorded runner share:
+    ``on_event`` calls every listener; more listeners subscribe beside the first."""
+
+    _listeners: Listeners
+
+    @property
+    def on_event(self) -> Listener:
+        """Calls every listener (the one given at construction and the subscribed ones)."""
+        return self._listeners.emit
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Add an event listener beside the others; returns the call that removes it."""
+        return self._listeners.subscribe(listener)

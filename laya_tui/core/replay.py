@@ -15,6 +15,7 @@ from typing import Any
 
 from laya_tui.core.events import (
     Event,
+    EventSource,
     Listeners,
     ProbeFinished,
     ProbeQueued,
@@ -36,7 +37,7 @@ def load_report(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     return json.loads(Path(source).read_text())
 
 
-class RecordedRunner:
+class RecordedRunner(EventSource):
     """Replays a report's probes as runner events (optionally paced, ``delay`` seconds each)."""
 
     def __init__(self, report: str | Path | dict[str, Any],
@@ -54,15 +55,6 @@ class RecordedRunner:
         self.workers: dict[str, Any] = {}
         self.killed = False
         self.closed = False
-
-    @property
-    def on_event(self) -> Callable[[Event], None]:
-        """Calls every listener, as :attr:`Runner.on_event` does."""
-        return self._listeners.emit
-
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
-        """Add an event listener beside the others (as :meth:`Runner.subscribe`)."""
-        return self._listeners.subscribe(listener)
 
     async def discover(self, *, warm: bool = False) -> Discovery:
         """The recorded probes as discovery entries (``warm`` changes nothing here)."""

@@ -23,6 +23,7 @@ from typing import Any
 
 from laya_tui.core.events import (
     Event,
+    EventSource,
     Listeners,
     ProbeFinished,
     ProbeQueued,
@@ -220,7 +221,7 @@ class WorkerHandle:
                 pass
 
 
-class Runner:
+class Runner(EventSource):
     """Discover and run probes; one warm worker per family, ``jobs`` families at a time."""
 
     def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
@@ -242,16 +243,6 @@ class Runner:
         self._recycle: set[str] = set()  # families whose warm worker must restart
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
         self._disc_stale: set[str] = set()  # changed files it has not dropped yet
-
-    # -- listeners ---------------------------------------------------------------------
-    @property
-    def on_event(self) -> Callable[[Event], None]:
-        """Calls every listener (the one given at construction and the subscribed ones)."""
-        return self._listeners.emit
-
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
-        """Add an event listener beside the others; returns the call that removes it."""
-        return self._listeners.subscribe(listener)
 
     # -- discovery ---------------------------------------------------------------------
     async def discover(self, *, warm: bool = False) -> Discovery:
