@@ -487,10 +487,15 @@ def ingest_rows(args: argparse.Namespace) -> None:
     floor = noise_floor()
     print(f"noise floor: an idle asyncio loop's heartbeat is up to {floor * 1000:.0f} ms late "
           f"on this machine right now (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_signal_path import pipe_floor  # the same floor, measured beside this run
+
     runs: dict[str, list[Ingest]] = {"live": [], "recorded": []}
-    for _ in range(args.ingests):  # interleaved: both see the same machine load
+    pipe: list[float] = []
+    for _ in range(args.ingests):  # interleaved: all three see the same machine load
         runs["live"].append(live_ingest(args.signals, args.why, args.profile))
         runs["recorded"].append(recorded_ingest(args.signals, args.why, args.profile))
+        pipe.append(pipe_floor(args.signals)[0])
     rates = {}
     for key, name in (("live", "live worker -> pipe -> runner -> app"),
                       ("recorded", "recorded runner (the UI's own cost)")):
@@ -531,8 +536,11 @@ def ingest_rows(args: argparse.Namespace) -> None:
                     print(f"    callbacks over 10 ms CPU: {len(cs)} x {what}, max "
                           f"{max(cs):.0f} ms")
                 r.beat.callbacks.report()
-    print(f"live dashboard = {rates['live'] / rates['recorded']:.2f}x the recorded runner into "
-          f"the same app (target >= 0.25x)")
+    floor_rate = args.signals / statistics.median(pipe)
+    print(f"pipe floor (the same number of JSON lines written by one process, parsed by "
+          f"another; bench_signal_path.py): {floor_rate:,.0f} signals/s")
+    print(f"live dashboard = {rates['live'] / floor_rate:.2f}x the pipe floor (target >= 0.25x) "
+          f"and {rates['live'] / rates['recorded']:.2f}x the recorded runner into the same app")
 
 
 if __name__ == "__main__":

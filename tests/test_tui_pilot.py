@@ -392,3 +392,30 @@ async def test_gates_that_cannot_be_evaluated_show_as_a_failing_gate(monkeypatch
         await _gates_settled(app, pilot)
         status = str(app.main_screen.query_one("#summary-gates").render())
         assert "evaluating" not in status and "FAIL" in status and "gates (1)" in status
+
+
+async def test_a_flood_is_drained_slice_after_slice_not_once_per_flush_interval(tmp_path):
+    """With events still waiting after a slice, the next slice runs at once (a short timer),
+    not a whole flush interval later: here the interval is a second and the budget allows
+    one 128-event step per slice (157 slices: minutes at one a second), so only back-to-back
+    slices drain the flood within the ten seconds waited."""
+    import asyncio
+
+    n = 20_000
+    sigs = [{"kind": "fallback", "subject": f"op_{i}", "count": 1, "reason": "r"}
+            for i in range(n)]
+    path = tmp_path / "flood.json"
+    path.write_text(json.dumps({"probes": [
+        {"id": "flood/many", "family": "flood", "status": "ok", "reason": None,
+         "seconds": 1.0, "cached": False, "deps": [], "signals": sigs, "log_tail": ""}],
+        "errors": []}))
+    app = recorded_app(report=path, flush_interval=1.0, budget=0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(1000):
+            if app.model.probes.get("flood/many") and app.model.probes["flood/many"].finished \
+                    and not app.pump.pending:
+                break
+            await asyncio.sleep(0.01)
+        await pilot.pause()
+        assert not app.pump.pending
+        assert app.model.kind_counts["fallback"] == n

@@ -46,6 +46,9 @@ from laya_tui.tui.widgets.detail import resolve_path, tilelang_editor_target
 #: Runner events reach the widgets at most this often (seconds): a stream of signals
 #: costs one frame per interval, not one per drain.
 FLOOD_FRAME_S = 0.1
+#: While events wait after a drain slice, the next slice runs this soon (not a whole
+#: flush interval later): the loop serves other callbacks and frames in between.
+REDRAIN_S = 0.002
 
 
 class RunnerLike(Protocol):
@@ -123,6 +126,7 @@ class LayaApp(App[int]):
         self._unposted: Changes | None = None  # folded into the model, not yet shown
         self._gates_job: int | None = None  # the model's gate generation being evaluated
         self._posted_at = 0.0
+        self._redrain_set = False  # a short timer for the next slice is pending
 
     # -- lifecycle ----------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -204,9 +208,18 @@ class LayaApp(App[int]):
         if self._drain_timer is not None:
             self._drain_timer.resume()
 
+    def _redrain(self) -> None:
+        self._redrain_set = False
+        self._drain()
+
     def _drain(self) -> None:
         changes = self.pump.drain(self._unposted)
         self._unposted = None
+        if self.pump.pending and not self._redrain_set:
+            # a flood: the next slice soon, so the model keeps up with the pipe (a slice
+            # per flush interval would leave the loop idle most of the time)
+            self._redrain_set = True
+            self.set_timer(REDRAIN_S, self._redrain)
         now = time.monotonic()
         if changes and now - self._posted_at < FLOOD_FRAME_S:
             # a stream: keep folding, show it at most every FLOOD_FRAME_S (each RunUpdated
