@@ -11,7 +11,6 @@ them beside the package. :func:`builtin_probes_dir` and :func:`demo_kernels_dir`
 from __future__ import annotations
 
 import os
-import tomllib
 
 from laya_tui.core.errors import UsageError
 
@@ -92,6 +91,8 @@ def table_present(workspace: str) -> bool:
     path = os.path.join(workspace, "pyproject.toml")
     if not os.path.isfile(path):
         return False
+    import tomllib  # with datetime & co: only when a pyproject is read, not for --help
+
     try:
         with open(path, "rb") as fh:
             tool = tomllib.load(fh).get("tool")
