@@ -287,6 +287,18 @@ async def test_clicking_a_column_header_sorts_by_it():
         assert log.of("SortChanged")[-1].reverse is False
 
 
+def _flood_report(tmp_path, n: int):
+    """A recorded report of one probe with ``n`` fallback signals (op_0, op_1, ...)."""
+    sigs = [{"kind": "fallback", "subject": f"op_{i}", "count": 1, "reason": "r"}
+            for i in range(n)]
+    path = tmp_path / "flood.json"
+    path.write_text(json.dumps({"probes": [
+        {"id": "flood/many", "family": "flood", "status": "ok", "reason": None,
+         "seconds": 1.0, "cached": False, "deps": [], "signals": sigs, "log_tail": ""}],
+        "errors": []}))
+    return path
+
+
 async def test_a_burst_of_rows_is_taken_in_over_several_ticks_and_none_is_lost(tmp_path,
                                                                                monkeypatch):
     """The table takes streamed rows in under a time budget per tick (a zero budget: one
@@ -295,14 +307,7 @@ async def test_a_burst_of_rows_is_taken_in_over_several_ticks_and_none_is_lost(t
 
     monkeypatch.setattr(signal_table, "PENDING_CHUNK", 50)
     n = 5000
-    sigs = [{"kind": "fallback", "subject": f"op_{i}", "count": 1, "reason": "r"}
-            for i in range(n)]
-    path = tmp_path / "burst.json"
-    path.write_text(json.dumps({"probes": [
-        {"id": "flood/many", "family": "flood", "status": "ok", "reason": None,
-         "seconds": 1.0, "cached": False, "deps": [], "signals": sigs, "log_tail": ""}],
-        "errors": []}))
-    app = recorded_app(report=path)
+    app = recorded_app(report=_flood_report(tmp_path, n))
     waited: list[int] = []
     async with app.run_test(size=SIZE) as pilot:
         table = app.main_screen.table
@@ -402,14 +407,7 @@ async def test_a_flood_is_drained_slice_after_slice_not_once_per_flush_interval(
     import asyncio
 
     n = 20_000
-    sigs = [{"kind": "fallback", "subject": f"op_{i}", "count": 1, "reason": "r"}
-            for i in range(n)]
-    path = tmp_path / "flood.json"
-    path.write_text(json.dumps({"probes": [
-        {"id": "flood/many", "family": "flood", "status": "ok", "reason": None,
-         "seconds": 1.0, "cached": False, "deps": [], "signals": sigs, "log_tail": ""}],
-        "errors": []}))
-    app = recorded_app(report=path, flush_interval=1.0, budget=0.0)
+    app = recorded_app(report=_flood_report(tmp_path, n), flush_interval=1.0, budget=0.0)
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(1000):
             if app.model.probes.get("flood/many") and app.model.probes["flood/many"].finished \
