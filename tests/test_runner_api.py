@@ -136,3 +136,31 @@ def test_each_command_gets_its_named_reply_and_unknown_ops_are_ignored(tmp_path)
     assert discovered["type"] == Reply.DISCOVERED and len(discovered["probes"]) == 3
     assert invalidated["type"] == Reply.INVALIDATED and invalidated["modules"] == []
     assert code == 0
+
+
+def test_a_cancel_that_lands_as_a_line_arrives_is_not_dropped():
+    """A Ctrl-C (the main task cancelled) just as the worker's "started" line arrives must end
+    the wait. Python 3.11's ``asyncio.wait_for`` returned the line and dropped such a cancel
+    (laya-tui then waited for the hanging probe's whole timeout: test_orphans flaked)."""
+    from laya_tui.core.runner import WorkerHandle
+
+    async def one(steps: int) -> tuple[bool, str]:
+        handle = WorkerHandle.__new__(WorkerHandle)  # only its reader is used here
+        handle.reader = asyncio.StreamReader()
+        task = asyncio.create_task(handle.next_event(30.0))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        handle.reader.feed_data(b'{"type": "started", "id": "x", "pid": 1}\n')
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        accepted = task.cancel()  # False when the event was already returned: fair
+        try:
+            await task
+        except asyncio.CancelledError:
+            return accepted, "cancelled"
+        return accepted, "returned"
+
+    outcomes = [asyncio.run(one(steps)) for steps in range(4)]
+    assert any(accepted for accepted, _ in outcomes)  # the race was exercised
+    for accepted, outcome in outcomes:
+        assert outcome == ("cancelled" if accepted else "returned"), outcomes

@@ -162,7 +162,11 @@ class WorkerHandle:
         """The next event; raises WorkerDied on EOF/garbage, TimeoutError past ``timeout``."""
         assert self.reader is not None
         try:
-            line = await asyncio.wait_for(self.reader.readline(), timeout)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the line and
+            # drops a cancel that lands as the line arrives (a Ctrl-C while the worker
+            # reports "started" left laya-tui waiting for the probe's whole timeout)
+            async with asyncio.timeout(timeout):
+                line = await self.reader.readline()
         except ValueError as exc:  # line over the limit
             raise WorkerDied(f"malformed line on the signal pipe: {exc}") from exc
         if not line:
