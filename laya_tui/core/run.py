@@ -37,10 +37,22 @@ async def run_probes(config: RunConfig, on_event: Any = None
     runner = Runner(config, on_event=on_event)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    if task is not None:
+    stopped_by: list[int] = []
+    installed: list[int] = []
+
+    def stop(signum: int) -> None:
+        # the workers die now, so a read in flight ends at once even where asyncio drops
+        # the cancel below; then the run is cancelled (Ctrl-C: exit 130, SIGTERM: 143)
+        stopped_by.append(signum)
+        runner.stop()
+        if task is not None:
+            task.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        except (NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
             pass
     t0 = time.perf_counter()
     try:
@@ -49,7 +61,15 @@ async def run_probes(config: RunConfig, on_event: Any = None
             print(f"laya-tui: shard {disc.shard['index']}/{disc.shard['count']} holds no cell "
                   f"({disc.shard['selected']} selected)", file=sys.stderr)
         results = await runner.run(disc.probes)
+        if stopped_by:  # the cancel was lost, but the run ended: still a stopped run
+            raise asyncio.CancelledError
+    except asyncio.CancelledError:
+        if stopped_by and stopped_by[0] == signal.SIGINT:
+            raise KeyboardInterrupt from None
+        raise
     finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
         runner.kill_all()
         await runner.close()
     return results, disc, time.perf_counter() - t0

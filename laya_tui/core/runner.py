@@ -242,6 +242,7 @@ class Runner(EventSource):
         self.versions = library_versions()
         self._running: dict[str, str] = {}  # family -> probe id in flight
         self._cancelled: set[str] = set()
+        self.stopped = False  # see stop()
         self._lock: dict[str, asyncio.Lock] = {}
         self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
         self._recycle: set[str] = set()  # families whose warm worker must restart
@@ -341,15 +342,17 @@ class Runner(EventSource):
         async def family_task(fam: str) -> None:
             async with sem:
                 for p in by_family[fam]:
+                    if self.stopped:
+                        return
                     results[p["id"]] = await self.run_one(p)
                     ran.append(results[p["id"]])
 
         await asyncio.gather(*(family_task(f) for f in families))
-        if self.config.shard is None:  # shards read these and never write them
+        if self.config.shard is None and not self.stopped:  # shards read, never write these
             from laya_tui.core.shard import record_durations
 
             record_durations(self.cache.root, ran)
-        return [results[p["id"]] for p in probes]
+        return [results[p["id"]] for p in probes if p["id"] in results]
 
     def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
         """Order families and, in place, the cells inside each, by recorded durations.
@@ -587,6 +590,11 @@ class Runner(EventSource):
         await asyncio.gather(*(h.close() for h in self.workers.values()), return_exceptions=True)
         self.workers.clear()
         shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def stop(self) -> None:
+        """Stop the run (Ctrl-C, SIGTERM): no further cell starts, every worker dies now."""
+        self.stopped = True
+        self.kill_all()
 
     def kill_all(self) -> None:
         """Synchronous last resort (signal handlers, atexit): SIGKILL every worker group."""
