@@ -496,7 +496,7 @@ class LayaApp(App[int]):
             self.notify(f"{rec.get('probes', 0)} probes; watching for changes", title="watch")
             return
         if isinstance(result, dict) and rec.get("probe") in self.model.probes and \
-                self.model.probes[rec["probe"]].result is not result:
+                self.model.probes[rec["probe"]].report_entry is not result:
             # A syntax/import error saved mid-edit: the watcher's own result, no runner event.
             from laya_tui.core.events import ProbeFinished
 
