@@ -391,7 +391,7 @@ class Pipeline:
                 recompiled[name] = found[:5]
                 spent[name] = box["seconds"]
         step = self.results["steps"].setdefault("compile", {"ok": True})
-        step["recompiled_on"] = {k: [r["guard"] for r in v] for k, v in recompiled.items()}
+        step["recompiled_on"] = {k: [r["reason"] for r in v] for k, v in recompiled.items()}
         # a recompile is a second full compile: its seconds are torch.compile's work too
         step["recompile_seconds"] = spent
         for name, found in recompiled.items():

@@ -6,8 +6,8 @@ of an intercepted op costs a few pointer hops. Internal: the torch package (func
 Inductor included), torch_rbln, the standard library, transformers outside its model
 files (decorators, attention/mask/cache plumbing: only ``transformers/models/`` is model
 code) and laya-tui itself (the package, and a checkout's ``probes/``
-beside it), except the demo's hand-written decode loop, which stands for a user's code
-(:data:`DEMO_CODE`). Generated code (Inductor's output modules, FX graph modules) is
+beside it), except the demo's model code, which stands for a user's code (the decision
+model, the hand-written decode loop: :data:`DEMO_FILES`, :data:`DEMO_CODE`). Generated code (Inductor's output modules, FX graph modules) is
 internal too but flagged, and the walk reads the user frames it was generated from
 (:mod:`laya_tui.families.explain.source_map`), so an op called from compiled code is sited at
 the line of the model that produced it.
@@ -32,6 +32,8 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 _STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
 #: laya-tui functions that stand for a user's code: (file, function name).
 DEMO_CODE = {(os.path.join(_PACKAGE, "families", "presets.py"), "host_greedy_decode")}
+#: laya-tui files that stand for a user's model file.
+DEMO_FILES = {os.path.join(_PACKAGE, "families", "decision_model.py")}
 #: Dynamo names a resume function ``torch_dynamo_resume_in_<fn>_at_<line>``.
 _RESUME = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_\d+")
 _kinds: dict[CodeType, int] = {}
@@ -101,7 +103,8 @@ def classify_file(filename: str) -> int:
 def site_kind(file: str, func: str | None = None) -> int:
     """:func:`classify_file`, with the demo's user-code functions counted as USER."""
     kind = classify_file(file)
-    if kind == INTERNAL and func is not None and (file, func.rsplit(".", 1)[-1]) in DEMO_CODE:
+    if kind == INTERNAL and (file in DEMO_FILES or func is not None
+                             and (file, func.rsplit(".", 1)[-1]) in DEMO_CODE):
         return USER
     return kind
 
