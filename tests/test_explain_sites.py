@@ -143,8 +143,8 @@ def test_resume_names_and_internal_files():
     assert plain_name("torch_dynamo_resume_in_forward_at_27") == "forward"
     assert plain_name("Norm.torch_dynamo_resume_in_forward_at_27") == "Norm.forward"
     assert plain_name("forward") == "forward"
-    import laya_tui.families.presets as presets
     import laya_tui.families.decision_model as dm
+    import laya_tui.families.presets as presets
 
     assert classify_file(presets.__file__) == INTERNAL  # the tool's own call sites
     assert classify_file(torch.__file__) == INTERNAL

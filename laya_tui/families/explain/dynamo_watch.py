@@ -142,7 +142,7 @@ class DynamoWatch:
             frame = self.subject(m)
             site, stack = self.sites.get(cid, (None, []))
             seconds = m.entire_frame_compile_time_s
-            detail = dict(base, compile_id=cid, frame=frame)
+            detail: dict[str, Any] = dict(base, compile_id=cid, frame=frame)
             if self.with_stack and stack:
                 detail["stack"] = stack
             if m.fail_type:

@@ -3,14 +3,14 @@
 
 Frames are classified once per code object (a dict lookup afterwards), so walking the stack
 of an intercepted op costs a few pointer hops. Internal: the torch package (functorch and
-Inductor included), torch_rbln, the standard library, transformers outside its model
-files (decorators, attention/mask/cache plumbing: only ``transformers/models/`` is model
-code) and laya-tui itself (the package, and a checkout's ``probes/``
-beside it), except the demo's model code, which stands for a user's code (the decision
-model, the hand-written decode loop: :data:`DEMO_FILES`, :data:`DEMO_CODE`). Generated code (Inductor's output modules, FX graph modules) is
-internal too but flagged, and the walk reads the user frames it was generated from
-(:mod:`laya_tui.families.explain.source_map`), so an op called from compiled code is sited at
-the line of the model that produced it.
+Inductor included), torch_rbln, the standard library, transformers outside its model files
+(decorators, attention/mask/cache plumbing: only its ``models`` folder is model code) and
+laya-tui itself (the package, and a checkout's ``probes/`` beside it), except the demo's
+model code, which stands for a user's code (the decision model, the hand-written decode
+loop: :data:`DEMO_FILES`, :data:`DEMO_CODE`). Generated code (Inductor's output modules, FX
+graph modules) is internal too but flagged, and the walk reads the user frames it was
+generated from (:mod:`laya_tui.families.explain.source_map`), so an op called from compiled
+code is sited at the line of the model that produced it.
 
 Function names are qualified by class (``Norm.forward``, ``co_qualname``), and Dynamo's resume
 functions (``torch_dynamo_resume_in_forward_at_27``) are named after the function they resume.
@@ -168,7 +168,9 @@ def format_frame(site: dict[str, Any]) -> str:
 
 def is_user_site(site: dict[str, Any] | None) -> bool:
     """Whether a site dict is a user/model frame (not torch's, not laya-tui's)."""
-    return bool(site) and site_kind(str(site.get("file", "")), site.get("func")) == USER
+    if not site:
+        return False
+    return site_kind(str(site.get("file", "")), site.get("func")) == USER
 
 
 def _same_function(a: dict[str, Any], b: dict[str, Any]) -> bool:
