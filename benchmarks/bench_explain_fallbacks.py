@@ -93,8 +93,9 @@ def _inside_laya(site: dict[str, Any] | None, root: str) -> bool:
     return file.startswith(own) and not demo
 
 
-def measure(name: str) -> dict[str, Any]:
-    """One model with the laya_tui found on sys.path; a JSON-able dict of the figures."""
+def measure(name: str, device: str = "cpu") -> dict[str, Any]:
+    """One model with the laya_tui found on sys.path, on ``device``; a JSON-able dict of the
+    figures."""
     import torch
     from torch._inductor.codecache import PyCodeCache
     from torch.profiler import ProfilerActivity, profile
@@ -107,6 +108,8 @@ def measure(name: str) -> dict[str, Any]:
     torch.set_num_threads(1)
     root = str(Path(laya_tui.__file__).resolve().parents[1])
     model, batch = build(name)
+    model = model.to(device)
+    batch = {k: v.to(device) for k, v in batch.items()}
     torch._dynamo.reset()
     fn = torch.compile(model, backend="inductor", dynamic=False)
     events: list[dict[str, Any]] = []
@@ -129,7 +132,7 @@ def measure(name: str) -> dict[str, Any]:
     called = {f"aten::{m}" for m in re.findall(r"torch\.ops\.aten\.(\w+)\.\w+\(", source)}
     sigs = [e["signal"] for e in events if e["type"] == "signal"]
     torch._dynamo.reset()
-    out: dict[str, Any] = {"laya_tui": root, "seconds": round(seconds, 1),
+    out: dict[str, Any] = {"laya_tui": root, "device": device, "seconds": round(seconds, 1),
                            "profiler_all": sum(inside.values()),
                            "profiler_fallback": sum(n for k, n in inside.items() if k in called),
                            "profiler_ops": dict(inside)}
@@ -171,7 +174,7 @@ def compare(before: str | None, names: list[str] | None = None) -> None:
           "inside the compiled call per call (all / fallback kernels); sites in laya-tui")
     head = f"  {'model':22}" + "".join(f" {t + ' cold/warm':>17}" for t, _ in trees) + \
         f" {'profiler all/fb':>16}" + "".join(f" {t + ' laya sites':>18}" for t, _ in trees)
-    print(head)
+    print(head, flush=True)
     totals: dict[str, list[int]] = {t: [0, 0, 0, 0] for t, _ in trees}
     for name in names or list(MODELS):
         got = {t: _run(code, name) for t, code in trees}
@@ -194,16 +197,16 @@ def compare(before: str | None, names: list[str] | None = None) -> None:
             g = got[t]
             row += f" {g.get('sited_in_laya', '-'):>8}/{g.get('sited', '-'):<9}" \
                 if "error" not in g else f" {'-':>18}"
-        print(row)
+        print(row, flush=True)
         for t, _ in trees:
             g = got[t]
             if "error" in g:
-                print(f"      {t}: {g['error']}")
+                print(f"      {t}: {g['error']}", flush=True)
             elif g["sited_in_laya"]:
-                print(f"      {t}: sites in laya-tui: {', '.join(g['laya_sites'])}")
+                print(f"      {t}: sites in laya-tui: {', '.join(g['laya_sites'])}", flush=True)
             if "error" not in g and g["fallback_ops_warm"]:
                 ops = ", ".join(f"{k} x{v}" for k, v in sorted(g["fallback_ops_warm"].items()))
-                print(f"      {t} warm fallbacks: {ops}")
+                print(f"      {t} warm fallbacks: {ops}", flush=True)
     for t, _ in trees:
         fb, sited, mine, truth = totals[t]
         share = mine / sited if sited else 0.0
@@ -217,9 +220,10 @@ def main() -> int:
     ap.add_argument("--measure", help="one model, this process (prints one JSON line)")
     ap.add_argument("--before", default=None, help="an older laya-tui checkout to compare")
     ap.add_argument("--models", default=None, help="comma-separated subset of the models")
+    ap.add_argument("--device", default="cpu", help="with --measure: cpu or cuda")
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure)))
+        print(json.dumps(measure(args.measure, args.device)), flush=True)
         return 0
     compare(args.before, args.models.split(",") if args.models else None)
     return 0
