@@ -122,8 +122,8 @@ def measure(name: str, device: str = "cpu") -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             presets.call_with(fn, batch)
-    inside = collections.Counter(
-        e.name for e in prof.events() if e.cpu_parent is not None
+    inside = collections.Counter(  # ATen ops only (on CUDA, Triton launches are events too)
+        e.name for e in prof.events() if e.cpu_parent is not None and e.name.startswith("aten::")
         and e.cpu_parent.name.startswith("## Call CompiledFxGraph"))
     source = ""
     for mod in getattr(PyCodeCache, "modules", []):
