@@ -1,0 +1,457 @@
+"""A report's findings, as code scanning and pull-request annotations show them: each at its
+call site, with the gates that fail on it and its state against the baseline.
+
+Shared by ``--sarif`` (:mod:`laya_tui.report.sarif`) and ``--annotations``
+(:mod:`laya_tui.report.annotations`); derived from the report document only. What is a
+finding, and its rule: :mod:`laya_tui.report.rules`. Level: ``error`` for what a gate fails,
+the rule's ``warning``/``note`` for the rest, ``none`` for a result gone since the baseline.
+Paths are relative to the source root (:class:`Sources`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, occurrences, signal_key
+from laya_tui.report.rules import RULES, Rule, is_graph_break, probe_rule, rule_for_signal
+from laya_tui.report.sources import Location, Sources, as_list, as_mapping
+
+#: Related locations (the user stack, a kernel's buffers) kept per finding.
+MAX_RELATED = 10
+MESSAGE_CHARS = 600
+_BAD_STATES = ("new", "updated")
+
+
+@dataclass(slots=True)
+class Finding:
+    """One result: a finding signal, a probe that is not a pass, or one gone since the
+    baseline (``state == "absent"``)."""
+
+    rule: Rule
+    probe: str
+    identity: tuple[str, ...]
+    message: str
+    location: Location | None = None
+    related: list[Location] = field(default_factory=list)
+    gates: list[str] = field(default_factory=list)
+    state: str | None = None  # baselineState: new / unchanged / updated / absent
+    props: dict[str, Any] = field(default_factory=dict)
+    order: int = 0
+
+    @property
+    def level(self) -> str:
+        """``error`` when a gate fails on it, ``none`` when absent, else the rule's level."""
+        if self.state == "absent":
+            return "none"
+        return "error" if self.gates else self.rule.level
+
+    def fingerprint(self) -> str:
+        """A hash of the identity (probe, kind, subject, reason): never of a line number."""
+        text = "\x1f".join(self.identity)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def priority(self) -> tuple[int, int, int, int]:
+        """Sort key: gated first, then new/updated against the baseline, warnings before
+        notes, absent last; report order within."""
+        rank = {"error": 0, "warning": 1, "note": 2}.get(self.level, 3)
+        return (0 if self.gates else 1, 0 if self.state in _BAD_STATES else 1, rank,
+                self.order)
+
+
+# -- which gates fail on what ----------------------------------------------------------------
+
+@dataclass
+class _GateIndex:
+    signals: dict[SignalKey, list[str]] = field(default_factory=dict)
+    checks: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    kinds: dict[str, list[str]] = field(default_factory=dict)
+    probes: dict[str, list[str]] = field(default_factory=dict)
+    statuses: dict[str, list[str]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def for_signal(self, pid: str, sig: Mapping[str, Any]) -> list[str]:
+        kind = str(sig.get("kind"))
+        out = list(self.signals.get(signal_key(sig, pid), ()))
+        if kind in ("tolerance", "lowering"):
+            out += self.checks.get((pid, kind, _text(sig.get("subject"))), ())
+        out += self.kinds.get(kind, ())
+        return _unique(out)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _gate_index(report: Mapping[str, Any]) -> _GateIndex:
+    idx = _GateIndex()
+    for g in report.get("gates") or ():
+        if not isinstance(g, Mapping) or g.get("passed"):
+            continue
+        name = str(g.get("name"))
+        fails = [f for f in g.get("failures") or () if isinstance(f, Mapping)]
+        if name in ("no-crash", "no-timeout", "no-probe-error"):
+            for f in fails:
+                idx.probes.setdefault(_text(f.get("probe")), []).append(name)
+        elif name == "tolerance":
+            for f in fails:
+                key = (_text(f.get("probe")), "tolerance", _text(f.get("subject")))
+                idx.checks.setdefault(key, []).append(name)
+        elif name.startswith(("fail-on:", "max:")):
+            kind = name.partition(":")[2]
+            if kind in ("failed", "skipped"):
+                idx.statuses.setdefault(kind, []).append(name)
+            elif name.startswith("max:"):
+                idx.kinds.setdefault(kind, []).append(name)
+            else:
+                for f in fails:
+                    skey = (_text(f.get("probe")), kind, _text(f.get("subject")),
+                            _text(f.get("reason")))
+                    idx.signals.setdefault(skey, []).append(name)
+        elif name == "probe-files":
+            idx.files.append(name)
+        elif name == "baseline":
+            for f in fails:
+                _baseline_gate(idx, f, name)
+    return idx
+
+
+def _baseline_gate(idx: _GateIndex, item: Mapping[str, Any], name: str) -> None:
+    pid, kind = _text(item.get("probe")), _text(item.get("kind"))
+    if kind == "probe":
+        idx.probes.setdefault(pid, []).append(name)
+    elif kind == "lowering":
+        idx.checks.setdefault((pid, kind, _text(item.get("subject"))), []).append(name)
+    else:
+        key = (pid, kind, _text(item.get("subject")), _text(item.get("reason")))
+        idx.signals.setdefault(key, []).append(name)
+
+
+# -- the baseline's view of each finding -----------------------------------------------------
+
+@dataclass
+class _BaselineIndex:
+    """The baseline section's changes by key, and (when the baseline report could be read)
+    its probe statuses and signals."""
+
+    changes: dict[SignalKey, dict[str, Any]] = field(default_factory=dict)
+    cells: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    not_compared: set[str] = field(default_factory=set)
+    gone: list[dict[str, Any]] = field(default_factory=list)
+    statuses: dict[str, tuple[str, bool]] | None = None  # probe -> (status, raised)
+    signals: dict[SignalKey, Mapping[str, Any]] = field(default_factory=dict)
+    failing_cells: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    status_items: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _baseline_index(section: Mapping[str, Any],
+                    doc: Mapping[str, Any] | None) -> _BaselineIndex:
+    idx = _BaselineIndex()
+    for cls in ("regressions", "improvements", "notes"):
+        for item in section.get(cls) or ():
+            if not isinstance(item, Mapping):
+                continue
+            pid, kind = _text(item.get("probe")), _text(item.get("kind"))
+            change = _text(item.get("change"))
+            if change == "not-compared":
+                idx.not_compared.add(pid)
+            elif kind == "probe" and change == "status":
+                idx.status_items[pid] = dict(item, cls=cls)
+            elif kind == "lowering" and change != "gone-check":
+                idx.cells[(pid, _text(item.get("subject")))] = dict(item, cls=cls)
+            elif (kind in COUNTED_KINDS or kind == "tolerance") and change != "gone-check":
+                key = (pid, kind, _text(item.get("subject")), _text(item.get("reason")))
+                idx.changes[key] = dict(item, cls=cls)
+            if cls == "improvements" and change in ("gone", "now-passing"):
+                idx.gone.append(dict(item))
+    if doc is not None:
+        idx.statuses = {}
+        for p in doc.get("probes") or ():
+            if not (isinstance(p, Mapping) and isinstance(p.get("id"), str)):
+                continue
+            pid = p["id"]
+            idx.statuses[pid] = (str(p.get("status")), isinstance(p.get("error"), Mapping))
+            for s in p.get("signals") or ():
+                if isinstance(s, Mapping):
+                    idx.signals.setdefault(signal_key(s, pid), s)
+                    if s.get("kind") == "lowering" and failing(s):
+                        idx.failing_cells.setdefault((pid, _text(s.get("subject"))), s)
+    return idx
+
+
+def _signal_state(b: _BaselineIndex, pid: str, sig: Mapping[str, Any]
+                  ) -> tuple[str, dict[str, Any] | None]:
+    if pid in b.not_compared or (b.statuses is not None and pid not in b.statuses):
+        return "new", None
+    if sig.get("kind") == "lowering":
+        item = b.cells.get((pid, _text(sig.get("subject"))))
+        if item is None:
+            return "unchanged", None
+        return ("new" if item["change"] == "now-failing" else "updated"), item
+    item = b.changes.get(signal_key(sig, pid))
+    if item is None:
+        return "unchanged", None
+    return ("new" if item["change"] in ("new", "now-failing") else "updated"), item
+
+
+def _probe_state(b: _BaselineIndex, pid: str, state: str) -> str:
+    if b.statuses is None:  # only the section: a status change from ok, or a new probe
+        item = b.status_items.get(pid)
+        return "new" if (item and item["cls"] == "regressions") or pid in b.not_compared \
+            else "unchanged"
+    old = b.statuses.get(pid)
+    if old is None:
+        return "new"
+    had = old[1] if state == "raised" else old[0] == state
+    return "unchanged" if had else "new"
+
+
+# -- the findings ---------------------------------------------------------------------------
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def _g(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
+
+
+def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
+                   change: str | None = None) -> str:
+    """One line: what happened, the probe that measured it, what changed since the baseline
+    (``change``), and the fix."""
+    kind, subject, reason = sig.get("kind"), _text(sig.get("subject")), _text(
+        sig.get("reason"))
+    d = as_mapping(sig.get("detail"))
+    n = occurrences(dict(sig))
+    if is_graph_break(sig):
+        gb = d.get("graph_break_id")
+        head = f"graph break {gb}: {reason}" if gb else f"graph break: {reason}"
+        if d.get("explanation") and d.get("explanation") != reason:
+            head += f" ({d['explanation']})"
+    elif kind == "tolerance":
+        head = f"tolerance {subject}: {_g(sig.get('value'))} vs limit {_g(sig.get('limit'))}"
+    elif kind == "lowering":
+        where = rule.id.removeprefix("laya/lowering").lstrip("/")
+        head = f"{subject} does not lower" + (f" ({where})" if where else "") + f": {reason}"
+    else:
+        head = f"{kind} {subject}".rstrip() + (f" ({reason})" if reason else "")
+    extra = []
+    if kind in COUNTED_KINDS and n != 1:
+        extra.append(f"{n}x")
+    if isinstance(sig.get("bytes"), int) and sig["bytes"]:
+        extra.append(_bytes(sig["bytes"]))
+    text = head.rstrip(". ") + (f", {', '.join(extra)}" if extra else "") + f". Probe {pid}."
+    if change:
+        text += f" Since the baseline: {change}."
+    if sig.get("fix"):
+        text += f" Fix: {sig['fix']}"
+    return _clip(text)
+
+
+def _related(sources: Sources, sig: Mapping[str, Any], primary: Location | None
+             ) -> list[Location]:
+    d = as_mapping(sig.get("detail"))
+    out: list[Location] = []
+    seen = {(primary.path, primary.line)} if primary else set()
+    stack = as_list(d.get("stack"))
+    for i, frame in enumerate(stack):
+        loc = sources.frame(frame, "where the finding occurred" if i == 0 else "called from")
+        if loc and (loc.path, loc.line) not in seen:
+            seen.add((loc.path, loc.line))
+            out.append(loc)
+    for buf in as_list(d.get("buffers")):
+        if isinstance(buf, Mapping):
+            loc = sources.site(buf, f"buffer {buf.get('name')} ({buf.get('scope')}) "
+                               "allocated here")
+            if loc and (loc.path, loc.line) not in seen:
+                seen.add((loc.path, loc.line))
+                out.append(loc)
+    return out[:MAX_RELATED]
+
+
+def _props(pid: str, sig: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"probe": pid, "kind": sig.get("kind")}
+    for k in ("subject", "count", "bytes", "value", "limit", "reason"):
+        v = sig.get(k)
+        if v is not None and (k != "value" or isinstance(v, (int, float))):
+            out[k] = v
+    d = as_mapping(sig.get("detail"))
+    if d.get("graph_break_id"):
+        out["graph_break_id"] = d["graph_break_id"]
+    return out
+
+
+def _fallback_location(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
+    """The probe's file, else the workspace's pyproject.toml (what asked for the run)."""
+    loc = sources.site({"file": probe.get("file")}) if probe.get("file") else None
+    return loc or sources.site({"file": os.path.join(sources.workspace, "pyproject.toml")})
+
+
+def _change(item: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not item:
+        return None
+    return {k: item.get(k) for k in ("change", "before", "after", "message")}
+
+
+def collect_findings(report: Mapping[str, Any], sources: Sources,
+                     baseline: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Every finding of ``report``, in report order (see the module docstring).
+
+    ``baseline``: the baseline report itself, when it could be read; its statuses and
+    signals make the states of probe-level findings exact and place absent findings at
+    their old sites. Without it, states come from the report's baseline section alone.
+    """
+    gates = _gate_index(report)
+    section = report.get("baseline")
+    base = _baseline_index(section, baseline) if isinstance(section, Mapping) else None
+    out: list[Finding] = []
+    probes: dict[str, Mapping[str, Any]] = {}
+    for p in report.get("probes") or ():
+        if isinstance(p, Mapping) and isinstance(p.get("id"), str):
+            probes[p["id"]] = p
+            out.extend(_probe_findings(p, gates, base, sources))
+    for err in report.get("errors") or ():
+        if isinstance(err, Mapping):
+            loc = sources.site({"file": err.get("file"), "line": err.get("line")})
+            msg = _clip(f"probe file {err.get('file')} does not import: {err.get('error')}")
+            out.append(Finding(RULES["laya/probe-file"], "",
+                               ("", "probe-file", _text(err.get("file")), ""), msg, loc,
+                               gates=list(gates.files), props={"file": err.get("file")},
+                               state="new" if base else None))
+    if base:
+        out.extend(_absent(base, probes, sources))
+    for i, f in enumerate(out):
+        f.order = i
+    return out
+
+
+def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineIndex | None,
+                    sources: Sources) -> Iterator[Finding]:
+    pid = str(p["id"])
+    n = 0
+    for sig in p.get("signals") or ():
+        if not isinstance(sig, Mapping):
+            continue
+        on = gates.for_signal(pid, sig)
+        rule = rule_for_signal(sig, drifted=bool(on) and sig.get("kind") == "tolerance")
+        if rule is None:
+            continue
+        state, item = _signal_state(base, pid, sig) if base else (None, None)
+        msg = signal_message(pid, sig, rule, item["message"] if item else None)
+        props = _props(pid, sig)
+        if item:
+            props["baseline"] = _change(item)
+        loc, related = _signal_location(sources, p, sig)
+        n += 1
+        yield Finding(rule, pid, signal_key(sig, pid), msg, loc, related, on, state, props)
+    yield from _status_findings(p, n, gates, base, sources)
+
+
+def _signal_location(sources: Sources, p: Mapping[str, Any], sig: Mapping[str, Any]
+                     ) -> tuple[Location | None, list[Location]]:
+    """The signal's site (a kernel's site for a lowering cell), its related locations, and
+    the probe's file where the site is not in the source tree."""
+    loc = sources.site(sig.get("site"))
+    d = sig.get("detail")
+    if loc is None and isinstance(d, Mapping):
+        loc = sources.site(d.get("kernel_site"))
+    related = _related(sources, sig, loc)
+    return loc or _fallback_location(sources, p), related
+
+
+_WORDS = {"error": "could not be examined", "crashed": "crashed", "timeout": "timed out",
+          "raised": "raised", "failed": "failed", "skipped": "was skipped"}
+
+
+def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
+                     base: _BaselineIndex | None, sources: Sources) -> Iterator[Finding]:
+    pid, status = str(p["id"]), str(p.get("status"))
+    on = _unique(list(gates.probes.get(pid, ())) + list(gates.statuses.get(status, ())))
+    states = []
+    if status in ("error", "crashed", "timeout"):
+        states.append(status)
+    err = p.get("error") if isinstance(p.get("error"), Mapping) else None
+    if err is not None and status != "error":
+        states.append("raised")
+    if not states and status in ("failed", "skipped") and on and (
+            status == "skipped" or not n_signals):
+        states.append(status)  # gated, and no finding of its own carries the gate
+    reason = _text(p.get("reason")).strip()
+    first = reason.splitlines()[0] if reason else ""
+    for state in states:
+        loc = (sources.site(err.get("site")) if err is not None and state == "raised"
+               else None) or _fallback_location(sources, p)
+        msg = _clip(f"probe {pid} {_WORDS[state]}" + (f": {first}" if first else ""))
+        props: dict[str, Any] = {"probe": pid, "status": status}
+        item = base.status_items.get(pid) if base else None
+        if item:
+            props["baseline"] = _change(item)
+        yield Finding(probe_rule(state), pid, (pid, "probe", state, ""), msg, loc, [], on,
+                      _probe_state(base, pid, state) if base else None, props)
+
+
+def _absent(base: _BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
+            sources: Sources) -> Iterator[Finding]:
+    """Findings of the baseline that this run no longer has: signals gone or now passing
+    in a compared probe, and probe states (could not be examined, crashed, timed out,
+    raised) a probe of both runs no longer has."""
+    for item in base.gone:
+        pid, kind = _text(item.get("probe")), _text(item.get("kind"))
+        subject, reason = _text(item.get("subject")), _text(item.get("reason"))
+        probe = probes.get(pid) or {}
+        if kind == "lowering":
+            before = as_mapping(item.get("before"))
+            reason = _text(before.get("reason"))
+            old = base.failing_cells.get((pid, subject))
+        else:
+            old = base.signals.get((pid, kind, subject, reason))
+        sig = dict(old or {}, kind=kind, subject=subject, reason=reason, passed=False)
+        sig.pop("count", None)
+        rule = rule_for_signal(sig)
+        if rule is None:
+            continue
+        loc, _ = _signal_location(sources, probe, old or {})
+        yield Finding(rule, pid, (pid, kind, subject, reason),
+                      _clip(f"fixed since the baseline: {item.get('message')}. Probe {pid}."),
+                      loc, [], [], "absent", {"probe": pid, "kind": kind,
+                                              "baseline": _change(item)})
+    if base.statuses is None:
+        return
+    for pid, (old_status, old_raised) in base.statuses.items():
+        p = probes.get(pid)
+        if p is None:
+            continue  # not run this time: not examined, so not fixed either
+        now_raised = isinstance(p.get("error"), Mapping)
+        for state, had, has in (
+                (old_status, old_status in ("error", "crashed", "timeout"),
+                 p.get("status") == old_status),
+                ("raised", old_raised and old_status != "error", now_raised)):
+            if had and not has:
+                yield Finding(probe_rule(state), pid, (pid, "probe", state, ""),
+                              _clip(f"fixed since the baseline: probe {pid} no longer "
+                                    f"{_WORDS[state]} (now {p.get('status')})"),
+                              _fallback_location(sources, p), [], [], "absent",
+                              {"probe": pid, "status": p.get("status")})
+
+
+def prioritised(findings: list[Finding]) -> list[Finding]:
+    """Gated first, then new/updated against the baseline, then by level; absent last."""
+    return sorted(findings, key=Finding.priority)
