@@ -346,7 +346,7 @@ def collect_findings(report: Mapping[str, Any], sources: Sources,
 def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineIndex | None,
                     sources: Sources) -> Iterator[Finding]:
     pid = str(p["id"])
-    n = 0
+    found: list[Finding] = []
     for sig in p.get("signals") or ():
         if not isinstance(sig, Mapping):
             continue
@@ -360,9 +360,15 @@ def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineInde
         if item:
             props["baseline"] = _change(item)
         loc, related = _signal_location(sources, p, sig)
-        n += 1
-        yield Finding(rule, pid, signal_key(sig, pid), msg, loc, related, on, state, props)
-    yield from _status_findings(p, n, gates, base, sources)
+        found.append(Finding(rule, pid, signal_key(sig, pid), msg, loc, related, on, state,
+                             props))
+    status = _status_findings(p, len(found), gates, base, sources)
+    on_probe = _probe_gates(p, gates)
+    if found and on_probe and not status:  # a gate on the failed probe: its findings carry it
+        for f in found:
+            f.gates = _unique(f.gates + on_probe)
+    yield from found
+    yield from status
 
 
 def _signal_location(sources: Sources, p: Mapping[str, Any], sig: Mapping[str, Any]
@@ -381,10 +387,20 @@ _WORDS = {"error": "could not be examined", "crashed": "crashed", "timeout": "ti
           "raised": "raised", "failed": "failed", "skipped": "was skipped"}
 
 
+def _probe_gates(p: Mapping[str, Any], gates: _GateIndex) -> list[str]:
+    """The failed gates that name the probe itself (its status, a crash, a baseline status
+    change)."""
+    return _unique(list(gates.probes.get(str(p["id"]), ()))
+                   + list(gates.statuses.get(str(p.get("status")), ())))
+
+
 def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
-                     base: _BaselineIndex | None, sources: Sources) -> Iterator[Finding]:
+                     base: _BaselineIndex | None, sources: Sources) -> list[Finding]:
+    """The probe-level findings: could not be examined, crashed, timed out, raised; a
+    failed or skipped probe only when a gate names it and no finding of its own does."""
     pid, status = str(p["id"]), str(p.get("status"))
-    on = _unique(list(gates.probes.get(pid, ())) + list(gates.statuses.get(status, ())))
+    on = _probe_gates(p, gates)
+    out: list[Finding] = []
     states = []
     if status in ("error", "crashed", "timeout"):
         states.append(status)
@@ -404,8 +420,9 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
         item = base.status_items.get(pid) if base else None
         if item:
             props["baseline"] = _change(item)
-        yield Finding(probe_rule(state), pid, (pid, "probe", state, ""), msg, loc, [], on,
-                      _probe_state(base, pid, state) if base else None, props)
+        out.append(Finding(probe_rule(state), pid, (pid, "probe", state, ""), msg, loc, [],
+                           on, _probe_state(base, pid, state) if base else None, props))
+    return out
 
 
 def _absent(base: _BaselineIndex, probes: Mapping[str, Mapping[str, Any]],

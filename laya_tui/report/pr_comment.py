@@ -156,8 +156,9 @@ def _key(item: Item) -> tuple[str, str, str, str]:
     return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""))
 
 
-def _count(side: Any) -> str:
-    return str(side.get("count")) if isinstance(side, Mapping) else "0"
+def _count(side: Mapping[str, Any]) -> str:
+    n = side.get("count")
+    return str(n) if isinstance(n, int) else "0"
 
 
 def _side(item: Item, name: str) -> Mapping[str, Any]:
