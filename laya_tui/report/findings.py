@@ -29,18 +29,50 @@ _BAD_STATES = ("new", "updated")
 @dataclass(slots=True)
 class Finding:
     """One result: a finding signal, a probe that is not a pass, or one gone since the
-    baseline (``state == "absent"``)."""
+    baseline (``state == "absent"``).
+
+    The message, properties and related locations of a signal's finding are built when
+    first read: a report of 100,000 signals has many more findings than a SARIF run keeps.
+    """
 
     rule: Rule
     probe: str
     identity: tuple[str, ...]
-    message: str
     location: Location | None = None
-    related: list[Location] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)
     state: str | None = None  # baselineState: new / unchanged / updated / absent
-    props: dict[str, Any] = field(default_factory=dict)
     order: int = 0
+    sig: Mapping[str, Any] | None = None  # the signal it is (None: a probe's state)
+    change: Mapping[str, Any] | None = None  # the baseline section's item for it
+    sources: Sources | None = None
+    text: str | None = None  # the message (built from ``sig`` when None)
+    extra: dict[str, Any] | None = None  # the properties (built from ``sig`` when None)
+    near: list[Location] | None = None  # the related locations (built when None)
+
+    @property
+    def message(self) -> str:
+        """One line: what, where it was measured, the change since the baseline, the fix."""
+        if self.text is None:
+            self.text = signal_message(self.probe, self.sig or {}, self.rule,
+                                       self.change["message"] if self.change else None)
+        return self.text
+
+    @property
+    def props(self) -> dict[str, Any]:
+        """Probe, kind, subject, count, bytes, value/limit and the baseline change."""
+        if self.extra is None:
+            self.extra = _props(self.probe, self.sig or {})
+            if self.change:
+                self.extra["baseline"] = _change(self.change)
+        return self.extra
+
+    @property
+    def related(self) -> list[Location]:
+        """The user stack's outer frames and a kernel's buffers, in the source tree."""
+        if self.near is None:
+            self.near = _related(self.sources, self.sig) if self.sig and self.sources \
+                else []
+        return self.near
 
     @property
     def level(self) -> str:
@@ -73,13 +105,27 @@ class _GateIndex:
     statuses: dict[str, list[str]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
 
-    def for_signal(self, pid: str, sig: Mapping[str, Any]) -> list[str]:
-        kind = str(sig.get("kind"))
-        out = list(self.signals.get(signal_key(sig, pid), ()))
-        if kind in ("tolerance", "lowering"):
-            out += self.checks.get((pid, kind, _text(sig.get("subject"))), ())
-        out += self.kinds.get(kind, ())
-        return _unique(out)
+    def for_signal(self, key: SignalKey) -> list[str]:
+        """The failed gates that name the signal of identity ``key``."""
+        pid, kind, subject, _ = key
+        out = self.signals.get(key)
+        checks = self.checks.get((pid, kind, subject)) if kind in _CHECKS else None
+        kinds = self.kinds.get(kind)
+        if not (checks or kinds):
+            return list(out) if out else []
+        if not (out or checks) and kinds:
+            return list(kinds)
+        return _unique([*(out or ()), *(checks or ()), *(kinds or ())])
+
+
+_CHECKS = frozenset(("tolerance", "lowering"))
+#: Kinds a finding can be of (the rest are facts); see report.rules.rule_for_signal.
+_FINDING_KINDS = frozenset(("fallback", "recompile", "host_bounce", "cast", "lowering",
+                            "tolerance"))
+
+
+def _is_map(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _text(value: Any) -> str:
@@ -173,29 +219,32 @@ def _baseline_index(section: Mapping[str, Any],
                 idx.gone.append(dict(item))
     if doc is not None:
         idx.statuses = {}
+        gone = {_text(i.get("probe")) for i in idx.gone}  # where old signals are looked up
         for p in doc.get("probes") or ():
-            if not (isinstance(p, Mapping) and isinstance(p.get("id"), str)):
+            if not (_is_map(p) and isinstance(p.get("id"), str)):
                 continue
             pid = p["id"]
-            idx.statuses[pid] = (str(p.get("status")), isinstance(p.get("error"), Mapping))
+            idx.statuses[pid] = (str(p.get("status")), _is_map(p.get("error")))
+            if pid not in gone:
+                continue
             for s in p.get("signals") or ():
-                if isinstance(s, Mapping):
+                if _is_map(s):
                     idx.signals.setdefault(signal_key(s, pid), s)
                     if s.get("kind") == "lowering" and failing(s):
                         idx.failing_cells.setdefault((pid, _text(s.get("subject"))), s)
     return idx
 
 
-def _signal_state(b: _BaselineIndex, pid: str, sig: Mapping[str, Any]
-                  ) -> tuple[str, dict[str, Any] | None]:
+def _signal_state(b: _BaselineIndex, key: SignalKey) -> tuple[str, dict[str, Any] | None]:
+    pid, kind, subject, _ = key
     if pid in b.not_compared or (b.statuses is not None and pid not in b.statuses):
         return "new", None
-    if sig.get("kind") == "lowering":
-        item = b.cells.get((pid, _text(sig.get("subject"))))
+    if kind == "lowering":
+        item = b.cells.get((pid, subject))
         if item is None:
             return "unchanged", None
         return ("new" if item["change"] == "now-failing" else "updated"), item
-    item = b.changes.get(signal_key(sig, pid))
+    item = b.changes.get(key)
     if item is None:
         return "unchanged", None
     return ("new" if item["change"] in ("new", "now-failing") else "updated"), item
@@ -240,7 +289,7 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
     kind, subject, reason = sig.get("kind"), _text(sig.get("subject")), _text(
         sig.get("reason"))
     d = as_mapping(sig.get("detail"))
-    n = occurrences(dict(sig))
+    n = occurrences(sig if type(sig) is dict else dict(sig))
     if is_graph_break(sig):
         gb = d.get("graph_break_id")
         head = f"graph break {gb}: {reason}" if gb else f"graph break: {reason}"
@@ -266,9 +315,9 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
     return _clip(text)
 
 
-def _related(sources: Sources, sig: Mapping[str, Any], primary: Location | None
-             ) -> list[Location]:
+def _related(sources: Sources, sig: Mapping[str, Any]) -> list[Location]:
     d = as_mapping(sig.get("detail"))
+    primary = _site(sources, sig)
     out: list[Location] = []
     seen = {(primary.path, primary.line)} if primary else set()
     stack = as_list(d.get("stack"))
@@ -333,9 +382,9 @@ def collect_findings(report: Mapping[str, Any], sources: Sources,
             loc = sources.site({"file": err.get("file"), "line": err.get("line")})
             msg = _clip(f"probe file {err.get('file')} does not import: {err.get('error')}")
             out.append(Finding(RULES["laya/probe-file"], "",
-                               ("", "probe-file", _text(err.get("file")), ""), msg, loc,
-                               gates=list(gates.files), props={"file": err.get("file")},
-                               state="new" if base else None))
+                               ("", "probe-file", _text(err.get("file")), ""), loc,
+                               list(gates.files), "new" if base else None, text=msg,
+                               extra={"file": err.get("file")}))
     if base:
         out.extend(_absent(base, probes, sources))
     for i, f in enumerate(out):
@@ -348,20 +397,17 @@ def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineInde
     pid = str(p["id"])
     found: list[Finding] = []
     for sig in p.get("signals") or ():
-        if not isinstance(sig, Mapping):
+        if not _is_map(sig) or sig.get("kind") not in _FINDING_KINDS:
             continue
-        on = gates.for_signal(pid, sig)
-        rule = rule_for_signal(sig, drifted=bool(on) and sig.get("kind") == "tolerance")
+        key = signal_key(sig, pid)
+        on = gates.for_signal(key)
+        rule = rule_for_signal(sig, drifted=bool(on) and key[1] == "tolerance")
         if rule is None:
             continue
-        state, item = _signal_state(base, pid, sig) if base else (None, None)
-        msg = signal_message(pid, sig, rule, item["message"] if item else None)
-        props = _props(pid, sig)
-        if item:
-            props["baseline"] = _change(item)
-        loc, related = _signal_location(sources, p, sig)
-        found.append(Finding(rule, pid, signal_key(sig, pid), msg, loc, related, on, state,
-                             props))
+        state, item = _signal_state(base, key) if base else (None, None)
+        loc = _site(sources, sig) or _fallback_location(sources, p)
+        found.append(Finding(rule, pid, key, loc, on, state, sig=sig, change=item,
+                             sources=sources))
     status = _status_findings(p, len(found), gates, base, sources)
     on_probe = _probe_gates(p, gates)
     if found and on_probe and not status:  # a gate on the failed probe: its findings carry it
@@ -371,16 +417,12 @@ def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineInde
     yield from status
 
 
-def _signal_location(sources: Sources, p: Mapping[str, Any], sig: Mapping[str, Any]
-                     ) -> tuple[Location | None, list[Location]]:
-    """The signal's site (a kernel's site for a lowering cell), its related locations, and
-    the probe's file where the site is not in the source tree."""
+def _site(sources: Sources, sig: Mapping[str, Any]) -> Location | None:
+    """The signal's site in the source tree (a lowering cell's: the kernel's line)."""
     loc = sources.site(sig.get("site"))
-    d = sig.get("detail")
-    if loc is None and isinstance(d, Mapping):
-        loc = sources.site(d.get("kernel_site"))
-    related = _related(sources, sig, loc)
-    return loc or _fallback_location(sources, p), related
+    if loc is None:
+        loc = sources.site(as_mapping(sig.get("detail")).get("kernel_site"))
+    return loc
 
 
 _WORDS = {"error": "could not be examined", "crashed": "crashed", "timeout": "timed out",
@@ -420,8 +462,9 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
         item = base.status_items.get(pid) if base else None
         if item:
             props["baseline"] = _change(item)
-        out.append(Finding(probe_rule(state), pid, (pid, "probe", state, ""), msg, loc, [],
-                           on, _probe_state(base, pid, state) if base else None, props))
+        out.append(Finding(probe_rule(state), pid, (pid, "probe", state, ""), loc, on,
+                           _probe_state(base, pid, state) if base else None, text=msg,
+                           extra=props))
     return out
 
 
@@ -445,28 +488,28 @@ def _absent(base: _BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
         rule = rule_for_signal(sig)
         if rule is None:
             continue
-        loc, _ = _signal_location(sources, probe, old or {})
-        yield Finding(rule, pid, (pid, kind, subject, reason),
-                      _clip(f"fixed since the baseline: {item.get('message')}. Probe {pid}."),
-                      loc, [], [], "absent", {"probe": pid, "kind": kind,
-                                              "baseline": _change(item)})
+        loc = (_site(sources, old) if old else None) or _fallback_location(sources, probe)
+        yield Finding(rule, pid, (pid, kind, subject, reason), loc, [], "absent",
+                      text=_clip(f"fixed since the baseline: {item.get('message')}. "
+                                 f"Probe {pid}."),
+                      extra={"probe": pid, "kind": kind, "baseline": _change(item)})
     if base.statuses is None:
         return
     for pid, (old_status, old_raised) in base.statuses.items():
         p = probes.get(pid)
         if p is None:
             continue  # not run this time: not examined, so not fixed either
-        now_raised = isinstance(p.get("error"), Mapping)
+        now_raised = _is_map(p.get("error"))
         for state, had, has in (
                 (old_status, old_status in ("error", "crashed", "timeout"),
                  p.get("status") == old_status),
                 ("raised", old_raised and old_status != "error", now_raised)):
             if had and not has:
                 yield Finding(probe_rule(state), pid, (pid, "probe", state, ""),
-                              _clip(f"fixed since the baseline: probe {pid} no longer "
-                                    f"{_WORDS[state]} (now {p.get('status')})"),
-                              _fallback_location(sources, p), [], [], "absent",
-                              {"probe": pid, "status": p.get("status")})
+                              _fallback_location(sources, p), [], "absent",
+                              text=_clip(f"fixed since the baseline: probe {pid} no longer "
+                                         f"{_WORDS[state]} (now {p.get('status')})"),
+                              extra={"probe": pid, "status": p.get("status")})
 
 
 def prioritised(findings: list[Finding]) -> list[Finding]:

@@ -183,7 +183,7 @@ def rule_for_signal(sig: Mapping[str, Any], *, drifted: bool = False) -> Rule | 
     """
     kind = sig.get("kind")
     if kind == "fallback":
-        if not occurrences(dict(sig)):
+        if not occurrences(sig if type(sig) is dict else dict(sig)):
             return None
         if is_graph_break(sig):
             return graph_break_rule(sig)
@@ -193,7 +193,7 @@ def rule_for_signal(sig: Mapping[str, Any], *, drifted: bool = False) -> Rule | 
             return RULES["laya/fallback/inductor-kernel"]
         return RULES["laya/fallback/cpu-op"]
     if kind in ("recompile", "cast", "host_bounce"):
-        if not occurrences(dict(sig)):
+        if not occurrences(sig if type(sig) is dict else dict(sig)):
             return None
         if kind == "host_bounce":
             return host_bounce_rule(sig)

@@ -13,7 +13,7 @@ from typing import Any
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
     """``value`` when it is a mapping, else an empty one (report fields may be absent)."""
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -24,7 +24,7 @@ def as_list(value: Any) -> list[Any]:
 _FRAME = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:\((?P<func>[^()]*)\))?$")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """A place in the source tree: ``path`` relative to the source root, ``/``-separated."""
 
@@ -54,6 +54,7 @@ class Sources:
                 self.root = repo
         self._real_root = os.path.realpath(self.root)
         self._paths: dict[str, str | None] = {}
+        self._sites: dict[tuple[Any, ...], Location | None] = {}
 
     def relative(self, file: Any) -> str | None:
         """``file`` (absolute, or relative to the workspace) relative to the root; None when
@@ -78,15 +79,23 @@ class Sources:
 
     def site(self, site: Any, note: str | None = None) -> Location | None:
         """The location of a signal's ``site`` dict (``{file, line?, func?}``)."""
-        if not isinstance(site, Mapping):
+        if type(site) is not dict and not isinstance(site, Mapping):
             return None
-        path = self.relative(site.get("file"))
-        if path is None:
+        file, line, func = site.get("file"), site.get("line"), site.get("func")
+        try:
+            key = (file, line, func, note)
+            return self._sites[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable value where a name or a number belongs
             return None
-        line = site.get("line")
-        func = site.get("func")
-        return Location(path, line if isinstance(line, int) and line > 0 else None,
-                        func if isinstance(func, str) and func else None, note)
+        path = self.relative(file)
+        loc = None if path is None else Location(
+            path, line if type(line) is int and line > 0 else None,
+            func if isinstance(func, str) and func else None, note)
+        if len(self._sites) < 100_000:
+            self._sites[key] = loc
+        return loc
 
     def frame(self, text: Any, note: str | None = None) -> Location | None:
         """The location of a stack entry ``file:line(func)``."""
