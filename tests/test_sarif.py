@@ -359,3 +359,31 @@ def test_every_fixed_rule_is_declared_even_without_results():
     doc = _sarif(report, ws)
     ids = [r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]]
     assert ids[:len(RULES)] == list(RULES)
+
+
+def test_sarif_and_annotations_take_the_flag_then_the_table_then_the_default(tmp_path):
+    from laya_tui.cli.config import settings_from
+    from laya_tui.cli.main import build_parser
+    from laya_tui.cli.merge import build_parser as merge_parser
+
+    def outputs(*flags: str, merge: bool = False):
+        if merge:
+            args = merge_parser().parse_args(["r.json", "--workspace", str(tmp_path), *flags])
+            return settings_from(args, run=False).outputs
+        args = build_parser().parse_args(["--workspace", str(tmp_path), *flags])
+        return settings_from(args, run=False).outputs
+
+    assert (outputs().sarif, outputs().annotations) == (None, False)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.laya-tui]\nsarif = "ci/laya.sarif"\nannotations = true\n')
+    table = outputs()
+    assert (table.sarif, table.annotations) == (str(tmp_path / "ci" / "laya.sarif"), True)
+    assert outputs("--sarif", "x.sarif", "--no-annotations").sarif == "x.sarif"
+    assert outputs("--no-annotations").annotations is False
+    assert outputs("--sarif", "m.sarif", merge=True).sarif == "m.sarif"
+    assert table.ci_files() and "--sarif" in table.by_flag()
+    (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\nannotations = "yes"\n')
+    from laya_tui.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="annotations: expected true or false"):
+        outputs()
