@@ -142,8 +142,8 @@ class WorkerHandle:
             os.close(wfd)
             logf.close()
         loop = asyncio.get_running_loop()
-        self.reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+        reader = self.reader = asyncio.StreamReader(limit=MAX_LINE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
                                      os.fdopen(rfd, "rb", buffering=0))
         event = await self.next_event(timeout=60.0)
         if event.get("type") != Reply.READY:

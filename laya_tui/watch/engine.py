@@ -599,10 +599,9 @@ class Watcher:
         deps = set(self._discovery_deps)
         for d in self._deps.values():
             deps |= d
-        for d in deps:
-            folder = os.path.dirname(d)
-            if not _under(d, rec) and self.filter.accepts(d):
-                flat.add(folder)
+        for path in deps:
+            if not _under(path, rec) and self.filter.accepts(path):
+                flat.add(os.path.dirname(path))
         flat = {f for f in flat if os.path.isdir(f) and not _under(f, rec)}
         return tuple(rec), tuple(sorted(flat))
 
