@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from laya_tui.core.signals import FAILING_STATUSES  # noqa: F401 - re-exported
+
 #: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
 FAILED_OUTCOMES: tuple[str, ...] = ("lower-failed", "build-failed", "run-failed")
-#: Result statuses that are not a pass: a finding, a probe error, a crash or a timeout.
-FAILING_STATUSES = frozenset(("failed", "error", "crashed", "timeout"))
 
 SignalKey = tuple[str, str, str, str]
 """``(probe, kind, subject, reason)``: a signal's identity across runs."""

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from laya_tui.core.signals import ABORTED_STATUSES
 from laya_tui.watch.changes import NATIVE_SUFFIXES, under
 from laya_tui.watch.records import diagnostic_of
 
@@ -41,7 +42,7 @@ class DependencyIndex:
         pid = result["id"]
         diag = diagnostic_of(result)
         deps = set(probe.get("deps", [])) | self.absolute(result.get("deps", []))
-        if diag is not None or result.get("status") in ("crashed", "timeout"):
+        if diag is not None or result.get("status") in ABORTED_STATUSES:
             deps |= self.of(pid)  # a partial run: keep what it depended on
         if diag and diag.get("file") and os.path.isabs(diag["file"]):
             deps.add(os.path.realpath(diag["file"]))  # recover when that file is fixed
