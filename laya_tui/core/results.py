@@ -94,24 +94,25 @@ def is_cancelled(result: Mapping[str, Any]) -> bool:
 class Signal:
     """One signal, frozen (the fields of ``laya_tui.core.signals.FIELDS``; None = absent).
 
-    Reads like the dict it came from (``get``, ``[]``, ``in``), so code written against
-    the report's signal objects works on it unchanged. ``site`` and ``detail`` stay the
-    dicts they were: shallowly frozen.
+    The field types are the report schema's (``report/schema.json``, ``$defs/signal``).
+    It also reads like the dict it came from (``get``, ``[]``, ``in``), so code written
+    against the report's signal objects works on it unchanged; new code reads attributes.
+    ``site`` and ``detail`` stay the dicts they were: shallowly frozen.
     """
 
     kind: str = ""
     probe: str = ""
-    subject: Any = None
-    count: Any = None
-    bytes: Any = None
-    reason: Any = None
-    site: Any = None
-    fix: Any = None
+    subject: str | None = None
+    count: int | None = None
+    bytes: int | None = None
+    reason: str | None = None
+    site: Mapping[str, Any] | None = None
+    fix: str | None = None
     value: Any = None
-    limit: Any = None
-    passed: Any = None
-    seconds: Any = None
-    detail: Any = None
+    limit: float | None = None
+    passed: bool | None = None
+    seconds: float | None = None
+    detail: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, sig: Mapping[str, Any]) -> Signal:
