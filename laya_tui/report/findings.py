@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, occurrences, signal_key
+from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.rules import RULES, Rule, is_graph_break, probe_rule, rule_for_signal
-from laya_tui.report.sources import Location, Sources, as_list, as_mapping
+from laya_tui.report.sources import Location, Sources
 
 #: Related locations (the user stack, a kernel's buffers) kept per finding.
 MAX_RELATED = 10
@@ -288,7 +289,7 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
     (``change``), and the fix."""
     kind, subject, reason = sig.get("kind"), _text(sig.get("subject")), _text(
         sig.get("reason"))
-    d = as_mapping(sig.get("detail"))
+    d = as_dict(sig.get("detail"))
     n = occurrences(sig if type(sig) is dict else dict(sig))
     if is_graph_break(sig):
         gb = d.get("graph_break_id")
@@ -316,7 +317,7 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
 
 
 def _related(sources: Sources, sig: Mapping[str, Any]) -> list[Location]:
-    d = as_mapping(sig.get("detail"))
+    d = as_dict(sig.get("detail"))
     primary = _site(sources, sig)
     out: list[Location] = []
     seen = {(primary.path, primary.line)} if primary else set()
@@ -342,7 +343,7 @@ def _props(pid: str, sig: Mapping[str, Any]) -> dict[str, Any]:
         v = sig.get(k)
         if v is not None and (k != "value" or isinstance(v, (int, float))):
             out[k] = v
-    d = as_mapping(sig.get("detail"))
+    d = as_dict(sig.get("detail"))
     if d.get("graph_break_id"):
         out["graph_break_id"] = d["graph_break_id"]
     return out
@@ -421,7 +422,7 @@ def _site(sources: Sources, sig: Mapping[str, Any]) -> Location | None:
     """The signal's site in the source tree (a lowering cell's: the kernel's line)."""
     loc = sources.site(sig.get("site"))
     if loc is None:
-        loc = sources.site(as_mapping(sig.get("detail")).get("kernel_site"))
+        loc = sources.site(as_dict(sig.get("detail")).get("kernel_site"))
     return loc
 
 
@@ -478,7 +479,7 @@ def _absent(base: _BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
         subject, reason = _text(item.get("subject")), _text(item.get("reason"))
         probe = probes.get(pid) or {}
         if kind == "lowering":
-            before = as_mapping(item.get("before"))
+            before = as_dict(item.get("before"))
             reason = _text(before.get("reason"))
             old = base.failing_cells.get((pid, subject))
         else:

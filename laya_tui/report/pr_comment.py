@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.results import signal_key
+from laya_tui.core.shapes import as_dict
 from laya_tui.report.markdown import _cell, _code
 from laya_tui.report.rules import is_graph_break
-from laya_tui.report.sources import Location, Sources, as_mapping
+from laya_tui.report.sources import Location, Sources
 
 MARKER = "<!-- laya-tui -->"
 MAX_CHARS = 65_000
@@ -162,11 +163,11 @@ def _count(side: Mapping[str, Any]) -> str:
 
 
 def _side(item: Item, name: str) -> Mapping[str, Any]:
-    return as_mapping(item.get(name))
+    return as_dict(item.get(name))
 
 
 def _gb(sig: Mapping[str, Any] | None, item: Item) -> str:
-    d = as_mapping(sig.get("detail")) if sig else {}
+    d = as_dict(sig.get("detail")) if sig else {}
     gb = d.get("graph_break_id")
     text = f"{gb} " if gb else ""
     return _cell(text + str(item.get("reason") or ""))
@@ -195,7 +196,7 @@ def _tables(items: list[Item], new_sigs: Mapping, old_sigs: Mapping, new_cells: 
         elif kind == "lowering":
             cell = (item["probe"], item.get("subject", ""))
             s = (new_cells if worse else old_cells).get(cell) or new_cells.get(cell)
-            d = as_mapping(s.get("detail")) if s else {}
+            d = as_dict(s.get("detail")) if s else {}
             diag = after.get("reason") if worse else before.get("reason")
             stage = d.get("pass") or d.get("stage") or ""
             low.append(f"| {_code(item.get('subject', ''))} | {_cell(stage)} | {where(s)} | "
@@ -261,7 +262,7 @@ def build_pr_comment(section: Mapping[str, Any], base: Mapping[str, Any],
               titled=False))
     if not regs and not imps:
         comment.head.append("No regression and no improvement.")
-    tool = as_mapping(new.get("tool"))
+    tool = as_dict(new.get("tool"))
     comment.foot = [f"<sub>laya-tui {tool.get('version', '')} · `laya-tui diff "
                     f"{base_label} {new_label} --pr-comment`</sub>"]
     return _fit(comment, max_chars)

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.shapes import as_dict
 from laya_tui.report.findings import Finding, collect_findings, prioritised
 from laya_tui.report.rules import RULES, Rule
-from laya_tui.report.sources import Location, Sources, as_mapping
+from laya_tui.report.sources import Location, Sources
 
 if TYPE_CHECKING:
     from laya_tui.core.settings import Settings
@@ -152,11 +153,11 @@ def build_sarif(report: Mapping[str, Any], sources: Sources,
         notes.append(_notification("warning", f"{len(left_out)} least important finding(s) "
                                    f"left out: code scanning keeps {max_results:,} results "
                                    "per run (all are in the JSON report)"))
-    summary = as_mapping(report.get("summary"))
+    summary = as_dict(report.get("summary"))
     invocation: dict[str, Any] = {"executionSuccessful": True}
     if notes:
         invocation["toolExecutionNotifications"] = notes
-    tool = as_mapping(report.get("tool"))
+    tool = as_dict(report.get("tool"))
     version = str(tool.get("version") or "0")
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "laya-tui", "version": version, "semanticVersion": version,

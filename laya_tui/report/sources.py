@@ -10,17 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-def as_mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a mapping, else an empty one (report fields may be absent)."""
-    return value if type(value) is dict or isinstance(value, Mapping) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    """``value`` when it is a list, else an empty one."""
-    return value if isinstance(value, list) else []
-
-
 _FRAME = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:\((?P<func>[^()]*)\))?$")
 
 
