@@ -16,15 +16,27 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, occurrences, signal_key
+from laya_tui.core.results import COUNTED_KINDS, occurrences, signal_key
 from laya_tui.core.shapes import as_dict, as_list
+from laya_tui.report.finding_index import (
+    BAD_STATES,
+    FINDING_KINDS,
+    BaselineIndex,
+    GateIndex,
+    baseline_index,
+    gate_index,
+    is_map,
+    probe_state,
+    signal_state,
+    text_of,
+    unique,
+)
 from laya_tui.report.rules import RULES, Rule, is_graph_break, probe_rule, rule_for_signal
 from laya_tui.report.sources import Location, Sources
 
 #: Related locations (the user stack, a kernel's buffers) kept per finding.
 MAX_RELATED = 10
 MESSAGE_CHARS = 600
-_BAD_STATES = ("new", "updated")
 
 
 @dataclass(slots=True)
@@ -91,176 +103,8 @@ class Finding:
         """Sort key: gated first, then new/updated against the baseline, warnings before
         notes, absent last; report order within."""
         rank = {"error": 0, "warning": 1, "note": 2}.get(self.level, 3)
-        return (0 if self.gates else 1, 0 if self.state in _BAD_STATES else 1, rank,
+        return (0 if self.gates else 1, 0 if self.state in BAD_STATES else 1, rank,
                 self.order)
-
-
-# -- which gates fail on what ----------------------------------------------------------------
-
-@dataclass
-class _GateIndex:
-    signals: dict[SignalKey, list[str]] = field(default_factory=dict)
-    checks: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
-    kinds: dict[str, list[str]] = field(default_factory=dict)
-    probes: dict[str, list[str]] = field(default_factory=dict)
-    statuses: dict[str, list[str]] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
-
-    def for_signal(self, key: SignalKey) -> list[str]:
-        """The failed gates that name the signal of identity ``key``."""
-        pid, kind, subject, _ = key
-        out = self.signals.get(key)
-        checks = self.checks.get((pid, kind, subject)) if kind in _CHECKS else None
-        kinds = self.kinds.get(kind)
-        if not (checks or kinds):
-            return list(out) if out else []
-        if not (out or checks) and kinds:
-            return list(kinds)
-        return _unique([*(out or ()), *(checks or ()), *(kinds or ())])
-
-
-_CHECKS = frozenset(("tolerance", "lowering"))
-#: Kinds a finding can be of (the rest are facts); see report.rules.rule_for_signal.
-_FINDING_KINDS = frozenset(("fallback", "recompile", "host_bounce", "cast", "lowering",
-                            "tolerance"))
-
-
-def _is_map(value: Any) -> bool:
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
-
-
-def _unique(names: list[str]) -> list[str]:
-    return list(dict.fromkeys(names))
-
-
-def _gate_index(report: Mapping[str, Any]) -> _GateIndex:
-    idx = _GateIndex()
-    for g in report.get("gates") or ():
-        if not isinstance(g, Mapping) or g.get("passed"):
-            continue
-        name = str(g.get("name"))
-        fails = [f for f in g.get("failures") or () if isinstance(f, Mapping)]
-        if name in ("no-crash", "no-timeout", "no-probe-error"):
-            for f in fails:
-                idx.probes.setdefault(_text(f.get("probe")), []).append(name)
-        elif name == "tolerance":
-            for f in fails:
-                key = (_text(f.get("probe")), "tolerance", _text(f.get("subject")))
-                idx.checks.setdefault(key, []).append(name)
-        elif name.startswith(("fail-on:", "max:")):
-            kind = name.partition(":")[2]
-            if kind in ("failed", "skipped"):
-                idx.statuses.setdefault(kind, []).append(name)
-            elif name.startswith("max:"):
-                idx.kinds.setdefault(kind, []).append(name)
-            else:
-                for f in fails:
-                    skey = (_text(f.get("probe")), kind, _text(f.get("subject")),
-                            _text(f.get("reason")))
-                    idx.signals.setdefault(skey, []).append(name)
-        elif name == "probe-files":
-            idx.files.append(name)
-        elif name == "baseline":
-            for f in fails:
-                _baseline_gate(idx, f, name)
-    return idx
-
-
-def _baseline_gate(idx: _GateIndex, item: Mapping[str, Any], name: str) -> None:
-    pid, kind = _text(item.get("probe")), _text(item.get("kind"))
-    if kind == "probe":
-        idx.probes.setdefault(pid, []).append(name)
-    elif kind == "lowering":
-        idx.checks.setdefault((pid, kind, _text(item.get("subject"))), []).append(name)
-    else:
-        key = (pid, kind, _text(item.get("subject")), _text(item.get("reason")))
-        idx.signals.setdefault(key, []).append(name)
-
-
-# -- the baseline's view of each finding -----------------------------------------------------
-
-@dataclass
-class _BaselineIndex:
-    """The baseline section's changes by key, and (when the baseline report could be read)
-    its probe statuses and signals."""
-
-    changes: dict[SignalKey, dict[str, Any]] = field(default_factory=dict)
-    cells: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    not_compared: set[str] = field(default_factory=set)
-    gone: list[dict[str, Any]] = field(default_factory=list)
-    statuses: dict[str, tuple[str, bool]] | None = None  # probe -> (status, raised)
-    signals: dict[SignalKey, Mapping[str, Any]] = field(default_factory=dict)
-    failing_cells: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
-    status_items: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _baseline_index(section: Mapping[str, Any],
-                    doc: Mapping[str, Any] | None) -> _BaselineIndex:
-    idx = _BaselineIndex()
-    for cls in ("regressions", "improvements", "notes"):
-        for item in section.get(cls) or ():
-            if not isinstance(item, Mapping):
-                continue
-            pid, kind = _text(item.get("probe")), _text(item.get("kind"))
-            change = _text(item.get("change"))
-            if change == "not-compared":
-                idx.not_compared.add(pid)
-            elif kind == "probe" and change == "status":
-                idx.status_items[pid] = dict(item, cls=cls)
-            elif kind == "lowering" and change != "gone-check":
-                idx.cells[(pid, _text(item.get("subject")))] = dict(item, cls=cls)
-            elif (kind in COUNTED_KINDS or kind == "tolerance") and change != "gone-check":
-                key = (pid, kind, _text(item.get("subject")), _text(item.get("reason")))
-                idx.changes[key] = dict(item, cls=cls)
-            if cls == "improvements" and change in ("gone", "now-passing"):
-                idx.gone.append(dict(item))
-    if doc is not None:
-        idx.statuses = {}
-        gone = {_text(i.get("probe")) for i in idx.gone}  # where old signals are looked up
-        for p in doc.get("probes") or ():
-            if not (_is_map(p) and isinstance(p.get("id"), str)):
-                continue
-            pid = p["id"]
-            idx.statuses[pid] = (str(p.get("status")), _is_map(p.get("error")))
-            if pid not in gone:
-                continue
-            for s in p.get("signals") or ():
-                if _is_map(s):
-                    idx.signals.setdefault(signal_key(s, pid), s)
-                    if s.get("kind") == "lowering" and failing(s):
-                        idx.failing_cells.setdefault((pid, _text(s.get("subject"))), s)
-    return idx
-
-
-def _signal_state(b: _BaselineIndex, key: SignalKey) -> tuple[str, dict[str, Any] | None]:
-    pid, kind, subject, _ = key
-    if pid in b.not_compared or (b.statuses is not None and pid not in b.statuses):
-        return "new", None
-    if kind == "lowering":
-        item = b.cells.get((pid, subject))
-        if item is None:
-            return "unchanged", None
-        return ("new" if item["change"] == "now-failing" else "updated"), item
-    item = b.changes.get(key)
-    if item is None:
-        return "unchanged", None
-    return ("new" if item["change"] in ("new", "now-failing") else "updated"), item
-
-
-def _probe_state(b: _BaselineIndex, pid: str, state: str) -> str:
-    if b.statuses is None:  # only the section: a status change from ok, or a new probe
-        item = b.status_items.get(pid)
-        return "new" if (item and item["cls"] == "regressions") or pid in b.not_compared \
-            else "unchanged"
-    old = b.statuses.get(pid)
-    if old is None:
-        return "new"
-    had = old[1] if state == "raised" else old[0] == state
-    return "unchanged" if had else "new"
 
 
 # -- the findings ---------------------------------------------------------------------------
@@ -287,7 +131,7 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
                    change: str | None = None) -> str:
     """One line: what happened, the probe that measured it, what changed since the baseline
     (``change``), and the fix."""
-    kind, subject, reason = sig.get("kind"), _text(sig.get("subject")), _text(
+    kind, subject, reason = sig.get("kind"), text_of(sig.get("subject")), text_of(
         sig.get("reason"))
     d = as_dict(sig.get("detail"))
     n = occurrences(sig if type(sig) is dict else dict(sig))
@@ -369,9 +213,9 @@ def collect_findings(report: Mapping[str, Any], sources: Sources,
     signals make the states of probe-level findings exact and place absent findings at
     their old sites. Without it, states come from the report's baseline section alone.
     """
-    gates = _gate_index(report)
+    gates = gate_index(report)
     section = report.get("baseline")
-    base = _baseline_index(section, baseline) if isinstance(section, Mapping) else None
+    base = baseline_index(section, baseline) if isinstance(section, Mapping) else None
     out: list[Finding] = []
     probes: dict[str, Mapping[str, Any]] = {}
     for p in report.get("probes") or ():
@@ -383,7 +227,7 @@ def collect_findings(report: Mapping[str, Any], sources: Sources,
             loc = sources.site({"file": err.get("file"), "line": err.get("line")})
             msg = _clip(f"probe file {err.get('file')} does not import: {err.get('error')}")
             out.append(Finding(RULES["laya/probe-file"], "",
-                               ("", "probe-file", _text(err.get("file")), ""), loc,
+                               ("", "probe-file", text_of(err.get("file")), ""), loc,
                                list(gates.files), "new" if base else None, text=msg,
                                extra={"file": err.get("file")}))
     if base:
@@ -393,19 +237,19 @@ def collect_findings(report: Mapping[str, Any], sources: Sources,
     return out
 
 
-def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineIndex | None,
+def _probe_findings(p: Mapping[str, Any], gates: GateIndex, base: BaselineIndex | None,
                     sources: Sources) -> Iterator[Finding]:
     pid = str(p["id"])
     found: list[Finding] = []
     for sig in p.get("signals") or ():
-        if not _is_map(sig) or sig.get("kind") not in _FINDING_KINDS:
+        if not is_map(sig) or sig.get("kind") not in FINDING_KINDS:
             continue
         key = signal_key(sig, pid)
         on = gates.for_signal(key)
         rule = rule_for_signal(sig, drifted=bool(on) and key[1] == "tolerance")
         if rule is None:
             continue
-        state, item = _signal_state(base, key) if base else (None, None)
+        state, item = signal_state(base, key) if base else (None, None)
         loc = _site(sources, sig) or _fallback_location(sources, p)
         found.append(Finding(rule, pid, key, loc, on, state, sig=sig, change=item,
                              sources=sources))
@@ -413,7 +257,7 @@ def _probe_findings(p: Mapping[str, Any], gates: _GateIndex, base: _BaselineInde
     on_probe = _probe_gates(p, gates)
     if found and on_probe and not status:  # a gate on the failed probe: its findings carry it
         for f in found:
-            f.gates = _unique(f.gates + on_probe)
+            f.gates = unique(f.gates + on_probe)
     yield from found
     yield from status
 
@@ -430,15 +274,15 @@ _WORDS = {"error": "could not be examined", "crashed": "crashed", "timeout": "ti
           "raised": "raised", "failed": "failed", "skipped": "was skipped"}
 
 
-def _probe_gates(p: Mapping[str, Any], gates: _GateIndex) -> list[str]:
+def _probe_gates(p: Mapping[str, Any], gates: GateIndex) -> list[str]:
     """The failed gates that name the probe itself (its status, a crash, a baseline status
     change)."""
-    return _unique(list(gates.probes.get(str(p["id"]), ()))
+    return unique(list(gates.probes.get(str(p["id"]), ()))
                    + list(gates.statuses.get(str(p.get("status")), ())))
 
 
-def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
-                     base: _BaselineIndex | None, sources: Sources) -> list[Finding]:
+def _status_findings(p: Mapping[str, Any], n_signals: int, gates: GateIndex,
+                     base: BaselineIndex | None, sources: Sources) -> list[Finding]:
     """The probe-level findings: could not be examined, crashed, timed out, raised; a
     failed or skipped probe only when a gate names it and no finding of its own does."""
     pid, status = str(p["id"]), str(p.get("status"))
@@ -453,7 +297,7 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
     if not states and status in ("failed", "skipped") and on and (
             status == "skipped" or not n_signals):
         states.append(status)  # gated, and no finding of its own carries the gate
-    reason = _text(p.get("reason")).strip()
+    reason = text_of(p.get("reason")).strip()
     first = reason.splitlines()[0] if reason else ""
     for state in states:
         loc = (sources.site(err.get("site")) if err is not None and state == "raised"
@@ -464,23 +308,23 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: _GateIndex,
         if item:
             props["baseline"] = _change(item)
         out.append(Finding(probe_rule(state), pid, (pid, "probe", state, ""), loc, on,
-                           _probe_state(base, pid, state) if base else None, text=msg,
+                           probe_state(base, pid, state) if base else None, text=msg,
                            extra=props))
     return out
 
 
-def _absent(base: _BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
+def _absent(base: BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
             sources: Sources) -> Iterator[Finding]:
     """Findings of the baseline that this run no longer has: signals gone or now passing
     in a compared probe, and probe states (could not be examined, crashed, timed out,
     raised) a probe of both runs no longer has."""
     for item in base.gone:
-        pid, kind = _text(item.get("probe")), _text(item.get("kind"))
-        subject, reason = _text(item.get("subject")), _text(item.get("reason"))
+        pid, kind = text_of(item.get("probe")), text_of(item.get("kind"))
+        subject, reason = text_of(item.get("subject")), text_of(item.get("reason"))
         probe = probes.get(pid) or {}
         if kind == "lowering":
             before = as_dict(item.get("before"))
-            reason = _text(before.get("reason"))
+            reason = text_of(before.get("reason"))
             old = base.failing_cells.get((pid, subject))
         else:
             old = base.signals.get((pid, kind, subject, reason))
@@ -500,7 +344,7 @@ def _absent(base: _BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
         p = probes.get(pid)
         if p is None:
             continue  # not run this time: not examined, so not fixed either
-        now_raised = _is_map(p.get("error"))
+        now_raised = is_map(p.get("error"))
         for state, had, has in (
                 (old_status, old_status in ("error", "crashed", "timeout"),
                  p.get("status") == old_status),
