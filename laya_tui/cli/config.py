@@ -53,6 +53,8 @@ KEYS: dict[str, tuple[str, str]] = {
     "markdown": ("markdown", "path"),
     "demo": ("demo", "bool"),
     "kernel-args": ("kernel_args", "kernel-args"),
+    "sarif": ("sarif", "path"),
+    "annotations": ("annotations", "bool"),
 }
 ALIASES = {"family-timeouts": "timeouts"}
 
@@ -194,14 +196,26 @@ def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None,
     run_options = _run_options(flags, table, workspace) if run else RunOptions()
     return Settings(
         workspace=workspace, run=run_options, gates=_gates(flags, table),
-        outputs=Outputs(json=flags.get("json"),
-                        junit=_pick(flags.get("junit"), table, "junit"),
-                        markdown=_pick(flags.get("markdown"), table, "markdown"),
-                        html=flags.get("html"), trace=flags.get("trace")),
+        outputs=_outputs(flags, table),
         headless=bool(flags.get("headless")), list_only=bool(flags.get("list")),
         watch=bool(flags.get("watch")), debounce_ms=flags.get("debounce_ms"),
         quiet=bool(flags.get("quiet")),
     )
+
+
+def _outputs(flags: dict[str, Any], table: dict[str, Any]) -> Outputs:
+    """Where the report and the CI files go; ``--annotations`` (stdout) cannot share stdout
+    with ``--json -``."""
+    out = Outputs(json=flags.get("json"), junit=_pick(flags.get("junit"), table, "junit"),
+                  markdown=_pick(flags.get("markdown"), table, "markdown"),
+                  html=flags.get("html"), trace=flags.get("trace"),
+                  sarif=_pick(flags.get("sarif"), table, "sarif"),
+                  annotations=bool(_pick(flags.get("annotations"), table, "annotations",
+                                         False)))
+    if out.annotations and out.json == "-":
+        raise UsageError("--annotations prints workflow commands on stdout, where --json - "
+                         "writes the report: give --json a file path")
+    return out
 
 
 def _gates(flags: dict[str, Any], table: dict[str, Any]) -> Gates:

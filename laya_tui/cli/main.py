@@ -37,6 +37,15 @@ def add_gate_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> Non
                     help="fail on more than N occurrences of KIND (repeatable)")
 
 
+def add_finding_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--sarif`` and ``--annotations``, shared by a run and ``laya-tui merge``."""
+    ap.add_argument("--sarif", metavar="PATH",
+                    help="also write the findings as SARIF 2.1.0 (GitHub code scanning)")
+    ap.add_argument("--annotations", action=argparse.BooleanOptionalAction, default=None,
+                    help="print the most important findings as GitHub workflow commands "
+                    "(annotations on the pull request's lines)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (kept in one place so docs and tests agree)."""
     ap = _Parser(
@@ -103,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write a self-contained HTML page of the report")
     ci.add_argument("--trace", metavar="PATH",
                     help="also write the run's timeline as Chrome trace JSON (Perfetto)")
+    add_finding_flags(ci)
     ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
     return ap
 

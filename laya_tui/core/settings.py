@@ -38,15 +38,18 @@ class Outputs:
     markdown: str | None = None
     html: str | None = None
     trace: str | None = None
+    sarif: str | None = None
+    annotations: bool = False  # GitHub workflow commands on stdout
 
     def by_flag(self) -> dict[str, str | None]:
         """``{"--json": path, "--junit": path, ...}`` in flag order (for messages)."""
         return {"--json": self.json, "--junit": self.junit, "--markdown": self.markdown,
-                "--html": self.html, "--trace": self.trace}
+                "--html": self.html, "--trace": self.trace, "--sarif": self.sarif}
 
     def ci_files(self) -> bool:
-        """True when a CI file beside the JSON report is asked for."""
-        return any((self.junit, self.markdown, self.html, self.trace))
+        """True when a CI file (or annotation) beside the JSON report is asked for."""
+        return any((self.junit, self.markdown, self.html, self.trace, self.sarif,
+                    self.annotations))
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
 
 
 def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
-    """``--junit``, ``--markdown``, ``--html``, ``--trace`` and ``$GITHUB_STEP_SUMMARY``
-    (paths checked up front by :func:`laya_tui.report.gates.prepare_gates`)."""
+    """``--junit``, ``--markdown``, ``--html``, ``--trace``, ``$GITHUB_STEP_SUMMARY``,
+    ``--sarif`` and ``--annotations`` (paths checked up front by
+    :func:`laya_tui.report.gates.prepare_gates`)."""
     out = settings.outputs
     if out.junit:
         from laya_tui.report.junit import build_junit
@@ -43,6 +44,10 @@ def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
         from laya_tui.core.trace import trace_json
 
         write_atomic(out.trace, trace_json(report))
+    if out.sarif or out.annotations:
+        from laya_tui.report.sarif import write_finding_outputs
+
+        write_finding_outputs(report, settings)
 
 
 def finish(report: dict[str, Any], settings: Settings, json_path: str | None) -> int:
