@@ -71,6 +71,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from laya_tui.core.envs import worker_key
 from laya_tui.core.events import Event, ProbeStarted
 from laya_tui.core.results import failing, is_cancelled, make_result, signal_key
 from laya_tui.core.runner import Discovery, RunConfig, Runner
@@ -300,7 +301,8 @@ class Watcher:
         from laya_tui.report.outputs import make_report
 
         results = [self.results[p] for p in self.probes if p in self.results]
-        return make_report(results, Discovery([], self.errors),
+        envs = {e.name: e.info() for e in self.config.envs} or None  # --env
+        return make_report(results, Discovery([], self.errors, envs=envs),
                            sum(r.get("seconds", 0) for r in results), self.gate_settings)
 
     # -- the change loop --------------------------------------------------------------------------
@@ -463,7 +465,7 @@ class Watcher:
     # -- scheduling -------------------------------------------------------------------------------
     def _schedule(self, pid: str, trigger: str | None, changed_at: float | None) -> None:
         self._gen[pid] = self._gen.get(pid, 0) + 1
-        fam = self.probes[pid]["family"]
+        fam = worker_key(self.probes[pid])  # one driver per warm worker (family[@env])
         q = self._dirty.setdefault(fam, OrderedDict())
         q[pid] = (trigger, changed_at)
         if pid in self._inflight:
@@ -510,7 +512,9 @@ class Watcher:
         if isinstance(event, ProbeStarted):
             # The worker reads the files from here on: later changes supersede this run,
             # unless a change is still waiting to be dropped from that worker's modules.
-            pending = self.runner.pending_invalidations(event.family)
+            probe = self.probes.get(event.probe_id)
+            pending = self.runner.pending_invalidations(
+                worker_key(probe) if probe is not None else event.family)
             if not pending & self._deps.get(event.probe_id, set()):
                 self._started_gen[event.probe_id] = self._gen.get(event.probe_id, 0)
 
@@ -688,7 +692,7 @@ class Watcher:
 def _definition(probe: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a cell run differently (not its deps or timeout)."""
     return (probe.get("family"), probe.get("file"), probe.get("func"), probe.get("param"),
-            repr(probe.get("params")))
+            repr(probe.get("params")), probe.get("env"))
 
 
 def _imports_sibling(init: str, module: str) -> bool:
