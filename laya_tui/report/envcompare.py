@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from laya_tui.core.envs import base_id
@@ -65,7 +65,7 @@ def _normaliser(envs: Mapping[str, Mapping[str, Any]]) -> Any:
     return norm
 
 
-def _side(probes: list[Mapping[str, Any]], env: str, norm: Any) -> list[dict[str, Any]]:
+def _side(probes: Sequence[Mapping[str, Any]], env: str, norm: Any) -> list[dict[str, Any]]:
     """One environment's cells under their base ids, reasons normalised (copies)."""
     out = []
     for p in probes:
@@ -93,7 +93,8 @@ def env_order(probes: Iterable[Mapping[str, Any]],
     return [n for n in (envs or {}) if n in seen] + [n for n in seen if n not in (envs or {})]
 
 
-def compare_envs(probes: list[Mapping[str, Any]], envs: Mapping[str, Mapping[str, Any]] | None,
+def compare_envs(probes: Sequence[Mapping[str, Any]],
+                 envs: Mapping[str, Mapping[str, Any]] | None,
                  *, margin: float = DEFAULT_MARGIN) -> dict[str, Any] | None:
     """The ``env_comparison`` section, or None when fewer than two environments have cells."""
     from laya_tui.report.diff import diff_reports
@@ -220,16 +221,17 @@ def _timings(p: Mapping[str, Any]) -> dict[str, float]:
 def _timing_deltas(before: dict[str, Any], after: dict[str, Any],
                    both: list[str]) -> list[dict[str, Any]]:
     """Timing signals (and the cells' own seconds) in both: the largest ratios first."""
-    rows = []
+    rows: list[tuple[float, dict[str, Any]]] = []
     for pid in both:
         a, b = _timings(before[pid]), _timings(after[pid])
         for subject in a.keys() & b.keys():
             if a[subject] > 0 and b[subject] > 0:
-                rows.append({"probe": pid, "subject": subject, "before": a[subject],
-                             "after": b[subject], "ratio": round(b[subject] / a[subject], 4)})
-    rows.sort(key=lambda r: (-abs(math.log(r["ratio"])) if r["ratio"] > 0 else 0.0,
-                             r["probe"], r["subject"]))
-    return rows[:TIMING_ROWS]
+                ratio = b[subject] / a[subject]
+                rows.append((-abs(math.log(ratio)), {
+                    "probe": pid, "subject": subject, "before": a[subject],
+                    "after": b[subject], "ratio": round(ratio, 4)}))
+    rows.sort(key=lambda r: (r[0], r[1]["probe"], r[1]["subject"]))
+    return [r for _, r in rows[:TIMING_ROWS]]
 
 
 def env_change_gate(section: dict[str, Any] | None) -> dict[str, Any]:

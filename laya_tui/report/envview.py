@@ -12,6 +12,9 @@ from typing import Any
 
 #: Rows of each group shown on stderr and in markdown (the JSON report has every one).
 ROWS = 10
+#: Timing rows shown when one side took at least this many times the other (the JSON
+#: report keeps the largest ratios whatever they are).
+TIMING_SHOWN = 1.2
 #: Versions shown side by side (others appear when they differ).
 SHOWN = ("python", "torch", "tilelang", "transformers", "torch-rbln", "mlx")
 
@@ -28,6 +31,12 @@ def fmt(v: Any) -> str:
 def state_text(side: Mapping[str, Any]) -> str:
     st = str(side.get("status"))
     return st if st == "ok" or not side.get("reason") else f"{st}: {one_line(side['reason'], 200)}"
+
+
+def timing_shown(cand: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The timing rows worth a line: a ratio of at least :data:`TIMING_SHOWN` either way."""
+    return [t for t in cand.get("timing", ())
+            if t["ratio"] >= TIMING_SHOWN or t["ratio"] <= 1 / TIMING_SHOWN]
 
 
 def headline(cand: Mapping[str, Any]) -> str:
@@ -102,7 +111,7 @@ def env_text(section: Mapping[str, Any], envs: Mapping[str, Any] | None = None) 
         for t in cand["tolerance"]:
             lines.append(f"    tolerance   {t['probe']} {t['subject']}: {fmt(t['before'])} -> "
                          f"{fmt(t['after'])} (limit {fmt(t['limit'])})")
-        for t in cand["timing"][:ROWS]:
+        for t in timing_shown(cand)[:ROWS]:
             lines.append(f"    timing      {t['probe']} {t['subject']}: {t['before']:.3g} s "
                          f"-> {t['after']:.3g} s (x{t['ratio']:.2f})")
     return "\n".join(lines) + "\n"
@@ -199,11 +208,11 @@ def env_html(section: Mapping[str, Any] | None, envs: Mapping[str, Any] | None) 
                 ["cell", "check", a, b, "limit"],
                 [[f"<code>{_h(t['probe'])}</code>", _h(t["subject"]), _h(fmt(t["before"])),
                   _h(fmt(t["after"])), _h(fmt(t["limit"]))] for t in cand["tolerance"]]))
-        if cand["timing"]:
+        if timing_shown(cand):
             parts.append("<h4>Timing (largest ratios)</h4>" + _table(
                 ["cell", "timing", f"{a} s", f"{b} s", "ratio"],
                 [[f"<code>{_h(t['probe'])}</code>", _h(t["subject"]), _h(f"{t['before']:.3g}"),
                   _h(f"{t['after']:.3g}"), _h(f"x{t['ratio']:.2f}")]
-                 for t in cand["timing"][:ROWS * 2]]))
+                 for t in timing_shown(cand)[:ROWS * 2]]))
     parts.append("</section>")
     return "".join(parts)

@@ -14,7 +14,14 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from laya_tui.report.envview import fmt, headline, one_line, state_text, version_rows
+from laya_tui.report.envview import (
+    fmt,
+    headline,
+    one_line,
+    state_text,
+    timing_shown,
+    version_rows,
+)
 from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.footer import KeyFooter
 
@@ -47,7 +54,7 @@ def env_rows(section: dict[str, Any] | None) -> list[tuple[str, str, str, str, s
         for t in cand["tolerance"]:
             rows.append((f"{t['probe']}@{env}", f"tolerance {t['subject']}", fmt(t["before"]),
                          f"{fmt(t['after'])} (limit {fmt(t['limit'])})", "tolerance"))
-        for t in cand["timing"][:20]:
+        for t in timing_shown(cand)[:20]:
             rows.append((f"{t['probe']}@{env}", f"timing {t['subject']}",
                          f"{t['before']:.3g} s", f"{t['after']:.3g} s  x{t['ratio']:.2f}",
                          "timing"))
@@ -63,15 +70,30 @@ class EnvScreen(Screen[None]):
     def laya(self) -> LayaApp:
         return self.app  # type: ignore[return-value]
 
+    DEFAULT_CSS = """
+    EnvScreen #env-versions { height: auto; max-height: 12; }
+    EnvScreen #env-changes { height: 1fr; }
+    EnvScreen #env-detail { height: auto; max-height: 6; border-top: solid $panel; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[tuple[str, str, str, str, str]] = []
+
     def compose(self) -> ComposeResult:
         yield Static("environments", id="crumbs")
         yield Static(id="env-versions")
         yield DataTable(id="env-changes", cursor_type="row", zebra_stripes=True)
+        yield Static(id="env-detail")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#env-changes", DataTable)
-        for label, width in (("cell", 44), ("what", 22), ("reference", 48), ("candidate", 60)):
+        w = self.app.size.width
+        cell, what = min(36, max(18, w * 3 // 10)), min(20, max(10, w // 8))
+        rest = max(20, w - 8 - cell - what)
+        for label, width in (("cell", cell), ("what", what), ("reference", rest * 2 // 5),
+                             ("candidate", rest - rest * 2 // 5)):
             table.add_column(label, width=width)
         self.refresh_view()
         table.focus()
@@ -82,7 +104,8 @@ class EnvScreen(Screen[None]):
         if envs:
             return dict(envs)
         report = (self.laya.report_info or {}).get("report") or {}
-        return report.get("envs") if isinstance(report.get("envs"), dict) else {}
+        envs = report.get("envs")
+        return dict(envs) if isinstance(envs, dict) else {}
 
     def section(self) -> dict[str, Any] | None:
         """The comparison over the results the dashboard holds now."""
@@ -99,6 +122,7 @@ class EnvScreen(Screen[None]):
                                                                              Static)
         table = self.query_one("#env-changes", DataTable)
         table.clear()
+        self._rows = env_rows(section)
         if section is None:
             crumbs.update("environments: nothing to compare yet (run with two --env NAME="
                           "PYTHON; the comparison fills in as cells of both finish)")
@@ -109,11 +133,16 @@ class EnvScreen(Screen[None]):
         grid.add_column("")
         for name in section["envs"]:
             grid.add_column(f"@{name}")
+        small = self.app.size.height < 36  # a small terminal: only what differs
+        width = max(12, (self.app.size.width - 20) // max(1, len(section["envs"])) - 2)
         for key, vals, differs in version_rows(section, self.envs_info()):
+            if small and not differs:
+                continue
             style = "bold yellow" if differs else ""
-            grid.add_row(key, *(Text(one_line(fmt(v), 48), style=style) for v in vals))
+            grid.add_row(key, *(Text(one_line(fmt(v), width), style=style, no_wrap=True,
+                                     overflow="ellipsis") for v in vals))
         versions.update(grid)
-        for i, (pid, what, before, after, cls) in enumerate(env_rows(section)):
+        for i, (pid, what, before, after, cls) in enumerate(self._rows):
             style = STYLE.get(cls, "")
             table.add_row(Text(pid), Text(what, style=style), Text(one_line(before, 200)),
                           Text(one_line(after, 300), style=style), key=f"{i}|{pid}")
@@ -122,6 +151,20 @@ class EnvScreen(Screen[None]):
         """A cell finished: the comparison may have changed."""
         if changes.finished or changes.structure:
             self.refresh_view()
+
+    @on(DataTable.RowHighlighted, "#env-changes")
+    def _moved(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted row in full: its cell, and both sides unabridged."""
+        i = event.cursor_row
+        if not 0 <= i < len(self._rows):
+            self.query_one("#env-detail", Static).update("")
+            return
+        pid, what, before, after, _ = self._rows[i]
+        text = Text(f"{pid}  {what}\n", style="bold")
+        if before:
+            text.append("reference: ", style="dim").append(before + "\n")
+        text.append("candidate: " if before else "", style="dim").append(after)
+        self.query_one("#env-detail", Static).update(text)
 
     @on(DataTable.RowSelected, "#env-changes")
     def _chosen(self, event: DataTable.RowSelected) -> None:
