@@ -114,7 +114,8 @@ def _env_identity(info: dict[str, Any]) -> str:
 
 
 def _env_text(info: dict[str, Any]) -> str:
-    v = info.get("versions") if isinstance(info.get("versions"), dict) else {}
+    raw = info.get("versions")
+    v: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "tilelang") if v.get(k))
 
 
