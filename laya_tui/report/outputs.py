@@ -17,6 +17,10 @@ from laya_tui.report.gates import GateSettings, evaluate_all
 def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
                 settings: GateSettings | None = None) -> dict[str, Any]:
     """Evaluate gates (and the baseline comparison) and build the report document."""
+    if disc.envs and not (settings and settings.envs):  # --env: compare the environments
+        from dataclasses import replace
+
+        settings = replace(settings or GateSettings(), envs=dict(disc.envs))
     gates, extra = evaluate_all(results, settings, disc.errors)
     if disc.shard:
         extra = dict(extra, shard=disc.shard)
@@ -61,4 +65,8 @@ def finish(report: dict[str, Any], settings: Settings, json_path: str | None) ->
         from laya_tui.report.baseline import summary_lines
 
         print("\n".join(summary_lines(report["baseline"])), file=sys.stderr)
+    if report.get("env_comparison"):
+        from laya_tui.report.envview import env_summary_lines
+
+        print("\n".join(env_summary_lines(report["env_comparison"])), file=sys.stderr)
     return EXIT_OK if report["summary"]["passed"] else EXIT_GATE
