@@ -127,8 +127,9 @@ class Pipeline:
         fresh = self.load_fresh(package, shapes) if spec is not None else None
         compiled = self.load_warm(package) if spec is not None else None
         ref_model = t.reference(model)
-        per_shape = {name: {"name": name, "dims": dims, "heads": {}, "latency": {},
-                            "ratios": {}} for name, _, dims in shapes}
+        per_shape: dict[str, dict[str, Any]] = {
+            name: {"name": name, "dims": dims, "heads": {}, "latency": {}, "ratios": {}}
+            for name, _, dims in shapes}
         self.results["shapes"] = list(per_shape.values())
         refs, same = self.eager_outputs(model, ref_model, shapes)
         warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
@@ -273,7 +274,9 @@ class Pipeline:
 
         env = dict(os.environ)
         guard_autoload(env)
-        src_root = str(Path(__file__).resolve().parents[3])  # the folder holding laya_tui/
+        # the folder holding laya_tui/ as imported (not resolved: under --env it is a
+        # folder with only a link to laya_tui, never laya-tui's own site-packages)
+        src_root = str(Path(os.path.abspath(__file__)).parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
         with tempfile.TemporaryDirectory(prefix="laya-aoti-") as tmp:
             inputs_path, result_path = os.path.join(tmp, "inputs.pt"), os.path.join(tmp, "out.pt")
