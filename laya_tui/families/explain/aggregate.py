@@ -5,6 +5,7 @@ Pure standard library, so the RBLN mapping and the log parser can use it without
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,7 @@ class Aggregator:
             entry.fix = fix
         return entry
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries.values())
 
     def __len__(self) -> int:

@@ -53,7 +53,7 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-class _Names(dict):  # type: ignore[type-arg]
+class _Names(dict[Any, str]):
     """OpOverload -> ``aten::mul.Tensor`` (cached)."""
 
     def __missing__(self, func: Any) -> str:
@@ -150,7 +150,7 @@ class Recorder:
             self._transfer(func, src.device, dst.device, dst.nbytes, caller)
 
     def _on_to_copy(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src = args[0] if args else None
+        src: Any = args[0] if args else None
         if not hasattr(src, "dtype") or not hasattr(out, "dtype"):
             return
         if src.dtype != out.dtype:
@@ -166,7 +166,7 @@ class Recorder:
         self._moves(func, src, dst, caller)
 
     def _on_scalar(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src = args[0] if args else None
+        src: Any = args[0] if args else None
         if not hasattr(src, "is_cpu") or src.is_cpu:
             self.cpu_scalar_reads += 1
             return
@@ -176,7 +176,7 @@ class Recorder:
                   detail={"direction": "d2h", "sync": True})
 
     def _on_nonzero(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src = args[0] if args else None
+        src: Any = args[0] if args else None
         if not hasattr(src, "is_cpu") or src.is_cpu:
             self.cpu_scalar_reads += 1
             return
@@ -250,7 +250,7 @@ def mode_class() -> Any:
 
         supports_higher_order_operators = True
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             try:
                 op = func._op
             except AttributeError:  # a higher-order operator (cond, flex_attention...)
