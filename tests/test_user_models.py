@@ -98,6 +98,7 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
     pytest.importorskip("transformers")
     proc, report = _run(tmp_path, "--only", "explain/model:*", "--device", "cuda:7",
                         "--only", "aoti/model[nosuch:build]",
+                        "--only", "aoti/model[user_models:two_sets]",
                         "--model", "nosuch:build", "--model", "user_models:empty",
                         "--model", "user_models:boom", "--model", "user_models:two_sets")
     assert proc.returncode == 1, proc.stderr[-2000:]
@@ -116,6 +117,9 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
         assert status == "skipped" and reason.startswith("--device cuda:7:")
     status, reason = st["aoti/model[nosuch:build]"]
     assert status == "error" and "ModuleNotFoundError" in reason
+    # aoti/model packages for --device: a device this host lacks is a skip, not a CPU package
+    status, reason = st["aoti/model[user_models:two_sets]"]
+    assert status == "skipped" and reason.startswith("--device cuda:7:")
     gate = next(g for g in report["gates"] if g["name"] == "no-probe-error")
     assert not gate["passed"] and len(gate["failures"]) == 7
 
