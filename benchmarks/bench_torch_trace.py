@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -119,37 +120,47 @@ def generate(source: str, out: Path, ranks: int, mb: float) -> tuple[int, int]:
     return total, copies
 
 
-def reader_only(folder: str) -> tuple[float, int]:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def reader_only(folder: str) -> tuple[float, float, int]:
+    """(wall, CPU seconds, records) of the record reader alone over every log."""
+    t0, c0 = time.perf_counter(), time.process_time()
     n = 0
     for f in trace_files(folder):
         stats = LogStats(f)
         for _ in read_records(f, stats, _want):
             pass
         n += stats.records
-    return time.perf_counter() - t0, n
+    return time.perf_counter() - t0, time.process_time() - c0, n
 
 
-def whole_import(folder: str) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    results, imported = read_trace(folder)
-    return time.perf_counter() - t0, sum(f["records"] for f in imported["files"])
+def whole_import(folder: str) -> tuple[float, float]:
+    """(wall, CPU seconds) of the import: every cell and signal."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    read_trace(folder)
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def cli_import(folder: str, tmp: Path) -> float:
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "laya_tui", "import", folder, "--json",
-                    str(tmp / "imported.json")], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, cwd=REPO)
-    return time.perf_counter() - t0
+def _timed(cmd: list[str], **kwargs: object) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), _children_cpu()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   **kwargs)  # type: ignore[call-overload]
+    return time.perf_counter() - t0, _children_cpu() - c0
 
 
-def tlparse(exe: str, folder: str, tmp: Path) -> float:
-    t0 = time.perf_counter()
-    subprocess.run([exe, folder, "--all-ranks-html", "-o", str(tmp / "tl_out"), "--overwrite",
-                    "--no-browser"], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+def cli_import(folder: str, tmp: Path) -> tuple[float, float]:
+    """``laya-tui import DIR --json`` as a process (start-up and the report's writing)."""
+    return _timed([sys.executable, "-m", "laya_tui", "import", folder, "--json",
+                   str(tmp / "imported.json")], cwd=REPO)
+
+
+def tlparse(exe: str, folder: str, tmp: Path) -> tuple[float, float]:
+    """``tlparse DIR --all-ranks-html`` (it also renders its pages)."""
+    return _timed([exe, folder, "--all-ranks-html", "-o", str(tmp / "tl_out"), "--overwrite",
+                   "--no-browser"])
 
 
 def main() -> int:
@@ -172,12 +183,13 @@ def main() -> int:
         folder = Path(args.keep) if args.keep else tmp / "trace"
         size, copies = generate(source_log, folder, args.ranks, args.mb)
         load0 = os.getloadavg()
-        runs: dict[str, list[float]] = {"reader": [], "import": [], "cli": [], "tlparse": []}
+        runs: dict[str, list[tuple[float, float]]] = {"reader": [], "import": [], "cli": [],
+                                                      "tlparse": []}
         records = 0
         for _ in range(max(1, args.repeat)):
-            secs, records = reader_only(str(folder))
-            runs["reader"].append(secs)
-            runs["import"].append(whole_import(str(folder))[0])
+            wall, cpu, records = reader_only(str(folder))
+            runs["reader"].append((wall, cpu))
+            runs["import"].append(whole_import(str(folder)))
             runs["cli"].append(cli_import(str(folder), tmp))
             if exe:
                 runs["tlparse"].append(tlparse(exe, str(folder), tmp))
@@ -186,16 +198,21 @@ def main() -> int:
     print(f"source: {source_log} ({os.path.getsize(source_log) / 1e6:.2f} MB), replicated "
           f"{copies}x per rank into {args.ranks} ranks: {mbytes:.1f} MB, {records} records")
     print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f} "
-          f"({os.cpu_count()} CPUs); medians of {args.repeat}, interleaved")
-    print(f"{'reader':<28} {'seconds':>8} {'MB/s':>8} {'records/s':>11}")
+          f"({os.cpu_count()} CPUs); medians of {args.repeat}, interleaved; CPU = the "
+          "process's own CPU time (less sensitive to a loaded machine than wall)")
+    print(f"{'':<30} {'wall s':>7} {'CPU s':>7} {'MB/s':>7} {'MB/s CPU':>9} "
+          f"{'records/s':>10} {'rec/s CPU':>10}")
     names = {"reader": "laya-tui record reader", "import": "laya-tui import (in process)",
              "cli": "laya-tui import --json (CLI)", "tlparse": "tlparse --all-ranks-html"}
-    med = {k: statistics.median(v) for k, v in runs.items() if v}
-    for key, secs in med.items():
-        print(f"{names[key]:<28} {secs:8.3f} {mbytes / secs:8.1f} {records / secs:11.0f}")
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for k, v in runs.items() if v}
+    for key, (wall, cpu) in med.items():
+        print(f"{names[key]:<30} {wall:7.3f} {cpu:7.3f} {mbytes / wall:7.1f} "
+              f"{mbytes / cpu:9.1f} {records / wall:10.0f} {records / cpu:10.0f}")
     if "tlparse" in med:
         for key in ("reader", "import", "cli"):
-            print(f"tlparse / {names[key]}: {med['tlparse'] / med[key]:.2f}x")
+            print(f"tlparse / {names[key]}: wall {med['tlparse'][0] / med[key][0]:.2f}x, "
+                  f"CPU {med['tlparse'][1] / med[key][1]:.2f}x")
     else:
         print("tlparse not installed (pip install tlparse): no comparison")
     return 0

@@ -158,15 +158,25 @@ def slice_summary(path: str) -> dict[str, Any]:
 
     stats = LogStats(path)
     compiles = breaks = recompiles = 0
+    compile_s = overhead_s = 0.0
     for rec in read_records(path, stats):
         if rec.type == "compilation_metrics":
             compiles += 1
+            meta = rec.meta if isinstance(rec.meta, dict) else {}
+            compile_s += _number(meta.get("entire_frame_compile_time_s"))
+            overhead_s += _number(meta.get("structured_logging_overhead_s"))
         elif rec.type == "artifact" and rec.name == "dynamo_graph_break_reason":
             breaks += 1
         elif rec.type == "artifact" and rec.name == "recompile_reasons":
             recompiles += 1
+    # torch's own measure of what the structured logging added to these compiles
     return {"records": stats.records, "compiles": compiles, "graph_breaks": breaks,
-            "recompiles": recompiles, "bad": stats.bad}
+            "recompiles": recompiles, "bad": stats.bad, "compile_s": round(compile_s, 6),
+            "tracing_overhead_s": round(overhead_s, 6)}
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def tlparse_command() -> str | None:

@@ -197,7 +197,8 @@ def _compile_detail(c: _Compile, frame: str) -> dict[str, Any]:
     m = c.metrics or {}
     d: dict[str, Any] = {"compile_id": _cid(c.key), "frame": frame, "source": "torch_trace"}
     for k in ("backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s",
-              "graph_op_count", "graph_node_count", "guard_count", "cache_size"):
+              "graph_op_count", "graph_node_count", "guard_count", "cache_size",
+              "structured_logging_overhead_s"):
         if m.get(k) is not None:
             d[k] = m[k]
     if c.cache:
