@@ -34,7 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from laya_tui.core.tracelog import LogStats, read_records, trace_files  # noqa: E402
-from laya_tui.report.trace_import import _want, read_trace  # noqa: E402
+from laya_tui.report.trace_gather import want_payload  # noqa: E402
+from laya_tui.report.trace_import import read_trace  # noqa: E402
 
 SOURCE_SCRIPT = '''\
 import sys
@@ -131,7 +132,7 @@ def reader_only(folder: str) -> tuple[float, float, int]:
     n = 0
     for f in trace_files(folder):
         stats = LogStats(f)
-        for _ in read_records(f, stats, _want):
+        for _ in read_records(f, stats, want_payload):
             pass
         n += stats.records
     return time.perf_counter() - t0, time.process_time() - c0, n

@@ -167,16 +167,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.asyncio
-async def test_the_dashboard_shows_every_cell_and_signal(report_a, tmp_path):
-    from laya_tui.cli.show import build_saved_app, trace_line
+async def test_the_dashboard_shows_every_cell_and_signal(run_a, report_a, tmp_path):
+    """What ``laya-tui show TRACE_DIR`` runs on a terminal: the folder read after the first
+    frame, every cell and signal shown, the label naming the logs."""
+    from laya_tui.cli.show import build_lazy_app, load_trace
 
-    app = build_saved_app(report_a, label=trace_line(report_a), workspace=str(tmp_path))
+    app = build_lazy_app(str(run_a["trace"]), workspace=str(tmp_path), load=load_trace)
+    assert app.report_info["report"] is None
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.app.settled()
         await pilot.pause()
+        assert app.exit_error is None
         assert list(app.model.probes) == [p["id"] for p in report_a["probes"]]
         assert len(app.model.rows) == sum(len(p["signals"]) for p in report_a["probes"])
         assert app.model.probes["trace/proc0/export"].status == "failed"
+        assert app.model.source.startswith(f"TORCH_TRACE {run_a['trace']}: 1 log(s) (proc0)")
 
 
 # -- damaged logs ---------------------------------------------------------------------------

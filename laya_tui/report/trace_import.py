@@ -22,16 +22,15 @@ Standard library only.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.results import make_result
 from laya_tui.core.signals import make_signal
-from laya_tui.core.tracelog import CompileKey, LogStats, Record, read_records, trace_files
+from laya_tui.core.tracelog import CompileKey, trace_files
 from laya_tui.report import trace_facts as tf
+from laya_tui.report.trace_gather import Compile, TraceLog, read_log
 
 FAMILY = "trace"
 FIRST_COMPILE = "first compile of this frame"  # the explain family's wording
@@ -44,122 +43,9 @@ FIX_EXPORT = ("make the traced code export-friendly at that line (torch.cond for
               "dependent branches, torch._check for unbacked sizes), or try "
               "torch.export.draft_export for a report")
 NO_GUARD = "recompile (the failing guard is not in the log)"
-_CACHE = re.compile(r"^(\w+?)_cache_(hit|miss|bypass)$")
-#: Payloads the import reads (the rest are skipped unread).
-_PAYLOAD_ARTIFACTS = frozenset(("dynamo_graph_break_reason", "recompile_reasons", "dynamo_error",
-                                "make_fx_fail_partial", "torch_version"))
-_PAYLOAD_TYPES = frozenset(("dynamo_cpp_guards_str",))
-
-
-def _want(kind: str, meta: Any) -> bool:
-    if kind == "artifact":
-        return isinstance(meta, dict) and meta.get("name") in _PAYLOAD_ARTIFACTS
-    return kind in _PAYLOAD_TYPES
-
-
-@dataclass
-class _Compile:
-    key: CompileKey
-    start_stack: list[dict[str, Any]] = field(default_factory=list)
-    metrics: dict[str, Any] | None = None
-    breaks: list[dict[str, Any]] = field(default_factory=list)
-    guard_failures: list[str] = field(default_factory=list)
-    origins: dict[str, dict[str, Any]] = field(default_factory=dict)
-    cache: Counter[str] = field(default_factory=Counter)
-    error: str | None = None
-
-
-@dataclass
-class _Log:
-    """Everything one log file said, gathered in one pass."""
-
-    stats: LogStats
-    compiles: dict[CompileKey, _Compile] = field(default_factory=dict)
-    exports: list[dict[str, Any]] = field(default_factory=list)
-    unbacked: dict[str, Any] | None = None
-    cache: Counter[str] = field(default_factory=Counter)
-    torch_version: str | None = None
-
-    def compile(self, key: CompileKey) -> _Compile:
-        c = self.compiles.get(key)
-        if c is None:
-            c = self.compiles[key] = _Compile(key)
-        return c
-
-
-def read_log(path: str) -> _Log:
-    """One pass over one log: compiles by compile id, exports, counts."""
-    log = _Log(LogStats(path))
-    stats = log.stats
-    for rec in read_records(path, stats, _want):
-        key = rec.compile_key
-        kind, name = rec.type, rec.name
-        if kind == "chromium_event":
-            continue
-        if kind == "artifact" and name:
-            m = _CACHE.match(name)
-            if m:
-                event = f"{m.group(1)}:{m.group(2)}"
-                log.cache[event] += 1
-                if key is not None:
-                    log.compile(key).cache[event] += 1
-                continue
-            _artifact(log, rec, key, name)
-        elif key is not None:
-            _compile_record(log, rec, key)
-        elif kind == "create_unbacked_symbol" and isinstance(rec.meta, dict):
-            stack = tf.user_only(stats.stack(rec.meta.get("user_stack")))
-            log.unbacked = {"symbol": rec.meta.get("symbol"),
-                            "site": stack[-1] if stack else None}
-        elif kind in ("missing_fake_kernel", "mismatched_fake_kernel") and isinstance(
-                rec.meta, dict):
-            log.exports.append({"kind": kind, "line": rec.line, "op": rec.meta.get("op"),
-                                "reason": rec.meta.get("reason"), "stack": []})
-    return log
-
-
-def _artifact(log: _Log, rec: Record, key: CompileKey | None, name: str) -> None:
-    if name == "torch_version":
-        data = rec.json_payload()
-        if isinstance(data, dict) and data.get("pytorch_version"):
-            log.torch_version = str(data["pytorch_version"])
-    elif key is None and name == "make_fx_fail_partial":
-        stack = log.stats.stack(rec.envelope.get("stack"))
-        log.exports.append({"kind": name, "line": rec.line, "stack": stack,
-                            "stop": tf.partial_graph_stop(rec.payload or ""),
-                            "unbacked": log.unbacked})
-    elif key is None:
-        return
-    elif name == "dynamo_graph_break_reason" and rec.payload is not None:
-        gb = tf.parse_graph_break(rec.payload)
-        gb["record_line"] = rec.line
-        log.compile(key).breaks.append(gb)
-    elif name == "recompile_reasons":
-        # one reason is written as its text, several as a JSON list (torch/_dynamo/guards.py)
-        data = rec.json_payload()
-        if isinstance(data, list):
-            reasons = [str(r) for r in data]
-        else:
-            reasons = [data] if isinstance(data, str) else [rec.payload or ""]
-        log.compile(key).guard_failures.extend(r for r in reasons if r.strip())
-    elif name == "dynamo_error" and rec.payload:
-        lines = [ln for ln in rec.payload.strip().splitlines() if ln.strip()]
-        log.compile(key).error = lines[-1].strip() if lines else None
-
-
-def _compile_record(log: _Log, rec: Record, key: CompileKey) -> None:
-    kind = rec.type
-    if kind == "dynamo_start" and isinstance(rec.meta, dict):
-        log.compile(key).start_stack = log.stats.stack(rec.meta.get("stack"))
-    elif kind == "compilation_metrics" and isinstance(rec.meta, dict):
-        log.compile(key).metrics = rec.meta
-    elif kind == "dynamo_cpp_guards_str" and rec.payload:
-        log.compile(key).origins = tf.guard_origins(rec.payload)
-
-
 # -- from what a log said to cells --------------------------------------------------------
 
-def _frame_name(comp: list[_Compile]) -> tuple[str, dict[str, Any] | None]:
+def _frame_name(comp: list[Compile]) -> tuple[str, dict[str, Any] | None]:
     """``f (pkg/model.py:3)`` and the frame's own site, from its metrics or start stack."""
     for c in comp:
         m = c.metrics or {}
@@ -193,7 +79,7 @@ def _cache_detail(counts: Counter[str]) -> dict[str, dict[str, int]]:
     return out
 
 
-def _compile_detail(c: _Compile, frame: str) -> dict[str, Any]:
+def _compile_detail(c: Compile, frame: str) -> dict[str, Any]:
     m = c.metrics or {}
     d: dict[str, Any] = {"compile_id": _cid(c.key), "frame": frame, "source": "torch_trace"}
     for k in ("backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s",
@@ -212,7 +98,7 @@ def _compile_detail(c: _Compile, frame: str) -> dict[str, Any]:
     return d
 
 
-def frame_signals(probe: str, comps: list[_Compile], log: _Log, files: list[str]
+def frame_signals(probe: str, comps: list[Compile], log: TraceLog, files: list[str]
                   ) -> tuple[list[dict[str, Any]], str, dict[str, Any] | None]:
     """The signals of one frame (its compiles in compile-id order), its name and site;
     ``files``: the log's full file names (to resolve the ones torch shortened)."""
@@ -244,8 +130,8 @@ def frame_signals(probe: str, comps: list[_Compile], log: _Log, files: list[str]
     return sigs, frame, fsite
 
 
-def _recompile(probe: str, c: _Compile, frame: str, fsite: dict[str, Any] | None,
-               detail: dict[str, Any], seconds: float | None, log: _Log, files: list[str],
+def _recompile(probe: str, c: Compile, frame: str, fsite: dict[str, Any] | None,
+               detail: dict[str, Any], seconds: float | None, log: TraceLog, files: list[str],
                ) -> dict[str, Any]:
     failures = [tf.parse_guard_failure(g) for g in c.guard_failures]
     reason, site = NO_GUARD, fsite
@@ -270,7 +156,7 @@ def _recompile(probe: str, c: _Compile, frame: str, fsite: dict[str, Any] | None
                        seconds=seconds, fix=fix, detail=detail)
 
 
-def _origin_in(log: _Log, first: dict[str, Any], key: CompileKey, files: list[str]
+def _origin_in(log: TraceLog, first: dict[str, Any], key: CompileKey, files: list[str]
                ) -> dict[str, Any] | None:
     """The failing guard's origin in the guard tree of the compile whose guard failed."""
     frame_s, _, fcid_s = first["failed_compile"].rpartition("/")
@@ -289,7 +175,7 @@ def _origin_in(log: _Log, first: dict[str, Any], key: CompileKey, files: list[st
     return origin
 
 
-def _graph_breaks(probe: str, comps: list[_Compile]) -> list[dict[str, Any]]:
+def _graph_breaks(probe: str, comps: list[Compile]) -> list[dict[str, Any]]:
     """Graph breaks of a frame, one signal per (type, user line), counted over compiles."""
     by: dict[tuple[Any, ...], dict[str, Any]] = {}
     for c in comps:
@@ -328,7 +214,7 @@ def _boiler(hint: str) -> bool:
     return "report an issue" in low or low.startswith("this graph break is fundamental")
 
 
-def _export_signals(probe: str, log: _Log) -> tuple[list[dict[str, Any]], str | None]:
+def _export_signals(probe: str, log: TraceLog) -> tuple[list[dict[str, Any]], str | None]:
     sigs: list[dict[str, Any]] = []
     first_reason = None
     for e in log.exports:
@@ -378,13 +264,13 @@ def _order(key: CompileKey) -> tuple[int, int, int]:
     return tuple(-1 if v is None else v for v in key)  # type: ignore[return-value]
 
 
-def log_results(log: _Log, label: str) -> list[dict[str, Any]]:
+def log_results(log: TraceLog, label: str) -> list[dict[str, Any]]:
     """The cells of one log (see the module docstring)."""
     stats = log.stats
     files = sorted(set(stats.strings.values()), key=len, reverse=True)
     base = f"{FAMILY}/{label}"
     results: list[dict[str, Any]] = []
-    frames: dict[tuple[int | None, int | None], list[_Compile]] = {}
+    frames: dict[tuple[int | None, int | None], list[Compile]] = {}
     for key in sorted(log.compiles, key=_order):
         frames.setdefault((key[0], key[1]), []).append(log.compiles[key])
     totals: Counter[str] = Counter()
@@ -418,7 +304,7 @@ def log_results(log: _Log, label: str) -> list[dict[str, Any]]:
     return results
 
 
-def _log_cell(log: _Log, label: str, totals: Counter[str], nframes: int) -> dict[str, Any]:
+def _log_cell(log: TraceLog, label: str, totals: Counter[str], nframes: int) -> dict[str, Any]:
     stats = log.stats
     cell = f"{FAMILY}/{label}"
     sigs = [make_signal("artifact", cell, subject="torch trace log", bytes=stats.bytes,
@@ -460,7 +346,7 @@ def _log_cell(log: _Log, label: str, totals: Counter[str], nframes: int) -> dict
                            "bytes": stats.bytes})
 
 
-def _labels(logs: list[_Log]) -> list[str]:
+def _labels(logs: list[TraceLog]) -> list[str]:
     out: list[str] = []
     seen: Counter[str] = Counter()
     unranked = 0
