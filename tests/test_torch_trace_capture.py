@@ -174,3 +174,21 @@ def test_a_real_explain_cell_links_its_trace_and_its_tlparse_page(tmp_path):
         assert page is not None and Path(page["detail"]["path"]).is_file()
     else:
         assert TLPARSE_HINT in art["detail"]["tlparse"]
+
+
+def test_a_rerun_replaces_the_cells_last_slice_and_a_cell_that_traced_nothing_leaves_none(
+        tmp_path):
+    from laya_tui.api import Context
+    from laya_tui.families.torch_trace_capture import LOG_PREFIX, cell_folder, cell_trace
+
+    opts = {"out": str(tmp_path)}
+    folder = Path(cell_folder(opts, "explain/x[a,b]"))
+    (folder / "tlparse").mkdir(parents=True)
+    (folder / f"{LOG_PREFIX}old.log").write_text("V1201 00:00:00.000000 1 x.py:1] {}\n")
+    (folder / "notes.txt").write_text("kept")
+    events: list[dict] = []
+    with cell_trace(Context("explain/x[a,b]", "explain", events.append, opts=opts)):
+        pass  # nothing compiled: no record, no log, no signal
+    assert sorted(os.listdir(folder)) == ["notes.txt"] and events == []
+    assert folder.parent == tmp_path / "torch_trace"
+    assert folder.name.startswith("explain_x_a_b-")
