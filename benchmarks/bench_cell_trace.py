@@ -2,16 +2,18 @@
 without the slice, interleaved, in one process (docs/architecture.md, 'TORCH_TRACE: reading
 the logs users have').
 
-Usage: .venv/bin/python benchmarks/bench_cell_trace.py [--rounds 4] [--backend inductor]
+Usage: .venv/bin/python benchmarks/bench_cell_trace.py [--rounds 4] [--backend inductor] [--aoti]
 
 Each round resets Dynamo and compiles a small module (two Linear layers and a data-dependent
 branch: two frames) on two input shapes (a recompile each: four compiles), with inductor's
-FX-graph and AOTAutograd caches off so every round does the whole compile. It runs inside
-``cell_trace`` of an explain cell (traced) or of an env cell (the same code path, no
-slice), alternating which goes first. Printed: medians of the process's CPU time and of wall
-time of the compiles per round for each, their ratio, what a traced cell spends after its
-run (reading the slice back, tlparse's page), torch's own ``structured_logging_overhead_s``
-summed over a traced round's compiles, and the load average.
+FX-graph and AOTAutograd caches off so every round does the whole compile; ``--aoti`` times
+an AOTI cell's work instead (torch.export and ``aoti_compile_and_package`` of a branch-free
+copy). A round runs inside ``cell_trace`` of an explain cell (traced) or of an env cell (the
+same code path, no slice), alternating which goes first. Printed: medians of the process's
+CPU time and of wall time of the work per round for each, their ratio, what a traced cell
+spends after its run (reading the slice back, tlparse's page), torch's own
+``structured_logging_overhead_s`` summed over a traced round's compiles, and the load
+average.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--backend", default="inductor")
+    ap.add_argument("--aoti", action="store_true",
+                    help="time torch.export + aoti_compile_and_package instead (an AOTI "
+                    "cell's packaging) of a branch-free copy of the model")
     args = ap.parse_args()
     from laya_tui.families.rbln_status import guard_autoload
 
@@ -57,7 +62,11 @@ def main() -> int:
                 y = y * 2
             return self.b(y).softmax(-1)
 
-    model = Small().eval()
+    class Flat(Small):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x).relu() * 2).softmax(-1)
+
+    model, flat = Small().eval(), Flat().eval()
     out = tempfile.mkdtemp(prefix="laya-bench-cell-trace-")
     slices: list[dict[str, float]] = []
     after: list[float] = []
@@ -69,9 +78,14 @@ def main() -> int:
                       else "env", events.append, opts={"out": out})
         with cell_trace(ctx), torch.no_grad():
             c0, t0 = time.process_time(), time.perf_counter()
-            compiled = torch.compile(model, backend=args.backend, dynamic=False)
-            compiled(torch.randn(4, 32))
-            compiled(torch.randn(8, 32))
+            if args.aoti:
+                ep = torch.export.export(flat, (torch.randn(4, 32),))
+                torch._inductor.aoti_compile_and_package(
+                    ep, package_path=os.path.join(out, f"m{len(after)}.pt2"))
+            else:
+                compiled = torch.compile(model, backend=args.backend, dynamic=False)
+                compiled(torch.randn(4, 32))
+                compiled(torch.randn(8, 32))
             cpu, wall = time.process_time() - c0, time.perf_counter() - t0
             a0 = time.perf_counter()
         after.append(time.perf_counter() - a0)  # the slice read back, tlparse's page
@@ -90,7 +104,8 @@ def main() -> int:
     load1 = os.getloadavg()
     med = {t: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v))
            for t, v in runs.items()}
-    print(f"torch {torch.__version__}, backend {args.backend}, {args.rounds} rounds each, "
+    what = "torch.export + aoti_compile_and_package" if args.aoti else f"backend {args.backend}"
+    print(f"torch {torch.__version__}, {what}, {args.rounds} rounds each, "
           f"load average {load0[0]:.2f} -> {load1[0]:.2f} ({os.cpu_count()} CPUs)")
     for traced in (False, True):
         cpu, wall = med[traced]
