@@ -75,6 +75,13 @@ def headless_text(report: dict[str, Any], path: str) -> str:
             lines += summary_lines(report["baseline"])
         except (KeyError, TypeError):
             pass
+    if isinstance(report.get("env_comparison"), dict):  # --env: the whole comparison
+        from laya_tui.report.envview import env_text
+
+        try:
+            lines.append(env_text(report["env_comparison"], report.get("envs")).rstrip())
+        except (KeyError, TypeError):
+            pass
     return "\n".join(lines) + "\n"
 
 

@@ -260,8 +260,9 @@ class Worker:
                     raise LookupError(f"probe function {cmd['func']!r} is gone from {cmd['file']}")
                 prm = None
                 if cmd.get("param") is not None:
+                    cell = cmd.get("cell") or probe_id  # --env: the id without its @env
                     prm = next((p for i, p in spec.cells() if p is not None
-                                and p.id == cmd["param"] and i == probe_id), None)
+                                and p.id == cmd["param"] and i == cell), None)
                     if prm is None:
                         raise LookupError(f"cell {probe_id} is no longer produced by its params")
                     for d in prm.deps:
