@@ -150,6 +150,16 @@ def test_import_show_html_baseline_and_diff(run_a, tmp_path):
     assert json.loads((tmp_path / "b.json").read_text())["baseline"]["regressions"] == []
     diff = run_cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert diff.returncode == 0, diff.stderr
+    # the call sites are in the traced program's folder: that is the workspace here
+    sarif = run_cli("import", trace, "--sarif", str(tmp_path / "a.sarif"), "--workspace",
+                    str(Path(run_a["script"]).parent))
+    assert sarif.returncode == 0, sarif.stderr
+    results = json.loads((tmp_path / "a.sarif").read_text())["runs"][0]["results"]
+    lines = {r["ruleId"]: (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                           r["locations"][0]["physicalLocation"]["region"]["startLine"])
+             for r in results if "graph-break" in r["ruleId"]}
+    assert lines == {"laya/graph-break/GB0170": ("model_a.py", 9),
+                     "laya/graph-break/GB0059": ("model_a.py", 11)}
     shown = run_cli("show", trace, "--headless")
     assert shown.returncode == 0 and shown.stdout.startswith(f"TORCH_TRACE {trace}")
 

@@ -1,6 +1,6 @@
 """``laya-tui import TRACE_DIR``: a TORCH_TRACE folder (one log per rank) as a laya-tui report,
-for CI: ``--json``, ``--junit``, ``--markdown``, ``--html``, ``--trace`` and the gates, as
-after a run (docs/architecture.md, 'TORCH_TRACE: reading the logs users have').
+for CI: ``--json``, ``--junit``, ``--markdown``, ``--html``, ``--trace``, ``--sarif``,
+``--annotations`` and the gates, as after a run (docs/architecture.md, 'TORCH_TRACE: reading the logs users have').
 
 Nothing runs and torch is not imported. Exit 0: every gate holds, 1: a gate failed, 2: no
 TORCH_TRACE log there (or a bad flag, an unwritable output).
@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """``laya-tui import`` flags (the gate flags mean what they mean for a run)."""
-    from laya_tui.cli.main import add_gate_flags
+    from laya_tui.cli.main import add_finding_flags, add_gate_flags
 
     ap = _Parser(prog="laya-tui import",
                  description="Read a TORCH_TRACE folder written by any torch.compile run (one "
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
                     "(default: the current folder)")
     add_gate_flags(ap)
+    add_finding_flags(ap)  # --sarif, --annotations
     return ap
 
 
