@@ -1,6 +1,7 @@
 """``laya-tui import TRACE_DIR``: a TORCH_TRACE folder (one log per rank) as a laya-tui report,
 for CI: ``--json``, ``--junit``, ``--markdown``, ``--html``, ``--trace``, ``--sarif``,
-``--annotations`` and the gates, as after a run (docs/architecture.md, 'TORCH_TRACE: reading the logs users have').
+``--annotations`` and the gates, as after a run (docs/architecture.md, 'TORCH_TRACE: reading
+the logs users have').
 
 Nothing runs and torch is not imported. Exit 0: every gate holds, 1: a gate failed, 2: no
 TORCH_TRACE log there (or a bad flag, an unwritable output).
