@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "see what fell back, recompiled, bounced through the host, failed to lower or drifted.",
         epilog="subcommands (each with its own --help): laya-tui init (write a [tool.laya-tui] "
         "table), laya-tui show REPORT (the dashboard over a saved report), laya-tui diff BASE "
-        "NEW (what changed), laya-tui merge REPORT... (shards and hosts as one report)",
+        "NEW (what changed), laya-tui merge REPORT... (shards and hosts as one report), laya-tui "
+        "import TRACE_DIR (a TORCH_TRACE folder as a report; show opens one too)",
     )
     ap.add_argument("--headless", action="store_true",
                     help="no dashboard: run, print a summary to stderr (implied without a TTY)")
@@ -139,6 +140,7 @@ SUBCOMMANDS: dict[str, str] = {
     "show": "laya_tui.cli.show:main",
     "diff": "laya_tui.cli.diff:main",
     "merge": "laya_tui.cli.merge:main",  # merge shard/host reports into one
+    "import": "laya_tui.cli.import_cmd:main",  # a TORCH_TRACE folder as a report
 }
 
 

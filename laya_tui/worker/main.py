@@ -243,6 +243,7 @@ class Worker:
     def run(self, cmd: dict[str, Any]) -> None:
         """Run one probe cell with fds 1/2 redirected to its log file."""
         from laya_tui.api import Context, Failed, Skipped, Unexamined
+        from laya_tui.families.torch_trace_capture import cell_trace
         from laya_tui.worker.loader import ProbeFileError, probes_in
 
         probe_id = cmd["id"]
@@ -268,7 +269,8 @@ class Worker:
                         self.tracker.add(d)
                 ctx = Context(probe_id, spec.family, self.emit,
                               params=prm.kwargs if prm else {}, add_dep=self.tracker.add)
-                spec.func(ctx, **(prm.kwargs if prm else {}))
+                with cell_trace(ctx):  # explain/aoti cells: their own TORCH_TRACE slice
+                    spec.func(ctx, **(prm.kwargs if prm else {}))
                 if ctx.failures:
                     status, reason = "failed", ctx.failures[0]
             except Skipped as exc:
