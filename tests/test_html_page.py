@@ -79,17 +79,17 @@ def test_signals_filter_by_kind_and_text_and_sort(browser, tmp_path):
     browser.click("#signals-text")
     browser.call("Input.insertText", session=True, text="rms_norm")  # typed, as a user
     assert browser.eval(count) == "4 of 14 signals"
-    rows = browser.eval("[...document.querySelectorAll('#signals table tr')].slice(1)"
-                        ".map(r => r.cells[2].innerText)")
+    rows = browser.eval("[...document.querySelectorAll('#signals td[data-col=subject]')]"
+                        ".map(td => td.innerText)")
     assert sorted(rows) == ["aten::_to_copy", "aten::gelu", "aten::mul.out", "d2d_copy"]
     browser.eval("(() => { const t = document.querySelector('#signals-text'); t.value = '';"
                  " t.dispatchEvent(new Event('input')); const s = "
-                 "document.querySelector('#signals-sort'); s.value = '4';"  # bytes
+                 "document.querySelector('#signals-sort'); s.value = 'bytes';"
                  " s.dispatchEvent(new Event('change')); })()")
     browser.click("#signals-reverse")
-    first = browser.eval("document.querySelector('#signals table tr:nth-child(2)').innerText")
+    first = browser.eval("document.querySelector('#signals tbody tr:nth-child(1)').innerText")
     assert "aten::_softmax" in first and "1.5 MiB" in first
-    browser.click("#signals table tr:nth-child(2)")
+    browser.click("#signals tbody tr:nth-child(1)")
     text = browser.eval("document.querySelector('#detail').innerText")
     assert "pad prompts to a multiple of 32 tokens" in text and "def attention" in text
 
@@ -126,7 +126,7 @@ def test_diff_page_shows_the_changes(browser, tmp_path):
         "10 of 10 signals"
     browser.eval("(() => { const t = document.querySelector('#changes-text'); "
                  "t.value = 'silu'; t.dispatchEvent(new Event('input')); })()")
-    browser.click("#changes table tr:nth-child(2)")
+    browser.click("#changes tbody tr:nth-child(1)")
     text = browser.eval("document.querySelector('#detail').innerText")
     assert "new fallback aten::silu" in text and "regression" in text
     assert '"count":2' in text.replace(" ", "")
