@@ -49,6 +49,8 @@ FLOOD_FRAME_S = 0.1
 #: While events wait after a drain slice, the next slice runs this soon (not a whole
 #: flush interval later): the loop serves other callbacks and frames in between.
 REDRAIN_S = 0.002
+#: What is off over a saved report (``show``/``diff``): left out of the footer.
+OFFLINE_ACTIONS = frozenset(("rerun", "rerun_all", "toggle_watch", "export"))
 
 
 class RunnerLike(Protocol):
@@ -112,6 +114,7 @@ class LayaApp(App[int]):
         self.flush_interval = flush_interval
         self.gate_settings = gate_settings
         self.model = RunModel(gate_settings)
+        self.model.replay = offline is not None
         if report_info is not None:
             self.model.source = report_info.get("label")
             gates = (report_info.get("report") or {}).get("gates")
@@ -415,6 +418,11 @@ class LayaApp(App[int]):
             return self.report_info is not None  # hidden in the footer of a live run
         return True
 
+    def hidden_actions(self) -> frozenset[str]:
+        """Actions the footer leaves out: over a saved report, the ones that are off (they
+        still say why when pressed)."""
+        return OFFLINE_ACTIONS if self.offline else frozenset()
+
     def _offline(self) -> bool:
         """Say why re-running is off over a saved report (True: it is off)."""
         if self.offline:
@@ -567,7 +575,8 @@ class LayaApp(App[int]):
 
         bindings = [b for b in [*self.BINDINGS, *MainScreen.BINDINGS]
                     if isinstance(b, Binding)]
-        self.push_screen(HelpScreen(bindings))
+        self.push_screen(HelpScreen(bindings, off=self.hidden_actions(),
+                                    why_off=self.offline))
 
     async def run_palette_action(self, action: str) -> None:
         """Run an action chosen in the palette (screen actions on the overview)."""

@@ -116,10 +116,14 @@ def is_failing(sig: Mapping[str, Any]) -> bool:
 
 #: Wide columns in the order they give their width up when it is short (never the subject).
 _DROP_ORDER = ("fix", "site", "reason")
+#: Narrow columns in the order they give their width up when they would take more than
+#: NARROW_SHARE of the table (the probe is the tree's selection; the detail has them all).
+_NARROW_DROP_ORDER = ("probe", "count", "bytes")
+NARROW_SHARE = 0.6
 _WIDE_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
 
 
-def column_widths(needs: list[int], total: int, *, least: int = 10) -> list[int]:
+def column_widths(needs: list[int], total: int, *, least: int = 14) -> list[int]:
     """Widths (characters) for columns needing ``needs`` (0: hidden) within ``total``.
 
     A narrow column gets its need up to its cap. The subject (what tells rows apart) then
@@ -132,6 +136,15 @@ def column_widths(needs: list[int], total: int, *, least: int = 10) -> list[int]
     for i, (col, need) in enumerate(zip(COLUMNS, needs, strict=True)):
         if need > 0 and not col.wide:
             widths[i] = max(min(need, col.cap), len(col.label))
+    most = int(total * NARROW_SHARE)  # narrow columns leave the wide ones 40% at least
+    for key in _NARROW_DROP_ORDER:
+        if sum(widths) <= most:
+            break
+        widths[_WIDE_INDEX[key]] = 0
+    value = _WIDE_INDEX["value"]
+    over = sum(widths) - most
+    if over > 0 and widths[value]:
+        widths[value] = max(len(COLUMNS[value].label) + 3, widths[value] - over)
     room = max(0, total - sum(widths))
     wide = [i for i, c in enumerate(COLUMNS) if c.wide and needs[i] > 0]
     subject = _WIDE_INDEX["subject"]
@@ -177,12 +190,14 @@ def _share(alloc: dict[int, int], cols: list[int], needs: list[int], room: int) 
 
 def column_needs(rows: list[tuple[str, ...]], *, cap: int = 120) -> list[int]:
     """What each column needs to show ``rows`` (their cell texts) whole, up to ``cap``;
-    0 for a column with nothing to show, and for a ``distinct`` one (the probe) whose
-    value is the same in every row."""
+    0 for a column with nothing to show, and for the probe when every row has the same one
+    or every subject names its probe already (``gemm_kernel[c,fp32,gpu]/lower``)."""
     needs = []
+    subject, probe = COLUMN_KEYS.index("subject"), COLUMN_KEYS.index("probe")
     for i, col in enumerate(COLUMNS):
         values = [r[i] for r in rows]
-        if col.distinct and len(set(values)) <= 1:
+        if col.distinct and (len(set(values)) <= 1 or (
+                i == probe and all(r[subject].startswith(r[probe]) for r in rows))):
             needs.append(0)
             continue
         longest = max((len(v) for v in values), default=0)
