@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from laya_tui.core import cellid
 from laya_tui.core.events import ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
 from laya_tui.core.replay import load_report
-from laya_tui.tui.editor import editor_command
-from laya_tui.core import cellid
 from laya_tui.report.views.text import human_bytes
+from laya_tui.tui.editor import editor_command
 from laya_tui.tui.model import ALL, Changes, RunModel
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.widgets.matrix import matrix_view
