@@ -71,6 +71,7 @@ class KeyTimes:
     what: str
     first: float
     last: float
+    cpu: float = 0.0  # the loop thread's CPU from the key to its last frame
 
 
 @dataclass
@@ -87,37 +88,51 @@ class KeyRun:
 
 
 async def _press(app: Any, clock: PaintClock, key: str, *, quiet: float = 0.25,
-                 timeout: float = 20.0) -> tuple[float, float]:
+                 timeout: float = 20.0) -> tuple[float, float, float]:
     from textual import events
 
     n0 = len(clock.stamps)
     char = _CHARS.get(key, key if len(key) == 1 else None)
+    c0 = time.thread_time()
+    cpu_at_last = c0
     t0 = time.perf_counter()
     app._driver.send_message(events.Key(key, char))
     end = t0 + timeout
+    seen = n0
     while time.perf_counter() < end:
         await asyncio.sleep(0.005)
         now = time.perf_counter()
+        if len(clock.stamps) > seen:
+            seen, cpu_at_last = len(clock.stamps), time.thread_time()
         busy = bool(getattr(app, "updates_pending", False))
         if len(clock.stamps) > n0 and now - clock.stamps[-1] > quiet and not busy:
             break
     if len(clock.stamps) == n0:
-        return float("nan"), float("nan")
-    return clock.stamps[n0] - t0, clock.stamps[-1] - t0
+        return float("nan"), float("nan"), float("nan")
+    return clock.stamps[n0] - t0, clock.stamps[-1] - t0, cpu_at_last - c0
 
 
-async def key_latencies(app: Any, sequence: tuple[tuple[str, str], ...] = SEQUENCE
-                        ) -> KeyRun:
-    """Press ``sequence`` in a loaded app (inside ``run_test``); the tree has the focus."""
+async def key_latencies(app: Any, sequence: tuple[tuple[str, str], ...] = SEQUENCE, *,
+                        why: bool = False) -> KeyRun:
+    """Press ``sequence`` in a loaded app (inside ``run_test``); the tree has the focus.
+    ``why``: print the loop callbacks over 10 ms of CPU per key, and the code on the
+    loop's stack in stalls over 30 ms."""
     clock = PaintClock(app)
     await asyncio.sleep(0.3)
-    beat = Heartbeat()
+    beat = Heartbeat(why=why)
     beat.start()
     run = KeyRun()
     for key, what in sequence:
-        first, last = await _press(app, clock, key)
-        run.keys.append(KeyTimes(key, what, first, last))
+        seen = len(beat.callbacks.slow)
+        first, last, cpu = await _press(app, clock, key)
+        run.keys.append(KeyTimes(key, what, first, last, cpu))
+        if why:
+            for cpu, name in beat.callbacks.slow[seen:]:
+                print(f"    {key:>8}: callback {cpu * 1000:.0f} ms CPU {name}", flush=True)
     beat.stop()
+    if why:
+        for where, stall in sorted(beat.culprits.items(), key=lambda kv: -kv[1])[:10]:
+            print(f"    >= {stall * 1000:4.0f} ms in {where}", flush=True)
     run.stall = beat.worst
     run.stall_cpu = max(beat.cpu_late, default=0.0)
     return run
@@ -125,16 +140,24 @@ async def key_latencies(app: Any, sequence: tuple[tuple[str, str], ...] = SEQUEN
 
 def print_keys(title: str, runs: list[KeyRun]) -> None:
     """Per key: median over runs of the first and the last frame, then the worst."""
-    print(f"{title}: keypress -> first frame / -> last frame, median of {len(runs)} (ms)")
+    print(f"{title}: keypress -> first frame / -> last frame (wall), and the loop thread's "
+          f"CPU until the last frame, median of {len(runs)} (ms)")
     for i, (key, what) in enumerate(SEQUENCE):
         first = statistics.median(r.keys[i].first for r in runs) * 1000
         last = statistics.median(r.keys[i].last for r in runs) * 1000
-        print(f"  {key:>8}  {what:<46} {first:7.0f} / {last:7.0f}")
+        cpu = statistics.median(r.keys[i].cpu for r in runs) * 1000
+        print(f"  {key:>8}  {what:<46} {first:7.0f} / {last:7.0f}   cpu {cpu:6.0f}")
     worst = max((k for r in runs for k in r.keys), key=lambda k: k.first)
     stalls = [r.stall * 1000 for r in runs]
     cpu = [r.stall_cpu * 1000 for r in runs]
     print(f"  slowest response: {worst.first * 1000:.0f} ms ({worst.key}: {worst.what}; "
           "target < 50 ms)")
+    nav = [k for r in runs for k in r.keys if k.key in ("j", "k", "g", "G", "pagedown")]
+    if nav:
+        print(f"  navigation (j k g G pagedown, tree and table): first frame max "
+              f"{max(k.first for k in nav) * 1000:.0f} ms, last frame max "
+              f"{max(k.last for k in nav) * 1000:.0f} ms, CPU max "
+              f"{max(k.cpu for k in nav) * 1000:.0f} ms")
     print(f"  longest loop stall while the keys were pressed: "
           f"{', '.join(f'{s:.0f}' for s in stalls)} ms (loop-thread CPU "
           f"{', '.join(f'{c:.0f}' for c in cpu)} ms; target < 50 ms)")

@@ -206,7 +206,7 @@ async def ingest(app, n: int, timeout: float = 600.0, why: bool = False,
         if keys and rows >= n:
             from _keys import key_latencies
 
-            pressed = await key_latencies(app)
+            pressed = await key_latencies(app, why=why)
         await app.shutdown_runner()
     if rows < n:
         why_ = f"; the probe ended {ended.status}: {ended.reason}" if ended else ""
@@ -282,6 +282,8 @@ def main() -> None:
     ap.add_argument("--keys", type=int, metavar="N", default=0,
                     help="keypress-to-paint latency (benchmarks/_keys.py) with N signals "
                          "loaded (live and recorded, --ingests times each); only that")
+    ap.add_argument("--modes", default="live,recorded",
+                    help="with --keys: which loads (live, recorded; default both)")
     ap.add_argument("--keys-child", choices=("live", "recorded"), help=argparse.SUPPRESS)
     ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -301,8 +303,8 @@ def keys_child(args: argparse.Namespace) -> None:
     keys_rows; ``--tree``: that checkout's laya_tui)."""
     if args.tree is not None:
         sys.path.insert(0, str(args.tree))
-    run = (live_ingest if args.keys_child == "live" else recorded_ingest)(args.keys,
-                                                                         keys=True)
+    run = (live_ingest if args.keys_child == "live" else recorded_ingest)(
+        args.keys, why=args.why, keys=True)
     print(json.dumps({"seconds": run.seconds, "stall": run.beat.worst,
                       "keys": asdict(run.keys)}))
 
@@ -318,9 +320,9 @@ def keys_rows(args: argparse.Namespace) -> None:
     runs: dict[tuple[str, str], list[Any]] = {}
     for _ in range(args.ingests):
         for label, tree in trees:
-            for mode in ("live", "recorded"):
+            for mode in args.modes.split(","):
                 cmd = [sys.executable, __file__, "--keys-child", mode, "--keys",
-                       str(args.keys)]
+                       str(args.keys), *(["--why"] if args.why else [])]
                 env = dict(os.environ)
                 if tree is not None:
                     cmd += ["--tree", str(tree)]
@@ -328,6 +330,8 @@ def keys_rows(args: argparse.Namespace) -> None:
                 out = subprocess.run(cmd, capture_output=True, text=True, env=env)
                 if out.returncode:
                     raise RuntimeError(f"{label} {mode}: {out.stderr[-2000:]}")
+                if args.why:
+                    print(f"-- {label}, {mode}:\n" + "\n".join(out.stdout.splitlines()[:-1]))
                 runs.setdefault((label, mode), []).append(json.loads(out.stdout.splitlines()[-1]))
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for (label, mode), got in runs.items():

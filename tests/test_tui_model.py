@@ -156,7 +156,7 @@ def test_table_sorts_on_raw_values_and_filters():
     assert table.keys() == [k for st in model.probes.values() for k in st.keys]
 
 
-def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does():
+def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(monkeypatch):
     """Past one chunk the filtered/sorted list is built a step at a time (a zero budget:
     one chunk per step) and merged; the order is the one sorted() gives, streamed rows go
     to their place, and a row of a re-run moves by its new value."""
@@ -164,6 +164,9 @@ def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(
     n = 10_000
     run(model, "fam/p", [fb(f"s{(i * 7919) % n}", count=(i * 31) % 97) for i in range(n)])
     table = _table(model)
+    from laya_tui.tui.widgets import signal_table
+
+    monkeypatch.setattr(signal_table, "BUILD_BUDGET_S", 0.0)  # one chunk per step
     table.budget, table.step_unmounted = 0.0, True
     table.sort_column = "count"
     table.rebuild()
@@ -180,6 +183,18 @@ def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(
     values = [int(v) for v in table.column_values("count")]
     assert values == sorted(values) and len(values) == n + 1
     assert table.index_of(extra[0]) is not None
+    # another sort while one is shown: the shown list stays usable until the new one is done
+    table.sort_column = "subject"
+    table.rebuild()
+    for _ in range(3):
+        table._step_build(None)
+        assert table.row_count == n + 1
+        assert all(table.index_of(r) in (None, i) for i, r in
+                   enumerate(table.row_at(j) for j in range(50)))
+    while table.building:
+        table._step_build(None)
+    subjects = table.column_values("subject")
+    assert subjects == sorted(subjects, key=str.lower)
 
 
 def test_matrix_cells_from_lowering_signals_and_statuses():

@@ -27,6 +27,7 @@ from textual.screen import Screen
 
 from laya_tui.core.errors import EXIT_USAGE, UsageError
 from laya_tui.core.events import Event
+from laya_tui.core.logtext import printable
 from laya_tui.core.runner import Discovery, RunConfig
 from laya_tui.tui.editor import default_editor, editor_command
 from laya_tui.tui.messages import (
@@ -387,14 +388,15 @@ class LayaApp(App[int]):
                 self.action_toggle_watch()
 
     def on_run_failed(self, message: RunFailed) -> None:
-        self.notify(message.error, title="runner error", severity="error", timeout=10)
+        self.notify(printable(message.error), title="runner error", severity="error",
+                    timeout=10, markup=False)
 
     def on_probes_discovered(self, message: ProbesDiscovered) -> None:
         if message.errors:
             e = message.errors[0]
             where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
-            self.notify(f"{where}: {e['error']}", title="probe file error", severity="error",
-                        timeout=10)
+            self.notify(printable(f"{where}: {e['error']}"), title="probe file error",
+                        severity="error", timeout=10, markup=False)
         elif not message.count:
             self.notify("no probes found (probe files live in ./probes or --probes PATH)",
                         severity="warning")
@@ -511,9 +513,10 @@ class LayaApp(App[int]):
             self.pump.push(ProbeFinished(result))
         bits = [f"{k} {len(rec[k])}" for k in ("new", "gone", "changed")
                 if isinstance(rec.get(k), list) and rec[k]]
-        self.notify(f"{rec.get('probe', '?')}: {rec.get('status', '?')}"
-                    + (f" ({', '.join(bits)})" if bits else ""),
-                    title=f"changed: {rec.get('trigger', '')}", timeout=4)
+        self.notify(printable(f"{rec.get('probe', '?')}: {rec.get('status', '?')}"
+                              + (f" ({', '.join(bits)})" if bits else "")),
+                    title=printable(f"changed: {rec.get('trigger', '')}"), timeout=4,
+                    markup=False)
 
     # -- export, editor, help, palette --------------------------------------------------
     def action_export(self) -> None:

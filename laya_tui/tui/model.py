@@ -45,6 +45,7 @@ class SignalRow:
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
     tkey: Any = None  # the table's sort key for it (set by the table)
+    hay: str | None = None  # what the text filter searches (set by the table)
 
 
 @dataclass
@@ -243,7 +244,7 @@ class RunModel:
         elif row.sig != sig:
             row.sig = sig
             row.failing = failing(raw)
-            row.cells = None  # its sort key (tkey) stays: the table finds it by that
+            row.cells = row.hay = None  # its sort key (tkey) stays: the table finds it by that
             changes.updated.append(row)
 
     def _finish(self, result: dict[str, Any], changes: Changes) -> None:

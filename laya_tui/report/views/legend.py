@@ -89,3 +89,9 @@ MATRIX_LEGEND: tuple[tuple[str, str], ...] = tuple(
 #: The legend of the status glyphs (tree, summary, page).
 STATUS_LEGEND: tuple[tuple[str, str], ...] = tuple(
     (f"{m.glyph} {m.word}", m.meaning) for m in STATUS_MARKS.values())
+
+#: The matrix legend in one or two lines (under the dashboard's matrix; the help and the
+#: page give :data:`MATRIX_LEGEND` in full).
+MATRIX_LEGEND_SHORT = ("✓ ran within tolerance · ◐ built, not run · ◔ lowered · "
+                       "✗ lower / build / run: failed there · ⊘ skipped · ✹ crashed · "
+                       "◷ timeout · ⚠ n/e: not examined · · no cell")

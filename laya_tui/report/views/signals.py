@@ -5,7 +5,7 @@ whether it fails. Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,6 @@ from laya_tui.report.views.text import (
     number,
     one_line,
     short_site,
-    site_text,
 )
 
 
@@ -80,32 +79,50 @@ def _num(value: Any) -> float:
         value, bool) else _ABSENT
 
 
+def _value_key(sig: Mapping[str, Any], probe: str) -> tuple[int, float, str]:
+    value = sig.get("value")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (1, float(value), "")
+    if value is not None:
+        return (2, 0.0, str(value).lower())
+    seconds = sig.get("seconds")
+    return (1, _num(seconds), "") if seconds is not None else (0, 0.0, "")
+
+
+def _text_key(column: str) -> Callable[[Mapping[str, Any], str], str]:
+    def key(sig: Mapping[str, Any], probe: str) -> str:
+        value = sig.get(column)
+        return value.lower() if type(value) is str else str(value or "").lower()
+    return key
+
+
+#: What each column sorts on, as a function of ``(signal, probe)``: numbers as numbers
+#: (absent ones first), text case-folded; the values of one column always compare.
+SORT_KEYS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
+    "kind": lambda sig, probe: _KIND_ORDER.get(sig.get("kind"), 99),
+    "subject": _text_key("subject"),
+    "count": lambda sig, probe: _num(sig.get("count")),
+    "bytes": lambda sig, probe: _num(sig.get("bytes")),
+    "value": _value_key,
+    "reason": _text_key("reason"),
+    "site": lambda sig, probe: short_site(sig.get("site")).lower(),
+    "fix": _text_key("fix"),
+    "probe": lambda sig, probe: cellid.leaf_name(probe).lower(),
+}
+
+
 def sort_value(sig: Mapping[str, Any], probe: str, column: str) -> Any:
-    """The raw value ``column`` sorts on (numbers as numbers, absent ones first); values of
-    one column always compare with each other."""
-    if column == "kind":
-        return _KIND_ORDER.get(str(sig.get("kind")), 99)
-    if column in ("count", "bytes"):
-        return _num(sig.get(column))
-    if column == "value":
-        value = sig.get("value")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return (1, float(value), "")
-        if value is not None:
-            return (2, 0.0, str(value).lower())
-        seconds = sig.get("seconds")
-        return (1, _num(seconds), "") if seconds is not None else (0, 0.0, "")
-    if column == "site":
-        return short_site(sig.get("site")).lower()
-    if column == "probe":
-        return cellid.leaf_name(probe).lower()
-    return str(sig.get(column) or "").lower()
+    """The raw value ``column`` sorts on (:data:`SORT_KEYS`)."""
+    return SORT_KEYS[column](sig, probe)
 
 
 def haystack(sig: Mapping[str, Any], probe: str) -> str:
     """What the text filter searches: every column's raw text, lower-cased."""
+    site = sig.get("site")
+    where = f"{site.get('file', '')}:{site.get('line', '')}({site.get('func', '')})" \
+        if isinstance(site, Mapping) else ""
     return (f"{sig.get('kind', '')}\x00{sig.get('subject') or ''}\x00"
-            f"{sig.get('reason') or ''}\x00{site_text(sig.get('site'))}\x00"
+            f"{sig.get('reason') or ''}\x00{where}\x00"
             f"{sig.get('fix') or ''}\x00{probe}").lower()
 
 
@@ -127,8 +144,9 @@ def column_widths(needs: list[int], total: int, *, least: int = 14) -> list[int]
     """Widths (characters) for columns needing ``needs`` (0: hidden) within ``total``.
 
     A narrow column gets its need up to its cap. The subject (what tells rows apart) then
-    gets its need, up to half of what is left; the other wide columns share the rest so that
-    one needing less than an equal share gets its need and the others split what remains.
+    gets its need, up to half of what is left, then the reason the same way; the call site
+    and the fix share the rest so that one needing less than an equal share gets its need
+    and the other what remains.
     When that leaves a wide column under ``least`` characters, the fix, then the call site,
     then the reason give their width up (the detail shows them). What is left once every
     column has its need goes to the wide columns. In :data:`COLUMNS` order."""
@@ -147,16 +165,17 @@ def column_widths(needs: list[int], total: int, *, least: int = 14) -> list[int]
         widths[value] = max(len(COLUMNS[value].label) + 3, widths[value] - over)
     room = max(0, total - sum(widths))
     wide = [i for i, c in enumerate(COLUMNS) if c.wide and needs[i] > 0]
-    subject = _WIDE_INDEX["subject"]
+    subject, reason = _WIDE_INDEX["subject"], _WIDE_INDEX["reason"]
     dropped: set[int] = set()
     while True:
         shown = [i for i in wide if i not in dropped]
         alloc = dict.fromkeys(shown, 0)
         left = room
-        if subject in alloc:
-            alloc[subject] = min(needs[subject], max(least, room // 2))
-            left -= alloc[subject]
-        _share(alloc, [i for i in shown if i != subject], needs, max(0, left))
+        for first in (subject, reason):  # each its need, up to half of what is left
+            if first in alloc:
+                alloc[first] = min(needs[first], max(least, left // 2))
+                left -= alloc[first]
+        _share(alloc, [i for i in shown if i not in (subject, reason)], needs, max(0, left))
         short = [i for i in shown if i != subject and alloc[i] < min(least, needs[i])]
         victim = next((_WIDE_INDEX[k] for k in _DROP_ORDER if _WIDE_INDEX[k] in shown
                        and _WIDE_INDEX[k] != subject), None)

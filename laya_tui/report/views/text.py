@@ -5,31 +5,14 @@ summary format with these, so a value reads the same everywhere. Standard librar
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from laya_tui.core.logtext import printable
 from laya_tui.core.signals import format_site
 
-#: C0 controls except tab and newline, DEL and C1: what a probe may print (a raw NUL, an
-#: escape sequence) that would draw a box, move the cursor or recolour a terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _escape(m: re.Match[str]) -> str:
-    return f"\\x{ord(m.group()):02x}"
-
-
-def printable(text: Any) -> str:
-    """``text`` with every control character written as an escape (``\\x00``, ``\\x1b``);
-    tabs and newlines stay, ``\\r\\n`` and a lone ``\\r`` become newlines."""
-    s = "" if text is None else str(text)
-    if _CONTROL.search(s) is None:
-        return s
-    if "\r" in s:
-        s = s.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL.sub(_escape, s)
-
+__all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line",
+           "pass_seconds", "plain", "printable", "short_site", "site_text", "yes_no"]
 
 def one_line(text: Any, limit: int = 300) -> str:
     """The first line of ``text`` (printable), at most ``limit`` characters."""

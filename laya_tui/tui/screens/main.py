@@ -31,11 +31,6 @@ TREE_SHARE = 0.4
 TREE_MIN = 20
 
 
-def scope_label(scope: Scope) -> str:
-    what, name = scope
-    return "all probes" if what == "all" else f"{what} {name}"
-
-
 class MainScreen(Screen[None]):
     """Families -> probes -> signals -> one signal's detail."""
 
@@ -65,6 +60,7 @@ class MainScreen(Screen[None]):
         self.scope: Scope = ALL
         self._shown_once = False
         self.tree_shown = True
+        self._detail_due = False  # a detail update waits for the next frame
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """Runs before Screen's own handler: the first time, skip its restyle of every
@@ -145,7 +141,7 @@ class MainScreen(Screen[None]):
             self.tree.sync_structure()
         if changes.probes:
             self.tree.update_probes(changes.probes)
-        if changes.structure or changes.finished:
+        if changes.structure:
             self._fit_tree()
         if changes.added or changes.updated or changes.removed or changes.structure:
             self.table.apply(changes.added, changes.updated, changes.removed,
@@ -174,16 +170,19 @@ class MainScreen(Screen[None]):
         self.tree.tick_running()
 
     def _status_line(self) -> None:
+        """The line above the table: the filter first (it hides rows: it must show at any
+        width), then what is shown, how many rows, the sort."""
         t = self.table
-        line = Text(scope_label(self.scope), style="bold")
+        line = Text()
+        if t.filter.active:
+            line.append(f" filter: {t.filter.describe()} ", style="reverse bold")
+            line.append(" Esc clears  ·  ", style="italic")
+        what, name = self.scope
+        line.append("all probes" if what == "all" else str(name), style="bold")
         line.append(f"  ·  {t.row_count:,} rows")
         busy = t.busy_text()
         if busy:
             line.append(f"  ·  {busy}", style="bold")
-        if t.filter.active:
-            line.append("  ·  ")
-            line.append(f" filter: {t.filter.describe()} ", style="reverse bold")
-            line.append("  Esc clears", style="italic")
         if t.sort_column or t.sort_reverse:
             line.append(f"  ·  sort: {t.sort_column or 'arrival'} "
                         f"{'▼' if t.sort_reverse else '▲'}")
@@ -263,6 +262,13 @@ class MainScreen(Screen[None]):
 
     # -- table --------------------------------------------------------------------------
     def on_signal_highlighted(self, event: SignalHighlighted) -> None:
+        # after the frame with the cursor moved: the key shows at once, the detail follows
+        if not self._detail_due:
+            self._detail_due = True
+            self.call_after_refresh(self._deferred_detail)
+
+    def _deferred_detail(self) -> None:
+        self._detail_due = False
         self._update_detail()
 
     def on_signal_chosen(self, event: SignalChosen) -> None:

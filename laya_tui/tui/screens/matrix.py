@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from laya_tui.report.views.legend import MATRIX_LEGEND
+from laya_tui.report.views.legend import MATRIX_LEGEND_SHORT
 from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.detail import DetailPane
 from laya_tui.tui.widgets.footer import KeyFooter
@@ -19,8 +19,8 @@ from laya_tui.tui.widgets.matrix import LoweringMatrix
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
 
-#: The matrix's legend (``report.views.legend``, the page shows the same).
-LEGEND = "   ".join(f"{mark} {what}" for mark, what in MATRIX_LEGEND)
+#: The matrix's legend (``report.views.legend``; ``?`` and the page give it in full).
+LEGEND = MATRIX_LEGEND_SHORT
 
 
 class MatrixScreen(Screen[None]):
@@ -38,7 +38,7 @@ class MatrixScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("lowering matrix", id="crumbs")
         yield LoweringMatrix(self.laya.model, id="matrix")
-        yield Static(LEGEND, id="legend")
+        yield Static(LEGEND, id="legend", markup=False)
         yield DetailPane(id="cell-detail")
         yield KeyFooter()
 

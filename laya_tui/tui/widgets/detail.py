@@ -229,6 +229,7 @@ class DetailPane(VerticalScroll):
         self.full = full
         self.subject: tuple[str, str] | None = None  # ("signal", key) / ("probe", id)
         self._shown: RenderableType = ""
+        self._token: Any = None  # what is shown, to skip drawing it again
 
     def compose(self):  # noqa: D102 - textual hook
         yield Static(id="detail-body", expand=True)
@@ -241,19 +242,25 @@ class DetailPane(VerticalScroll):
         return self.query_one("#detail-body", Static)
 
     def show_signal(self, row: SignalRow, st: ProbeState | None, workspace: str | None) -> None:
-        self.subject = ("signal", row.key)
+        token = ("signal", row.key, row.sig, st.log_tail if st is not None else "")
+        if token == self._token:
+            return  # shown already (a focus move): a re-render would lay the pane out again
+        self.subject, self._token = ("signal", row.key), token
         self._set(render_signal(row, st, workspace, full=self.full))
         self.scroll_home(animate=False)
 
     def show_probe(self, st: ProbeState, workspace: str | None) -> None:
-        self.subject = ("probe", st.id)
+        token = ("probe", st.id, st.status, st.reason, st.seconds, st.result, len(st.keys))
+        if token == self._token:
+            return
+        self.subject, self._token = ("probe", st.id), token
         self._set(render_probe(st, workspace, full=self.full))
         self.scroll_home(animate=False)
 
     def show_text(self, text: str) -> None:
         if self.subject is None and isinstance(self._shown, Text) and self._shown.plain == text:
             return  # shown already: a re-render would lay the whole screen out again
-        self.subject = None
+        self.subject, self._token = None, None
         self._set(Text(text, style="dim"))
 
     def plain_text(self, width: int = 120) -> str:

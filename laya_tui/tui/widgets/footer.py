@@ -98,9 +98,11 @@ class KeyFooter(Footer):
     def _keys(self) -> tuple[Any, ...]:
         """What the footer shows (compared to decide on a rebuild)."""
         compact, bindings = self._plan()
+        # what is drawn, not which widget's binding it is: the tree's and the table's Enter
+        # look the same, so moving the focus between them rebuilds nothing
         return (compact, self._width(), *(
-            (b.key, b.action, b.description, enabled, tooltip) for b, enabled, tooltip
-            in bindings))
+            (self.app.get_key_display(b), b.key, b.description, enabled)
+            for b, enabled, _tooltip in bindings))
 
     def compose(self) -> ComposeResult:
         auto_focus = getattr(self.screen, "_update_auto_focus", None)

@@ -32,8 +32,11 @@ STATUSES = tuple(str(s) for s in STATUS_MARKS)
 PROBE_INDENT, FAMILY_INDENT = 6, 5
 #: The tree's own columns besides labels: its right border and its scrollbar.
 TREE_CHROME = 2
-#: A status tag is counted at least this wide, so a running clock does not resize the tree.
-TAG_MIN = 9
+#: A status tag counts as this wide in the width the tree needs (``not examined``), so the
+#: width depends on the names only and a status coming in never resizes the tree.
+TAG_CELLS = 12
+#: Room for a family's short counts (`` 60 ✗14 ⊘20 ✹1``) in the width the tree needs.
+FAMILY_COUNTS = 16
 
 
 def _plain(name: str) -> Style:
@@ -111,9 +114,8 @@ def probe_label(st: ProbeState, now: float | None = None, style: StyleOf = _plai
 
 
 def probe_need(st: ProbeState) -> int:
-    """Cells a probe's label needs without its reason (the tag at least TAG_MIN)."""
-    tag, _ = _tag(st, None, False)
-    return 2 + cell_len(leaf_name(st.id)) + 2 + max(TAG_MIN, len(tag))
+    """Cells a probe's label needs without its reason (the tag counted TAG_CELLS wide)."""
+    return 2 + cell_len(leaf_name(st.id)) + 2 + TAG_CELLS
 
 
 def family_label(name: str, model: RunModel, style: StyleOf = _plain, *,
@@ -146,7 +148,8 @@ class ProbeTree(Tree[NodeData]):
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "first", "Top", show=False),
         Binding("G", "last", "Bottom", show=False),
-        Binding("enter", "select_cursor", "Drill down"),
+        Binding("enter", "select_cursor", "Open",
+                tooltip="drill down: a family to its probes, a probe to its signals"),
         Binding("l", "select_cursor", "Drill down", show=False),
     ]
 
@@ -178,9 +181,10 @@ class ProbeTree(Tree[NodeData]):
         super().notify_style_update()
 
     def width_needed(self) -> int:
-        """Cells the tree needs to show every label without its reason."""
-        families = max((FAMILY_INDENT + cell_len(family_label(f, self.model, width=0).plain)
-                        for f in self._families), default=0)  # the short form counts
+        """Cells the tree needs to show every label without its reason: it depends on the
+        names only, so it changes when probes appear, never when a status does."""
+        families = max((FAMILY_INDENT + cell_len(f) + FAMILY_COUNTS for f in self._families),
+                       default=0)
         probes = max(self._needs.values(), default=0)
         return max(families, probes, len("▼ all probes")) + TREE_CHROME
 
@@ -231,7 +235,6 @@ class ProbeTree(Tree[NodeData]):
             if node is None or st is None:
                 continue
             node.set_label(self._probe_label(st, now))
-            self._needs[pid] = PROBE_INDENT + probe_need(st)
             fams.add(st.family)
         for fam in fams:
             if fam in self._families:

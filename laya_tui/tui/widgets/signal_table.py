@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.segment import Segment
@@ -26,11 +25,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from laya_tui.core.signals import KINDS
-from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, haystack, sort_value
+from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, SORT_KEYS
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import SignalRow
 from laya_tui.tui.widgets.table_layout import ColumnLayout, cut_for, fit_cell, row_text
-from laya_tui.tui.widgets.table_rows import RowOrder
+from laya_tui.tui.widgets.table_rows import RowOrder, TableFilter
 
 __all__ = ["COLUMN_KEYS", "SignalTable", "TableFilter", "row_text"]
 
@@ -39,39 +38,13 @@ PENDING_CHUNK = 1024
 #: seconds until rows still waiting (or a build under way) get their next step: a timer,
 #: so frames and input run between steps
 PENDING_TICK_S = 0.005
+#: seconds of one step of a build (a filter or a sort of every row): under the 50 ms a
+#: keypress may wait, over the streaming budget so 200,000 rows take few steps
+BUILD_BUDGET_S = 0.025
 #: seconds between two measurements of the columns while rows stream in
 MEASURE_EVERY_S = 0.5
 _KINDS = frozenset(KINDS)
 _CUTS = [cut_for(i) for i in range(len(COLUMNS))]
-
-
-@dataclass(frozen=True)
-class TableFilter:
-    """Which rows show: one kind (or all), a text, only failing ones."""
-
-    text: str = ""
-    kind: str | None = None
-    only_failing: bool = False
-
-    @property
-    def active(self) -> bool:
-        return bool(self.text or self.kind or self.only_failing)
-
-    def describe(self) -> str:
-        """``kind fallback · text 'x' · only failing`` (empty when none is set)."""
-        parts = [f"kind {self.kind}" if self.kind else "",
-                 f"text {self.text!r}" if self.text else "",
-                 "only failing" if self.only_failing else ""]
-        return " · ".join(p for p in parts if p)
-
-    def accepts(self, row: SignalRow) -> bool:
-        if self.kind is not None and row.sig.kind != self.kind:
-            return False
-        if self.only_failing and not row.failing:
-            return False
-        if self.text and self.text.lower() not in haystack(row.sig, row.probe):
-            return False
-        return True
 
 
 class SignalTable(ScrollView, can_focus=True):
@@ -84,7 +57,7 @@ class SignalTable(ScrollView, can_focus=True):
         Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False),
         Binding("home,g", "edge(0)", "First", show=False),
         Binding("end,G", "edge(1)", "Last", show=False),
-        Binding("enter", "choose", "Drill down"),
+        Binding("enter", "choose", "Open", tooltip="open the signal's full detail"),
         Binding("l", "choose", "Drill down", show=False),
     ]
 
@@ -187,7 +160,8 @@ class SignalTable(ScrollView, can_focus=True):
         if column is None:
             rank = self.rank_of
             return lambda row: (rank(row.probe), row.seq)
-        return lambda row: (sort_value(row.sig, row.probe, column), row.seq)
+        value = SORT_KEYS[column]
+        return lambda row: (value(row.sig, row.probe), row.seq)
 
     def rebuild(self) -> None:
         """Re-select every row (scope, filter or sort changed): segments at once, or a list
@@ -203,13 +177,13 @@ class SignalTable(ScrollView, can_focus=True):
             self._after_change(keep, announce=True)
             return
         source: Iterator[SignalRow] = (r for _, seg in segments for r in seg)
-        self.order.begin(source, self.accepts, self._key_of(),
+        self.order.begin(source, self.accepts if self.filter.active else None, self._key_of(),
                          sort=self.sort_column is not None, reverse=self.sort_reverse,
                          total=sum(len(s) for _, s in segments))
         self._step_build(keep, first=True)
 
     def _step_build(self, keep: SignalRow | None, first: bool = False) -> None:
-        done = self.order.step(self._budget())
+        done = self.order.step(self._budget(build=True))
         if done:
             for added, updated, removed in self._deferred:
                 self._apply_listed(added, updated, removed)
@@ -217,7 +191,11 @@ class SignalTable(ScrollView, can_focus=True):
             self._measure()
         elif first and self.order.listed:
             self._measure()
-        self._after_change(keep, announce=True)
+        if self.order.listed and not done:
+            self._first_changed = 0  # a filter growing: what is shown changes
+        # the detail follows the cursor's row: announced when the order is done (not on
+        # every step of a sort, which would draw the same detail again each time)
+        self._after_change(keep, announce=done)
         self._schedule()
 
     def apply(self, added: Iterable[SignalRow], updated: Iterable[SignalRow],
@@ -282,9 +260,12 @@ class SignalTable(ScrollView, can_focus=True):
             first = taken if first is None else min(first, taken)
         return first
 
-    def _budget(self) -> float | None:
-        """The time budget of one step; None (do it all) before the widget can step."""
-        return self.budget if self.is_mounted or self.step_unmounted else None
+    def _budget(self, build: bool = False) -> float | None:
+        """The time budget of one step (a build's at least BUILD_BUDGET_S); None (do it all)
+        before the widget can step."""
+        if not (self.is_mounted or self.step_unmounted):
+            return None
+        return max(self.budget, BUILD_BUDGET_S) if build else self.budget
 
     @property
     def pending(self) -> int:
@@ -439,24 +420,11 @@ class SignalTable(ScrollView, can_focus=True):
 
     def column_at(self, x: int) -> str | None:
         """The column under content offset ``x`` of the header."""
-        pos = 1
-        for col, w in zip(COLUMNS, self.layout_cols.fit(self.size.width), strict=True):
-            if not w:
-                continue
-            if pos <= x < pos + w + 1:
-                return col.key
-            pos += w + 1
-        return None
+        return self.layout_cols.column_at(x, self.size.width)
 
     def column_x(self, column: str) -> int | None:
         """Where ``column`` starts in the header (content offset), None when hidden."""
-        pos = 1
-        for col, w in zip(COLUMNS, self.layout_cols.fit(self.size.width), strict=True):
-            if col.key == column:
-                return pos if w else None
-            if w:
-                pos += w + 1
-        return None
+        return self.layout_cols.column_x(column, self.size.width)
 
     # -- rendering ----------------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:

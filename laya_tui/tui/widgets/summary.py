@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
+from laya_tui.core.logtext import printable
 from laya_tui.core.signals import KINDS
 from laya_tui.report.views.legend import status_word
 from laya_tui.tui.model import RunModel
@@ -99,7 +100,7 @@ class SummaryText(Static):
         if model.errors:
             gates.append(f"  {len(model.errors)} probe file error(s)", style=bad)
         if model.source:
-            gates.append(f"   ·  {model.source}  (i: details)", style=dim)
+            gates.append(f"   ·  {printable(model.source)}  (i: details)", style=dim)
         self.lines = (line, kinds, gates)
 
 

@@ -90,6 +90,24 @@ class ColumnLayout:
             self._width = width
         return self.widths
 
+    def column_at(self, x: int, width: int) -> str | None:
+        """The column under header offset ``x`` at a table ``width``."""
+        pos = 1
+        for col, w in zip(COLUMNS, self.fit(width), strict=True):
+            if w and pos <= x < pos + w + 1:
+                return col.key
+            pos += w + 1 if w else 0
+        return None
+
+    def column_x(self, column: str, width: int) -> int | None:
+        """Where ``column`` starts in the header at a table ``width`` (None: hidden)."""
+        pos = 1
+        for col, w in zip(COLUMNS, self.fit(width), strict=True):
+            if col.key == column:
+                return pos if w else None
+            pos += w + 1 if w else 0
+        return None
+
 
 def fit_cell(text: str, width: int, *, right: bool = False, keep_end: bool = False) -> str:
     """``text`` padded or cut to ``width`` cells (``keep_end``: cut at the start)."""
@@ -113,3 +131,4 @@ def fit_cell(text: str, width: int, *, right: bool = False, keep_end: bool = Fal
 def cut_for(column: int) -> dict[str, bool]:
     """How column ``column`` is cut and aligned (``fit_cell`` keywords)."""
     return {"right": COLUMNS[column].numeric, "keep_end": column == _SUBJECT}
+

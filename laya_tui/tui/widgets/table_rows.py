@@ -19,9 +19,11 @@ import heapq
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from laya_tui.report.views.signals import haystack
 from laya_tui.tui.model import SignalRow
 
 Key = tuple[Any, int]
@@ -30,6 +32,39 @@ BUILD_CHUNK = 2048
 #: rows merged per step of a sort's merge
 MERGE_CHUNK = 4096
 _seq = attrgetter("seq")
+
+
+@dataclass(frozen=True)
+class TableFilter:
+    """Which rows show: one kind (or all), a text, only failing ones."""
+
+    text: str = ""
+    kind: str | None = None
+    only_failing: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.text or self.kind or self.only_failing)
+
+    def describe(self) -> str:
+        """``kind fallback · text 'x' · only failing`` (empty when none is set)."""
+        parts = [f"kind {self.kind}" if self.kind else "",
+                 f"text {self.text!r}" if self.text else "",
+                 "only failing" if self.only_failing else ""]
+        return " · ".join(p for p in parts if p)
+
+    def accepts(self, row: SignalRow) -> bool:
+        if self.kind is not None and row.sig.kind != self.kind:
+            return False
+        if self.only_failing and not row.failing:
+            return False
+        if self.text:
+            hay = row.hay
+            if hay is None:  # kept on the row: the next keystroke searches it again
+                hay = row.hay = haystack(row.sig, row.probe)
+            if self.text.lower() not in hay:
+                return False
+        return True
 
 
 class RowOrder:
@@ -47,8 +82,10 @@ class RowOrder:
         self.key_of: Callable[[SignalRow], Key] | None = None
         self._build: _Build | None = None
         #: bumped by every build: a row's ``tkey`` is ``(gen, key)``, the key it is listed
-        #: under in this generation (a stale generation: the row is not in the list)
+        #: under in that generation; ``list_gen`` is the generation of the list shown (a
+        #: row of another generation is not in it)
         self.gen = 0
+        self.list_gen = 0
         self._pending_reverse = False
 
     # -- shape ------------------------------------------------------------------------------
@@ -117,7 +154,7 @@ class RowOrder:
     def _find(self, row: SignalRow) -> int | None:
         """The storage index of ``row`` in the list, by the key it went in under."""
         t = row.tkey
-        if t is None or t[0] != self.gen:
+        if t is None or t[0] != self.list_gen:
             return None
         i = bisect_left(self.keys, t[1])
         return i if i < len(self.rows) and self.rows[i] is row else None
@@ -125,15 +162,16 @@ class RowOrder:
     def _keyed(self, row: SignalRow) -> Key:
         assert self.key_of is not None
         k = self.key_of(row)
-        row.tkey = (self.gen, k)
+        row.tkey = (self.list_gen, k)
         return k
 
     # -- the list: built in steps, then kept by bisection ---------------------------------
-    def begin(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool],
+    def begin(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
               key_of: Callable[[SignalRow], Key], *, sort: bool, reverse: bool,
               total: int) -> None:
         """Start building the filtered/sorted list of ``total`` rows from ``source`` (in
-        the segments' display order); :meth:`step` does the work. A filter alone is shown
+        the segments' display order; ``accept`` None: every row); :meth:`step` does the
+        work. A filter alone is shown
         as it grows; a sort replaces the order shown when it is done."""
         self.gen += 1
         gen = self.gen
@@ -146,6 +184,7 @@ class RowOrder:
         self._build = _Build(source, accept, keyed if not sort else key_of, sort, total, gen)
         if not sort:  # grows in display order: shown from the first step on
             self.listed, self.key_of, self.reverse = True, key_of, reverse
+            self.list_gen = gen
             self.rows, self.keys = [], []
             self._build.rows, self._build.keys = self.rows, self.keys
         self._pending_reverse = reverse
@@ -171,7 +210,7 @@ class RowOrder:
         if done:
             self._build = None
             if b.sort:
-                self.listed, self.key_of = True, b.key_of
+                self.listed, self.key_of, self.list_gen = True, b.key_of, b.gen
                 self.reverse = self._pending_reverse
                 self.rows, self.keys = b.rows, b.keys
         return done
@@ -192,7 +231,7 @@ class RowOrder:
         fresh = [r for r in rows if self._find(r) is None]
         if not fresh:
             return None
-        pairs = sorted(((self._keyed(r), r) for r in fresh), key=lambda kr: kr[0])
+        pairs = sorted((self._keyed(r), r) for r in fresh)
         if not self.keys or pairs[0][0] > self.keys[-1]:  # arrival order: at the end
             first = len(self.keys)
             self.keys.extend(k for k, _ in pairs)
@@ -220,15 +259,15 @@ class RowOrder:
 class _Build:
     """One budgeted build of the filtered/sorted list."""
 
-    def __init__(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool],
+    def __init__(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
                  key_of: Callable[[SignalRow], Key], sort: bool, total: int,
                  gen: int) -> None:
         self.source, self.accept, self.key_of = source, accept, key_of
         self.sort, self.gen = sort, gen
         self.rows: list[SignalRow] = []
         self.keys: list[Key] = []
-        self.chunks: list[list[tuple[Key, SignalRow]]] = []
-        self.merge: Iterator[tuple[Key, SignalRow]] | None = None
+        self.chunks: list[list[tuple[Any, int, SignalRow]]] = []
+        self.merge: Iterator[tuple[Any, int, SignalRow]] | None = None
         self.seen = 0
         self.total = total
         self.merged = 0
@@ -251,11 +290,13 @@ class _Build:
         if not self.sort:
             return True
         if self.merge is None:
-            self.merge = heapq.merge(*self.chunks, key=lambda kr: kr[0])
+            # flat (value, seq, row): compared in C, and the seq is unique, so rows never are
+            self.merge = heapq.merge(*self.chunks)
         keys, rows, merge, gen = self.keys, self.rows, self.merge, self.gen
         while True:
             n = 0
-            for k, r in merge:
+            for v, q, r in merge:
+                k = (v, q)
                 keys.append(k)
                 rows.append(r)
                 r.tkey = (gen, k)
@@ -270,21 +311,30 @@ class _Build:
 
     def _scan(self) -> None:
         accept, key_of, source = self.accept, self.key_of, self.source
-        chunk: list[tuple[Key, SignalRow]] = []
+        chunk: list[tuple[Any, int, SignalRow]] = []
         n = 0
-        for row in source:
-            n += 1
-            if accept(row):
-                if self.sort:
-                    chunk.append((key_of(row), row))
-                else:
-                    self.keys.append(key_of(row))
-                    self.rows.append(row)
-            if n == BUILD_CHUNK:
-                break
+        if accept is None:  # a sort of every row
+            for row in source:
+                n += 1
+                v, q = key_of(row)
+                chunk.append((v, q, row))
+                if n == BUILD_CHUNK:
+                    break
+        else:
+            for row in source:
+                n += 1
+                if accept(row):
+                    if self.sort:
+                        v, q = key_of(row)
+                        chunk.append((v, q, row))
+                    else:
+                        self.keys.append(key_of(row))
+                        self.rows.append(row)
+                if n == BUILD_CHUNK:
+                    break
         self.seen += n
         if chunk:
-            chunk.sort(key=lambda kr: kr[0])
+            chunk.sort()  # (value, seq, row): the seq is unique, rows never compared
             self.chunks.append(chunk)
         if n < BUILD_CHUNK:
             self.exhausted = True
