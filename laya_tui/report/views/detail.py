@@ -15,6 +15,7 @@ from typing import Any
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, LIVE_STATUSES, Status
+from laya_tui.report.views.signals import SignalLike
 from laya_tui.report.views.text import (
     exact_bytes,
     human_seconds,
@@ -135,7 +136,7 @@ def _source(title: str, site: Any, context: int) -> list[Section]:
     return [Source(title, site_text(site), str(site["file"]), line, context)]
 
 
-def signal_detail(sig: Mapping[str, Any], probe: str, *, has_log: bool = False,
+def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
                   full: bool = True) -> Detail:
     """The sections of one signal of cell ``probe`` (``full``: the full-screen detail and
     the page; else the dashboard's pane, with shorter excerpts; ``has_log``: the probe
@@ -171,7 +172,7 @@ def signal_detail(sig: Mapping[str, Any], probe: str, *, has_log: bool = False,
     checks = [(str(name), f"{number(c.get('value'))} vs limit {number(c.get('limit'))}"
                + ("" if c.get("passed") is None else "  ok" if c.get("passed") else "  FAIL"))
               for name, c in as_dict(d.get("checks")).items() if isinstance(c, dict)]
-    parts += _facts("checks", checks)  # type: ignore[arg-type]
+    parts += _facts("checks", list(checks))
     if kind == "tolerance" or "limit" in sig:
         parts += _tolerance(sig, d, full)
     parts += _source("call site", sig.get("site"), 12 if full else 4)
@@ -207,7 +208,7 @@ def signal_detail(sig: Mapping[str, Any], probe: str, *, has_log: bool = False,
     return Detail(head, tuple(parts))
 
 
-def _tolerance(sig: Mapping[str, Any], d: dict[str, Any], full: bool) -> list[Section]:
+def _tolerance(sig: SignalLike, d: dict[str, Any], full: bool) -> list[Section]:
     rows: list[tuple[str, Any]] = [("value", number(sig.get("value"))),
                                    ("limit", number(sig.get("limit"))),
                                    ("passed", yes_no(sig.get("passed")))]

@@ -12,6 +12,7 @@ from typing import Any
 from laya_tui.core import cellid
 from laya_tui.core.signals import COMPLETED_STATUSES, Status
 from laya_tui.report.views.legend import Mark, outcome_mark
+from laya_tui.report.views.signals import SignalLike
 
 #: Column order: C before LLVM before CUDA; fp32, fp16, bf16; the CPU specialization first.
 _ORDER = {"c": 0, "llvm": 1, "cuda": 2, "hip": 3, "fp32": 0, "float32": 0, "fp16": 1,
@@ -78,7 +79,7 @@ class MatrixView:
         return bool(self.cells)
 
 
-def lowering_outcome(sig: Mapping[str, Any]) -> tuple[str, MatrixColumn, str] | None:
+def lowering_outcome(sig: SignalLike) -> tuple[str, MatrixColumn, str] | None:
     """``(kernel, column, outcome)`` of a lowering signal that names its cell, else None."""
     if sig.get("kind") != "lowering":
         return None
@@ -90,7 +91,7 @@ def lowering_outcome(sig: Mapping[str, Any]) -> tuple[str, MatrixColumn, str] | 
     return str(d["kernel"]), column, outcome
 
 
-def build_matrix(lowering: Iterable[tuple[Mapping[str, Any], str, str, Any]],
+def build_matrix(lowering: Iterable[tuple[SignalLike, str, str, Any]],
                  probes: Iterable[tuple[str, str, str]]) -> MatrixView:
     """The matrix from lowering signals ``(signal, probe id, family, ref)`` and the probes
     ``(id, family, status)``. A cell of a family with lowering signals (and every

@@ -242,7 +242,7 @@ def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     rows = []
     for kernel in view.kernels:
-        cells = []
+        cells: list[list[str] | None] = []
         for col in view.columns:
             cell = view.cell(kernel, col)
             if cell is None:

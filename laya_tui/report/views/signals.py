@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core import cellid
-from laya_tui.core.results import failing
+from laya_tui.core.results import Signal, failing
 from laya_tui.core.signals import KINDS
 from laya_tui.report.views.text import (
     human_bytes,
@@ -19,6 +19,10 @@ from laya_tui.report.views.text import (
     one_line,
     short_site,
 )
+
+#: A signal as a report holds it (a dict) or as the dashboard keeps it (a frozen Signal,
+#: read like the dict): every view reads both.
+SignalLike = Mapping[str, Any] | Signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,7 @@ _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 _ABSENT = float("-inf")
 
 
-def value_text(sig: Mapping[str, Any]) -> str:
+def value_text(sig: SignalLike) -> str:
     """The measured value of a signal: ``7.2e-07 ≤ 2.000e-05`` (a tolerance, ``>`` when it
     failed), ``0.70 s`` (a timing), an environment's value, a number."""
     value, limit, seconds = sig.get("value"), sig.get("limit"), sig.get("seconds")
@@ -65,7 +69,7 @@ def value_text(sig: Mapping[str, Any]) -> str:
     return ""
 
 
-def signal_cells(sig: Mapping[str, Any], probe: str) -> tuple[str, ...]:
+def signal_cells(sig: SignalLike, probe: str) -> tuple[str, ...]:
     """The text of each of :data:`COLUMNS` for ``sig`` of cell ``probe`` (printable)."""
     count = sig.get("count")
     return (one_line(sig.get("kind"), 40), one_line(sig.get("subject"), 200),
@@ -79,7 +83,7 @@ def _num(value: Any) -> float:
         value, bool) else _ABSENT
 
 
-def _value_key(sig: Mapping[str, Any], probe: str) -> tuple[int, float, str]:
+def _value_key(sig: SignalLike, probe: str) -> tuple[int, float, str]:
     value = sig.get("value")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (1, float(value), "")
@@ -89,8 +93,8 @@ def _value_key(sig: Mapping[str, Any], probe: str) -> tuple[int, float, str]:
     return (1, _num(seconds), "") if seconds is not None else (0, 0.0, "")
 
 
-def _text_key(column: str) -> Callable[[Mapping[str, Any], str], str]:
-    def key(sig: Mapping[str, Any], probe: str) -> str:
+def _text_key(column: str) -> Callable[[SignalLike, str], str]:
+    def key(sig: SignalLike, probe: str) -> str:
         value = sig.get(column)
         return value.lower() if type(value) is str else str(value or "").lower()
     return key
@@ -98,8 +102,8 @@ def _text_key(column: str) -> Callable[[Mapping[str, Any], str], str]:
 
 #: What each column sorts on, as a function of ``(signal, probe)``: numbers as numbers
 #: (absent ones first), text case-folded; the values of one column always compare.
-SORT_KEYS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
-    "kind": lambda sig, probe: _KIND_ORDER.get(sig.get("kind"), 99),
+SORT_KEYS: dict[str, Callable[[SignalLike, str], Any]] = {
+    "kind": lambda sig, probe: _KIND_ORDER.get(str(sig.get("kind")), 99),
     "subject": _text_key("subject"),
     "count": lambda sig, probe: _num(sig.get("count")),
     "bytes": lambda sig, probe: _num(sig.get("bytes")),
@@ -111,12 +115,12 @@ SORT_KEYS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
 }
 
 
-def sort_value(sig: Mapping[str, Any], probe: str, column: str) -> Any:
+def sort_value(sig: SignalLike, probe: str, column: str) -> Any:
     """The raw value ``column`` sorts on (:data:`SORT_KEYS`)."""
     return SORT_KEYS[column](sig, probe)
 
 
-def haystack(sig: Mapping[str, Any], probe: str) -> str:
+def haystack(sig: SignalLike, probe: str) -> str:
     """What the text filter searches: every column's raw text, lower-cased."""
     site = sig.get("site")
     where = f"{site.get('file', '')}:{site.get('line', '')}({site.get('func', '')})" \
@@ -126,7 +130,7 @@ def haystack(sig: Mapping[str, Any], probe: str) -> str:
             f"{sig.get('fix') or ''}\x00{probe}").lower()
 
 
-def is_failing(sig: Mapping[str, Any]) -> bool:
+def is_failing(sig: SignalLike) -> bool:
     """Whether the signal states a failure (``core.results.failing``)."""
     return failing(sig)
 

@@ -95,7 +95,7 @@ def yes_no(value: Any) -> str:
 
 def site_text(site: Any) -> str:
     """``file:line(func)`` of a call site (printable), or an empty string."""
-    return printable(format_site(site)) if isinstance(site, Mapping) else ""
+    return printable(format_site(dict(site))) if isinstance(site, Mapping) else ""
 
 
 def short_site(site: Any) -> str:

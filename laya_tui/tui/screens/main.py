@@ -102,7 +102,7 @@ class MainScreen(Screen[None]):
 
     # -- widgets ------------------------------------------------------------------------
     @property
-    def tree(self) -> ProbeTree:
+    def tree(self) -> ProbeTree:  # type: ignore[override]  # Textual's DOM tree: not used here
         return self.query_one("#tree", ProbeTree)
 
     @property

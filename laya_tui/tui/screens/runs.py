@@ -110,7 +110,7 @@ class RunsScreen(Screen[None]):
         if runs and limits:
             plt.horizontal_line(min(limits.values()))  # the tightest limit
         if runs:
-            plt.xticks(runs)
+            plt.xticks([float(r) for r in runs])
         widget.refresh()
 
     def rerun_targets(self) -> list[str]:

@@ -75,7 +75,7 @@ class KeyFooter(Footer):
 
     def _key_bindings(self) -> list[tuple[Binding, bool, str]]:
         """The shown bindings, one per action, minus the ones the app turned off."""
-        hidden = getattr(self.app, "hidden_actions", lambda: frozenset())()
+        hidden: frozenset[str] = getattr(self.app, "hidden_actions", frozenset)()
         palette = self.app.COMMAND_PALETTE_BINDING
         seen: set[str] = set()
         out = []

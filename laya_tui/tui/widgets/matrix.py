@@ -78,10 +78,10 @@ class LoweringMatrix(DataTable):
                              *(self._cell_text(view.cell(k, c)) for c in view.columns), key=k)
             self.cursor_coordinate = cursor
             return True
-        for (k, col), cell in view.cells.items():
-            prev = old.cells.get((k, col))
+        for (k, column_key), cell in view.cells.items():
+            prev = old.cells.get((k, column_key))
             if prev is None or prev.outcome != cell.outcome:
-                self.update_cell(k, col, self._cell_text(cell))
+                self.update_cell(k, column_key, self._cell_text(cell))
         return False
 
     def cell_at_cursor(self) -> MatrixCell | None:

@@ -232,9 +232,9 @@ class SignalTable(ScrollView, can_focus=True):
             self._first_changed = first
             self._after_change(keep, announce=keep is not None and self.index_of(keep) is None)
             return
-        first = self._apply_listed(added, updated, removed)
-        if first is not None:
-            self._first_changed = 0 if self.order.reverse else first
+        changed = self._apply_listed(added, updated, removed)
+        if changed is not None:
+            self._first_changed = 0 if self.order.reverse else changed
             self._maybe_measure(True)
             self._after_change(keep, announce=keep is not None and self.index_of(keep) is None)
         self._schedule()
