@@ -37,7 +37,7 @@ def lexer_for(path: str, default: str = "text") -> str:
     return _LEXERS.get(path[dot:], default) if dot >= 0 else default
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Facts:
     """Label -> value pairs (a value may span lines: a diagnostic keeps its own)."""
 
@@ -45,7 +45,7 @@ class Facts:
     rows: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Source:
     """The lines around ``line`` of a source file (read by the renderer)."""
 
@@ -56,7 +56,7 @@ class Source:
     context: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Block:
     """Preformatted text: a stack, a traceback, a log tail (``lang``: highlight it)."""
 
@@ -66,7 +66,7 @@ class Block:
     dim: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProbeLog:
     """The log tail of cell ``probe`` (its text is the probe's: the renderer takes it from
     there, so a probe's 100,000 signals do not each carry a copy); ``lines``: the last
@@ -77,7 +77,7 @@ class ProbeLog:
     lines: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FileHead:
     """The first ``lines`` lines of a file a probe wrote (the IR before the failing pass, a
     pass's diff), read by the renderer; lines binding one of ``names`` are highlighted."""
@@ -90,7 +90,7 @@ class FileHead:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Plot:
     """max |diff| and limit per module call (``points``: ``(x, max_diff, limit)``), and
     where the drift starts (``first``: an x, or None)."""
@@ -104,7 +104,7 @@ class Plot:
 Section = Facts | Source | Block | ProbeLog | FileHead | Plot
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Head:
     """The detail's first line: a badge (the signal's kind or the probe's status), the
     subject, the probe, and whether it fails."""
@@ -115,7 +115,7 @@ class Head:
     failing: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Detail:
     head: Head
     sections: tuple[Section, ...]
@@ -143,39 +143,71 @@ def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
     wrote a log tail, shown last)."""
     d = as_dict(sig.get("detail"))
     kind = str(sig.get("kind") or "?")
-    parts: list[Section] = []
-    cell = ", ".join(str(d[k]) for k in ("kernel", "target", "dtype", "spec") if d.get(k))
-    diagnostic = d.get("diagnostic")
-    stages = ", ".join(f"{k} {human_seconds(v)}" for k, v in as_dict(d.get("seconds")).items()
-                       if isinstance(v, (int, float)))
-    facts: list[tuple[str, Any]] = [
-        ("reason", printable(sig.get("reason")) if sig.get("reason") else None),
-        ("diagnostic", printable(diagnostic) if diagnostic and diagnostic != sig.get("reason")
-         else None),
-        ("outcome", (f"{d['outcome']}  ({cell})" if cell else d["outcome"])
-         if d.get("outcome") else None),
-        ("value", sig.get("value") if "limit" not in sig else None),
-        ("count", number(sig.get("count")) if sig.get("count") is not None else None),
-        ("bytes", exact_bytes(sig.get("bytes")) if sig.get("bytes") is not None else None),
-        ("seconds", human_seconds(sig.get("seconds")) if sig.get("seconds") is not None
-         else None),
-        ("stages", stages or None),
-        ("stage", d.get("stage")), ("pass", d.get("pass")), ("exception", d.get("exception")),
-        ("run", d.get("run_skipped")), ("build cached", d.get("build_cached")),
-        ("fix", printable(sig.get("fix")) if sig.get("fix") else None),
-    ]
+    get = sig.get
+    facts: list[tuple[str, Any]] = []
+    if get("reason"):
+        facts.append(("reason", printable(get("reason"))))
+    if d:
+        facts += _detail_facts(sig, d)
+    if get("value") is not None and "limit" not in sig:
+        facts.append(("value", get("value")))
+    if get("count") is not None:
+        facts.append(("count", number(get("count"))))
+    if get("bytes") is not None:
+        facts.append(("bytes", exact_bytes(get("bytes"))))
+    if get("seconds") is not None:
+        facts.append(("seconds", human_seconds(get("seconds"))))
+    if d:
+        facts += _stage_facts(d)
+    if get("fix"):
+        facts.append(("fix", printable(get("fix"))))
     if d.get("change"):  # a diff's change record
         facts += [("change", f"{d['change']} ({d.get('class', '')})"),
                   ("before", _json(d.get("before")) if d.get("before") else None),
                   ("after", _json(d.get("after")) if d.get("after") else None)]
-    parts += _facts(None, facts)
-    checks = [(str(name), f"{number(c.get('value'))} vs limit {number(c.get('limit'))}"
-               + ("" if c.get("passed") is None else "  ok" if c.get("passed") else "  FAIL"))
-              for name, c in as_dict(d.get("checks")).items() if isinstance(c, dict)]
-    parts += _facts("checks", list(checks))
+    parts: list[Section] = _facts(None, facts)
+    if d.get("checks"):
+        parts += _facts("checks", [
+            (str(name), f"{number(c.get('value'))} vs limit {number(c.get('limit'))}"
+             + ("" if c.get("passed") is None else "  ok" if c.get("passed") else "  FAIL"))
+            for name, c in as_dict(d.get("checks")).items() if isinstance(c, dict)])
     if kind == "tolerance" or "limit" in sig:
         parts += _tolerance(sig, d, full)
-    parts += _source("call site", sig.get("site"), 12 if full else 4)
+    parts += _source("call site", get("site"), 12 if full else 4)
+    if d:
+        parts += _detail_sections(sig, d, kind, full)
+    if has_log:
+        parts.append(ProbeLog(f"log tail of {probe}", probe, None if full else 8))
+    head = Head(printable(kind), printable(get("subject") or ""), probe, failing(sig))
+    return Detail(head, tuple(parts))
+
+
+def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The diagnostic and the outcome, from ``detail``."""
+    out: list[tuple[str, Any]] = []
+    diagnostic = d.get("diagnostic")
+    if diagnostic and diagnostic != sig.get("reason"):
+        out.append(("diagnostic", printable(diagnostic)))
+    if d.get("outcome"):
+        cell = ", ".join(str(d[k]) for k in ("kernel", "target", "dtype", "spec") if d.get(k))
+        out.append(("outcome", f"{d['outcome']}  ({cell})" if cell else d["outcome"]))
+    return out
+
+
+def _stage_facts(d: dict[str, Any]) -> list[tuple[str, Any]]:
+    """How long each stage took, and where it stopped, from ``detail``."""
+    stages = ", ".join(f"{k} {human_seconds(v)}" for k, v in as_dict(d.get("seconds")).items()
+                       if isinstance(v, (int, float)))
+    return [("stages", stages or None), ("stage", d.get("stage")), ("pass", d.get("pass")),
+            ("exception", d.get("exception")), ("run", d.get("run_skipped")),
+            ("build cached", d.get("build_cached"))]
+
+
+def _detail_sections(sig: SignalLike, d: dict[str, Any], kind: str,
+                     full: bool) -> list[Section]:
+    """The kernel site, buffers, stack, files, excerpts, a TileLang cell's sections and
+    whatever else ``detail`` holds."""
+    parts: list[Section] = []
     ksite, site = as_dict(d.get("kernel_site")), as_dict(sig.get("site"))
     if ksite.get("file") and (ksite.get("file"), ksite.get("line")) != (
             site.get("file"), site.get("line")):
@@ -193,7 +225,7 @@ def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
         gen = str(d.get("generated_source") or "")
         if gen:
             parts.append(Block("generated source", printable(excerpt), lexer_for(gen, "c")))
-        elif str(excerpt).strip() not in str(diagnostic or ""):
+        elif str(excerpt).strip() not in str(d.get("diagnostic") or ""):
             parts.append(Block("excerpt", printable(excerpt)))  # already numbered
     if kind == "lowering":
         parts += tilelang_sections(d, full=full)
@@ -202,10 +234,7 @@ def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
         limit = 4000 if full else 300
         parts.append(Facts("more detail", tuple((printable(k), _json(v)[:limit])
                                                 for k, v in rest.items())))
-    if has_log:
-        parts.append(ProbeLog(f"log tail of {probe}", probe, None if full else 8))
-    head = Head(printable(kind), printable(sig.get("subject") or ""), probe, failing(sig))
-    return Detail(head, tuple(parts))
+    return parts
 
 
 def _tolerance(sig: SignalLike, d: dict[str, Any], full: bool) -> list[Section]:

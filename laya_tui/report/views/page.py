@@ -35,10 +35,10 @@ from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND, outcome_m
 from laya_tui.report.views.matrix import build_matrix
 from laya_tui.report.views.signals import (
     COLUMNS,
+    SORT_KEYS,
     column_needs,
     column_widths,
     signal_cells,
-    sort_value,
 )
 from laya_tui.report.views.text import human_seconds, number, one_line, plain, printable
 
@@ -173,15 +173,16 @@ def _signal_rows(probes: list[dict[str, Any]], index: int,
                  details: dict[str, Any], read: _Reader) -> list[list[Any]]:
     """``[probe index, signal index, failing, css, *cells, *sort values]`` per signal."""
     rows = []
+    pid = str(probes[index].get("id", ""))
+    has_log = bool(str(probes[index].get("log_tail") or "").strip())
+    classes = {"regression": "reg", "improvement": "imp", "note": "note"}
     for si, sig in enumerate(as_list(probes[index].get("signals"))):
         if not isinstance(sig, dict):
             continue
-        pid = str(probes[index].get("id", ""))
-        cls = {"regression": "reg", "improvement": "imp", "note": "note"}.get(
-            str(as_dict(sig.get("detail")).get("class")), "")
+        d = sig.get("detail")
+        cls = classes.get(str(d.get("class")), "") if isinstance(d, dict) else ""
         rows.append([index, si, int(failing(sig)), cls, *signal_cells(sig, pid),
-                     *(_scalar(sort_value(sig, pid, c)) for c in _SORTED_BY_VALUE)])
-        has_log = bool(str(probes[index].get("log_tail") or "").strip())
+                     *(_scalar(SORT_KEYS[c](sig, pid)) for c in _SORTED_BY_VALUE)])
         details[f"s{index}.{si}"] = _detail(signal_detail(sig, pid, has_log=has_log), read)
     return rows
 

@@ -18,7 +18,11 @@ def one_line(text: Any, limit: int = 300) -> str:
     """The first line of ``text`` (printable), at most ``limit`` characters."""
     if text is None:
         return ""
-    lines = printable(text).strip().splitlines()
+    s = printable(text)
+    if "\n" not in s:  # the usual one-liner
+        s = s.strip()
+        return s if len(s) <= limit else s[: limit - 1] + "…"
+    lines = s.strip().splitlines()
     first = lines[0] if lines else ""
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
