@@ -68,7 +68,27 @@ async def test_statuses_and_the_end_of_each_subject_are_visible(size):
         header = _table_lines(app)[0]
         assert "kind" in header and "subject" in header and "value" in header
         assert "count" not in header  # no row has a count: the column gives its width up
-        assert "? Help" in lines[-1]  # the help key is on the footer at any width
+        footer = lines[-1]
+        for key in ("? Help", "w Watch", "e Export", "r Re-run", "q Quit"):
+            assert key in footer, footer  # at 80 columns too (the least needed drop first)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_z_hides_the_tree_and_the_table_takes_the_width(size):
+    app = recorded_app()
+    async with app.run_test(size=size) as pilot:
+        await _settled(app, pilot)
+        main = app.main_screen
+        before = main.table.size.width
+        await pilot.press("z")
+        await pilot.pause()
+        assert not main.tree.display and main.table.size.width > before
+        assert "z: tree" in screen_text(app)
+        header = _table_lines(app)[0]
+        assert "reason" in header  # the width went to the columns rows differ in
+        await pilot.press("z")
+        await pilot.pause()
+        assert main.tree.display and main.table.size.width == before
 
 
 @pytest.mark.parametrize("size", SIZES)
