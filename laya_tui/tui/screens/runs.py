@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from laya_tui.tui.format import human_seconds, number
+from laya_tui.report.views.text import human_seconds, number
 from laya_tui.tui.model import Changes, RunPoint
 from laya_tui.tui.widgets.footer import KeyFooter
 
