@@ -100,6 +100,12 @@ def test_human_bytes_and_cells():
         "tilelang/gemm_kernel[c,bf16,gpu]"
     assert cellid.parse("env/python") == cellid.CellId("env", "python", None)
     assert cellid.parse("env/python").parts == ()
+    under = cellid.parse("tilelang/gemm_kernel[c,bf16,gpu]@cpu-old")  # --env
+    assert (under.name, under.parts, under.env) == ("gemm_kernel", ("c", "bf16", "gpu"),
+                                                    "cpu-old")
+    assert cellid.with_env("env/python", "new") == "env/python@new"
+    assert cellid.split_env("env/python@new") == ("env/python", "new")
+    assert cellid.split_env("env/python") == ("env/python", None)
 
 
 @pytest.mark.parametrize(("editor", "expected"), [

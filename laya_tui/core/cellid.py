@@ -1,6 +1,7 @@
 """Probe cell ids, built and read in one place (docs/architecture.md, 'Probes and the probe
 API'): ``family/name`` for a probe without params, ``family/name[param id]`` for one cell of
-a parametrised probe (``tilelang/gemm_kernel[c,bf16,gpu]``). Standard library only.
+a parametrised probe (``tilelang/gemm_kernel[c,bf16,gpu]``), and ``…@env`` for the same cell
+under one of several environments (``--env``). Standard library only.
 """
 
 from __future__ import annotations
@@ -9,11 +10,23 @@ import re
 from dataclasses import dataclass
 
 _CELL_RE = re.compile(r"^(?P<name>[^\[]*)\[(?P<param>[^\]]*)\]$")
+_ENV_RE = re.compile(r"^(?P<base>.*[^@])@(?P<env>[^@/\[\]]+)$")
 
 
 def cell_id(family: str, name: str, param: str | None = None) -> str:
     """The id of a probe (``param`` None) or of one of its cells."""
     return f"{family}/{name}" if param is None else f"{family}/{name}[{param}]"
+
+
+def with_env(base: str, env: str | None) -> str:
+    """``family/name[param]@env`` (the base id when ``env`` is None)."""
+    return f"{base}@{env}" if env else base
+
+
+def split_env(probe_id: str) -> tuple[str, str | None]:
+    """``(base id, env)`` of an id; env None when it names none."""
+    m = _ENV_RE.match(probe_id)
+    return (m.group("base"), m.group("env")) if m else (probe_id, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +36,7 @@ class CellId:
     family: str
     name: str
     param: str | None = None
+    env: str | None = None
 
     @property
     def leaf(self) -> str:
@@ -38,14 +52,15 @@ class CellId:
 
 
 def parse(probe_id: str) -> CellId:
-    """``tilelang/gemm_kernel[c,bf16,gpu]`` -> ``CellId("tilelang", "gemm_kernel",
-    "c,bf16,gpu")`` (an id without ``/`` is its own family and leaf, as
+    """``tilelang/gemm_kernel[c,bf16,gpu]@old`` -> ``CellId("tilelang", "gemm_kernel",
+    "c,bf16,gpu", "old")`` (an id without ``/`` is its own family and leaf, as
     :func:`family_of` and :func:`leaf_name` read it)."""
-    family, leaf = family_of(probe_id), leaf_name(probe_id)
+    base, env = split_env(probe_id)
+    family, leaf = family_of(base), leaf_name(base)
     m = _CELL_RE.match(leaf)
     if m is None:
-        return CellId(family, leaf)
-    return CellId(family, m.group("name"), m.group("param"))
+        return CellId(family, leaf, None, env)
+    return CellId(family, m.group("name"), m.group("param"), env)
 
 
 def family_of(probe_id: str) -> str:
