@@ -5,7 +5,7 @@ Which columns show and their widths follow ``report.views.signals.column_widths`
 empty in every row is hidden, and so is the probe when every row has the same one; the
 subject gets its width first and is cut at its start (the end tells rows apart:
 ``…[c,fp32,gpu]/lower``); the other columns are cut at their end. What the columns need is
-measured on a sample of the rows (every row up to 2,000, then 1,000 spread over them), and
+measured on a sample of the rows (every row up to 500, then 400 spread over them), and
 a row drawn later that needs a hidden column shows it.
 """
 
@@ -19,9 +19,10 @@ from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, column_needs, co
 from laya_tui.report.views.signals import signal_cells as _cells
 from laya_tui.tui.model import SignalRow
 
-#: rows measured whole below this many, a spread sample of ``SAMPLE`` above
-MEASURE_ALL = 2_000
-SAMPLE = 1_000
+#: rows measured whole below this many, a spread sample of ``SAMPLE`` above (a row not yet
+#: drawn is formatted to be measured: a few hundred keep a measurement to a few ms)
+MEASURE_ALL = 500
+SAMPLE = 400
 _PROBE = COLUMN_KEYS.index("probe")
 _SUBJECT = COLUMN_KEYS.index("subject")
 

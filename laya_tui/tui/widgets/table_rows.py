@@ -28,11 +28,11 @@ from laya_tui.tui.model import SignalRow
 
 Key = tuple[Any, int]
 #: rows tested (and keyed) per step of a build; the time budget is checked between steps
-BUILD_CHUNK = 2048
+BUILD_CHUNK = 512
 #: rows merged per step of a sort's merge
-MERGE_CHUNK = 4096
+MERGE_CHUNK = 1024
 #: rows sorted together into one run before the runs are merged (fewer runs: a cheaper merge)
-RUN_ROWS = 16_384
+RUN_ROWS = 8_192
 _seq = attrgetter("seq")
 
 
