@@ -217,7 +217,7 @@ async def ingest(app, n: int, timeout: float = 600.0, why: bool = False,
 def live_ingest(n: int, why: bool = False, profile: bool = False,
                 keys: bool = False) -> Ingest:
     from laya_tui.core.runner import RunConfig
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
@@ -232,7 +232,7 @@ def live_ingest(n: int, why: bool = False, profile: bool = False,
 
 def recorded_ingest(n: int, why: bool = False, profile: bool = False,
                     keys: bool = False) -> Ingest:
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     sigs = [{"kind": "fallback", "probe": "flood/many", "subject": f"aten::op_{i % 997}",
              "count": i % 13 + 1, "bytes": (i * 7919) % 10_000_000, "reason": f"reason {i % 31}",

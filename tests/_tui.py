@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from laya_tui.tui.app import LayaApp, build_app
+from laya_tui.tui.app import LayaApp
+from laya_tui.tui.factory import build_app
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 DEMO_REPORT = RECORDED / "demo_report.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from laya_tui.core.runner import RunConfig
-from laya_tui.tui.app import build_app
+from laya_tui.tui.factory import build_app
 from tests._tui import DEMO_WS, SIZE, MessageLog
 
 pytestmark = pytest.mark.asyncio

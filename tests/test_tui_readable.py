@@ -192,7 +192,7 @@ async def test_a_filter_shows_is_carried_visibly_and_esc_clears_it(size):
 @pytest.mark.parametrize("size", SIZES)
 async def test_show_says_loading_until_loaded_and_hides_the_keys_that_are_off(size):
     from laya_tui.cli.show import WHY_OFF
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     report = json.loads(TILELANG_REPORT.read_text())
     app = build_app(recorded=report, workspace=str(REPO), offline=WHY_OFF, replay_delay=0.05,

@@ -24,7 +24,7 @@ def run_app(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
     report is written on the way out and the exit code follows the gates, as in headless
     mode; otherwise quitting exits 0.
     """
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     json_path = settings.outputs.json if settings.outputs.json != "-" else None
     app = build_app(config, watch=settings.watch, export_path=json_path, gate_settings=gates)

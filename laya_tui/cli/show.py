@@ -89,7 +89,7 @@ def headless_text(report: dict[str, Any], path: str) -> str:
 def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
                     why_off: str = WHY_OFF, path: str | None = None) -> Any:
     """The dashboard over ``report``: replayed by the recorded runner, nothing runs."""
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     return build_app(recorded=report, workspace=os.path.abspath(workspace or "."),
                      offline=why_off, report_info={"label": label, "path": path,
@@ -119,7 +119,7 @@ def build_lazy_app(path: str, *, workspace: str | None,
     signal report takes seconds to parse); an unreadable one ends the app with exit 2.
     ``load``: how the path becomes a report (a saved report, a TORCH_TRACE folder)."""
     from laya_tui.core.replay import RecordedRunner
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     info: dict[str, Any] = {"label": f"saved report {os.path.basename(path)} (reading…)",
                             "path": path, "report": None}

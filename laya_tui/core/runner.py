@@ -352,8 +352,10 @@ class Runner(EventSource):
         return Discovery(chosen, errors, shard=info)
 
     # -- running -----------------------------------------------------------------------
-    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Run probe cells (cache first); results in the order given."""
+    async def run(self, probes: list[dict[str, Any]], *, use_cache: bool | None = None
+                  ) -> list[dict[str, Any]]:
+        """Run probe cells (the cache first, unless ``use_cache`` is False, or the run
+        options say so when it is None); results in the order given."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
         by_family: dict[str, list[dict[str, Any]]] = {}  # by worker: family[@env]
@@ -370,7 +372,7 @@ class Runner(EventSource):
                 for p in by_family[fam]:
                     if self.stopped:
                         return
-                    results[p["id"]] = await self.run_one(p)
+                    results[p["id"]] = await self.run_one(p, use_cache=use_cache)
                     ran.append(results[p["id"]])
 
         await asyncio.gather(*(family_task(f) for f in families))
