@@ -35,6 +35,7 @@ from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
 from laya_tui.core.results import is_cancelled, make_result
 from laya_tui.core.settings import default_jobs
 from laya_tui.core.signals import KINDS
+from laya_tui.core.watchdog import Bounds, Expired, Watchdog, usable_cores
 
 LOG_TAIL_CHARS = 4000
 _KINDS = {k: k for k in KINDS}
@@ -248,6 +249,7 @@ class Runner(EventSource):
         self._recycle: set[str] = set()  # families whose warm worker must restart
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
         self._disc_stale: set[str] = set()  # changed files it has not dropped yet
+        self.cores = usable_cores()  # the CPU budget of a probe (core.watchdog)
 
     # -- discovery ---------------------------------------------------------------------
     async def discover(self, *, warm: bool = False) -> Discovery:
@@ -458,12 +460,10 @@ class Runner(EventSource):
             await handle.send({"op": Op.RUN, "id": pid, "file": probe["file"],
                                "func": probe["func"], "param": probe.get("param"),
                                "log": log_path})
-            deadline = time.monotonic() + timeout
+            assert handle.proc is not None
+            wd = Watchdog(handle.proc.pid, Bounds.of(timeout, self.cores))
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                event = await handle.next_event(timeout=remaining)
+                event = await wd.next_event(handle.next_event)  # raises Expired
                 etype = event["type"]
                 if etype == Reply.STARTED:
                     self.on_event(ProbeStarted(pid, fam, time.time()))
@@ -474,6 +474,7 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.extend(batch)
+                    wd.saw_signal()
                     on_event = self.on_event
                     for sig in batch:
                         # share the strings json.loads copies into every signal (probe id,
@@ -499,7 +500,10 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
+                    wd.saw_signal()
                     self.on_event(SignalEmitted(pid, sig))
+                elif etype == Reply.STEP and event.get("probe") == pid:
+                    wd.saw_step(str(event.get("step"))[:200])
                 elif etype == Reply.FINISHED and event.get("id") == pid:
                     result = make_result(
                         probe, event.get("status", "failed"), event.get("reason"),
@@ -510,17 +514,20 @@ class Runner(EventSource):
                         # it ended before the kill landed: still superseded, never cached
                         cancelled=pid in self._cancelled)
                     result["_abs_deps"] = event.get("deps", [])
+                    result["budget"] = wd.usage()
                     return result
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
-        except TimeoutError:
+        except Expired as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
                 return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
                                    _tail(log_path), cancelled=True)
-            return self._ended(probe, "timeout", f"timed out after {timeout:g} s", t0, started,
-                               signals, _tail(log_path))
+            ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
+                                signals, _tail(log_path))
+            ended["budget"] = wd.usage(exc.expiry)
+            return ended
         except WorkerDied as exc:
             handle.kill()
             await handle.close()

@@ -265,7 +265,9 @@ class Worker:
                     for d in prm.deps:
                         self.tracker.add(d)
                 ctx = Context(probe_id, spec.family, self.emit,
-                              params=prm.kwargs if prm else {}, add_dep=self.tracker.add)
+                              params=prm.kwargs if prm else {}, add_dep=self.tracker.add,
+                              on_step=lambda name: self.emit(
+                                  {"type": Reply.STEP, "probe": probe_id, "step": name}))
                 spec.func(ctx, **(prm.kwargs if prm else {}))
                 if ctx.failures:
                     status, reason = "failed", ctx.failures[0]
