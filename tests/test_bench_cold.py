@@ -100,3 +100,16 @@ def test_cache_events_are_read_from_torch_trace_logs(tmp_path: Path):
     assert bench.cache_events(tmp_path) == {"fx_graph_cache_miss": 2, "fx_graph_cache_hit": 1,
                                             "aotautograd_cache_miss": 1}
     assert bench.cache_events(tmp_path / "missing") == {}
+
+
+def test_closeness_says_how_near_each_bound_a_run_came():
+    bench = _load("bench_cold")
+    text = bench.closeness({"timeout": 600.0, "idle_window": 60.0, "cpu_budget": 1200.0,
+                            "ceiling": 2400.0, "seconds": 720.0, "cpu_seconds": 480.0,
+                            "longest_idle": 3.5})
+    assert text == ("wall 720/600 s timeout (1.20x), 30% of the 2400 s ceiling; "
+                    "CPU 480/1200 s (40%); longest idle 3.5/60 s")
+    ended = bench.closeness({"timeout": 2.0, "idle_window": 1.0, "cpu_budget": 2.0,
+                             "ceiling": 8.0, "seconds": 2.1, "longest_idle": 2.1,
+                             "ended_by": "idle"})
+    assert ended.endswith("longest idle 2.1/1 s; ended by idle") and "CPU" not in ended
