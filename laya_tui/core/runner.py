@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.defaults import usable_cores
 from laya_tui.core.events import (
     Event,
     EventSource,
@@ -35,7 +36,7 @@ from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
 from laya_tui.core.results import is_cancelled, make_result
 from laya_tui.core.settings import default_jobs
 from laya_tui.core.signals import KINDS
-from laya_tui.core.watchdog import Bounds, Expired, Watchdog, usable_cores
+from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 
 LOG_TAIL_CHARS = 4000
 _KINDS = {k: k for k in KINDS}

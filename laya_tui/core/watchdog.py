@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from laya_tui.core.defaults import usable_cores
+
 #: The idle window is this fraction of the timeout ...
 IDLE_FRACTION = 0.1
 #: ... kept between these bounds (seconds).
@@ -39,22 +41,6 @@ SAMPLE_EVERY = 1.0
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PROC = os.path.isdir("/proc/self/task")
-
-
-def usable_cores() -> int:
-    """Cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    try:
-        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:
-            quota, period = fh.read().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, round(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, cores)
 
 
 @dataclass(frozen=True)
