@@ -161,6 +161,12 @@ def write_report(path: str, report: dict[str, Any]) -> None:
 def write_atomic(path: str, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its chunks) to ``path`` via a temp file in the same folder and
     a rename."""
+    commit_temp(write_temp(path, text), path)
+
+
+def write_temp(path: str, text: str | Iterable[str]) -> str:
+    """Write ``text`` (or its chunks) to a new temporary file beside ``path``; its name.
+    Nothing is left behind when writing fails. :func:`commit_temp` puts it in place."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.",
                                suffix=".tmp")
@@ -174,13 +180,27 @@ def write_atomic(path: str, text: str | Iterable[str]) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from CI users
-        os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard_temp(tmp)
         raise
+    return tmp
+
+
+def commit_temp(tmp: str, path: str) -> None:
+    """Rename a :func:`write_temp` file onto ``path`` (atomic in one folder)."""
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+
+
+def discard_temp(tmp: str) -> None:
+    """Remove a :func:`write_temp` file that will not be committed."""
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def human_summary(report: dict[str, Any]) -> str:

@@ -86,17 +86,18 @@ def parse_max(values: Iterable[str], source: str = "--max") -> dict[str, int]:
 def prepare_gates(settings: Settings) -> GateSettings:
     """The gates of a run or a merge, with every CI input and output checked before any probe
     runs (bad input loses nothing): outputs writable and distinct, the baseline loaded."""
-    from laya_tui.core.files import check_output_path
+    from laya_tui.core.files import check_output_dir, check_output_path
 
     seen: dict[str, str] = {}
     for flag, path in settings.outputs.by_flag().items():
         if not path or path == "-":
             continue
-        check_output_path(path)
+        check_output_path(path, flag)
         real = os.path.realpath(path)
         if real in seen:
             raise UsageError(f"{seen[real]} and {flag} name the same file: {path}")
         seen[real] = flag
+    check_output_dir(settings.run.out, "--out")
     g = settings.gates
     gates = GateSettings(fail_on=list(g.fail_on), max_counts=dict(g.max_counts),
                          tolerance_margin=g.tolerance_margin)

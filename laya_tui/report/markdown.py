@@ -9,7 +9,6 @@ report (no clock, no host facts).
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
@@ -129,22 +128,3 @@ def build_markdown(report: dict[str, Any]) -> str:
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines) + "\n"
-
-
-def write_markdown_outputs(report: dict[str, Any], path: str | None) -> None:
-    """Write ``--markdown PATH`` and append to ``$GITHUB_STEP_SUMMARY`` when it is set."""
-    from laya_tui.report.document import write_atomic
-
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path and not summary_path:
-        return
-    text = build_markdown(report)
-    if path:
-        write_atomic(path, text)
-    if summary_path:
-        try:
-            with open(summary_path, "a", encoding="utf-8") as fh:
-                fh.write(text + "\n")
-        except OSError as exc:
-            print(f"laya-tui: warning: cannot append to GITHUB_STEP_SUMMARY {summary_path}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
