@@ -169,11 +169,18 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
                            [{"probe": p["id"], "reason": p.get("reason")}
                             for p in probes if p.get("error") or p["status"] == "error"]))
     if s.fail_on_tolerance:
-        fails = [{"probe": p["id"], "subject": sig.get("subject"), "value": sig.get("value"),
-                  "limit": sig.get("limit")}
-                 for p in probes for sig in p.get("signals", [])
-                 if sig.get("kind") == "tolerance" and sig.get("passed") is False]
-        gates.append(_gate("tolerance", "every compared output is within its limit", fails))
+        fails, n = [], 0
+        for p in probes:
+            for sig in p.get("signals", []):
+                if sig.get("kind") == "tolerance":
+                    n += 1
+                    if sig.get("passed") is False:
+                        fails.append({"probe": p["id"], "subject": sig.get("subject"),
+                                      "value": sig.get("value"), "limit": sig.get("limit")})
+        gate = _gate("tolerance", "every compared output is within its limit"
+                     + ("" if n else ": nothing was compared"), fails)
+        gate["compared"] = n  # a pass with nothing compared says so (report.verdict)
+        gates.append(gate)
     for kind in s.fail_on:
         what = f"probe {kind}" if kind in STATUS_KINDS else (
             f"failing {kind} signal" if kind in CHECK_KINDS else f"{kind} signal")

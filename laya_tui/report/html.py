@@ -21,6 +21,7 @@ from typing import Any
 from laya_tui.core.files import source_excerpt
 from laya_tui.core.results import failing
 from laya_tui.report.gates import describe_failure
+from laya_tui.report.verdict import verdict_notes
 
 #: The page's script and styles, shipped beside this module and inlined into every page.
 _ASSETS = Path(__file__).parent
@@ -129,6 +130,7 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
         "matrix": lowering_matrix(report),
         "excerpts": site_excerpts(report, os.path.abspath(workspace or ".")),
         "baseline": report.get("baseline"),
+        "notes": verdict_notes(report),  # built, not run; findings no gate reads
     }
     if diff is not None:
         data["diff"] = {"section": diff.get("diff"), "probes": shown.get("probes") or [],

@@ -113,7 +113,7 @@ function header() {
     el("div", {class: "dim"}, [D.created ? "written " + D.created : "", host.hostname ? "on " + host.hostname : "",
       host.machine, v.python ? "python " + v.python : "", v.torch ? "torch " + v.torch : "",
       D.tool ? (D.tool.name + " " + D.tool.version) : "", D.schema].filter(Boolean).join(" · ")),
-    counts, kinds);
+    counts, kinds, (D.notes || []).map(t => el("div", {class: "verdict-note"}, t)));
 }
 function gatesSection(gates, title) {
   const t = el("table", {id: "gates"}, el("tr", {}, el("th", {}, "gate"), el("th", {}, "result"), el("th", {}, "failures")));
