@@ -264,7 +264,8 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
         rbln_log=os.path.abspath(rbln_log) if rbln_log else None,
         kernel_args=frozen_map(table.get("kernel_args")), shard=shard,
         durations=frozen_map(durations) if durations is not None else None,
-        durations_path=os.path.abspath(durations_path) if durations is not None else None,
+        durations_path=os.path.abspath(durations_path) if durations_path and durations is not None
+        else None,
     )
 
 

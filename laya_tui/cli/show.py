@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
+from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import READABLE_SCHEMAS
 from laya_tui.report.saved import load_saved_report
 
@@ -31,9 +32,9 @@ WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace
 
 def source_line(report: dict[str, Any], path: str) -> str:
     """One line naming the report and the machine that wrote it."""
-    env = report.get("environment") or {}
-    host = env.get("host") if isinstance(env.get("host"), dict) else {}
-    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    env = as_dict(report.get("environment"))
+    host = as_dict(env.get("host"))
+    versions = as_dict(env.get("versions"))
     bits = [os.path.basename(path)]
     if host.get("hostname"):
         bits.append(f"host {host['hostname']}")

@@ -144,8 +144,8 @@ class WorkerHandle:
             os.close(wfd)
             logf.close()
         loop = asyncio.get_running_loop()
-        self.reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+        reader = self.reader = asyncio.StreamReader(limit=MAX_LINE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
                                      os.fdopen(rfd, "rb", buffering=0))
         event = await self.next_event(timeout=60.0)
         if event.get("type") != Reply.READY:
@@ -246,6 +246,7 @@ class Runner(EventSource):
         self._cancelled: set[str] = set()
         self.stopped = False  # see stop()
         self._lock: dict[str, asyncio.Lock] = {}
+        self._slots: asyncio.Semaphore | None = None  # see job_slot()
         self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
         self._recycle: set[str] = set()  # families whose warm worker must restart
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
@@ -338,7 +339,7 @@ class Runner(EventSource):
             by_family.setdefault(p["family"], []).append(p)
         families = self._schedule(by_family)
         results: dict[str, dict[str, Any]] = {}
-        sem = asyncio.Semaphore(max(1, self.config.jobs))
+        sem = self.job_slot()
 
         ran: list[dict[str, Any]] = []  # in the order they ran: a family's first paid start-up
 
@@ -356,6 +357,13 @@ class Runner(EventSource):
 
             record_durations(self.cache.root, ran)
         return [results[p["id"]] for p in probes if p["id"] in results]
+
+    def job_slot(self) -> asyncio.Semaphore:
+        """The ``--jobs`` limit: hold one to run a family's cells (``run``) or one cell (the
+        watcher's re-runs), so every caller of this runner shares it."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.config.jobs))
+        return self._slots
 
     def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
         """Order families and, in place, the cells inside each, by recorded durations.

@@ -227,10 +227,10 @@ def _pack(chunks: list[list[str]], model: _Model, n: int) -> list[list[int]]:
                     best = (after, a, b)
         if best is None:
             break
-        _, a, b = best
+        _, a, swap_in = best
         move(a, hi, lo)
-        if b is not None:
-            move(b, lo, hi)
+        if swap_in is not None:
+            move(swap_in, lo, hi)
     return parts
 
 

@@ -39,8 +39,8 @@ def _stages(probe: dict[str, Any]) -> list[Stage]:
         if any(tag in subject for tag in _NOT_STAGES):
             continue
         detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
-        runs = detail.get("runs") if isinstance(detail.get("runs"), int) and \
-            detail["runs"] > 1 else 1
+        runs_field = detail.get("runs")
+        runs: int = runs_field if isinstance(runs_field, int) and runs_field > 1 else 1
         args: dict[str, Any] = {"seconds": secs}
         if runs > 1:
             args.update(runs=runs, median=secs)

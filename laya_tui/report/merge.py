@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
 #: Signal kinds whose values are measurements or paths of one run (never a conflict).
@@ -80,7 +81,7 @@ def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
     kind = sig.get("kind")
     if kind in VOLATILE_KINDS:
         return (kind, sig.get("subject"))
-    site = sig.get("site") if isinstance(sig.get("site"), dict) else {}
+    site = as_dict(sig.get("site"))
     return (kind, sig.get("subject"), sig.get("reason"), sig.get("count"), sig.get("bytes"),
             sig.get("passed"), sig.get("limit"), sig.get("fix"),
             json.dumps(sig.get("value"), sort_keys=True, default=repr),
@@ -89,7 +90,7 @@ def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
 
 def result_fingerprint(probe: dict[str, Any]) -> tuple[Any, ...]:
     """What must agree for two copies of a probe to be the same result (see module doc)."""
-    err = probe.get("error") if isinstance(probe.get("error"), dict) else {}
+    err = as_dict(probe.get("error"))
     sigs = Counter(_signal_fingerprint(s) for s in probe.get("signals", []))
     return (probe.get("family"), probe.get("status"), probe.get("reason"), err.get("type"),
             err.get("message"), frozenset(sigs.items()))
@@ -109,7 +110,7 @@ def _host_identity(env: dict[str, Any]) -> str:
 
 
 def _hostname(env: dict[str, Any], label: str) -> str:
-    host = env.get("host") if isinstance(env.get("host"), dict) else {}
+    host = as_dict(env.get("host"))
     name = host.get("hostname")
     if isinstance(name, str) and name:
         return name
@@ -157,7 +158,7 @@ class Merger:
                   if isinstance(env, dict)}
         fallback = rename.get(default) or next(iter(rename.values()), default)
         self._record(inp, rename, fallback)
-        summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+        summary = as_dict(doc.get("summary"))
         sec = summary.get("seconds")
         if isinstance(sec, int | float) and not isinstance(sec, bool):
             self.seconds += float(sec)
@@ -173,10 +174,10 @@ class Merger:
         if isinstance(merged, dict) and isinstance(merged.get("inputs"), list):
             for sub in merged["inputs"]:  # a merged report: keep its own inputs
                 if isinstance(sub, dict):
-                    self.records.append(dict(sub, host=rename.get(sub.get("host"), fallback),
+                    self.records.append(dict(sub, host=rename.get(str(sub.get("host")), fallback),
                                              via=inp.label))
             return
-        summary = inp.doc.get("summary") if isinstance(inp.doc.get("summary"), dict) else {}
+        summary = as_dict(inp.doc.get("summary"))
         rec: dict[str, Any] = {"file": inp.label, "host": fallback,
                                "created": inp.doc.get("created"),
                                "probes": len(inp.doc["probes"]),

@@ -249,7 +249,8 @@ class Worker:
         log_path = cmd.get("log") or os.devnull
         self.emit({"type": Reply.STARTED, "id": probe_id, "pid": os.getpid()})
         t0 = time.perf_counter()
-        status, reason, error = "ok", None, None
+        status, reason = "ok", None
+        error: dict[str, Any] | None = None
         with _redirect_fds(log_path), self.tracker.recording() as deps:
             try:
                 mod = self.load(cmd["file"])
@@ -290,9 +291,9 @@ class Worker:
                          "traceback": "".join(traceback.format_exception(exc))[-8000:],
                          "site": _user_site(exc, self.workspace)}
                 if isinstance(exc, SyntaxError) and exc.filename:  # a module saved mid-edit
-                    error["site"] = {"file": os.path.realpath(exc.filename),
-                                     "line": exc.lineno, "func": None}
-                    reason = f"SyntaxError: {exc.msg} at {error['site']['file']}:{exc.lineno}"
+                    where = os.path.realpath(exc.filename)
+                    error["site"] = {"file": where, "line": exc.lineno, "func": None}
+                    reason = f"SyntaxError: {exc.msg} at {where}:{exc.lineno}"
                 traceback.print_exc()
         self.emit({"type": Reply.FINISHED, "id": probe_id, "status": status, "reason": reason,
                    "seconds": round(time.perf_counter() - t0, 6), "deps": sorted(deps),

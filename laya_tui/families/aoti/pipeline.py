@@ -128,8 +128,9 @@ class Pipeline:
         fresh = self.load_fresh(package, shapes) if spec is not None else None
         compiled = self.load_warm(package) if spec is not None else None
         ref_model = t.reference(model)
-        per_shape = {name: {"name": name, "dims": dims, "heads": {}, "latency": {},
-                            "ratios": {}} for name, _, dims in shapes}
+        per_shape: dict[str, dict[str, Any]] = {
+            name: {"name": name, "dims": dims, "heads": {}, "latency": {}, "ratios": {}}
+            for name, _, dims in shapes}
         self.results["shapes"] = list(per_shape.values())
         refs, same = self.eager_outputs(model, ref_model, shapes)
         warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
