@@ -108,7 +108,8 @@ def test_a_real_run_says_it_beside_the_verdict(tmp_path):
     set_scenario(ws, {})  # one bf16 lowering fails: a finding no default gate reads
     proc = run_ci(ws, "--markdown", str(tmp_path / "s.md"))
     assert proc.returncode == 0, proc.stderr
-    assert "  1 finding no gate reads (lowering 1): they do not fail the run" in proc.stderr
+    assert "  1 finding no gate reads (lowering 1): it does not fail the run; to fail on it: " \
+        "--fail-on failed" in proc.stderr
     assert "ci/gemm_kernel[c,bf16,gpu]" in (tmp_path / "s.md").read_text()
     proc = run_ci(ws, "--fail-on", "failed")
     assert proc.returncode == 1 and "no gate reads" not in proc.stderr

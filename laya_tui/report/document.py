@@ -216,7 +216,7 @@ def discard_temp(tmp: str) -> None:
 
 def human_summary(report: dict[str, Any]) -> str:
     """A few lines for stderr: counts, failing gates, and every crashed/timeout probe."""
-    from laya_tui.report.verdict import GATE_HINT, not_run_text, ungated_text
+    from laya_tui.report.verdict import gate_hint, not_run_text, ungated_text
 
     s = report["summary"]
     st = s["status"]
@@ -247,7 +247,7 @@ def human_summary(report: dict[str, Any]) -> str:
         lines.append(f"  gate {mark} {g['name']}" + (f" ({n})" if n else "")
                      + (" (nothing compared)" if g.get("compared") == 0 else ""))
     if s.get("ungated"):
-        lines.append(f"  {ungated_text(s['ungated']['kinds'])}: they do not fail the run; "
-                     f"{GATE_HINT}")
+        lines.append(f"  {ungated_text(s['ungated']['kinds'])}: "
+                     f"{gate_hint(s['ungated']['count'])}")
     lines.append("  verdict: " + ("PASS" if s["passed"] else "FAIL"))
     return "\n".join(lines)

@@ -115,14 +115,14 @@ def _not_examined(report: dict[str, Any]) -> list[str]:
 
 def _ungated(report: dict[str, Any]) -> list[str]:
     """Findings no gate reads: how many, which kinds, each one, and how to gate them."""
-    from laya_tui.report.verdict import GATE_HINT, finding_kind, ungated_probes, ungated_text
+    from laya_tui.report.verdict import finding_kind, gate_hint, ungated_probes, ungated_text
 
     probes = ungated_probes(report.get("probes", []), report.get("gates", []))
     if not probes:
         return []
     kinds = dict(Counter(finding_kind(p) for p in probes).most_common())
-    hint = re.sub(r"(--[a-z-]+ [\w.]+)", r"`\1`", GATE_HINT)
-    lines = [f"**{ungated_text(kinds)}**: they do not fail the run; {hint}.", "",
+    hint = re.sub(r"(--[a-z-]+ [\w.]+)", r"`\1`", gate_hint(len(probes)))
+    lines = [f"**{ungated_text(kinds)}**: {hint}.", "",
              "| | probe | finding |", "|---|---|---|"]
     for p in probes[:ROWS]:
         reason = (p.get("reason") or "").splitlines()

@@ -23,6 +23,13 @@ GATE_HINT = ("to fail on them: --fail-on failed, or record a baseline (--json ba
              "--baseline base.json) so only new ones fail")
 
 
+def gate_hint(n: int) -> str:
+    """``they do not fail the run; to fail on them: ...`` (``it``/``them`` for one)."""
+    if n == 1:
+        return "it does not fail the run; " + GATE_HINT.replace("on them", "on it", 1)
+    return "they do not fail the run; " + GATE_HINT
+
+
 def not_run(probe: Mapping[str, Any]) -> str | None:
     """Why an ``ok`` cell was lowered or built but never run (``"no GPU"``, from its
     lowering signal's ``detail.not_run``); None for a cell that ran or did not pass."""
@@ -108,6 +115,6 @@ def verdict_notes(report: Mapping[str, Any]) -> list[str]:
     if s.get("not_run"):
         notes.append(f"{not_run_text(s['not_run']['why'])}: nothing compared for them")
     if s.get("ungated"):
-        notes.append(f"{ungated_text(s['ungated']['kinds'])}: they do not fail the run; "
-                     f"{GATE_HINT}")
+        notes.append(f"{ungated_text(s['ungated']['kinds'])}: "
+                     f"{gate_hint(s['ungated']['count'])}")
     return notes
