@@ -13,8 +13,10 @@ import pytest
 
 from laya_tui.core.watchdog import (
     CEILING_FACTOR,
+    WALL_FACTOR,
     Bounds,
     Expired,
+    Expiry,
     TreeSample,
     Watchdog,
     sample_tree,
@@ -23,24 +25,32 @@ from laya_tui.core.watchdog import (
 
 
 class Sim:
-    """A clock and a process tree whose CPU time grows at ``rate`` cores while ``busy``."""
+    """A clock and a process tree whose CPU time grows at ``rate`` cores, and whose one
+    thread waits for a CPU ``wait`` of each second (None: a kernel without schedstat)."""
 
-    def __init__(self, rate: float = 0.0, proc: bool = True) -> None:
+    def __init__(self, rate: float = 0.0, proc: bool = True, wait: float | None = None) -> None:
         self.now = 100.0
         self.cpu = 5.0  # earlier probes of the warm worker: not this probe's
         self.rate = rate
+        self.wait = wait
+        self.ran = self.waited = 0.0
         self.proc = proc
 
     def clock(self) -> float:
         return self.now
 
     def sample(self, pid: int) -> TreeSample | None:
-        return TreeSample(self.cpu, ((pid + 1, "cc1plus"),)) if self.proc else None
+        if not self.proc:
+            return None
+        sched = None if self.wait is None else {(pid, pid): (self.ran, self.waited)}
+        return TreeSample(self.cpu, ((pid + 1, "cc1plus"),), sched)
 
     def advance(self, seconds: float, step: float = 0.05) -> None:
         for _ in range(round(seconds / step)):
             self.now += step
             self.cpu += self.rate * step
+            self.ran += self.rate * step
+            self.waited += (self.wait or 0.0) * step
 
 
 def run_until_expiry(sim: Sim, wd: Watchdog, limit: float, *,
@@ -71,6 +81,7 @@ def make(sim: Sim, timeout: float, cores: int = 2) -> Watchdog:
 def test_bounds_follow_the_timeout():
     b = Bounds.of(600, cores=2)
     assert (b.idle, b.cpu, b.ceiling, b.interval) == (60.0, 1200.0, 600 * CEILING_FACTOR, 1.0)
+    assert b.wall == 600 * WALL_FACTOR > b.ceiling
     assert Bounds.of(2, cores=1).idle == 1.0  # never below a second
     assert Bounds.of(180, cores=4).idle == pytest.approx(18.0)
     assert Bounds.of(3, cores=1).interval == 0.25  # four samples per idle window
@@ -79,11 +90,30 @@ def test_bounds_follow_the_timeout():
 
 def test_a_working_probe_runs_past_its_timeout_until_it_finishes():
     # single-threaded, at a third of a core (two hogs beside it): 3x its quiet-machine time
-    sim = Sim(rate=1 / 3)
+    sim = Sim(rate=1 / 3, wait=2 / 3)
     wd = make(sim, timeout=10)
     expiry, elapsed = run_until_expiry(sim, wd, 25)
     assert expiry is None and elapsed == 25  # 2.5x its timeout, still working: not ended
     assert wd.cpu == pytest.approx(25 / 3, abs=0.1)
+    assert wd.own == pytest.approx(25 / 3, abs=0.2)  # its own time: what it ran
+    assert wd.waited == pytest.approx(50 / 3, abs=0.2)
+
+
+def test_on_a_crowded_machine_only_the_wall_limit_ends_a_working_probe():
+    # a tenth of a core: 9x its timeout in wall time is still under a timeout of its own
+    sim = Sim(rate=0.1, wait=0.9)
+    wd = make(sim, timeout=10)
+    expiry, elapsed = run_until_expiry(sim, wd, 200)
+    assert expiry is not None and expiry.why == "wall"
+    assert elapsed == pytest.approx(10 * WALL_FACTOR, abs=0.3)
+    assert wd.own == pytest.approx(10, abs=0.3) and wd.cpu == pytest.approx(10, abs=0.3)
+
+
+def test_waiting_for_a_cpu_is_not_idle():
+    sim = Sim(rate=0.0005, wait=0.9995)  # starved: runnable all along, it barely ran
+    wd = make(sim, timeout=10)
+    expiry, _ = run_until_expiry(sim, wd, 200)
+    assert expiry is not None and expiry.why == "wall"
 
 
 def test_a_hung_probe_ends_at_its_timeout():
@@ -113,17 +143,24 @@ def test_signals_are_progress_without_cpu():
 
 
 def test_a_busy_loop_ends_when_its_cpu_passes_the_budget():
-    sim = Sim(rate=1.0)  # one core, flat out, on a quiet two-core machine
+    sim = Sim(rate=1.0, wait=0.0)  # one core, flat out, on a quiet two-core machine
     wd = make(sim, timeout=10, cores=2)
     expiry, elapsed = run_until_expiry(sim, wd, 100)
     assert expiry is not None and expiry.why == "cpu"
     assert elapsed == pytest.approx(20, abs=1.2)  # timeout x cores of CPU
-    # the same loop on a loaded machine reaches the ceiling first
+    # the same loop at a fifth of a core: its own time runs at a fifth too, so the wall
+    # limit ends it
+    sim = Sim(rate=0.2, wait=0.8)
+    wd = make(sim, timeout=10, cores=2)
+    expiry, elapsed = run_until_expiry(sim, wd, 200)
+    assert expiry is not None and expiry.why == "wall"
+    assert elapsed == pytest.approx(100, abs=0.3)
+    # without schedstat its own time is the wall time: the ceiling ends it
     sim = Sim(rate=0.2)
     wd = make(sim, timeout=10, cores=2)
-    expiry, elapsed = run_until_expiry(sim, wd, 100)
+    expiry, elapsed = run_until_expiry(sim, wd, 200)
     assert expiry is not None and expiry.why == "ceiling"
-    assert elapsed == pytest.approx(40, abs=0.3)
+    assert elapsed == pytest.approx(10 * CEILING_FACTOR, abs=0.3)
 
 
 def test_noise_below_one_percent_of_the_window_is_idle():
@@ -162,6 +199,15 @@ def test_the_reason_names_the_bound_the_step_and_the_last_signal():
     assert usage["ended_by"] == "idle" and usage["timeout"] == 10
     assert usage["cpu_seconds"] == 0 and usage["longest_idle"] >= 7
     assert "no signal yet" in make(Sim(), 1).reason(expiry, [])
+    heads = {why: wd.reason(Expiry(why, 45.0, 3.0, 0.0, 40.0), []).split(";")[0]
+             for why in ("cpu", "ceiling", "wall")}
+    assert heads["cpu"] == ("timed out after 45 s: used 3 s of CPU, past its budget of 20 s "
+                            "(10 s timeout x 2 cores)")
+    assert heads["ceiling"] == ("timed out after 45 s: still working after 40 s of its own "
+                                "time (the wall time less 0 s it waited for a CPU), the "
+                                "ceiling of 4 x its 10 s timeout, 3 s of CPU")
+    assert heads["wall"] == ("timed out after 45 s: the wall-clock limit of 10 x its 10 s "
+                             "timeout, still working (40 s of its own time, 3 s of CPU)")
 
 
 def test_next_event_samples_while_waiting_and_in_a_flood():
@@ -208,6 +254,8 @@ def test_sample_tree_counts_children_grandchildren_and_reaped_ones():
         assert sample.children and all(name.startswith("python")
                                        for _, name in sample.children)
         assert sample_tree(2 ** 22 + 12345) is None  # no such process
+        if os.path.isfile("/proc/self/schedstat"):  # per thread: seconds run, waited
+            assert sample.sched and sum(r for r, _ in sample.sched.values()) > 0
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
