@@ -70,8 +70,10 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
     ``error`` appear only when given. ``cancelled`` marks a run a newer change superseded
     (``_cancelled``: private, never in a report, never cached; see :func:`is_cancelled`).
     """
-    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"], "cached": cached,
-                              "params": probe.get("params", {}), "file": probe.get("file")}
+    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"]}
+    if probe.get("env"):  # --env: the environment the cell ran in (its id ends in @env)
+        result["env"] = probe["env"]
+    result.update(cached=cached, params=probe.get("params", {}), file=probe.get("file"))
     if started is not None:
         result["started"] = started
     result.update(status=status, reason=reason, seconds=seconds, deps=deps, signals=signals,
@@ -193,6 +195,7 @@ class ProbeResult:
     started: float | None = None
     ended: float | None = None
     cancelled: bool = False
+    env: str | None = None  # --env: the environment it ran in
 
     @classmethod
     def from_dict(cls, result: Mapping[str, Any],
@@ -209,13 +212,14 @@ class ProbeResult:
             deps=tuple(result.get("deps") or ()),
             signals=signals, log_tail=result.get("log_tail") or "", error=result.get("error"),
             started=result.get("started"), ended=result.get("ended"),
-            cancelled=is_cancelled(result))
+            cancelled=is_cancelled(result), env=result.get("env"))
 
     def to_dict(self) -> dict[str, Any]:
         """The report's probe entry (built by :func:`make_result`, so in the same order)."""
         return make_result(
-            {"id": self.id, "family": self.family, "params": dict(self.params or {}),
-             "file": self.file}, self.status, self.reason, seconds=self.seconds or 0.0,
+            {"id": self.id, "family": self.family, "env": self.env,
+             "params": dict(self.params or {}), "file": self.file}, self.status, self.reason,
+            seconds=self.seconds or 0.0,
             deps=list(self.deps), signals=[s.to_dict() for s in self.signals],
             log_tail=self.log_tail, started=self.started, ended=self.ended,
             cached=self.cached, error=dict(self.error) if self.error else None,

@@ -38,7 +38,7 @@ def environment_section(probes: list[dict[str, Any]]) -> dict[str, Any]:
     env: dict[str, Any] = {"versions": library_versions(), "host": host_facts()}
     facts: dict[str, Any] = {}
     for p in probes:
-        if p.get("family") == "env":
+        if p.get("family") == "env" and not p.get("env"):  # --env cells: under "envs"
             for s in p.get("signals", []):
                 if s.get("kind") == "environment" and "subject" in s:
                     facts[s["subject"]] = s.get("value", s.get("reason"))

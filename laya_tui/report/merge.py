@@ -109,6 +109,16 @@ def _host_identity(env: dict[str, Any]) -> str:
                       default=repr)
 
 
+def _env_identity(info: dict[str, Any]) -> str:
+    return json.dumps(info.get("versions"), sort_keys=True, default=repr)
+
+
+def _env_text(info: dict[str, Any]) -> str:
+    raw = info.get("versions")
+    v: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    return ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "tilelang") if v.get(k))
+
+
 def _hostname(env: dict[str, Any], label: str) -> str:
     host = as_dict(env.get("host"))
     name = host.get("hostname")
@@ -130,6 +140,8 @@ class Merger:
     errors: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    envs: dict[str, dict[str, Any]] = field(default_factory=dict)  # --env: name -> info
+    _env_from: dict[str, int] = field(default_factory=dict)  # name -> input index
 
     def _add_host(self, name: str, env: dict[str, Any]) -> str:
         ident = _host_identity(env)
@@ -165,9 +177,28 @@ class Merger:
         for e in doc.get("errors") or []:
             if isinstance(e, dict) and e not in self.errors:
                 self.errors.append(e)
+        self._add_envs(doc.get("envs"), idx)
         for p in doc["probes"]:
             probe = dict(p, host=rename.get(p.get("host"), fallback))
             self._add_probe(probe, idx)
+
+    def _add_envs(self, envs: Any, idx: int) -> None:
+        """Environments of one input (``--env``): one name must be one interpreter with the
+        same versions in every input, else its cells would be compared across two."""
+        for name, info in (envs.items() if isinstance(envs, dict) else ()):
+            if not isinstance(info, dict):
+                continue
+            held = self.envs.get(name)
+            if held is None:
+                self.envs[name], self._env_from[name] = json.loads(json.dumps(info)), idx
+                continue
+            if _env_identity(held) == _env_identity(info):
+                held["probed"] = {**(info.get("probed") or {}), **(held.get("probed") or {})}
+                continue
+            a, b = self.inputs[self._env_from[name]].label, self.inputs[idx].label
+            raise UsageError(f"environment {name} differs between {a} ({_env_text(held)}) and "
+                             f"{b} ({_env_text(info)}): give the two environments different "
+                             "--env names")
 
     def _record(self, inp: Input, rename: dict[str, str], fallback: str) -> None:
         merged = inp.doc.get("merged")
@@ -251,6 +282,12 @@ def merge_reports(inputs: list[Input], settings: Any = None,
     for inp in inputs:
         m.add(inp)
     probes = m.probes()
+    if m.envs:  # the environments' comparison over the merged cells
+        from dataclasses import replace
+
+        from laya_tui.report.gates import GateSettings
+
+        settings = replace(settings or GateSettings(), envs=m.envs)
     gates, extra = evaluate_all(probes, settings, m.errors)
     gate = shards_gate(m.records)
     if gate is not None:

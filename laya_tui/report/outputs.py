@@ -39,6 +39,10 @@ class OutputError(UsageError):
 def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
                 settings: GateSettings | None = None) -> dict[str, Any]:
     """Evaluate gates (and the baseline comparison) and build the report document."""
+    if disc.envs and not (settings and settings.envs):  # --env: compare the environments
+        from dataclasses import replace
+
+        settings = replace(settings or GateSettings(), envs=dict(disc.envs))
     gates, extra = evaluate_all(results, settings, disc.errors)
     if disc.shard:
         extra = dict(extra, shard=disc.shard)
@@ -47,12 +51,14 @@ def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
 
 
 def output_files(report: dict[str, Any], settings: Settings, json_path: str | None, *,
-                 json_text: str | None = None, markdown: Callable[[], str] | None = None
+                 json_text: str | None = None, markdown: Callable[[], str] | None = None,
+                 sarif: Callable[[], Iterable[str]] | None = None
                  ) -> list[tuple[str, str, Content]]:
     """``(flag, path, content)`` of every file the run writes (stdout is no file):
     ``--json`` (``json_text`` when the caller encoded it), ``--junit``, ``--markdown``
     (``markdown``: the text, built once for the file and the step summary), ``--html``,
-    ``--trace``."""
+    ``--trace`` and ``--sarif`` (``sarif``: its content, from
+    :func:`laya_tui.report.sarif.finding_outputs`)."""
     out = settings.outputs
     md = markdown or markdown_of(report)
     files: list[tuple[str, str, Content]] = []
@@ -83,7 +89,23 @@ def output_files(report: dict[str, Any], settings: Settings, json_path: str | No
             return trace_json(report)
 
         files.append(("--trace", out.trace, trace))
+    if out.sarif:
+        if sarif is None:
+            sarif = _findings(report, settings)[0]
+        if sarif is not None:
+            files.append(("--sarif", out.sarif, sarif))
     return files
+
+
+def _findings(report: dict[str, Any], settings: Settings
+              ) -> tuple[Callable[[], Iterable[str]] | None, Callable[[], None]]:
+    """``--sarif``'s content and the ``--annotations`` printer (no-ops without them)."""
+    out = settings.outputs
+    if not (out.sarif or out.annotations):
+        return None, lambda: None
+    from laya_tui.report.sarif import finding_outputs
+
+    return finding_outputs(report, settings)
 
 
 def write_all(files: Sequence[tuple[str, str, Content]]) -> None:
@@ -112,11 +134,13 @@ def write_all(files: Sequence[tuple[str, str, Content]]) -> None:
 
 
 def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
-    """``--junit``, ``--markdown``, ``--html``, ``--trace`` (all or none) and
-    ``$GITHUB_STEP_SUMMARY``."""
+    """``--junit``, ``--markdown``, ``--html``, ``--trace``, ``--sarif`` (all or none), then
+    ``$GITHUB_STEP_SUMMARY`` and ``--annotations``."""
     md = markdown_of(report)
-    write_all(output_files(report, settings, None, markdown=md))
+    sarif, annotate = _findings(report, settings)
+    write_all(output_files(report, settings, None, markdown=md, sarif=sarif))
     _step_summary(md)
+    annotate()
 
 
 def finish(report: dict[str, Any], settings: Settings, json_path: str | None, *,
@@ -125,7 +149,9 @@ def finish(report: dict[str, Any], settings: Settings, json_path: str | None, *,
     the summary, the baseline comparison and where the files went on stderr; the exit code
     of the gates."""
     md = markdown_of(report)
-    files = output_files(report, settings, json_path, json_text=json_text, markdown=md)
+    sarif, annotate = _findings(report, settings)
+    files = output_files(report, settings, json_path, json_text=json_text, markdown=md,
+                         sarif=sarif)
     write_all(files)
     if json_path == "-":
         if json_text is not None:
@@ -134,12 +160,17 @@ def finish(report: dict[str, Any], settings: Settings, json_path: str | None, *,
         else:
             write_report("-", report)  # streamed in chunks
     _step_summary(md)
+    annotate()  # --annotations: stdout, after the report
     print(human_summary(report), file=sys.stderr)
     if report.get("baseline"):
         from laya_tui.report.baseline import summary_lines
 
         print("\n".join(summary_lines(report["baseline"])), file=sys.stderr)
-    if files:
+    if report.get("env_comparison"):
+        from laya_tui.report.envview import env_summary_lines
+
+        print("\n".join(env_summary_lines(report["env_comparison"])), file=sys.stderr)
+    if files:  # last: where the report went
         print("  wrote " + ", ".join(f"{flag} {_shown(path)}" for flag, path, _ in files),
               file=sys.stderr)
     return EXIT_OK if report["summary"]["passed"] else EXIT_GATE

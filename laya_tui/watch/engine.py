@@ -184,7 +184,8 @@ class Watcher:
         from laya_tui.report.outputs import make_report
 
         results = [self.results[p] for p in self.probes if p in self.results]
-        return make_report(results, Discovery([], self.errors),
+        envs = {e.name: e.info() for e in self.config.envs} or None  # --env
+        return make_report(results, Discovery([], self.errors, envs=envs),
                            sum(r.get("seconds", 0) for r in results), self.gate_settings)
 
     # -- the change loop --------------------------------------------------------------------------
@@ -386,7 +387,7 @@ class Watcher:
 def _definition(probe: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a cell run differently (not its deps or timeout)."""
     return (probe.get("family"), probe.get("file"), probe.get("func"), probe.get("param"),
-            repr(probe.get("params")))
+            repr(probe.get("params")), probe.get("env"))
 
 
 def _mtime(path: str | None, default: float) -> float:

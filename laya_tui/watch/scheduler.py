@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from laya_tui.core.envs import worker_key
 from laya_tui.core.events import Event, ProbeStarted
 from laya_tui.core.results import is_cancelled
 from laya_tui.core.runner import Runner
@@ -22,7 +23,8 @@ OnDone = Callable[[str, Cause, dict[str, Any]], None]
 
 
 class RerunScheduler:
-    """Queue cells per family; run each family's queue one cell at a time.
+    """Queue cells per warm worker (family, ``family@env`` under ``--env``); run each queue
+    one cell at a time.
 
     A cell's *generation* goes up with every change to it. A run counts only when no change
     came in after the worker started reading the files (``ProbeStarted``, unless a change
@@ -52,7 +54,7 @@ class RerunScheduler:
     def schedule(self, pid: str, cause: Cause) -> None:
         """Queue ``pid`` (again): a newer change supersedes its run in flight."""
         self._gen[pid] = self._gen.get(pid, 0) + 1
-        fam = self._probes()[pid]["family"]
+        fam = worker_key(self._probes()[pid])  # one queue per warm worker: family[@env]
         self._dirty.setdefault(fam, OrderedDict())[pid] = cause
         if pid in self._inflight:
             self.runner.cancel(pid)
@@ -70,7 +72,9 @@ class RerunScheduler:
     def on_event(self, event: Event) -> None:
         """The runner's listener: a run the worker started reads the files from now on."""
         if isinstance(event, ProbeStarted):
-            pending = self.runner.pending_invalidations(event.family)
+            probe = self._probes().get(event.probe_id)
+            pending = self.runner.pending_invalidations(
+                worker_key(probe) if probe is not None else event.family)
             if not pending & self._deps_of(event.probe_id):
                 self._started_gen[event.probe_id] = self._gen.get(event.probe_id, 0)
 

@@ -243,6 +243,7 @@ class Worker:
     def run(self, cmd: dict[str, Any]) -> None:
         """Run one probe cell with fds 1/2 redirected to its log file."""
         from laya_tui.api import Context, Failed, Skipped, Unexamined
+        from laya_tui.families.torch_trace_capture import cell_trace
         from laya_tui.worker.loader import ProbeFileError, probes_in
 
         probe_id = cmd["id"]
@@ -259,8 +260,9 @@ class Worker:
                     raise LookupError(f"probe function {cmd['func']!r} is gone from {cmd['file']}")
                 prm = None
                 if cmd.get("param") is not None:
+                    cell = cmd.get("cell") or probe_id  # --env: the id without its @env
                     prm = next((p for i, p in spec.cells() if p is not None
-                                and p.id == cmd["param"] and i == probe_id), None)
+                                and p.id == cmd["param"] and i == cell), None)
                     if prm is None:
                         raise LookupError(f"cell {probe_id} is no longer produced by its params")
                     for d in prm.deps:
@@ -269,7 +271,8 @@ class Worker:
                               params=prm.kwargs if prm else {}, add_dep=self.tracker.add,
                               on_step=lambda name: self.emit(
                                   {"type": Reply.STEP, "probe": probe_id, "step": name}))
-                spec.func(ctx, **(prm.kwargs if prm else {}))
+                with cell_trace(ctx):  # explain/aoti cells: their own TORCH_TRACE slice
+                    spec.func(ctx, **(prm.kwargs if prm else {}))
                 if ctx.failures:
                     status, reason = "failed", ctx.failures[0]
             except Skipped as exc:

@@ -275,7 +275,9 @@ class Pipeline:
 
         env = dict(os.environ)
         guard_autoload(env)
-        src_root = str(Path(__file__).resolve().parents[3])  # the folder holding laya_tui/
+        # the folder holding laya_tui/ as imported (not resolved: under --env it is a
+        # folder with only a link to laya_tui, never laya-tui's own site-packages)
+        src_root = str(Path(os.path.abspath(__file__)).parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
         with tempfile.TemporaryDirectory(prefix="laya-aoti-") as tmp:
             inputs_path, result_path = os.path.join(tmp, "inputs.pt"), os.path.join(tmp, "out.pt")
