@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.cellid import cell_id
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Reply  # noqa: F401 - re-exported
 from laya_tui.core.signals import make_signal
 
@@ -50,13 +51,13 @@ class ProbeSpec:
     def cells(self) -> list[tuple[str, Param | None]]:
         """Expand into ``(probe_id, param)`` pairs with stable ids."""
         if self.params is None:
-            return [(f"{self.family}/{self.name}", None)]
+            return [(cell_id(self.family, self.name), None)]
         params = self.params() if callable(self.params) else self.params
         out: list[tuple[str, Param | None]] = []
         for p in params:
             if not isinstance(p, Param):
                 p = Param(id=str(p), kwargs={"value": p})
-            out.append((f"{self.family}/{p.name or self.name}[{p.id}]", p))
+            out.append((cell_id(self.family, p.name or self.name, p.id), p))
         return out
 
 

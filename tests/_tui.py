@@ -34,3 +34,12 @@ class MessageLog:
 
     def of(self, name: str) -> list[Any]:
         return [m for m in self.messages if type(m).__name__ == name]
+
+
+def screen_lines(app: LayaApp) -> list[str]:
+    """What the terminal shows now, line by line (the current screen as composited)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def screen_text(app: LayaApp) -> str:
+    return "\n".join(screen_lines(app))

@@ -147,7 +147,7 @@ def test_the_html_page_carries_the_same_notes():
 
     saved = json.loads(TILELANG_REPORT.read_text())
     report = _report(saved["probes"])  # summary rebuilt as a run writes it now
-    notes = page_data(report)["notes"]
+    notes = page_data(report)["header"]["notes"]
     assert notes[0] == "20 built, not run: no GPU: nothing compared for them"
     assert notes[1].startswith("14 findings no gate reads (lowering 14): they do not fail")
     js = (Path(__file__).parents[1] / "laya_tui" / "report" / "page.js").read_text()

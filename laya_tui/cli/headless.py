@@ -7,6 +7,7 @@ import sys
 
 from laya_tui.core.errors import EXIT_OK
 from laya_tui.core.events import Event, ProbeFinished
+from laya_tui.core.logtext import printable
 from laya_tui.core.run import discover_checked, run_probes
 from laya_tui.core.runner import Discovery, RunConfig, Runner
 from laya_tui.core.settings import Settings
@@ -39,7 +40,8 @@ def _progress(quiet: bool):  # -> Callable[[Event], None]
         r = event.result
         tag = "cached" if r.get("cached") else f"{r.get('seconds', 0):.1f}s"
         reason = f"  {r['reason']}" if r.get("reason") and r["status"] != "ok" else ""
-        print(f"  {r['status']:<8} {r['id']} ({tag}){reason[:200]}", file=sys.stderr, flush=True)
+        print(printable(f"  {r['status']:<8} {r['id']} ({tag}){reason[:200]}"), file=sys.stderr,
+              flush=True)
 
     return on_event
 

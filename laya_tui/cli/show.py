@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
+from laya_tui.core.logtext import printable
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import READABLE_SCHEMAS
 from laya_tui.core.tracelog import looks_like_trace
@@ -82,7 +83,7 @@ def headless_text(report: dict[str, Any], path: str) -> str:
             lines.append(env_text(report["env_comparison"], report.get("envs")).rstrip())
         except (KeyError, TypeError):
             pass
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"  # a report's raw controls never reach a terminal
 
 
 def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,

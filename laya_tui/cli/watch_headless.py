@@ -16,6 +16,7 @@ import sys
 from typing import TextIO
 
 from laya_tui.core.errors import EXIT_OK, UsageError
+from laya_tui.core.logtext import printable
 from laya_tui.core.runner import RunConfig
 from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, Settings
 from laya_tui.report.gates import GateSettings
@@ -65,7 +66,7 @@ class StreamWriter:
                 self.watcher.stop()
             return
         if not self.quiet:
-            print(human_line(record), file=self.err, flush=True)
+            print(printable(human_line(record)), file=self.err, flush=True)
         if self.report_path and self.watcher is not None and record["type"] != "ready":
             from laya_tui.report.document import write_atomic
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.logtext import printable
 from laya_tui.core.signals import ABORTED_STATUSES, KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
@@ -250,4 +251,4 @@ def human_summary(report: dict[str, Any]) -> str:
         lines.append(f"  {ungated_text(s['ungated']['kinds'])}: "
                      f"{gate_hint(s['ungated']['count'])}")
     lines.append("  verdict: " + ("PASS" if s["passed"] else "FAIL"))
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # a probe's raw NUL or escape never reaches a terminal

@@ -27,6 +27,7 @@ from textual.screen import Screen
 
 from laya_tui.core.errors import EXIT_USAGE, UsageError
 from laya_tui.core.events import Event
+from laya_tui.core.logtext import printable
 from laya_tui.core.runner import Discovery, RunConfig
 from laya_tui.tui.editor import default_editor, editor_command
 from laya_tui.tui.messages import (
@@ -49,6 +50,8 @@ FLOOD_FRAME_S = 0.1
 #: While events wait after a drain slice, the next slice runs this soon (not a whole
 #: flush interval later): the loop serves other callbacks and frames in between.
 REDRAIN_S = 0.002
+#: What is off over a saved report (``show``/``diff``): left out of the footer.
+OFFLINE_ACTIONS = frozenset(("rerun", "rerun_all", "toggle_watch", "export"))
 
 
 class RunnerLike(Protocol):
@@ -114,6 +117,7 @@ class LayaApp(App[int]):
         self.flush_interval = flush_interval
         self.gate_settings = gate_settings
         self.model = RunModel(gate_settings)
+        self.model.replay = offline is not None
         if report_info is not None:
             self.model.source = report_info.get("label")
             gates = (report_info.get("report") or {}).get("gates")
@@ -386,14 +390,15 @@ class LayaApp(App[int]):
                 self.action_toggle_watch()
 
     def on_run_failed(self, message: RunFailed) -> None:
-        self.notify(message.error, title="runner error", severity="error", timeout=10)
+        self.notify(printable(message.error), title="runner error", severity="error",
+                    timeout=10, markup=False)
 
     def on_probes_discovered(self, message: ProbesDiscovered) -> None:
         if message.errors:
             e = message.errors[0]
             where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
-            self.notify(f"{where}: {e['error']}", title="probe file error", severity="error",
-                        timeout=10)
+            self.notify(printable(f"{where}: {e['error']}"), title="probe file error",
+                        severity="error", timeout=10, markup=False)
         elif not message.count:
             self.notify("no probes found (probe files live in ./probes or --probes PATH)",
                         severity="warning")
@@ -416,6 +421,11 @@ class LayaApp(App[int]):
         if action == "report_info":
             return self.report_info is not None  # hidden in the footer of a live run
         return True
+
+    def hidden_actions(self) -> frozenset[str]:
+        """Actions the footer leaves out: over a saved report, the ones that are off (they
+        still say why when pressed)."""
+        return OFFLINE_ACTIONS if self.offline else frozenset()
 
     def _offline(self) -> bool:
         """Say why re-running is off over a saved report (True: it is off)."""
@@ -511,9 +521,10 @@ class LayaApp(App[int]):
             self.pump.push(ProbeFinished(result))
         bits = [f"{k} {len(rec[k])}" for k in ("new", "gone", "changed")
                 if isinstance(rec.get(k), list) and rec[k]]
-        self.notify(f"{rec.get('probe', '?')}: {rec.get('status', '?')}"
-                    + (f" ({', '.join(bits)})" if bits else ""),
-                    title=f"changed: {rec.get('trigger', '')}", timeout=4)
+        self.notify(printable(f"{rec.get('probe', '?')}: {rec.get('status', '?')}"
+                              + (f" ({', '.join(bits)})" if bits else "")),
+                    title=printable(f"changed: {rec.get('trigger', '')}"), timeout=4,
+                    markup=False)
 
     # -- export, editor, help, palette --------------------------------------------------
     def action_export(self) -> None:
@@ -575,7 +586,8 @@ class LayaApp(App[int]):
 
         bindings = [b for b in [*self.BINDINGS, *MainScreen.BINDINGS]
                     if isinstance(b, Binding)]
-        self.push_screen(HelpScreen(bindings))
+        self.push_screen(HelpScreen(bindings, off=self.hidden_actions(),
+                                    why_off=self.offline))
 
     async def run_palette_action(self, action: str) -> None:
         """Run an action chosen in the palette (screen actions on the overview)."""

@@ -44,6 +44,8 @@ class SignalRow:
     seq: int
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
+    tkey: Any = None  # the table's sort key for it (set by the table)
+    hay: str | None = None  # what the text filter searches (set by the table)
 
 
 @dataclass
@@ -81,6 +83,12 @@ class ProbeState:
     result: ProbeResult | None = None
     report_entry: dict[str, Any] | None = None
     keys: dict[str, None] = field(default_factory=dict)
+    #: its signal rows in arrival order (``seq``): the table shows these lists as they are
+    rows: list[SignalRow] = field(default_factory=list)
+    #: discovery order among the probes (the table's order across probes)
+    rank: int = 0
+    #: its rows per signal kind
+    kinds: Counter[str] = field(default_factory=Counter)
     runs: list[RunPoint] = field(default_factory=list)
     _live: set[str] = field(default_factory=set)
     _occ: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
@@ -95,6 +103,10 @@ class ProbeState:
     @property
     def finished(self) -> bool:
         return self.result is not None and not self._in_run
+
+    def first_failing(self) -> SignalRow | None:
+        """Its first failing signal row (what Enter on a failing probe opens)."""
+        return next((r for r in self.rows if r.failing), None)
 
 
 @dataclass
@@ -138,6 +150,8 @@ class RunModel:
         self.source: str | None = None
         #: a saved report's gates as recorded (its own settings), instead of re-evaluating
         self.fixed_gates: list[dict[str, Any]] | None = None
+        #: a saved report replayed (``show``/``diff``): nothing runs, probes are loading
+        self.replay = False
 
     # -- discovery ----------------------------------------------------------------------
     def discover(self, probes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> Changes:
@@ -156,7 +170,7 @@ class RunModel:
     def _probe(self, pid: str, family: str, changes: Changes) -> ProbeState:
         st = self.probes.get(pid)
         if st is None:
-            st = ProbeState(id=pid, family=family)
+            st = ProbeState(id=pid, family=family, rank=len(self.probes))
             self.probes[pid] = st
             self.families.setdefault(family, []).append(pid)
             changes.structure = True
@@ -223,12 +237,14 @@ class RunModel:
             row = SignalRow(key, st.id, st.family, sig, self._seq, failing(raw))
             self.rows[key] = row
             st.keys[key] = None
+            st.rows.append(row)
+            st.kinds[kind] += 1
             self.kind_counts[kind] += 1
             changes.added.append(row)
         elif row.sig != sig:
             row.sig = sig
             row.failing = failing(raw)
-            row.cells = None
+            row.cells = row.hay = None  # its sort key (tkey) stays: the table finds it by that
             changes.updated.append(row)
 
     def _finish(self, result: dict[str, Any], changes: Changes) -> None:
@@ -245,8 +261,11 @@ class RunModel:
         for key in gone:
             row = self.rows.pop(key)
             del st.keys[key]
+            st.kinds[row.sig.kind] -= 1
             self.kind_counts[row.sig.kind] -= 1
             changes.removed.append(row)
+        if gone:
+            st.rows = [r for r in st.rows if r.key in st.keys]
         st._in_run = False
         st.report_entry = result
         st.result = ProbeResult.from_dict(result, tuple(st._signals))
@@ -298,17 +317,23 @@ class RunModel:
         return changes
 
     # -- queries ------------------------------------------------------------------------
-    def rows_for(self, scope: Scope) -> list[SignalRow]:
-        """Rows of every probe in ``scope``, in arrival order."""
+    def probes_in(self, scope: Scope) -> list[ProbeState]:
+        """The probes of ``scope``, in discovery order."""
         what, name = scope
         if what == "probe":
-            pids = [name] if name in self.probes else []
-        elif what == "family":
-            pids = list(self.families.get(name or "", []))
-        else:
-            pids = list(self.probes)
-        rows = self.rows
-        return [rows[k] for pid in pids for k in self.probes[pid].keys]
+            return [self.probes[name]] if name in self.probes else []
+        if what == "family":
+            return [self.probes[p] for p in self.families.get(name or "", [])]
+        return list(self.probes.values())
+
+    def segments(self, scope: Scope) -> list[tuple[str, list[SignalRow]]]:
+        """``(probe id, its row list)`` for the probes in ``scope`` (the model's own lists,
+        kept up to date)."""
+        return [(st.id, st.rows) for st in self.probes_in(scope)]
+
+    def rows_for(self, scope: Scope) -> list[SignalRow]:
+        """Rows of every probe in ``scope``: probe by probe, each in arrival order."""
+        return [row for st in self.probes_in(scope) for row in st.rows]
 
     def in_scope(self, row: SignalRow, scope: Scope) -> bool:
         """Whether ``row`` belongs to ``scope``."""

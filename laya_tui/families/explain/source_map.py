@@ -47,7 +47,48 @@ def _inductor(frame: Any) -> list[dict[str, Any]]:
     from torch._inductor.codecache import PyCodeCache
 
     found = PyCodeCache.stack_frames_for_code(frame.f_code.co_filename, frame.f_lineno)
-    return [_site(str(f["filename"]), int(f["line"]), str(f["name"])) for f in found or []]
+    return [_site(loaded_path(str(f["filename"])), int(f["line"]), str(f["name"]))
+            for f in found or []]
+
+
+#: (how many modules were loaded, realpath of each module file, basename -> those paths)
+_loaded: tuple[int, frozenset[str], dict[str, list[str]]] = (-1, frozenset(), {})
+
+
+def loaded_path(file: str) -> str:
+    """``file`` as this process loaded it.
+
+    Inductor's FX-graph cache does not key on source paths: a graph compiled from the same
+    code in another checkout or virtual environment is served with *that* compile's line
+    map, naming files this process never imported. Such a path is replaced by the loaded
+    module file that shares the longest tail of path components with it (at least the
+    file name and its folder); a path this process loaded, or one with no such twin, stays.
+    """
+    import os
+    import sys
+
+    global _loaded
+    if _loaded[0] != len(sys.modules):
+        files = {os.path.realpath(f) for m in list(sys.modules.values())
+                 if isinstance(f := getattr(m, "__file__", None), str)}
+        by_name: dict[str, list[str]] = {}
+        for f in files:
+            by_name.setdefault(os.path.basename(f), []).append(f)
+        _loaded = (len(sys.modules), frozenset(files), by_name)
+    _, files, by_name = _loaded
+    real = os.path.realpath(file)
+    if real in files:
+        return file
+    parts = real.split(os.sep)
+    best, best_tail = file, 1
+    for cand in by_name.get(os.path.basename(real), ()):
+        other = cand.split(os.sep)
+        tail = 0
+        while tail < min(len(parts), len(other)) and parts[-1 - tail] == other[-1 - tail]:
+            tail += 1
+        if tail > best_tail:
+            best, best_tail = cand, tail
+    return best
 
 
 def _fx(frame: Any) -> list[dict[str, Any]]:
