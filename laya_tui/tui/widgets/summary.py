@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from laya_tui.core.logtext import printable
 from laya_tui.core.signals import KINDS
-from laya_tui.report.verdict import not_run, not_run_text, ungated, ungated_text
+from laya_tui.report.verdict import not_run, ungated, ungated_text
 from laya_tui.report.views.legend import status_word
 from laya_tui.tui.model import RunModel
 
@@ -81,8 +81,16 @@ class SummaryText(Static):
         for word, n, is_bad in status_counts(model, loading=loading):
             line.append(f"  {word} ", style=dim)
             line.append(str(n), style=bad if is_bad else cnt)
-            if word == status_word("ok") and built:  # counted apart: they never ran
-                line.append(f" ({not_run_text(built)})", style=dim)
+        if built:  # counted apart (they passed what they reached, but never ran); last, so
+            # a narrow terminal cuts this and not the failed count
+            why = next(iter(built)) if len(built) == 1 else "; ".join(built)
+            n_built = str(sum(built.values()))
+            word = f"built, not run ({why})"
+            if self.size.width and line.cell_len + len(word) + len(n_built) + 3 > \
+                    self.size.width:
+                word = "not run"  # 80 columns: the short word, never cut mid-word
+            line.append(f"  {word} ", style=dim)
+            line.append(n_built, style=cnt)
         if watching:
             line.append("   ◉ watching", style=label)
         kinds = Text()
