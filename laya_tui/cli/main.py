@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = settings_from(args)  # flags > [tool.laya-tui] > defaults, checked
         config = run_config(settings)
-        check_output_path(settings.outputs.json)
+        check_output_path(settings.outputs.json, "--json")
         if settings.list_only:
             from laya_tui.cli.headless import list_probes
 

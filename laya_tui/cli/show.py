@@ -184,11 +184,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """``laya-tui show``."""
     from laya_tui.core.files import check_output_path
-    from laya_tui.report.document import write_atomic
+    from laya_tui.report.outputs import write_all
 
     args = _parser().parse_args(argv)
-    check_output_path(args.html)
-    check_output_path(args.trace)
+    check_output_path(args.html, "--html")
+    check_output_path(args.trace, "--trace")
     interactive = not (args.headless or args.html or args.trace) and sys.stdout.isatty() \
         and sys.stdin.isatty()
     is_trace = os.path.isdir(args.report) or looks_like_trace(args.report)
@@ -205,14 +205,16 @@ def main(argv: list[str]) -> int:
             return EXIT_USAGE
         return EXIT_OK
     report = load_trace(args.report) if is_trace else load_saved_report(args.report)
+    files = []  # written all or none
     if args.html:
         from laya_tui.report.html import build_html
 
-        write_atomic(args.html, build_html(report, title=f"laya-tui {args.report}",
-                                           workspace=args.workspace))
+        files.append(("--html", args.html, lambda: build_html(
+            report, title=f"laya-tui {args.report}", workspace=args.workspace)))
     if args.trace:
         from laya_tui.core.trace import trace_json
 
-        write_atomic(args.trace, trace_json(report))
+        files.append(("--trace", args.trace, lambda: trace_json(report)))
+    write_all(files)
     sys.stdout.write(headless_text(report, args.report))
     return EXIT_OK

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.defaults import usable_cores
 from laya_tui.core.envs import Environment, base_id, expand, worker_key
 from laya_tui.core.events import (
     Event,
@@ -36,6 +37,7 @@ from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
 from laya_tui.core.results import is_cancelled, make_result
 from laya_tui.core.settings import default_jobs
 from laya_tui.core.signals import KINDS
+from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 
 LOG_TAIL_CHARS = 4000
 _KINDS = {k: k for k in KINDS}
@@ -265,6 +267,7 @@ class Runner(EventSource):
         self._recycle: set[str] = set()  # families whose warm worker must restart
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
         self._disc_stale: set[str] = set()  # changed files it has not dropped yet
+        self.cores = usable_cores()  # the CPU budget of a probe (core.watchdog)
 
     # -- discovery ---------------------------------------------------------------------
     async def discover(self, *, warm: bool = False) -> Discovery:
@@ -509,12 +512,10 @@ class Runner(EventSource):
             if probe.get("env"):
                 cmd["cell"] = base_id(probe)  # the id discovery gave it (no @env)
             await handle.send(cmd)
-            deadline = time.monotonic() + timeout
+            assert handle.proc is not None
+            wd = Watchdog(handle.proc.pid, Bounds.of(timeout, self.cores))
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                event = await handle.next_event(timeout=remaining)
+                event = await wd.next_event(handle.next_event)  # raises Expired
                 etype = event["type"]
                 if etype == Reply.STARTED:
                     self.on_event(ProbeStarted(pid, fam, time.time()))
@@ -525,6 +526,7 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.extend(batch)
+                    wd.saw_signal()
                     on_event = self.on_event
                     for sig in batch:
                         # share the strings json.loads copies into every signal (probe id,
@@ -550,7 +552,10 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
+                    wd.saw_signal()
                     self.on_event(SignalEmitted(pid, sig))
+                elif etype == Reply.STEP and event.get("probe") == pid:
+                    wd.saw_step(str(event.get("step"))[:200])
                 elif etype == Reply.FINISHED and event.get("id") == pid:
                     result = make_result(
                         probe, event.get("status", "failed"), event.get("reason"),
@@ -561,17 +566,20 @@ class Runner(EventSource):
                         # it ended before the kill landed: still superseded, never cached
                         cancelled=pid in self._cancelled)
                     result["_abs_deps"] = event.get("deps", [])
+                    result["budget"] = wd.usage()
                     return result
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
-        except TimeoutError:
+        except Expired as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
                 return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
                                    _tail(log_path), cancelled=True)
-            return self._ended(probe, "timeout", f"timed out after {timeout:g} s", t0, started,
-                               signals, _tail(log_path))
+            ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
+                                signals, _tail(log_path))
+            ended["budget"] = wd.usage(exc.expiry)
+            return ended
         except WorkerDied as exc:
             handle.kill()
             await handle.close()

@@ -88,17 +88,18 @@ def parse_max(values: Iterable[str], source: str = "--max") -> dict[str, int]:
 def prepare_gates(settings: Settings) -> GateSettings:
     """The gates of a run or a merge, with every CI input and output checked before any probe
     runs (bad input loses nothing): outputs writable and distinct, the baseline loaded."""
-    from laya_tui.core.files import check_output_path
+    from laya_tui.core.files import check_output_dir, check_output_path
 
     seen: dict[str, str] = {}
     for flag, path in settings.outputs.by_flag().items():
         if not path or path == "-":
             continue
-        check_output_path(path)
+        check_output_path(path, flag)
         real = os.path.realpath(path)
         if real in seen:
             raise UsageError(f"{seen[real]} and {flag} name the same file: {path}")
         seen[real] = flag
+    check_output_dir(settings.run.out, "--out")
     g = settings.gates
     gates = GateSettings(fail_on=list(g.fail_on), max_counts=dict(g.max_counts),
                          tolerance_margin=g.tolerance_margin,
@@ -172,11 +173,18 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
                            [{"probe": p["id"], "reason": p.get("reason")}
                             for p in probes if p.get("error") or p["status"] == "error"]))
     if s.fail_on_tolerance:
-        fails = [{"probe": p["id"], "subject": sig.get("subject"), "value": sig.get("value"),
-                  "limit": sig.get("limit")}
-                 for p in probes for sig in p.get("signals", [])
-                 if sig.get("kind") == "tolerance" and sig.get("passed") is False]
-        gates.append(_gate("tolerance", "every compared output is within its limit", fails))
+        fails, n = [], 0
+        for p in probes:
+            for sig in p.get("signals", []):
+                if sig.get("kind") == "tolerance":
+                    n += 1
+                    if sig.get("passed") is False:
+                        fails.append({"probe": p["id"], "subject": sig.get("subject"),
+                                      "value": sig.get("value"), "limit": sig.get("limit")})
+        gate = _gate("tolerance", "every compared output is within its limit"
+                     + ("" if n else ": nothing was compared"), fails)
+        gate["compared"] = n  # a pass with nothing compared says so (report.verdict)
+        gates.append(gate)
     for kind in s.fail_on:
         what = f"probe {kind}" if kind in STATUS_KINDS else (
             f"failing {kind} signal" if kind in CHECK_KINDS else f"{kind} signal")

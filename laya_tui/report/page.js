@@ -97,6 +97,7 @@ function header() {
     el("div", {class: "dim"}, h.line),
     el("div", {class: "counts"}, h.counts.map(([t, c]) => el("span", {class: c || null}, t))),
     el("div", {class: "counts dim"}, h.kinds),
+    (h.notes || []).map(t => el("div", {class: "verdict-note"}, t)),
     el("details", {class: "legend", id: "status-legend"}, el("summary", {}, "what the marks mean"),
       el("div", {class: "marks"}, D.status_legend.map(([m, what]) => el("span", {}, el("b", {}, m), " " + what)))));
 }

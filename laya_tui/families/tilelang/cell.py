@@ -4,7 +4,8 @@ Signals per cell (the dashboard's lowering matrix reads them):
 
 * exactly one ``lowering`` signal summarising the cell (``subject`` = ``gemm_kernel[c,bf16,gpu]``,
   ``passed``, ``reason`` = first diagnostic line, ``site``/``fix`` on failure, ``detail`` with
-  kernel/target/dtype/spec/outcome/stage/diagnostic/... and per-stage seconds);
+  kernel/target/dtype/spec/outcome/stage/diagnostic/... and per-stage seconds; a cell
+  lowered or built but not run says why in a few words in ``not_run``: ``no GPU``...);
 * a ``timing`` signal per stage attempted (``<cell>/lower``, ``/build``, ``/run``);
 * a ``tolerance`` signal per checked output (``<cell>/<output>``);
 * an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped);
@@ -391,6 +392,7 @@ def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any,
         what = "nvcc" if state.target == "cuda" else "a C++ compiler"
         note = f"build skipped: {what} not found on this machine (lowered only)"
         state.extra["build_skipped"] = note
+        state.extra["not_run"] = "no nvcc" if state.target == "cuda" else "no C++ compiler"
         ctx.log(note, subject=state.name)
         return None
     link = state.target != "cuda" or can_link_cuda()
@@ -417,9 +419,20 @@ def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any,
     if not result.linked:
         state.extra["linked"] = False
         state.extra["run_skipped"] = _no_gpu_reason(linked=False)
+        state.extra["not_run"] = _no_gpu_cause()
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return None
     return str(result.lib_path), code
+
+
+def _no_gpu_cause() -> str:
+    """``detail.not_run`` of a cuda cell built, not linked: no GPU, or no driver to link."""
+    try:
+        import torch
+
+        return "no libcuda" if torch.cuda.is_available() else "no GPU"
+    except Exception:  # noqa: BLE001
+        return "no GPU"
 
 
 def _no_gpu_reason(*, linked: bool) -> str:
@@ -446,10 +459,12 @@ def _run(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         why = (state.no_reference or "a plain TileLang file has no example() giving inputs "
                "and a reference") if state.kind != "factory" else "the module defines no example()"
         state.extra["run_skipped"] = f"{why}: lowered and built only"
+        state.extra["not_run"] = "no reference to compare with"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     if state.target == "cuda" and not torch.cuda.is_available():
         state.extra["run_skipped"] = _no_gpu_reason(linked=True)
+        state.extra["not_run"] = "no GPU"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     state.stage = "run"

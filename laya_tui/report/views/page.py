@@ -17,6 +17,7 @@ from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
 from laya_tui.report.gates import describe_failure
+from laya_tui.report.verdict import verdict_notes
 from laya_tui.report.views.detail import (
     Block,
     Detail,
@@ -166,7 +167,9 @@ def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, A
     passed = bool(s.get("passed"))
     return {"title": printable(title), "verdict": "PASS" if passed else "FAIL",
             "passed": passed, "line": printable(" · ".join(str(b) for b in line if b)),
-            "counts": counts, "kinds": "signals: " + ("  ".join(kinds) or "none")}
+            "counts": counts, "kinds": "signals: " + ("  ".join(kinds) or "none"),
+            # beside the verdict: cells built but not run, findings no gate reads
+            "notes": [printable(t) for t in verdict_notes(report)]}
 
 
 def _signal_rows(probes: list[dict[str, Any]], index: int,

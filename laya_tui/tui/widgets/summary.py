@@ -3,7 +3,7 @@ and a progress bar while probes run."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from laya_tui.core.logtext import printable
 from laya_tui.core.signals import KINDS
+from laya_tui.report.verdict import not_run, ungated, ungated_text
 from laya_tui.report.views.legend import status_word
 from laya_tui.tui.model import RunModel
 
@@ -53,9 +54,26 @@ class SummaryText(Static):
     def _s(self, name: str) -> Style:
         return self.get_component_rich_style(f"summary--{name}", partial=True)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._not_run: dict[str, tuple[int, str | None]] = {}  # id -> (result's id(), why)
+
+    def _built_not_run(self, results: list[dict[str, Any]]) -> dict[str, int]:
+        """``{cause: cells}`` built but not run (report.verdict), each result read once."""
+        out: dict[str, int] = {}
+        for r in results:
+            hit = self._not_run.get(r["id"])
+            if hit is None or hit[0] != id(r):
+                hit = self._not_run[r["id"]] = (id(r), not_run(r))
+            if hit[1]:
+                out[hit[1]] = out.get(hit[1], 0) + 1
+        return out
+
     def show(self, model: RunModel, *, watching: bool, running: bool) -> None:
         """Re-render from the model (cheap: a few counters)."""
         loading = model.replay and (running or not model.discovered)
+        results = model.results()
+        built = self._built_not_run(results)
         label, dim, cnt, bad = self._s("label"), self._s("dim"), self._s("count"), self._s("bad")
         line = Text()
         line.append("probes ", style=label)
@@ -63,6 +81,16 @@ class SummaryText(Static):
         for word, n, is_bad in status_counts(model, loading=loading):
             line.append(f"  {word} ", style=dim)
             line.append(str(n), style=bad if is_bad else cnt)
+        if built:  # counted apart (they passed what they reached, but never ran); last, so
+            # a narrow terminal cuts this and not the failed count
+            why = next(iter(built)) if len(built) == 1 else "; ".join(built)
+            n_built = str(sum(built.values()))
+            word = f"built, not run ({why})"
+            if self.size.width and line.cell_len + len(word) + len(n_built) + 3 > \
+                    self.size.width:
+                word = "not run"  # 80 columns: the short word, never cut mid-word
+            line.append(f"  {word} ", style=dim)
+            line.append(n_built, style=cnt)
         if watching:
             line.append("   ◉ watching", style=label)
         kinds = Text()
@@ -82,7 +110,7 @@ class SummaryText(Static):
             gates.append("loading report…", style=dim)
         elif not model.discovered:
             gates.append("discovering probes…", style=dim)
-        elif not model.results():
+        elif not results:
             gates.append("waiting for results", style=dim)
         elif (evaluated := model.gates_ready()) is None:
             gates.append("evaluating…", style=dim)  # off the loop: the app shows it next
@@ -95,6 +123,11 @@ class SummaryText(Static):
             else:
                 gates.append(" PASS ", style=self._s("pass"))
                 gates.append(f"  {len(evaluated)} gates hold", style=dim)
+            kinds_left = ungated([r for r in results if r.get("status") == "failed"],
+                                 evaluated)
+            if kinds_left:
+                gates.append(f"  ·  {ungated_text(kinds_left)} (--fail-on failed or a "
+                             "baseline gates them)", style=dim)
             if running:
                 gates.append("  (partial: probes still running)", style=dim)
         if model.errors:
