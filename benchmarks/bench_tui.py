@@ -216,7 +216,7 @@ async def ingest(app, n: int, timeout: float = 600.0, why: bool = False,
 
 def live_ingest(n: int, why: bool = False, profile: bool = False,
                 keys: bool = False) -> Ingest:
-    from laya_tui.core.runner import RunConfig
+    from laya_tui.core.settings import RunOptions
     from laya_tui.tui.factory import build_app
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -224,7 +224,7 @@ def live_ingest(n: int, why: bool = False, profile: bool = False,
         (ws / "probes").mkdir()
         (ws / "probes" / "flood.py").write_text(FLOOD_PROBE)
         os.environ["LAYA_BENCH_SIGNALS"] = str(n)
-        config = RunConfig(workspace=str(ws), probes=[str(ws / "probes")], use_cache=False,
+        config = RunOptions(workspace=str(ws), probes=[str(ws / "probes")], use_cache=False,
                            cache_dir=str(ws / ".cache"))
         return asyncio.run(ingest(build_app(config, autorun=False), n, why=why,
                                   profile=profile, keys=keys))

@@ -14,11 +14,10 @@ import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core.defaults import usable_cores
@@ -33,9 +32,9 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.logtext import trim_faulthandler
-from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
+from laya_tui.core.protocol import Op, Reply
 from laya_tui.core.results import is_cancelled, make_result
-from laya_tui.core.settings import default_jobs
+from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 
@@ -44,55 +43,6 @@ _KINDS = {k: k for k in KINDS}
 MAX_LINE = 64 * 1024 * 1024
 #: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
 CANCELLED_REASON = "cancelled by a newer change"
-
-
-@dataclass
-class RunConfig:
-    """Everything a run needs to know; built by the CLI from flags and pyproject."""
-
-    workspace: str
-    probes: list[str]
-    kernels: list[str] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    only: list[str] = field(default_factory=list)
-    timeout: float | None = None
-    family_timeouts: dict[str, float] = field(default_factory=dict)
-    jobs: int = field(default_factory=default_jobs)
-    use_cache: bool = True
-    cache_dir: str | None = None
-    out: str | None = None
-    extra_options: dict[str, Any] = field(default_factory=dict)
-    python: str = sys.executable
-    #: cells inside a family: "longest-first" (headless: the family ends soonest) or
-    #: "shortest-first" (a user watching: first results at once), by recorded durations
-    order: str = "longest-first"
-    shard: tuple[int, int] | None = None  # --shard K/N (laya_tui.core.shard)
-    durations: dict[str, float] | None = None  # --shard: seconds per cell from --durations
-    durations_path: str | None = None
-    #: --env NAME=PYTHON: every cell once per environment (laya_tui.core.envs); empty: the
-    #: cells run once, in workers started with ``python``
-    envs: tuple[Environment, ...] = ()
-
-    def options(self) -> dict[str, Any]:
-        """The options probes see through ``laya_tui.api.options()``."""
-        opts = {
-            "workspace": os.path.realpath(self.workspace),
-            "probes": [os.path.realpath(p) for p in self.probes],
-            "kernels": [os.path.realpath(p) for p in self.kernels],
-            "models": list(self.models),
-            "out": self.out,
-        }
-        opts.update(self.extra_options)
-        return opts
-
-    def timeout_for(self, probe: dict[str, Any]) -> float:
-        """``--timeout`` wins, then the probe's own, then the family default."""
-        if self.timeout is not None:
-            return self.timeout
-        if probe.get("timeout"):
-            return float(probe["timeout"])
-        fam = probe.get("family", "")
-        return self.family_timeouts.get(fam, DEFAULT_TIMEOUTS.get(fam, FALLBACK_TIMEOUT))
 
 
 @dataclass
@@ -112,7 +62,7 @@ class WorkerDied(Exception):
 class WorkerHandle:
     """One worker subprocess in its own process group, with its signal pipe."""
 
-    def __init__(self, family: str, config: RunConfig, log_dir: str,
+    def __init__(self, family: str, config: RunOptions, log_dir: str,
                  env: Environment | None = None) -> None:
         self.family = family  # the worker key: the family, ``family@env`` in an environment
         self.config = config
@@ -246,12 +196,12 @@ class WorkerHandle:
 class Runner(EventSource):
     """Discover and run probes; one warm worker per family, ``jobs`` families at a time."""
 
-    def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
+    def __init__(self, config: RunOptions, on_event: Callable[[Event], None] | None = None) -> None:
         self.config = config
         self._listeners = Listeners(on_event)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
-        # imported here: the dashboard builds a RunConfig before its first frame, the
+        # imported here: the dashboard builds a RunOptions before its first frame, the
         # runner (hashlib, importlib.metadata) only after it
         from laya_tui.core.cache import ResultCache, default_cache_dir
         from laya_tui.core.versions import library_versions
@@ -664,7 +614,7 @@ class Runner(EventSource):
             self._disc.kill()
 
 
-def matches_any(probe_id: str, patterns: list[str]) -> bool:
+def matches_any(probe_id: str, patterns: Iterable[str]) -> bool:
     """True when ``probe_id`` equals a pattern, or matches it as a glob (``[`` literal)."""
     for pat in patterns:
         if probe_id == pat or probe_id.startswith(pat.rstrip("/") + "/") and "*" not in pat:

@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from laya_tui.core.events import Event
-    from laya_tui.core.runner import Discovery, RunConfig
+    from laya_tui.core.runner import Discovery
+    from laya_tui.core.settings import RunOptions
 
 
 class RunnerLike(Protocol):
     """A source of probe runs and their events."""
 
     @property
-    def config(self) -> RunConfig | None:
+    def config(self) -> RunOptions | None:
         """The live run's configuration; None for a recording (nothing can re-run for
         real: watch mode needs a live runner)."""
 

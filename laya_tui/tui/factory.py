@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.events import Event
-from laya_tui.core.runner import RunConfig
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
+from laya_tui.core.settings import RunOptions
 from laya_tui.tui.app import LayaApp
 from laya_tui.tui.watch_control import WatchFactory
 
 
-def build_app(config: RunConfig | None = None, *,
+def build_app(config: RunOptions | None = None, *,
               recorded: str | Path | dict[str, Any] | None = None,
               runner_factory: RunnerFactory | None = None, workspace: str | None = None,
               autorun: bool = True, watch: bool = False,
@@ -41,7 +41,7 @@ def build_app(config: RunConfig | None = None, *,
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
                 return Runner(config, on_event=on_event)
         else:
-            raise ValueError("build_app needs a RunConfig, a recorded report or a runner factory")
+            raise ValueError("build_app needs a RunOptions, a recorded report or a runner factory")
     if workspace is None and config is not None:
         workspace = config.workspace
     return LayaApp(runner_factory, workspace=workspace, autorun=autorun, watch=watch,
