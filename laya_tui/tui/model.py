@@ -12,11 +12,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
 from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
-from laya_tui.core.signals import KINDS
+from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
+
+if TYPE_CHECKING:
+    from laya_tui.report.gates import GateSettings
 
 Scope = tuple[str, str | None]
 """``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
@@ -129,7 +132,7 @@ class Changes:
 class RunModel:
     """Every probe and signal the dashboard knows, updated from runner events."""
 
-    def __init__(self, gate_settings: Any = None) -> None:
+    def __init__(self, gate_settings: GateSettings | None = None) -> None:
         self.gate_settings = gate_settings
         self.probes: dict[str, ProbeState] = {}
         self.families: dict[str, list[str]] = {}
@@ -142,8 +145,9 @@ class RunModel:
         self._seq = 0
         self._gates: list[dict[str, Any]] | None = None
         self._gates_gen = 0  # bumped whenever the results the gates read change
-        #: the signal kinds the gates read (None: all of them), see gate_kinds
-        self.gate_kinds = gate_kinds(gate_settings)
+        #: the signal kinds the gates read (None: all of them): GateSettings.kinds_read
+        self.gate_kinds = (gate_settings.kinds_read() if gate_settings is not None
+                           else DEFAULT_GATE_KINDS)
         #: the probes of the current (or last) run, for the progress bar
         self.run_ids: set[str] = set()
         #: a saved report's one-line source (``show``/``diff``), None for a live run
@@ -409,22 +413,6 @@ class RunModel:
     def running(self) -> list[ProbeState]:
         """Probes running now."""
         return [st for st in self.probes.values() if st.status == "running"]
-
-
-def gate_kinds(settings: Any) -> frozenset[str] | None:
-    """The signal kinds the gates under ``settings`` read (report/gates.py), or None when
-    they read every signal (a baseline compares them all).
-
-    ``tolerance`` (the default gate) and the compile kinds (first compiles filed as
-    ``recompile`` by an older laya-tui are upgraded in place by every evaluation) always;
-    the kinds of ``--fail-on`` and ``--max``.
-    """
-    if getattr(settings, "baseline", None) is not None:
-        return None
-    kinds = {"tolerance", "recompile", "compile"}
-    kinds.update(getattr(settings, "fail_on", None) or ())
-    kinds.update(getattr(settings, "max_counts", None) or ())
-    return frozenset(kinds)
 
 
 def gate_view(result: dict[str, Any], kinds: frozenset[str] | None) -> dict[str, Any] | None:
