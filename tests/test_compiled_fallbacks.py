@@ -239,3 +239,20 @@ def test_a_graph_served_from_inductor_s_cache_is_sited_in_this_checkout(tmp_path
     assert a["sites"] and {s["file"] for s in a["sites"]} == {first}
     assert b["sites"] and {s["file"] for s in b["sites"]} == {second}
     assert {s["func"] for s in b["sites"]} == {"WithFallback.forward"}
+    # the same graph traced from a different file (another name, other line numbers) is
+    # served with the first file's line map: no site may name that file or its lines; the
+    # fallback is sited at the compiled function of the file that ran instead
+    other = tmp_path / "elsewhere" / "other_model.py"
+    other.parent.mkdir()
+    other.write_text("# a different project\n" * 7 + _TWIN)
+    out = subprocess.run([sys.executable, str(other)], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=other.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    c = json.loads(out.stdout.strip().splitlines()[-1])
+    assert c["hits"] >= 1 and c["sites"]
+    assert {s["file"] for s in c["sites"]} == {str(other)}
+    assert {s["func"] for s in c["sites"]} == {"WithFallback.forward"}
+    lines = other.read_text().splitlines()
+    body = range(lines.index("    def forward(self, x):") + 1, lines.index(
+        "        return torch.linalg.qr(h)[0]") + 2)
+    assert {s["line"] for s in c["sites"]} <= set(body)
