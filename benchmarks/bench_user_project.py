@@ -39,7 +39,7 @@ from tests._user_project import MODEL, build_wheel, install_wheel, make_project 
 
 WORKER_START = """
 import asyncio, statistics, sys, tempfile, time
-from laya_tui.core.runner import WorkerHandle
+from laya_tui.core.worker_handle import WorkerHandle
 from laya_tui.core.settings import RunOptions
 
 async def once(ws):

@@ -114,7 +114,7 @@ def helper_in(files: frozenset[str]) -> bool:
 
 def test_each_command_gets_its_named_reply_and_unknown_ops_are_ignored(tmp_path):
     from laya_tui.core.protocol import Op, Reply
-    from laya_tui.core.runner import WorkerHandle
+    from laya_tui.core.worker_handle import WorkerHandle
 
     config = _workspace(tmp_path)
 
@@ -143,7 +143,7 @@ def test_a_cancel_that_lands_as_a_line_arrives_is_not_dropped():
     """A Ctrl-C (the main task cancelled) just as the worker's "started" line arrives must end
     the wait. Python 3.11's ``asyncio.wait_for`` returned the line and dropped such a cancel
     (laya-tui then waited for the hanging probe's whole timeout: test_orphans flaked)."""
-    from laya_tui.core.runner import WorkerHandle
+    from laya_tui.core.worker_handle import WorkerHandle
 
     async def one(steps: int) -> tuple[bool, str]:
         handle = WorkerHandle.__new__(WorkerHandle)  # only its reader is used here

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core.defaults import usable_cores
-from laya_tui.core.envs import Environment, base_id, expand, worker_key
+from laya_tui.core.envs import base_id, expand, worker_key
 from laya_tui.core.events import (
     Event,
     EventSource,
@@ -31,16 +30,17 @@ from laya_tui.core.events import (
     ProbeStarted,
     SignalEmitted,
 )
-from laya_tui.core.logtext import trim_faulthandler
 from laya_tui.core.protocol import Op, Reply
 from laya_tui.core.results import is_cancelled, make_result
 from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
+from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
 
-LOG_TAIL_CHARS = 4000
+__all__ = ["CANCELLED_REASON", "Discovery", "Runner", "WorkerDied", "WorkerHandle",
+           "matches_any"]
+
 _KINDS = {k: k for k in KINDS}
-MAX_LINE = 64 * 1024 * 1024
 #: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
 CANCELLED_REASON = "cancelled by a newer change"
 
@@ -53,144 +53,6 @@ class Discovery:
     errors: list[dict[str, Any]]
     shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
     envs: dict[str, Any] | None = None  # the report's "envs" object under --env
-
-
-class WorkerDied(Exception):
-    """The worker process ended or broke its protocol."""
-
-
-class WorkerHandle:
-    """One worker subprocess in its own process group, with its signal pipe."""
-
-    def __init__(self, family: str, config: RunOptions, log_dir: str,
-                 env: Environment | None = None) -> None:
-        self.family = family  # the worker key: the family, ``family@env`` in an environment
-        self.config = config
-        self.log_dir = log_dir
-        self.env = env
-        self.proc: asyncio.subprocess.Process | None = None
-        self.reader: asyncio.StreamReader | None = None
-        self.worker_log = os.path.join(log_dir, f"_worker-{_safe(family)}.log")
-        self.killed = False
-
-    @property
-    def alive(self) -> bool:
-        # a killed worker is gone even before asyncio has reaped it (returncode still None):
-        # without this, the cell after a cancelled one was sent to the dying worker and its
-        # death reported as that cell's crash
-        return self.proc is not None and self.proc.returncode is None and not self.killed
-
-    async def start(self) -> None:
-        """Spawn the worker and wait for its ``ready`` event."""
-        rfd, wfd = os.pipe()
-        env = dict(os.environ)
-        opts = self.config.options()
-        python = self.config.python
-        if self.env is not None:  # another interpreter, running this laya_tui
-            from laya_tui.core.envs import link_package, worker_environ
-
-            opts["env"] = self.env.name  # artifacts go under <out>/@env (core.files)
-            python = self.env.python
-            env = worker_environ(env, python,
-                                 link_package(os.path.join(self.log_dir, "_pythonpath")))
-        elif not _installed():  # run from a source tree: let the worker find laya_tui
-            env["PYTHONPATH"] = os.pathsep.join(
-                [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
-        env["LAYA_TUI_OPTIONS"] = json.dumps(opts)
-        logf = open(self.worker_log, "ab")  # noqa: SIM115 - handed to the child
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                python, "-m", "laya_tui.worker", "--signal-fd", str(wfd),
-                "--workspace", self.config.workspace,
-                stdin=asyncio.subprocess.PIPE, stdout=logf, stderr=logf,
-                pass_fds=(wfd,), start_new_session=True, env=env,
-                cwd=self.config.workspace,
-            )
-        finally:
-            os.close(wfd)
-            logf.close()
-        loop = asyncio.get_running_loop()
-        reader = self.reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                     os.fdopen(rfd, "rb", buffering=0))
-        event = await self.next_event(timeout=60.0)
-        if event.get("type") != Reply.READY:
-            raise WorkerDied(f"worker did not start: {event}")
-
-    async def send(self, cmd: dict[str, Any]) -> None:
-        """Write one command line to the worker's stdin."""
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
-            await self.proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise WorkerDied("worker stdin closed") from exc
-
-    async def next_event(self, timeout: float | None) -> dict[str, Any]:
-        """The next event; raises WorkerDied on EOF/garbage, TimeoutError past ``timeout``."""
-        assert self.reader is not None
-        try:
-            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the line and
-            # drops a cancel that lands as the line arrives (a Ctrl-C while the worker
-            # reports "started" left laya-tui waiting for the probe's whole timeout)
-            async with asyncio.timeout(timeout):
-                line = await self.reader.readline()
-        except ValueError as exc:  # line over the limit
-            raise WorkerDied(f"malformed line on the signal pipe: {exc}") from exc
-        if not line:
-            raise WorkerDied(await self._exit_reason())
-        try:
-            event = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise WorkerDied("malformed line on the signal pipe: "
-                             + line[:200].decode("utf-8", "replace").strip()) from None
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise WorkerDied("malformed event on the signal pipe: " + line[:200].decode(
-                "utf-8", "replace").strip())
-        return event
-
-    async def _exit_reason(self) -> str:
-        assert self.proc is not None
-        try:
-            code = await asyncio.wait_for(self.proc.wait(), 5.0)
-        except TimeoutError:
-            self.kill()
-            return "worker closed its signal pipe"
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"worker killed by {name}"
-        return f"worker exited with code {code}"
-
-    def kill(self) -> None:
-        """SIGKILL the worker's whole process group (compiler children included)."""
-        if self.proc is None:
-            return
-        self.killed = True
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    async def close(self) -> None:
-        """Ask the worker to exit; kill its group if it does not within a second."""
-        if self.proc is None:
-            return
-        if self.proc.returncode is None:
-            try:
-                await self.send({"op": Op.EXIT})
-                self.proc.stdin.close()  # type: ignore[union-attr]
-                await asyncio.wait_for(self.proc.wait(), 1.0)
-            except (WorkerDied, TimeoutError, OSError):
-                pass
-        self.kill()
-        if self.proc.returncode is None:
-            try:
-                await asyncio.wait_for(self.proc.wait(), 2.0)
-            except TimeoutError:
-                pass
 
 
 class Runner(EventSource):
@@ -249,7 +111,7 @@ class Runner(EventSource):
                     raise WorkerDied(f"unexpected discovery reply {event.get('type')!r}")
             except (WorkerDied, TimeoutError, OSError) as exc:
                 handle = handle or self._disc
-                tail = _tail(handle.worker_log) if handle is not None else ""
+                tail = log_tail(handle.worker_log) if handle is not None else ""
                 if warm:
                     await self.close_discovery()
                 if attempt == attempts - 1:
@@ -440,7 +302,7 @@ class Runner(EventSource):
 
     async def _execute(self, probe: dict[str, Any]) -> dict[str, Any]:
         pid, fam, key = probe["id"], probe["family"], worker_key(probe)
-        log_path = os.path.join(self.log_dir, _safe(pid) + ".log")
+        log_path = os.path.join(self.log_dir, safe_name(pid) + ".log")
         if os.path.exists(log_path):
             os.unlink(log_path)
         signals: list[dict[str, Any]] = []
@@ -453,8 +315,8 @@ class Runner(EventSource):
             handle = await self._worker(key, probe.get("env"))
         except (WorkerDied, TimeoutError, OSError) as exc:
             return self._ended(probe, "crashed", f"worker failed to start: {exc}", t0, started,
-                               signals, _tail(os.path.join(self.log_dir,
-                                                           f"_worker-{_safe(key)}.log")))
+                               signals, log_tail(os.path.join(self.log_dir,
+                                                           f"_worker-{safe_name(key)}.log")))
         self._running[key] = pid
         try:
             cmd = {"op": Op.RUN, "id": pid, "file": probe["file"], "func": probe["func"],
@@ -511,7 +373,7 @@ class Runner(EventSource):
                         probe, event.get("status", "failed"), event.get("reason"),
                         seconds=round(time.perf_counter() - t0, 3),
                         deps=self._rel_deps(probe, event.get("deps", [])), signals=signals,
-                        log_tail=_tail(log_path), started=started, ended=time.time(),
+                        log_tail=log_tail(log_path), started=started, ended=time.time(),
                         error=event.get("error"),
                         # it ended before the kill landed: still superseded, never cached
                         cancelled=pid in self._cancelled)
@@ -525,9 +387,9 @@ class Runner(EventSource):
             await handle.close()
             if pid in self._cancelled:
                 return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
-                                   _tail(log_path), cancelled=True)
+                                   log_tail(log_path), cancelled=True)
             ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
-                                signals, _tail(log_path))
+                                signals, log_tail(log_path))
             ended["budget"] = wd.usage(exc.expiry)
             return ended
         except WorkerDied as exc:
@@ -535,9 +397,9 @@ class Runner(EventSource):
             await handle.close()
             if pid in self._cancelled:
                 return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
-                                   _tail(log_path), cancelled=True)
+                                   log_tail(log_path), cancelled=True)
             reason = str(exc)
-            tail = _tail(log_path) or _tail(handle.worker_log)
+            tail = log_tail(log_path) or log_tail(handle.worker_log)
             return self._ended(probe, "crashed", reason, t0, started, signals, tail)
         finally:
             self._running.pop(key, None)
@@ -626,39 +488,3 @@ def matches_any(probe_id: str, patterns: Iterable[str]) -> bool:
 
 def _escape_brackets(pat: str) -> str:
     return re.sub(r"([\[\]])", r"[\1]", pat)
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:150]
-
-
-def _tail(path: str, chars: int = LOG_TAIL_CHARS) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - chars * 4))
-            data = fh.read()
-    except OSError:
-        return ""
-    return trim_faulthandler(data.decode("utf-8", "replace"))[-chars:]
-
-
-def _package_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _installed() -> bool:
-    """True when laya-tui is an installed distribution (editable or not).
-
-    Then the worker imports laya_tui like the CLI did, and the repo root stays off its
-    PYTHONPATH: the repo's own ``kernels``/``probes`` folders must not shadow a user
-    workspace's.
-    """
-    from importlib import metadata
-
-    try:
-        metadata.distribution("laya-tui")
-    except metadata.PackageNotFoundError:
-        return False
-    return True
