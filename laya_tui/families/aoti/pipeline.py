@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from laya_tui.families.aoti.compare import compare_heads, compare_latency
 from laya_tui.families.aoti.exported import input_spec, mixed_dtype_matmuls
 from laya_tui.families.aoti.failure import StepFailure, describe, describe_remote
 from laya_tui.families.aoti.load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
 from laya_tui.families.aoti.measure import (
     call,
     flat_outputs,
-    head_deltas,
-    median_latencies,
     output_names,
 )
 from laya_tui.families.aoti.results import (
@@ -136,8 +135,8 @@ class Pipeline:
         warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
         cmodel = self.compile_model(model, shapes)
         by_compile = self.compiled_outputs(cmodel, shapes) if cmodel is not None else {}
-        self.compare(shapes, per_shape, refs, same, fresh, warm, by_compile)
-        self.latency(model, compiled, cmodel, by_compile, shapes, per_shape)
+        compare_heads(self, shapes, per_shape, refs, same, fresh, warm, by_compile)
+        compare_latency(self, model, compiled, cmodel, by_compile, shapes, per_shape)
         torch._dynamo.reset()
 
         self.results["ok"] = not self.failures and all(
@@ -406,92 +405,6 @@ class Pipeline:
                             detail={"shape": name, "guard_failures": [r["guard"] for r in found],
                                     "frame": first["subject"], "stack": first["stack"]})
         return outs
-
-    def compare(self, shapes: list[tuple[str, Inputs, dict[str, int]]],
-                per_shape: dict[str, dict[str, Any]], refs: dict[str, Any],
-                same: dict[str, Any], fresh: dict[str, list[Any]] | None,
-                warm: dict[str, list[Any]], by_compile: dict[str, list[Any]]) -> None:
-        """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference.
-
-        The detail also carries AOTI vs torch.compile and torch.compile vs the reference.
-        """
-        from laya_tui.families.numeric import max_abs_diff
-
-        for name, _, _ in shapes:
-            if name not in refs:
-                continue
-            ref_outs, heads = refs[name]
-            outs, source = (fresh or {}).get(name), "aoti fresh process"
-            if outs is None:
-                outs, source = warm.get(name), "aoti warm process"
-            if outs is None:
-                continue
-            if len(outs) != len(ref_outs):
-                self.fail(describe("compare", ValueError(
-                    f"package returned {len(outs)} outputs, eager {len(ref_outs)}"), shape=name))
-                continue
-            fresh_vs_warm = None
-            if fresh and name in fresh and name in warm:
-                fresh_vs_warm = max(max_abs_diff(a, b)[0] for a, b in zip(
-                    fresh[name], warm[name], strict=True))
-            for i, head in enumerate(heads):
-                d = head_deltas(outs[i], ref_outs[i])
-                limit = self.target.limit * max(1.0, d["ref_absmax"])
-                vs_same = (max_abs_diff(outs[i], same[name][i])[0]
-                           if name in same else None)
-                vs_compiled = compiled_vs_ref = None
-                if name in by_compile and len(by_compile[name]) == len(outs):
-                    vs_compiled = max_abs_diff(outs[i], by_compile[name][i])[0]
-                    compiled_vs_ref = max_abs_diff(by_compile[name][i], ref_outs[i])[0]
-                passed_logit = d["logit"] <= limit
-                passed_prob = d["prob"] <= limit
-                rows = len(d["agree"])
-                detail = {"argmax_agree": d["agree"], "argmax_match": sum(d["agree"]),
-                          "rows": rows, "compared": source,
-                          "reference": "eager fp32" if self.target.dtype == "fp32"
-                          or same else "eager", "fresh_vs_warm": fresh_vs_warm,
-                          "vs_same_dtype_eager": vs_same, "vs_compiled": vs_compiled,
-                          "compiled_vs_reference": compiled_vs_ref}
-                self.ctx.tolerance(f"{head}/logits[{name}]", d["logit"], limit,
-                                   passed=passed_logit, detail=detail)
-                self.ctx.tolerance(f"{head}/probs[{name}]", d["prob"], limit,
-                                   passed=passed_prob, detail=detail)
-                per_shape[name]["heads"][head] = {
-                    "max_logit_delta": d["logit"], "max_prob_delta": d["prob"],
-                    "limit": limit, "prob_limit": limit, "argmax_agree": d["agree"],
-                    "passed": bool(passed_logit and passed_prob),
-                    "vs_same_dtype_eager": vs_same, "fresh_vs_warm": fresh_vs_warm,
-                    "vs_compiled": vs_compiled, "compiled_vs_reference": compiled_vs_ref}
-
-    def latency(self, model: Any, compiled: Any, cmodel: Any,
-                by_compile: dict[str, list[Any]],
-                shapes: list[tuple[str, Inputs, dict[str, int]]],
-                per_shape: dict[str, dict[str, Any]]) -> None:
-        """Median latency of eager, torch.compile'd and AOTI on every shape, side by side."""
-        eager_fn = model if self.results["steps"].get("eager", {}).get("ok") else None
-        run_ok = not any(f.step == "run" and f.detail.get("process") == "warm"
-                         for f in self.failures)
-        aoti_fn = compiled if run_ok else None
-        for name, inputs, _ in shapes:
-            row = per_shape[name]
-            # torch.compile only where it ran (and compiled) in compiled_outputs
-            chosen = (("eager", eager_fn),
-                      ("compiled", cmodel if name in by_compile else None), ("aoti", aoti_fn))
-            variants = {k: fn for k, fn in chosen if fn is not None}
-            measured = median_latencies(variants, inputs)
-            for variant in variants:
-                got = measured[variant]
-                if isinstance(got, BaseException):
-                    self.fail(describe("latency", got, variant=variant, shape=name))
-                    continue
-                seconds, detail = got
-                row["latency"][variant] = seconds
-                eager = row["latency"].get("eager")
-                ratio = eager / seconds if eager and variant != "eager" else None
-                if ratio is not None:
-                    row["ratios"][f"{variant}_speedup_vs_eager"] = ratio
-                    detail["speedup_vs_eager"] = round(ratio, 4)
-                self.ctx.timing(f"latency/{variant}[{name}]", seconds, detail=detail)
 
     def compile_model(self, model: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
                       ) -> Any:
