@@ -74,10 +74,10 @@ class RecordedRunner(EventSource):
         """Replay every given probe, in order (``use_cache`` changes nothing here)."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
-        return [await self.run_one(p) for p in probes]
+        return [r for p in probes if (r := await self.run_one(p)) is not None]
 
     async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None
-                      ) -> dict[str, Any]:
+                      ) -> dict[str, Any] | None:
         """Replay one probe's recorded events."""
         recorded = self._results[probe["id"]]
         result = dict(recorded, signals=list(recorded.get("signals", [])))

@@ -62,13 +62,11 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
                 seconds: float, deps: list[str], signals: list[dict[str, Any]],
                 log_tail: str = "", started: float | None = None,
                 ended: float | None = None, cached: bool = False,
-                error: dict[str, Any] | None = None, cancelled: bool = False
-                ) -> dict[str, Any]:
+                error: dict[str, Any] | None = None) -> dict[str, Any]:
     """One probe result as the report holds it (``probe``: the cell's discovery entry).
 
     The key order is the report's. ``started``/``ended`` (wall clock, for ``--trace``) and
-    ``error`` appear only when given. ``cancelled`` marks a run a newer change superseded
-    (``_cancelled``: private, never in a report, never cached; see :func:`is_cancelled`).
+    ``error`` appear only when given.
     """
     result: dict[str, Any] = {"id": probe["id"], "family": probe["family"]}
     if probe.get("env"):  # --env: the environment the cell ran in (its id ends in @env)
@@ -82,14 +80,7 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
         result["ended"] = ended
     if error:
         result["error"] = error
-    if cancelled:
-        result["_cancelled"] = True
     return result
-
-
-def is_cancelled(result: Mapping[str, Any]) -> bool:
-    """Whether a result is a run that a newer change superseded (watch mode)."""
-    return result.get("_cancelled") is True
 
 
 @dataclass(frozen=True, slots=True, eq=True)
@@ -194,7 +185,6 @@ class ProbeResult:
     error: Mapping[str, Any] | None = None
     started: float | None = None
     ended: float | None = None
-    cancelled: bool = False
     env: str | None = None  # --env: the environment it ran in
 
     @classmethod
@@ -212,7 +202,7 @@ class ProbeResult:
             deps=tuple(result.get("deps") or ()),
             signals=signals, log_tail=result.get("log_tail") or "", error=result.get("error"),
             started=result.get("started"), ended=result.get("ended"),
-            cancelled=is_cancelled(result), env=result.get("env"))
+            env=result.get("env"))
 
     def to_dict(self) -> dict[str, Any]:
         """The report's probe entry (built by :func:`make_result`, so in the same order)."""
@@ -222,8 +212,7 @@ class ProbeResult:
             seconds=self.seconds or 0.0,
             deps=list(self.deps), signals=[s.to_dict() for s in self.signals],
             log_tail=self.log_tail, started=self.started, ended=self.ended,
-            cached=self.cached, error=dict(self.error) if self.error else None,
-            cancelled=self.cancelled)
+            cached=self.cached, error=dict(self.error) if self.error else None)
 
     def key(self) -> str:
         """Identity across runs: the cell id."""

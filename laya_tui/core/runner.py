@@ -31,7 +31,7 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.protocol import Op, Reply
-from laya_tui.core.results import is_cancelled, make_result
+from laya_tui.core.results import make_result
 from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
@@ -43,6 +43,17 @@ __all__ = ["CANCELLED_REASON", "Discovery", "Runner", "WorkerDied", "WorkerHandl
 _KINDS = {k: k for k in KINDS}
 #: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
 CANCELLED_REASON = "cancelled by a newer change"
+
+
+@dataclass
+class _Outcome:
+    """What one run in a worker gave the runner: the result (the report's entry), the
+    absolute paths the worker saw the cell import (its cache entry's dependency set), and
+    whether a newer change superseded it (then it is no result at all)."""
+
+    result: dict[str, Any]
+    abs_deps: tuple[str, ...] = ()
+    superseded: bool = False
 
 
 @dataclass
@@ -187,8 +198,10 @@ class Runner(EventSource):
                 for p in by_family[fam]:
                     if self.stopped:
                         return
-                    results[p["id"]] = await self.run_one(p, use_cache=use_cache)
-                    ran.append(results[p["id"]])
+                    got = await self.run_one(p, use_cache=use_cache)
+                    if got is not None:
+                        results[p["id"]] = got
+                        ran.append(got)
 
         await asyncio.gather(*(family_task(f) for f in families))
         if self.config.shard is None and not self.stopped:  # shards read, never write these
@@ -227,8 +240,9 @@ class Runner(EventSource):
         return sorted(names, key=lambda f: (fam[f] != "env", -total[f], names.index(f)))
 
     async def run_one(self, probe: dict[str, Any], *,
-                      use_cache: bool | None = None) -> dict[str, Any]:
-        """Run one cell in its family's warm worker (or serve it from the cache)."""
+                      use_cache: bool | None = None) -> dict[str, Any] | None:
+        """Run one cell in its family's warm worker (or serve it from the cache): its
+        result, or None when :meth:`cancel` superseded the run (watch mode)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
         options = self._cache_options()
         versions = self._versions_for(probe)
@@ -244,14 +258,16 @@ class Runner(EventSource):
                 return hit
         lock = self._lock.setdefault(worker_key(probe), asyncio.Lock())
         async with lock:
-            result = await self._execute(probe)
-        if is_cancelled(result):
+            outcome = await self._execute(probe)
+        if outcome.superseded:
             # A superseded run is no result: not cached, no ProbeFinished (the listeners
-            # see the newer run next); the caller gets it marked ``cancelled``.
-            return result
+            # see the newer run next), None for the caller.
+            return None
+        result = outcome.result
+        deps = sorted(set(probe.get("deps", [])) | set(outcome.abs_deps))
         # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
         await self.cache.store_async(probe["id"], probe.get("params"), options,
-                                     versions, self._abs_deps(probe, result), result)
+                                     versions, deps, result)
         self.on_event(ProbeFinished(result))
         return result
 
@@ -270,10 +286,6 @@ class Runner(EventSource):
         opts.pop("workspace", None)
         opts.pop("demo", None)  # decides which cells exist, never what one of them gives
         return opts
-
-    def _abs_deps(self, probe: dict[str, Any], result: dict[str, Any]) -> list[str]:
-        deps = set(probe.get("deps", [])) | set(result.pop("_abs_deps", []))
-        return sorted(deps)
 
     async def _worker(self, family: str, env: str | None = None) -> WorkerHandle:
         """The warm worker of ``family`` (a worker key: ``family@env`` in an environment),
@@ -300,7 +312,7 @@ class Runner(EventSource):
             await handle.start()
         return handle
 
-    async def _execute(self, probe: dict[str, Any]) -> dict[str, Any]:
+    async def _execute(self, probe: dict[str, Any]) -> _Outcome:
         pid, fam, key = probe["id"], probe["family"], worker_key(probe)
         log_path = os.path.join(self.log_dir, safe_name(pid) + ".log")
         if os.path.exists(log_path):
@@ -314,9 +326,9 @@ class Runner(EventSource):
         try:
             handle = await self._worker(key, probe.get("env"))
         except (WorkerDied, TimeoutError, OSError) as exc:
-            return self._ended(probe, "crashed", f"worker failed to start: {exc}", t0, started,
-                               signals, log_tail(os.path.join(self.log_dir,
-                                                           f"_worker-{safe_name(key)}.log")))
+            return _Outcome(self._ended(
+                probe, "crashed", f"worker failed to start: {exc}", t0, started, signals,
+                log_tail(os.path.join(self.log_dir, f"_worker-{safe_name(key)}.log"))))
         self._running[key] = pid
         try:
             cmd = {"op": Op.RUN, "id": pid, "file": probe["file"], "func": probe["func"],
@@ -374,43 +386,45 @@ class Runner(EventSource):
                         seconds=round(time.perf_counter() - t0, 3),
                         deps=self._rel_deps(probe, event.get("deps", [])), signals=signals,
                         log_tail=log_tail(log_path), started=started, ended=time.time(),
-                        error=event.get("error"),
-                        # it ended before the kill landed: still superseded, never cached
-                        cancelled=pid in self._cancelled)
-                    result["_abs_deps"] = event.get("deps", [])
+                        error=event.get("error"))
                     result["budget"] = wd.usage()
-                    return result
+                    # it ended before the kill landed: still superseded, never cached
+                    return _Outcome(result, tuple(event.get("deps", [])),
+                                    superseded=pid in self._cancelled)
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
         except Expired as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
-                                   log_tail(log_path), cancelled=True)
+                return self._superseded(probe, t0, started, signals, log_path)
             ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
                                 signals, log_tail(log_path))
             ended["budget"] = wd.usage(exc.expiry)
-            return ended
+            return _Outcome(ended)
         except WorkerDied as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
-                                   log_tail(log_path), cancelled=True)
+                return self._superseded(probe, t0, started, signals, log_path)
             reason = str(exc)
             tail = log_tail(log_path) or log_tail(handle.worker_log)
-            return self._ended(probe, "crashed", reason, t0, started, signals, tail)
+            return _Outcome(self._ended(probe, "crashed", reason, t0, started, signals, tail))
         finally:
             self._running.pop(key, None)
 
     def _ended(self, probe: dict[str, Any], status: str, reason: str, t0: float,
-               started: float, signals: list[dict[str, Any]], tail: str, *,
-               cancelled: bool = False) -> dict[str, Any]:
-        """A run the worker did not finish: crashed, timed out, or cancelled."""
+               started: float, signals: list[dict[str, Any]], tail: str) -> dict[str, Any]:
+        """A run the worker did not finish: crashed or timed out."""
         return make_result(probe, status, reason, seconds=round(time.perf_counter() - t0, 3),
                            deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
-                           started=started, ended=time.time(), cancelled=cancelled)
+                           started=started, ended=time.time())
+
+    def _superseded(self, probe: dict[str, Any], t0: float, started: float,
+                    signals: list[dict[str, Any]], log_path: str) -> _Outcome:
+        """A run :meth:`cancel` killed: what it had done, marked superseded."""
+        return _Outcome(self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
+                                    log_tail(log_path)), superseded=True)
 
     def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
         root = os.path.realpath(self.config.workspace)
@@ -423,8 +437,7 @@ class Runner(EventSource):
     def cancel(self, probe_id: str) -> bool:
         """Kill the worker running ``probe_id`` (watch mode: a newer change supersedes it).
 
-        Its result comes back from :meth:`run_one` marked cancelled
-        (:func:`laya_tui.core.results.is_cancelled`): never cached, never announced.
+        :meth:`run_one` then returns None for it: never cached, never announced.
         """
         for fam, pid in self._running.items():
             if pid == probe_id:

@@ -13,7 +13,6 @@ from typing import Any
 
 from laya_tui.core.envs import worker_key
 from laya_tui.core.events import Event, ProbeStarted
-from laya_tui.core.results import is_cancelled
 from laya_tui.core.runner import Runner
 
 #: What a re-run was for: (the changed file that caused it, when it changed).
@@ -120,7 +119,7 @@ class RerunScheduler:
                         result = await self.runner.run_one(probe, use_cache=use_cache)
                     finally:
                         self._inflight.discard(pid)
-                if self.stopped or is_cancelled(result) \
+                if self.stopped or result is None \
                         or self._started_gen.get(pid, gen) != self._gen.get(pid):
                     continue  # a newer change came in after this run read the files
                 self._on_done(pid, cause, result)
