@@ -44,8 +44,8 @@ def open_site(app: App[Any], row: SignalRow | None, workspace: str | None) -> No
 
     from laya_tui.tui.widgets.detail import resolve_path, tilelang_editor_target
 
-    site = row.sig.get("site") if row is not None else None
-    ir = tilelang_editor_target(row.sig.get("detail") or {}) if row is not None else None
+    site = row.sig.site if row is not None else None
+    ir = tilelang_editor_target(row.sig.detail or {}) if row is not None else None
     if ir is not None:
         site = {"file": ir[0], "line": ir[1]}
     if not isinstance(site, Mapping) or not site.get("file"):

@@ -429,13 +429,12 @@ def _run_point(n: int, result: dict[str, Any], checks: list[Signal]) -> RunPoint
     tol: dict[str, tuple[float | None, float | None, bool | None]] = {}
     timings: dict[str, float] = {}
     for sig in checks:  # the run's tolerance and timing signals, collected as they came
-        kind = sig.get("kind")
-        subject = str(sig.get("subject", ""))
-        if kind == "tolerance":
-            value = sig.get("value")
+        subject = sig.subject or ""
+        if sig.kind == "tolerance":
+            value = sig.value
             tol[subject] = (value if isinstance(value, (int, float)) else None,
-                            sig.get("limit"), sig.get("passed"))
-        elif kind == "timing" and isinstance(sig.get("seconds"), (int, float)):
-            timings[subject] = float(sig["seconds"])
+                            sig.limit, sig.passed)
+        elif sig.kind == "timing" and isinstance(sig.seconds, (int, float)):
+            timings[subject] = float(sig.seconds)
     return RunPoint(n, result.get("status", "failed"), result.get("seconds"),
                     bool(result.get("cached")), tol, timings)

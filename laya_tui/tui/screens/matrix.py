@@ -55,7 +55,7 @@ class MatrixScreen(Screen[None]):
 
     def apply_changes(self, changes: Changes) -> None:
         """Update cells by key; rebuild only when kernels or columns appeared."""
-        lowering = any(r.sig.get("kind") == "lowering"
+        lowering = any(r.sig.kind == "lowering"
                        for r in (*changes.added, *changes.updated, *changes.removed))
         if lowering or changes.probes:
             self.query_one(LoweringMatrix).sync()

@@ -42,7 +42,7 @@ class SignalScreen(Screen[None]):
         model = self.laya.model
         row = model.rows.get(self.key) if self.key is not None else None
         if row is not None:
-            title = f"{row.probe}  ›  {row.sig.get('kind')}  {row.sig.get('subject', '')}"
+            title = f"{row.probe}  ›  {row.sig.kind}  {row.sig.subject or ''}"
         elif self.probe is not None:
             title = f"{self.probe}  ›  {model.probes[self.probe].status}" \
                 if self.probe in model.probes else self.probe

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -172,7 +173,7 @@ def drift_section(drift: Any, *, full: bool = False) -> list[RenderableType]:
     return [part for sec in drift_sections(drift, full=full) for part in r.section(sec)]
 
 
-def tilelang_editor_target(detail: dict[str, Any]) -> tuple[str, int | None] | None:
+def tilelang_editor_target(detail: Mapping[str, Any]) -> tuple[str, int | None] | None:
     """What ``o`` opens for a failing TileLang cell: the IR before the failing pass, at the
     first line allocating an implicated buffer; None when the cell has no such artifact."""
     ir = detail.get("ir_before") if isinstance(detail, dict) else None
