@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import GateDict
 from laya_tui.core.results import (
     COUNTED_KINDS,
     failing,
@@ -464,7 +465,7 @@ def _environment_changes(old_env: Any) -> dict[str, dict[str, Any]]:
             for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)}
 
 
-def baseline_gate(section: dict[str, Any]) -> dict[str, Any]:
+def baseline_gate(section: dict[str, Any]) -> GateDict:
     """The ``baseline`` gate: passes when the comparison found no regression."""
     regs = section["regressions"]
     return {"name": "baseline",

@@ -15,6 +15,7 @@ from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder
 from laya_tui.core.logtext import printable
+from laya_tui.core.report_types import GateDict
 from laya_tui.core.signals import ABORTED_STATUSES, KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
@@ -75,7 +76,7 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
 
 
 def build_report(probes: list[dict[str, Any]], *, seconds: float,
-                 gates: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None,
+                 gates: list[GateDict], errors: list[dict[str, Any]] | None = None,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report document from finished probe results and evaluated gates."""
     from laya_tui.core.versions import TOOL_VERSION as __version__

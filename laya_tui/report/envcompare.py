@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from laya_tui.core.envs import base_id
+from laya_tui.core.report_types import GateDict
 from laya_tui.core.settings import DEFAULT_MARGIN
 
 #: Timing rows kept per candidate (the largest ratios first).
@@ -234,7 +235,7 @@ def _timing_deltas(before: dict[str, Any], after: dict[str, Any],
     return [r for _, r in rows[:TIMING_ROWS]]
 
 
-def env_change_gate(section: dict[str, Any] | None) -> dict[str, Any]:
+def env_change_gate(section: dict[str, Any] | None) -> GateDict:
     """``--fail-on-env-change``: no candidate environment is worse than the reference."""
     failures = []
     base = section["base"] if section else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import GateDict
 from laya_tui.core.results import (
     CHECK_KINDS,
     COUNTED_KINDS,
@@ -132,7 +133,7 @@ def prepare_gates(settings: Settings) -> GateSettings:
                         envs={e.name: e.info() for e in settings.run.envs})
 
 
-def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> dict[str, Any]:
+def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> GateDict:
     return {"name": name, "description": description, "passed": not failures,
             "failures": failures}
 
@@ -172,13 +173,13 @@ def _max_failure(probes: list[dict[str, Any]], kind: str, limit: int) -> list[di
 
 
 def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None = None,
-                   errors: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                   errors: list[dict[str, Any]] | None = None) -> list[GateDict]:
     """Evaluate the threshold gates over finished probe results; one entry per gate.
 
     The baseline gate is added by :func:`evaluate_all` (it also yields a report section).
     """
     s = settings or GateSettings()
-    gates = []
+    gates: list[GateDict] = []
     if s.fail_on_crash:
         gates.append(_gate("no-crash", "no probe crashed its worker",
                            [{"probe": p["id"], "reason": p.get("reason")}
@@ -220,7 +221,7 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
 
 def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = None,
                  errors: list[dict[str, Any]] | None = None
-                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                 ) -> tuple[list[GateDict], dict[str, Any]]:
     """Every gate, baseline included; returns ``(gates, extra report sections)``."""
     s = settings or GateSettings()
     upgrade_compile_signals(probes)  # results cached by an older laya-tui

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import GateDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
@@ -243,7 +244,7 @@ class Merger:
         return [self.chosen[pid][0] for pid in sorted(self.chosen)]
 
 
-def shards_gate(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def shards_gate(records: list[dict[str, Any]]) -> GateDict | None:
     """The ``shards`` gate: every part of each split is present (None without shards)."""
     groups: dict[str, dict[str, Any]] = {}
     for rec in records:

@@ -23,6 +23,7 @@ from textual.screen import Screen
 
 from laya_tui.core.errors import EXIT_USAGE, UsageError
 from laya_tui.core.logtext import printable
+from laya_tui.core.report_types import GateDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.tui.editor import open_site
@@ -202,8 +203,9 @@ class LayaApp(App[int]):
         self._evaluate_gates(generation, job)
 
     @work(exit_on_error=False, group="gates")
-    async def _evaluate_gates(self, generation: int, job: Callable[[], list[dict[str, Any]]]
+    async def _evaluate_gates(self, generation: int, job: Callable[[], list[GateDict]]
                               ) -> None:
+        gates: list[GateDict]
         try:
             gates = await asyncio.to_thread(job)  # pure Python: the loop still gets the GIL
         except Exception as exc:  # noqa: BLE001 - a failing gate, never "evaluating…" forever

@@ -19,6 +19,7 @@ from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
 from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
 
 if TYPE_CHECKING:
+    from laya_tui.core.report_types import GateDict
     from laya_tui.report.gates import GateSettings
 
 Scope = tuple[str, str | None]
@@ -143,7 +144,7 @@ class RunModel:
         self.run_started: float | None = None
         self.run_seconds: float = 0.0
         self._seq = 0
-        self._gates: list[dict[str, Any]] | None = None
+        self._gates: list[GateDict] | None = None
         self._gates_gen = 0  # bumped whenever the results the gates read change
         #: the signal kinds the gates read (None: all of them): GateSettings.kinds_read
         self.gate_kinds = (gate_settings.kinds_read() if gate_settings is not None
@@ -153,7 +154,7 @@ class RunModel:
         #: a saved report's one-line source (``show``/``diff``), None for a live run
         self.source: str | None = None
         #: a saved report's gates as recorded (its own settings), instead of re-evaluating
-        self.fixed_gates: list[dict[str, Any]] | None = None
+        self.fixed_gates: list[GateDict] | None = None
         #: a saved report replayed (``show``/``diff``): nothing runs, probes are loading
         self.replay = False
 
@@ -352,7 +353,7 @@ class RunModel:
         """Finished results (report entries), in discovery order."""
         return [st.report_entry for st in self.probes.values() if st.report_entry is not None]
 
-    def gates(self) -> list[dict[str, Any]]:
+    def gates(self) -> list[GateDict]:
         """The gates over the finished results (cached until the next result).
 
         Evaluated over each result's :func:`gate_view` (only the signals a gate reads,
@@ -366,7 +367,7 @@ class RunModel:
             self._gates = self.gate_job()[1]()
         return self._gates
 
-    def gates_ready(self) -> list[dict[str, Any]] | None:
+    def gates_ready(self) -> list[GateDict] | None:
         """:meth:`gates` when they are known or cheap to evaluate; None when the gates read
         more than ``GATES_IN_THREAD_ABOVE`` signals (a baseline compares every signal:
         ~0.16 s for 100,000), which the app evaluates off the loop (:meth:`gate_job`)."""
@@ -381,7 +382,7 @@ class RunModel:
         return self.fixed_gates is None and self._gates is None and any(
             st.result is not None for st in self.probes.values())
 
-    def gate_job(self) -> tuple[int, Callable[[], list[dict[str, Any]]]]:
+    def gate_job(self) -> tuple[int, Callable[[], list[GateDict]]]:
         """``(generation, evaluate)``: the gates over the results as they are now, as a
         function that may run in another thread; hand its answer to :meth:`set_gates`."""
         from laya_tui.report.gates import evaluate_all
@@ -389,7 +390,7 @@ class RunModel:
         views, settings, errors = self._gate_views(), self.gate_settings, list(self.errors)
         return self._gates_gen, lambda: evaluate_all(views, settings, errors)[0]
 
-    def set_gates(self, generation: int, gates: list[dict[str, Any]]) -> bool:
+    def set_gates(self, generation: int, gates: list[GateDict]) -> bool:
         """Keep gates evaluated by :meth:`gate_job` unless a result came in since."""
         if generation != self._gates_gen:
             return False

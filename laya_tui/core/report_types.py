@@ -1,0 +1,89 @@
+"""The report's JSON objects as typed dicts, mirroring ``laya_tui/report/schema.json``
+(``$defs``: ``site``, ``signal``, ``probe``, ``gate``, ``change``); a test keeps the two
+equal, field for field and required for required.
+
+The frozen :class:`~laya_tui.core.results.Signal` and ``ProbeResult`` are what the
+dashboard holds; these describe the plain dicts that travel between the worker, the runner,
+the cache and the report writers, for the functions that build or read one.
+"""
+
+# No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
+# NotRequired only from evaluated annotations.
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+
+class SiteDict(TypedDict):
+    """Where a signal happened: ``$defs/site``."""
+
+    file: str
+    line: NotRequired[int | None]
+    func: NotRequired[str | None]
+
+
+class SignalDict(TypedDict):
+    """One signal: ``$defs/signal`` (its kinds: ``laya_tui.core.signals.KINDS``)."""
+
+    kind: str
+    probe: str
+    subject: NotRequired[str | None]
+    count: NotRequired[int | None]
+    bytes: NotRequired[int | None]
+    reason: NotRequired[str | None]
+    site: NotRequired[SiteDict | None]
+    fix: NotRequired[str | None]
+    value: NotRequired[Any]
+    limit: NotRequired[float | None]
+    passed: NotRequired[bool | None]
+    seconds: NotRequired[float | None]
+    detail: NotRequired[Mapping[str, Any] | None]
+
+
+class ResultDict(TypedDict):
+    """One probe cell's result: ``$defs/probe`` (built by ``core.results.make_result``)."""
+
+    id: str
+    family: str
+    status: str  # a report status: laya_tui.core.signals.STATUSES
+    reason: str | None
+    seconds: float | None
+    cached: bool
+    deps: list[str]
+    signals: list[SignalDict]
+    log_tail: str
+    env: NotRequired[str]
+    params: NotRequired[Mapping[str, Any]]
+    file: NotRequired[str | None]
+    started: NotRequired[float]
+    ended: NotRequired[float]
+    error: NotRequired[Mapping[str, Any]]
+    budget: NotRequired[Mapping[str, Any]]
+    host: NotRequired[str]
+
+
+class GateDict(TypedDict):
+    """One gate's outcome: ``$defs/gate`` (``report.gates.evaluate_all``)."""
+
+    name: str
+    passed: bool
+    description: NotRequired[str]
+    failures: NotRequired[list[dict[str, Any]]]
+    compared: NotRequired[int]
+
+
+class ChangeDict(TypedDict):
+    """One change between two reports or two watch runs: ``$defs/change``."""
+
+    change: str
+    kind: str
+    probe: str
+    before: Any
+    after: Any
+    message: str
+    subject: NotRequired[str | None]
+    reason: NotRequired[str | None]
+
+
+#: The schema's ``$defs`` name of each typed dict.
+SCHEMA_DEFS: dict[str, type] = {"site": SiteDict, "signal": SignalDict, "probe": ResultDict,
+                                "gate": GateDict, "change": ChangeDict}
