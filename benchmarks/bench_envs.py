@@ -66,8 +66,8 @@ def headless(args: list[str], out: Path) -> tuple[float, dict[str, Any]]:
 
 
 async def worker_start(env: Any, repeat: int) -> list[float]:
-    from laya_tui.core.worker_handle import WorkerHandle
     from laya_tui.core.settings import RunOptions
+    from laya_tui.core.worker_handle import WorkerHandle
 
     config = RunOptions(workspace=str(REPO), probes=[str(REPO / "probes")])
     times = []
