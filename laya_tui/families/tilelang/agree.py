@@ -15,19 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from laya_tui.families.tilelang.cell import (
+from laya_tui.families.tilelang.cell_state import (
     INSTALL_HINT,
     SEED,
     CellState,
     StageFailed,
-    build_stage,
-    compare_outputs,
     factory_site,
-    launch,
-    lower_stage,
-    trace_stage,
 )
 from laya_tui.families.tilelang.discover import DTYPES
+from laya_tui.families.tilelang.run_stage import compare_outputs, launch
+from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
 #: The dtypes the gpu specialization is compared in (fp32 is the cpu specialization's own).
 AGREE_DTYPES = ("float16", "bfloat16")
