@@ -321,9 +321,12 @@ def _build_jit_kernel(ctx: Any, state: CellState, func: Any, tgt: Any, backend: 
 
     from laya_tui.families.tilelang.build import cache_root
 
+    out_idx = call.out_idx if call else None
+    state.extra["built_with"] = (f"tilelang.JITKernel(out_idx={out_idx!r}, "
+                                 f"execution_backend={backend!r}, target={str(tgt)!r})")
     t0 = time.perf_counter()
     try:
-        kernel = JITKernel(func, out_idx=call.out_idx if call else None,
+        kernel = JITKernel(func, out_idx=out_idx,
                            execution_backend=backend, target=tgt,
                            pass_configs=pass_config(call),
                            compile_flags=call.compile_flags if call else None)
