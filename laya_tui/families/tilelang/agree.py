@@ -101,6 +101,7 @@ def run_agreement(ctx: Any, *, kernel: str, file: str, dtype: str, factory: str 
             if spec == "cpu":  # the fp32 kernel gets the same dtype-rounded numbers
                 tensors = {k: v.float() if v.is_floating_point() else v
                            for k, v in tensors.items()}
+            assert built is not None  # ctx.skip raised above otherwise
             launch(state, func, artifact, tgt, built, tensors)
             outputs[spec] = example.actual(tensors)
         except StageFailed as failed:

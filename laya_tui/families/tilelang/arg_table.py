@@ -80,8 +80,8 @@ def file_defaults(tree: ast.Module, names: list[str]) -> dict[str, tuple[Any, st
             pos = [p.arg for p in (*a.posonlyargs, *a.args)]
             for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults, strict=True):
                 offer(p, d, f"the default of {node.name}({p}=...)")
-            for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-                offer(k.arg, d, f"the default of {node.name}({k.arg}=...)")
+            for kwarg, kd in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+                offer(kwarg.arg, kd, f"the default of {node.name}({kwarg.arg}=...)")
     for name, expr in module.names.items():
         offer(name, expr, f"the file's constant {name}")
     return out

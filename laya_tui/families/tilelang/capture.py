@@ -210,8 +210,12 @@ def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Call
         out.append(("main()", lambda: mod.main()))
     for name, fn in funcs.items():
         if name.startswith("test") and no_required(fn):
-            out.append((f"{name}()", lambda name=name: getattr(mod, name)()))
+            out.append((f"{name}()", _calling(mod, name)))
     return out
+
+
+def _calling(mod: Any, name: str) -> Callable[[], Any]:
+    return lambda: getattr(mod, name)()
 
 
 def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
@@ -364,7 +368,7 @@ def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: st
 
 
 def _frames() -> Iterator[Any]:
-    f = sys._getframe(1)
+    f: Any = sys._getframe(1)
     while f is not None:
         yield f
         f = f.f_back

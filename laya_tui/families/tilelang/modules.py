@@ -106,10 +106,11 @@ def import_kernel_file(path: str) -> types.ModuleType:
 def loaded_files(folder: str) -> list[str]:
     """Source files of the modules currently imported from ``folder`` (for dependencies)."""
     prefix = alias_for(folder)
-    files = []
+    files: list[str] = []
     for name, mod in list(sys.modules.items()):
-        if name.startswith(prefix) and getattr(mod, "__file__", None):
-            files.append(os.path.realpath(mod.__file__))
+        file = getattr(mod, "__file__", None)
+        if name.startswith(prefix) and file:
+            files.append(os.path.realpath(file))
     return sorted(set(files))
 
 

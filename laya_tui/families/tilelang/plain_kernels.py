@@ -135,7 +135,7 @@ def _found(tree: ast.Module, module: ModuleScope) -> list[tuple[str, ast.AST, st
                 and not node.decorator_list and not node.name.startswith("_") \
                 and _is_maker(node) and is_referenced(module, node.name):
             found.append((node.name, node, "maker"))
-    return sorted(found, key=lambda f: getattr(f[1], "lineno", 0))
+    return sorted(found, key=lambda f: int(getattr(f[1], "lineno", 0) or 0))
 
 
 def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
@@ -152,7 +152,8 @@ def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
         # (``kernel = make(64)``) by its file's
         segment = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno]) \
             if isinstance(node, ast.FunctionDef) else source
-        entry = KernelEntry(name=name, file=path, kind=kind, line=node.lineno,
+        lineno = int(getattr(node, "lineno", 0) or 0)
+        entry = KernelEntry(name=name, file=path, kind=kind, line=lineno,
                             dtype=source_dtype(segment), obj=obj,
                             key=table_key(path, obj, workspace),
                             called=kind == "primfunc" or is_referenced(module, obj))

@@ -50,7 +50,7 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         return
     inline = record is not None and bool(record.checks) and bool(record.inputs) and \
         _on_device(record.inputs, state.device)
-    if own and (record.ref_program is not None or inline):
+    if own and record is not None and (record.ref_program is not None or inline):
         kernel = built.kernel if built.kind == "kernel" else _load(func, artifact, tgt, built,
                                                                    call)
         _run_own_check(ctx, state, kernel, record, artifact.params,
@@ -239,8 +239,11 @@ def close(actual: Any, expected: Any, rtol: float | None, atol: float | None,
             ok = bool(torch.allclose(a, e.to(a.dtype), rtol=r, atol=t))
             message = "" if ok else f"torch.allclose(rtol={r:g}, atol={t:g}) is False"
         else:
-            kw = {"rtol": float(r), "atol": float(t)} if r is not None and t is not None else {}
-            torch.testing.assert_close(a, e, check_dtype=False, **kw)
+            if r is not None and t is not None:
+                torch.testing.assert_close(a, e, check_dtype=False, rtol=float(r),
+                                           atol=float(t))
+            else:
+                torch.testing.assert_close(a, e, check_dtype=False)
             ok = True
     except AssertionError as exc:
         ok, message = False, first_line_of(str(exc))

@@ -264,8 +264,9 @@ def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         state.extra["build_skipped"] = note
         ctx.log(note, subject=state.name)
         return None
-    if os.environ.get("LAYA_TUI_TILELANG_LOWER_ONLY") == "1":
-        note = "build skipped: LAYA_TUI_TILELANG_LOWER_ONLY=1 (lowered only)"
+    lower_only = os.environ.get("LAYA_TUI_TILELANG_LOWER_ONLY", "")
+    if lower_only == "1" or state.target in lower_only.split(","):
+        note = f"build skipped: LAYA_TUI_TILELANG_LOWER_ONLY={lower_only} (lowered only)"
         state.extra["build_skipped"] = note
         ctx.log(note, subject=state.name)
         return None

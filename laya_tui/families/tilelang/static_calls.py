@@ -11,7 +11,9 @@ up, the arguments the function's own caller passes (``test_x`` calling ``run([64
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from laya_tui.families.tilelang.kernel_sig import is_jit_decorator, is_prim_func_decorator
 from laya_tui.families.tilelang.static_eval import (
@@ -61,7 +63,7 @@ def main_block(tree: ast.Module) -> ast.If | None:
     return None
 
 
-def _called_names(nodes: list[ast.AST]) -> set[str]:
+def _called_names(nodes: Sequence[ast.AST]) -> set[str]:
     out = set()
     for n in nodes:
         for sub in ast.walk(n):
@@ -156,7 +158,7 @@ def argparse_options(nodes: list[ast.AST]) -> dict[str, dict[str, tuple[str, ast
                          and isinstance(a.value, str)]
                 if not flags:
                     continue
-                kw = {k.arg: k.value for k in sub.keywords if k.arg}
+                kw: dict[str, Any] = {k.arg: k.value for k in sub.keywords if k.arg}
                 longs = [f for f in flags if f.startswith("--")] or flags
                 dest = kw["dest"].value if isinstance(kw.get("dest"), ast.Constant) else \
                     longs[0].lstrip("-").replace("-", "_")
@@ -200,9 +202,9 @@ def function_scope(fn: ast.FunctionDef | None, module: ModuleScope, trail: Trail
         for name, d in zip(positional[len(positional) - len(a.defaults):], a.defaults,
                            strict=True):
             names[name] = d
-        for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-            if d is not None:
-                names[k.arg] = d
+        for kwarg, kd in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+            if kd is not None:
+                names[kwarg.arg] = kd
     for n in nodes:
         for sub in ast.walk(n):
             if isinstance(sub, ast.Assign):

@@ -27,10 +27,12 @@ TENSOR_MAKERS = {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "
 _TENSOR_METHODS = ("cuda", "to", "contiguous", "half", "float", "bfloat16", "requires_grad_",
                    "cpu", "clone", "detach")
 _MAX_ITEMS = 100_000
-_MATH = {"ceil": math.ceil, "floor": math.floor, "prod": math.prod, "sqrt": math.sqrt,
-         "log2": math.log2, "gcd": math.gcd, "isqrt": math.isqrt}
-_BUILTINS = {"int": int, "float": float, "str": str, "bool": bool, "len": len, "min": min,
-             "max": max, "sum": sum, "abs": abs, "round": round, "sorted": sorted}
+_MATH: dict[str, Any] = {"ceil": math.ceil, "floor": math.floor, "prod": math.prod,
+                         "sqrt": math.sqrt, "log2": math.log2, "gcd": math.gcd,
+                         "isqrt": math.isqrt}
+_BUILTINS: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool, "len": len,
+                             "min": min, "max": max, "sum": sum, "abs": abs, "round": round,
+                             "sorted": sorted}
 
 
 class Unresolved(Exception):
