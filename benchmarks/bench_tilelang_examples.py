@@ -2,8 +2,8 @@
 could not be examined and why, and whether every failing cell's ``repro.py`` agrees.
 
 Usage: .venv/bin/python benchmarks/bench_tilelang_examples.py EXAMPLES_DIR
-       [--lower-only cuda|all|none] [--jobs N] [--only GLOB] [--repro-jobs N]
-       [--json PATH] [--keep DIR]
+       [--lower-only cuda|all|none] [--jobs N] [--shards N] [--deadline S] [--only GLOB]
+       [--repro-jobs N] [--json PATH] [--keep DIR]
 
 EXAMPLES_DIR is a checkout's ``examples/`` (e.g. ``git archive <tag> examples`` of
 tile-ai/tilelang; never committed here). Every folder holding ``*.py`` files is one
@@ -49,26 +49,70 @@ def kernel_folders(examples: Path) -> list[Path]:
                    if "__pycache__" not in p.parts})
 
 
-def run_laya(folders: list[Path], out: Path, args: argparse.Namespace) -> tuple[dict, float]:
-    ws = out / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
+def _command(folders: list[Path], out: Path, args: argparse.Namespace,
+             shard: str | None) -> list[str]:
     cmd = [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--no-cache",
-           "--jobs", str(args.jobs), "--workspace", str(ws), "--json", str(out / "r.json"),
-           "--out", str(out / "o"), "--cache-dir", str(out / "c")]
+           "--jobs", str(args.jobs), "--workspace", str(out / "ws"),
+           "--json", str(out / "r.json"), "--out", str(out / "o"),
+           "--cache-dir", str(out / "c")]
+    if shard:
+        cmd += ["--shard", shard]
     for only in args.only:
         cmd += ["--only", only]
     for f in folders:
         cmd += ["--kernels", str(f)]
+    return cmd
+
+
+def _harvest(out: Path) -> list[dict[str, Any]]:
+    """The cells a killed run finished: its per-cell result files."""
+    found = []
+    for f in sorted((out / "c").glob("*.json")):
+        try:
+            found.append(json.loads(f.read_text())["result"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return found
+
+
+def run_laya(folders: list[Path], out: Path, args: argparse.Namespace) -> tuple[dict, float]:
+    """One headless run, or ``--shards`` of them at once (``--shard k/N``), killed at
+    ``--deadline``; a killed shard gives the cells it finished."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if args.lower_only != "none":
         env["LAYA_TUI_TILELANG_LOWER_ONLY"] = "1" if args.lower_only == "all" else "cuda"
+    parts = []
+    for k in range(1, args.shards + 1):
+        part = out / (f"shard{k}" if args.shards > 1 else ".")
+        (part / "ws").mkdir(parents=True, exist_ok=True)
+        shard = f"{k}/{args.shards}" if args.shards > 1 else None
+        log = open(part / "laya.log", "w")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen(_command(folders, part, args, shard), cwd=part / "ws", env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        parts.append((part, proc, log))
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True)
+    killed = 0
+    for _part, proc, log in parts:
+        left = None if args.deadline is None else max(1.0, args.deadline -
+                                                      (time.perf_counter() - t0))
+        try:
+            proc.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            killed += 1
+        log.close()
     seconds = time.perf_counter() - t0
-    if not (out / "r.json").exists():
-        raise SystemExit(f"laya-tui wrote no report (exit {proc.returncode}):\n"
-                         f"{proc.stderr[-3000:]}")
-    return json.loads((out / "r.json").read_text()), seconds
+    probes: list[dict[str, Any]] = []
+    for part, _proc, _log in parts:
+        report = part / "r.json"
+        if report.exists():
+            probes += json.loads(report.read_text())["probes"]
+        else:
+            probes += _harvest(part)
+    if not probes:
+        raise SystemExit(f"laya-tui wrote no report; see {out}/*/laya.log")
+    return {"probes": probes, "killed_shards": killed}, seconds
 
 
 def _cause(status: str, reason: str) -> str:
@@ -190,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("examples", type=Path)
     ap.add_argument("--lower-only", choices=("cuda", "all", "none"), default="cuda")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--shards", type=int, default=1, help="laya-tui runs at once (--shard)")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="kill unfinished runs after this many seconds")
     ap.add_argument("--repro-jobs", type=int, default=2)
     ap.add_argument("--repro-timeout", type=float, default=300)
     ap.add_argument("--only", action="append", default=None)
@@ -208,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         repro = run_repros(s["failing"], args.repro_jobs, args.repro_timeout)
         repro_s = time.perf_counter() - t0
     s.update(folders=len(folders), py_files=files, seconds=round(seconds, 1),
+             shards=args.shards, killed_shards=doc.get("killed_shards", 0),
              repro_seconds=round(repro_s, 1), repro_agree=repro["agree"],
              repro_disagree=repro["disagree"], lower_only=args.lower_only,
              load_before=[round(x, 2) for x in load],

@@ -34,6 +34,7 @@ from laya_tui.families.tilelang.capture import (
 )
 from laya_tui.families.tilelang.capture_stubs import (
     KernelCallRecord,
+    ModeState,
     StopCapture,
     StubKernel,
     capture_mode,
@@ -74,6 +75,8 @@ class Recorder:
         self.registry: dict[int, tuple[KernelCallRecord, int, Any]] = {}
         self.pending_tune: dict[str, Any] | None = None
         self.grace = False  # the file is given CHECK_SECONDS to reach its check
+        self.traced_builds: dict[int, Build] = {}  # PrimFuncs the file traced itself
+        self.mode_state = ModeState()
 
     # -- the file ---------------------------------------------------------------------------
     def load(self) -> Any:
@@ -187,7 +190,16 @@ class Recorder:
 
     def on_build(self, func: Any, out_idx: Any, *, target: Any = None,
                  execution_backend: Any = None, pass_configs: Any = None,
-                 compile_flags: Any = None, **_: Any) -> StubKernel:
+                 compile_flags: Any = None, traced_only: bool = False,
+                 **_: Any) -> StubKernel:
+        earlier = self.traced_builds.get(id(func))
+        if earlier is not None:  # traced by the file's own get_tir, now compiled
+            earlier.out_idx, earlier.target = out_idx, describe(target)
+            earlier.execution_backend = execution_backend
+            earlier.pass_configs = {str(getattr(k, "value", k)): v
+                                    for k, v in dict(pass_configs or {}).items()}
+            earlier.compile_flags = compile_flags
+            return StubKernel(func, out_idx, earlier.call, self.registry)
         info = self.traced.get(id(func))
         if info is None and self.stack:
             obj0, a0, k0, s0 = self.stack[0]
@@ -211,6 +223,8 @@ class Recorder:
                       index=len(self.cap.builds))
         self.pending_tune = None
         self.cap.builds.append(build)
+        if traced_only:
+            self.traced_builds[id(func)] = build
         stub = StubKernel(func, out_idx, build.call, self.registry,
                           config=(build.tuned or {}).get("config"))
         if self.stop_when_done and self.done() and not self.grace:
@@ -271,6 +285,15 @@ class Recorder:
                     obj, a, k, site = entry
                     rec.traced.setdefault(id(out), (obj, "jit", a, k, site))
                     rec.keep.append(out)
+                    if not rec.stack and id(out) not in rec.traced_builds:
+                        # the file traced the kernel itself (get_tir): what it builds
+                        rec.on_build(out, getattr(jit, "out_idx", None),
+                                     target=getattr(jit, "target", None),
+                                     execution_backend=getattr(jit, "execution_backend",
+                                                               None),
+                                     pass_configs=getattr(jit, "pass_configs", None),
+                                     compile_flags=getattr(jit, "compile_flags", None),
+                                     traced_only=True)
                 return out
             return wrapped
 
@@ -292,7 +315,7 @@ class Recorder:
 
         def compare(*args: Any, **kwargs: Any) -> Any:
             got = record_check(rec.registry, "torch.testing.assert_close", args, kwargs,
-                               rec.path)
+                               rec.path, rec.mode_state)
             if got is NotImplemented:
                 return orig_assert(*args, **kwargs)
             return None
@@ -320,8 +343,9 @@ class Recorder:
             targets.register_target_detector(_DETECTOR, lambda: {"kind": "cuda",
                                                                  "arch": "sm_90a"},
                                              override=True)
-        mode = capture_mode(cuda_on_cpu=cuda_on_cpu, on_compare=lambda how, a, k: record_check(
-            rec.registry, how, a, k, rec.path))
+        mode = capture_mode(cuda_on_cpu=cuda_on_cpu, state=rec.mode_state,
+                            on_compare=lambda how, a, k: record_check(
+                                rec.registry, how, a, k, rec.path, rec.mode_state))
         try:
             with mode:
                 yield

@@ -54,6 +54,8 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     cap = capture_file(state.file, expected_kernels(state.file, opts))
     state.extra["file_run"] = {"entries": [f"{e}: {how}" for e, how in cap.entries],
                                "seconds": round(cap.seconds, 3)}
+    if cap.faked:
+        state.extra["file_run"]["faked_ops"] = cap.faked
     build = cap.pick(obj, state.dtype)
     if build is not None:
         call = KernelCall(obj=obj, args=dict(build.args), sources=dict(build.sources),

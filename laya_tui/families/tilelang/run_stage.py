@@ -49,7 +49,7 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     inline = record is not None and bool(record.checks) and bool(record.inputs) and \
-        _on_device(record.inputs, state.device)
+        _on_device(record.inputs, state.device) and all(c.trusted for c in record.checks)
     if own and record is not None and (record.ref_program is not None or inline):
         kernel = built.kernel if built.kind == "kernel" else _load(func, artifact, tgt, built,
                                                                    call)
