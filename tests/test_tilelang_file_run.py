@@ -305,3 +305,19 @@ def test_cuda_cells_build_with_tilelangs_default_backend(tl: Any, tmp_path: Path
     assert low["detail"]["execution_backend"] == "tvm_ffi"
     assert low["detail"]["out_idx"] == [-1]
     assert _tilelang_compiles(low, "cuda") is None
+
+
+def test_the_cpu_stand_in_fakes_gpu_sized_reference_ops_and_says_so(tl: Any) -> None:
+    import torch
+
+    from laya_tui.families.tilelang.capture_stubs import ModeState, capture_mode
+
+    state = ModeState()
+    with capture_mode(cuda_on_cpu=True, on_compare=lambda *a: NotImplemented, state=state):
+        small = torch.randn(8, 8, device="cuda")
+        real = small @ small.T
+        big = torch.randn(2048, 1024, device="cuda").half()
+        ref = big @ big.T
+    assert small.device.type == "cpu" and state.faked == 1
+    assert torch.equal(real, small @ small.T)  # small ops compute for real
+    assert ref.shape == (2048, 2048) and ref.dtype == torch.float16 and not ref.any()
