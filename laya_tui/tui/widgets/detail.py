@@ -27,7 +27,9 @@ _SHOWN = {"diagnostic", "source_excerpt", "generated_source", "path", "package",
           "command", "wrapped_source", "file", "drift"}
 #: TileLang cell keys shown by :func:`render_tilelang`.
 _SHOWN_TILELANG = {"args", "arg_sources", "passes", "ir_before", "ir_before_pass", "last_pass",
-                   "last_pass_diff", "repro", "pass_timing_report", "pass_configs"}
+                   "last_pass_diff", "repro", "pass_timing_report", "pass_configs",
+                   "built_by", "file_run", "execution_backend", "built_with", "out_idx",
+                   "reference"}
 _SHOWN |= _SHOWN_TILELANG
 #: Detail keys shown as one-line facts, in this order.
 _FACTS = (("stage", "stage"), ("pass", "pass"), ("exception", "exception"),
@@ -256,6 +258,16 @@ def render_tilelang(detail: dict[str, Any], *, full: bool = False) -> list[Rende
         parts += [_section("kernel arguments"), _kv_table(
             [(str(k), f"{v!r}" + (f"   from {sources[k]}" if sources.get(k) else ""))
              for k, v in args.items()])]
+    how = [(k, str(detail[k])) for k in ("execution_backend", "out_idx", "reference")
+           if detail.get(k) is not None]
+    built_by = detail.get("built_by")
+    if isinstance(built_by, dict):
+        how.insert(0, ("built by", ", ".join(f"{k} {v}" for k, v in built_by.items())))
+    run = detail.get("file_run")
+    if isinstance(run, dict) and run.get("entries"):
+        how.append(("the file's run", "; ".join(map(str, run["entries"]))))
+    if how:
+        parts += [_section("as the file builds it"), _kv_table(how)]
     passes = detail.get("passes")
     if isinstance(passes, dict) and passes.get("slowest"):
         rows = [(str(name), _pass_seconds(sec) + (f"  ({runs} runs)" if runs != 1 else ""))
