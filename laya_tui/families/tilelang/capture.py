@@ -30,8 +30,10 @@ import inspect
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,7 +139,10 @@ def first_tensor_dtype(func: Any) -> str | None:
 
 # -- the cache -------------------------------------------------------------------------------
 
-_CACHE: dict[str, tuple[tuple[int, int, str], Capture]] = {}
+#: the captures this process holds (the last few files: a capture keeps the file's
+#: module and the tensors it called its kernels with; a run takes a file's cells in a row)
+_CACHE: OrderedDict[str, tuple[tuple[int, int, str], Capture]] = OrderedDict()
+_KEEP = 4
 
 
 def _stamp(path: str) -> tuple[int, int, str]:
@@ -154,7 +159,11 @@ def capture_file(path: str, kernels: set[str] | None = None,
     stamp = _stamp(path)
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == stamp:
+        _CACHE.move_to_end(path)
         return hit[1]
+    _CACHE.pop(path, None)
+    while len(_CACHE) >= _KEEP:
+        _CACHE.popitem(last=False)
     cap = _run_capture(path, kernels or set(), CAPTURE_SECONDS if seconds is None else seconds)
     _CACHE[path] = (stamp, cap)
     return cap
@@ -282,14 +291,22 @@ def _run_entry(run: Callable[[], Any], path: str, cap: Capture) -> str:
 
 @contextlib.contextmanager
 def _argv(path: str) -> Iterator[None]:
-    saved, cwd = sys.argv, os.getcwd()
+    """``sys.argv = [file]`` (argparse gives its defaults), no stdin (the worker's stdin
+    is its command channel: an ``input()`` must not read it), and a scratch working
+    folder for whatever the file writes."""
+    saved, cwd, stdin = sys.argv, os.getcwd(), sys.stdin
     sys.argv = [path]
-    try:
-        yield
-    finally:
-        sys.argv = saved
-        with contextlib.suppress(OSError):
-            os.chdir(cwd)
+    scratch = tempfile.TemporaryDirectory(prefix="laya-capture-")
+    with open(os.devnull, encoding="utf-8") as null:
+        sys.stdin = null
+        try:
+            os.chdir(scratch.name)
+            yield
+        finally:
+            sys.argv, sys.stdin = saved, stdin
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
+            scratch.cleanup()
 
 
 @contextlib.contextmanager
