@@ -350,18 +350,26 @@ def shorten_deadline(seconds: float, reason: str) -> bool:
 
 def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
                     ) -> tuple[dict[str, Any], set[str]]:
-    """(every parameter's value, the names the call gave) for a kernel call."""
+    """(every parameter's value, the names the call gave) for a kernel call; keywords the
+    signature does not name (the eager style's ``T.const`` shapes: ``M=1024``) kept too."""
+    params = sig.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    known = {k: v for k, v in kwargs.items() if takes_any or k in params}
+    extra = {k: v for k, v in kwargs.items() if k not in known}
     try:
-        bound = sig.bind_partial(*args, **kwargs)
+        bound = sig.bind_partial(*args, **known)
     except TypeError:
-        return {k: v for k, v in kwargs.items()}, set(kwargs)
-    given = set(bound.arguments)
+        return dict(kwargs), set(kwargs)
     values = dict(bound.arguments)
-    for name, p in sig.parameters.items():
+    for name, p in params.items():
         if name not in values and p.default is not inspect.Parameter.empty:
             values[name] = p.default
         if p.kind is inspect.Parameter.VAR_KEYWORD and name in values:
             values.update(values.pop(name))
+    given = (set(bound.arguments) | set(extra)) - {
+        n for n, p in params.items() if p.kind is inspect.Parameter.VAR_KEYWORD}
+    given |= set(known) if takes_any else set()
+    values.update(extra)
     return values, given
 
 
