@@ -148,6 +148,10 @@ def test_eager_tensors_nested_reference_and_a_test_function(tl: Any) -> None:
     assert b.call.ref_options == {"rtol": 1e-5, "atol": 1e-5}
     b = _capture("call_one_up.py").builds[0]
     assert b.entry == "test_grouped_rows()" and b.args["batch_sizes_list"] == [8, 8]
+    # T.const shapes given as keywords (matmul.compile(M=512, ...)): the defaults stay
+    b = _capture(UP / "gemm.py").builds[0]
+    assert (b.args["M"], b.args["block_K"], b.args["dtype"]) == (512, 32, "float16")
+    assert b.sources["dtype"] == "default" and b.sources["M"].startswith("main() at line")
 
 
 def test_a_gpu_only_call_while_tracing_is_recognised(tl: Any) -> None:
