@@ -325,3 +325,20 @@ def test_the_cpu_stand_in_fakes_gpu_sized_reference_ops_and_says_so(tl: Any) -> 
     assert small.device.type == "cpu" and state.faked == 1
     assert torch.equal(real, small @ small.T)  # small ops compute for real
     assert ref.shape == (2048, 2048) and ref.dtype == torch.float16 and not ref.any()
+
+
+def test_the_files_run_reads_no_stdin_and_writes_into_a_scratch_folder(
+        tl: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from laya_tui.families.tilelang.capture import capture_file
+
+    kernel = tmp_path / "asks.py"
+    kernel.write_text((RUN / "helper_kernel.py").read_text().replace(
+        "def main(M=32):\n", "def main(M=32):\n    open('written.txt', 'w').write('x')\n"
+                             "    M = int(input('M? ') or M)\n"))
+    monkeypatch.chdir(tmp_path)
+    cap = capture_file(str(kernel), {"negate"})
+    line = _line(kernel, "input('M? ')")
+    assert cap.entries == [("the __main__ block", f"raised EOFError at line {line}: EOF when "
+                                                  "reading a line")]
+    assert not (tmp_path / "written.txt").exists() and os.getcwd() == str(tmp_path)
+    assert cap.builds == []
