@@ -169,6 +169,23 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def cell_records(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per cell: id, status, seconds, outcome, stage, reason, its checks and reference."""
+    out = []
+    for p in doc["probes"]:
+        if p["family"] != "tilelang":
+            continue
+        low = next((s for s in p["signals"] if s["kind"] == "lowering"), None) or {}
+        d = low.get("detail") or {}
+        out.append({"id": p["id"], "status": p["status"], "seconds": p.get("seconds"),
+                    "outcome": d.get("outcome"), "stage": d.get("stage"),
+                    "reason": (p.get("reason") or low.get("reason") or "")[:300],
+                    "backend": d.get("execution_backend"), "reference": d.get("reference"),
+                    "checks": d.get("checks"), "run_skipped": d.get("run_skipped"),
+                    "built_by": d.get("built_by")})
+    return out
+
+
 def _repro_child(path: str, conn: Any) -> None:
     buf = io.StringIO()
     code = 0
@@ -241,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repro-timeout", type=float, default=300)
     ap.add_argument("--only", action="append", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cells-json", default=None,
+                    help="one compact record per cell (status, outcome, reason, checks)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the run's files here")
     args = ap.parse_args(argv)
     args.only = args.only or ["tilelang/*"]
@@ -251,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         out = args.keep or Path(tmp)
         doc, seconds = run_laya(folders, out, args)
         s = summarize(doc)
+        if args.cells_json:
+            Path(args.cells_json).write_text(json.dumps(cell_records(doc), indent=0) + "\n")
         t0 = time.perf_counter()
         repro = run_repros(s["failing"], args.repro_jobs, args.repro_timeout)
         repro_s = time.perf_counter() - t0

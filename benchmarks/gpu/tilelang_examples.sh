@@ -20,4 +20,5 @@ export LAYA_TUI_TILELANG_CAPTURE_S=${LAYA_TUI_TILELANG_CAPTURE_S:-30}
 mkdir -p "$(dirname "$out")"
 "${PYTHON:-python3}" benchmarks/bench_tilelang_examples.py "$examples" \
   --only 'tilelang/*[cuda,*' --lower-only none --shards "$shards" --deadline "$deadline" \
-  --repro-jobs "$shards" --repro-timeout 120 --json "$out" --keep "${LAYA_KEEP:-/tmp/laya-examples}"
+  --repro-jobs "$shards" --repro-timeout 120 --json "$out" --keep "${LAYA_KEEP:-/tmp/laya-examples}" \
+  ${LAYA_CELLS_JSON:+--cells-json "$LAYA_CELLS_JSON"}
