@@ -78,7 +78,8 @@ def _harvest(out: Path) -> list[dict[str, Any]]:
 def run_laya(folders: list[Path], out: Path, args: argparse.Namespace) -> tuple[dict, float]:
     """One headless run, or ``--shards`` of them at once (``--shard k/N``), killed at
     ``--deadline``; a killed shard gives the cells it finished."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     if args.lower_only != "none":
         env["LAYA_TUI_TILELANG_LOWER_ONLY"] = "1" if args.lower_only == "all" else "cuda"
     parts = []
@@ -179,7 +180,7 @@ def cell_records(doc: dict[str, Any]) -> list[dict[str, Any]]:
         d = low.get("detail") or {}
         out.append({"id": p["id"], "status": p["status"], "seconds": p.get("seconds"),
                     "outcome": d.get("outcome"), "stage": d.get("stage"),
-                    "reason": (p.get("reason") or low.get("reason") or "")[:300],
+                    "reason": (p.get("reason") or low.get("reason") or "")[:3000],
                     "backend": d.get("execution_backend"), "reference": d.get("reference"),
                     "checks": d.get("checks"), "run_skipped": d.get("run_skipped"),
                     "built_by": d.get("built_by")})
@@ -203,8 +204,18 @@ def _repro_child(path: str, conn: Any) -> None:
     conn.close()
 
 
+def _gpu_here() -> bool:
+    proc = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip().endswith("True")
+
+
 def run_repros(failing: list[dict[str, Any]], jobs: int, timeout: float) -> dict[str, Any]:
-    """Each repro in its own process forked from this one (TileLang already imported)."""
+    """Each repro in its own process: forked from this one with TileLang imported on a
+    machine without a GPU (fast), a fresh ``python repro.py`` where CUDA is (a forked CUDA
+    context cannot be used)."""
+    if _gpu_here():
+        return _judge(failing, _run_fresh(failing, jobs, timeout))
     import tilelang  # noqa: F401 - imported once, inherited by every fork
     import torch  # noqa: F401
 
@@ -235,6 +246,34 @@ def run_repros(failing: list[dict[str, Any]], jobs: int, timeout: float) -> dict
                 proc.join()
                 results.setdefault(cell["id"], (4, "repro timed out or died"))
                 running.remove(item)
+    return _judge(failing, results)
+
+
+def _run_fresh(failing: list[dict[str, Any]], jobs: int,
+               timeout: float) -> dict[str, tuple[int, str]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    site = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and "laya" not in p and p != str(REPO)]
+    if site:  # where TileLang was installed, never laya-tui
+        env["PYTHONPATH"] = os.pathsep.join(site)
+
+    def one(cell: dict[str, Any]) -> tuple[str, tuple[int, str]]:
+        try:
+            proc = subprocess.run([sys.executable, cell["repro"]], capture_output=True,
+                                  text=True, timeout=timeout, env=env,
+                                  cwd=os.path.dirname(cell["repro"]))
+            return cell["id"], (proc.returncode, proc.stdout)
+        except subprocess.TimeoutExpired:
+            return cell["id"], (4, "repro timed out")
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        return dict(pool.map(one, failing))
+
+
+def _judge(failing: list[dict[str, Any]], results: dict[str, tuple[int, str]]
+           ) -> dict[str, Any]:
     agree: list[dict[str, Any]] = []
     disagree: list[dict[str, Any]] = []
     for cell in failing:

@@ -342,3 +342,29 @@ def test_the_files_run_reads_no_stdin_and_writes_into_a_scratch_folder(
                                                   "reading a line")]
     assert not (tmp_path / "written.txt").exists() and os.getcwd() == str(tmp_path)
     assert cap.builds == []
+
+
+@needs_cc
+def test_a_reference_that_does_not_take_the_kernels_inputs_is_no_finding(
+        tl: Any, tmp_path: Path) -> None:
+    status, signals = _run("ref_raises[c,fp32]", tmp_path)
+    low = _lowering(signals)
+    assert status == "ok" and low["detail"]["outcome"] == "built"
+    assert low["detail"]["run_skipped"].startswith(
+        "the file's ref_program does not take the kernel's inputs (shape '[7, -1, 5]' is "
+        "invalid for input of size 128)")
+
+
+def test_a_reference_is_given_only_what_the_kernel_takes(tl: Any) -> None:
+    import types
+
+    from laya_tui.families.tilelang.reference import reference_example
+
+    func = _capture("argparse_scale.py").builds[0].func  # A -> B (out_idx [-1])
+    mod = types.SimpleNamespace(ref_program=lambda a: a)
+    ex, why = reference_example(mod, func, 0, [0])  # the output is not the trailing one
+    assert ex is None and why == ("ref_program takes 1 argument(s), the kernel 1 input(s) "
+                                  "and returns parameters [0]: cannot tell what the "
+                                  "reference is given")
+    ex, why = reference_example(mod, func, 0, [-1])
+    assert ex is not None and ex.n_inputs == 1 and why == ""

@@ -142,7 +142,7 @@ def first_tensor_dtype(func: Any) -> str | None:
 #: the captures this process holds (the last few files: a capture keeps the file's
 #: module and the tensors it called its kernels with; a run takes a file's cells in a row)
 _CACHE: OrderedDict[str, tuple[tuple[int, int, str], Capture]] = OrderedDict()
-_KEEP = 4
+_KEEP = 4  # 1 where a GPU is: its tensors live in device memory
 
 
 def _stamp(path: str) -> tuple[int, int, str]:
@@ -162,8 +162,11 @@ def capture_file(path: str, kernels: set[str] | None = None,
         _CACHE.move_to_end(path)
         return hit[1]
     _CACHE.pop(path, None)
-    while len(_CACHE) >= _KEEP:
+    keep = 1 if _has_gpu() else _KEEP
+    while len(_CACHE) >= keep:
         _CACHE.popitem(last=False)
+    if keep == 1:
+        _release_device_memory()
     cap = _run_capture(path, kernels or set(), CAPTURE_SECONDS if seconds is None else seconds)
     _CACHE[path] = (stamp, cap)
     return cap
@@ -179,6 +182,18 @@ def _has_gpu() -> bool:
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001
         return False
+
+
+def _release_device_memory() -> None:
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def gpu_reason(exc: BaseException, path: str) -> str | None:

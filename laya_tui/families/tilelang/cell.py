@@ -95,7 +95,8 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
             if example is None and kind in ("jit", "primfunc", "maker"):
                 from laya_tui.families.tilelang.reference import reference_example
 
-                example, state.no_reference = reference_example(state.module, func, SEED)
+                example, state.no_reference = reference_example(
+                    state.module, func, SEED, call.out_idx if call is not None else None)
             run_stage(ctx, state, func, artifact, tgt, built, example, call)
     except StageFailed as failed:
         state.diag = failed.diag

@@ -59,9 +59,19 @@ def decorator_name(d: ast.expr) -> str:
     return ast.unparse(d.func if isinstance(d, ast.Call) else d)
 
 
+#: owners of a ``.jit`` decorator that are not TileLang (``@triton.jit`` kernels are not ours)
+_OTHER_JITS = ("triton", "numba", "jax", "torch", "cupy", "taichi", "mx", "tl_triton")
+
+
 def is_jit_decorator(d: ast.expr) -> bool:
+    """``@tilelang.jit`` (``tl.jit``, a bare ``jit``, ``lazy_jit``), not ``@triton.jit``."""
     name = decorator_name(d)
-    return name == "jit" or name.endswith((".jit", ".lazy_jit")) or name == "lazy_jit"
+    if name in ("jit", "lazy_jit"):
+        return True
+    if not name.endswith((".jit", ".lazy_jit")):
+        return False
+    owner = name.rsplit(".", 1)[0]
+    return owner.split(".")[0] not in _OTHER_JITS
 
 
 def is_autotune_decorator(d: ast.expr) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 
 from laya_tui.families.tilelang.arg_table import table_key
 from laya_tui.families.tilelang.kernel_sig import (
+    decorator_name,
     is_jit_decorator,
     is_prim_func_decorator,
     kernel_signature,
@@ -107,16 +108,29 @@ def _is_maker(fn: ast.FunctionDef) -> bool:
                                 and r.value.id in nested for r in own)
 
 
+def _foreign_jit(tree: ast.Module) -> bool:
+    """The file's bare ``jit`` comes from another library (``from triton import jit``)."""
+    return any(isinstance(n, ast.ImportFrom) and not (n.module or "").startswith("tilelang")
+               and any(a.name in ("jit", "lazy_jit") and a.asname is None for a in n.names)
+               for n in ast.walk(tree))
+
+
 def _found(tree: ast.Module, module: ModuleScope) -> list[tuple[str, ast.AST, str]]:
     """(object name, node, kind) of every kernel in file order."""
+    foreign = _foreign_jit(tree)
+
+    def is_jit(d: ast.expr) -> bool:
+        bare = decorator_name(d) in ("jit", "lazy_jit")
+        return is_jit_decorator(d) and not (bare and foreign)
+
     jit_names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-                 and any(is_jit_decorator(d) for d in n.decorator_list)}
+                 and any(is_jit(d) for d in n.decorator_list)}
     found: list[tuple[str, ast.AST, str]] = []
     assigned_makers: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             decos = node.decorator_list
-            if any(is_jit_decorator(d) for d in decos):
+            if any(is_jit(d) for d in decos):
                 found.append((node.name, node, "jit"))
             elif any(is_prim_func_decorator(d) for d in decos):
                 found.append((node.name, node, "primfunc"))
