@@ -1,7 +1,8 @@
-"""Explain benchmark: instrumented vs uninstrumented forwards, and the explain family's wall time.
+"""Explain benchmark: instrumented vs uninstrumented forwards, the explain family's wall time,
+and whether the fallbacks of compiled models are true.
 
 Usage: .venv/bin/python benchmarks/bench_explain.py [--pairs N] [--threads N] [--device cuda]
-       [--skip-family] [--skip-overhead]
+       [--skip-family] [--skip-overhead] [--fallbacks [--before DIR] [--models a,b]]
 
 1. Per preset x dtype, eager and compiled (Inductor, padded input): the same forward with and
    without a portable explain region, interleaved pairs so machine noise hits both alike;
@@ -9,6 +10,14 @@ Usage: .venv/bin/python benchmarks/bench_explain.py [--pairs N] [--threads N] [-
 2. The whole explain family through the CLI: cold (an empty Inductor cache dir and an empty
    result cache), Inductor-warm (same Inductor cache, result cache off) and cached (result
    cache hit). All figures are measured in this one run.
+3. ``--fallbacks``: the demo presets and five transformers architectures (random weights from
+   configs), each compiled with Inductor in a cold and a warm explain region
+   (benchmarks/bench_explain_fallbacks.py, one subprocess per model and code tree): fallback
+   calls the regions report before (``--before DIR``: another checkout of laya-tui, e.g.
+   ``git archive main | tar -x -C DIR``) and after (this tree), the profiler's eager ATen
+   kernels inside the compiled call (all, and those the output code calls as
+   ``torch.ops.aten.*``, the fallback kernels) side by side, and the share of sited
+   signals whose site is inside laya-tui.
 """
 
 from __future__ import annotations
@@ -161,7 +170,16 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", help="cpu or cuda (part 1)")
     ap.add_argument("--skip-family", action="store_true")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--fallbacks", action="store_true",
+                    help="part 3 only: fallback signals vs the profiler, before/after")
+    ap.add_argument("--before", default=None, help="part 3: the old checkout to compare")
+    ap.add_argument("--models", default=None, help="part 3: comma-separated model names")
     args = ap.parse_args()
+    if args.fallbacks:
+        from bench_explain_fallbacks import compare
+
+        compare(args.before, args.models.split(",") if args.models else None)
+        return
     if args.threads:
         import torch
 

@@ -52,7 +52,7 @@ class ProbeSpec:
         if self.params is None:
             return [(f"{self.family}/{self.name}", None)]
         params = self.params() if callable(self.params) else self.params
-        out = []
+        out: list[tuple[str, Param | None]] = []
         for p in params:
             if not isinstance(p, Param):
                 p = Param(id=str(p), kwargs={"value": p})

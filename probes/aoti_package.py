@@ -5,7 +5,8 @@ Cells: ``aoti/decision[fp32]`` and ``aoti/decision[bf16]`` (the tiny ModernBERT 
 model; bf16 is a weight-cast copy compared with the fp32 eager reference),
 ``aoti/decision[bf16,cuda]`` (packaged for CUDA, compared with the fp32 CPU reference;
 skipped without a GPU) and one
-``aoti/model[MODULE:CALLABLE]`` per ``--model``. Packages and results.json go to ``--out``
+``aoti/model[MODULE:CALLABLE]`` per ``--model``, packaged for ``--device`` (cpu or cuda;
+the CPU without it). Packages and results.json go to ``--out``
 (``<out>/aoti``) or the per-user cache; an unchanged re-run reuses the package.
 Heavy imports stay inside the function (discovery must stay fast).
 """
@@ -50,8 +51,31 @@ def package(ctx: Any, kind: str, dtype: str = "fp32", spec: str | None = None,
                      "host (bash scripts/gpu-report.sh)")
         target = decision_target(dtype, device=device)
     else:
+        from laya_tui.families.presets import load_user_model
+
         try:
-            target = user_target(str(spec))
+            loaded = load_user_model(str(spec))
+        except Exception as exc:  # noqa: BLE001 - a broken --model could not be examined
+            ctx.error(f"--model {spec}: {type(exc).__name__}: {exc}".splitlines()[0])
+        where = _user_device(ctx)  # after the import: a broken model is an error anywhere
+        try:
+            target = user_target(str(spec), device=where, loaded=loaded)
         except Exception as exc:  # noqa: BLE001 - a broken --model could not be examined
             ctx.error(f"--model {spec}: {type(exc).__name__}: {exc}".splitlines()[0])
     run_target(ctx, target, ctx.options.get("out"))
+
+
+def _user_device(ctx: Any) -> str:
+    """``--device`` for a ``--model`` package: cpu (the default) or cuda[:N]; a device this
+    host lacks, or one AOTInductor does not package for, is a skip with the reason."""
+    dev = str(ctx.options.get("device") or "cpu")
+    if dev == "cpu":
+        return dev
+    if not dev.startswith("cuda"):
+        ctx.skip(f"--device {dev}: AOTInductor packages models for cpu or cuda only")
+    from laya_tui.families.presets import device_unavailable
+
+    why = device_unavailable(dev)
+    if why is not None:
+        ctx.skip(why)
+    return dev

@@ -155,6 +155,7 @@ def _drift(ctx: Any, subject: str, model: Any, reference: Any, run_model: Any,
     except Exception as exc:  # noqa: BLE001 - attribution must never hide the comparison
         ctx.log(f"drift attribution failed: {type(exc).__name__}: {exc}"[:300], subject=subject)
         return run_reference(), None
+    d.emit_divergence(ctx, subject, result)  # another path than fp32: said first
     path = d.write_artifact(result, d.artifact_folder(ctx.options), f"{ctx.id}-{subject}")
     ctx.artifact(f"{subject}: per-module drift", path,
                  detail={"compared": result["compared"], "first_past_limit":

@@ -102,6 +102,9 @@ def test_results_json_is_valid_and_complete(fp32_run):
     assert {s["detail"]["shape"] for s in signals} == set(recompiled)
     for s in signals:  # the signal carries dynamo's own guard failure
         assert s["reason"] == recompiled[s["detail"]["shape"]][0]
+        # sited at the compiled forward of the model (demo model code), with its stack
+        assert s["site"]["file"] == DECISION_FILE and s["site"]["func"].endswith(".forward")
+        assert s["detail"]["stack"][0].endswith(f"({s['site']['func']})")
     # ... and the seconds of the call that recompiled (a second compile: library work that
     # benchmarks/bench_cold.py counts), the same figure as results.json's
     spent = doc["steps"]["compile"]["recompile_seconds"]

@@ -341,3 +341,45 @@ def test_a_compiler_linking_libstdcxx_statically_is_replaced(tmp_path, monkeypat
     assert chosen != str(wrapper) and static_libstdcxx(chosen) is False
     assert os.path.basename(chosen) in ("g++", "c++")
     assert note.startswith(f"{wrapper} links libstdc++ statically") and chosen in note
+
+
+# -- torch.compile recompiles in the cell: sited in the model, matching dynamo's record ----
+def test_compiled_outputs_recompile_signal_is_sited_at_the_model_forward(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.utils import get_compilation_metrics
+
+    from laya_tui.api import Context
+    from laya_tui.families.aoti.pipeline import Pipeline
+    from laya_tui.families.aoti.targets import user_target
+
+    class Small(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    model = Small().eval()
+    sets = [(torch.randn(2, 4),), (torch.randn(3, 4),)]
+    target = user_target("tests:small", loaded=(model, sets))
+    events: list[dict[str, Any]] = []
+    pipe = Pipeline(Context("aoti/model[tests:small]", "aoti", events.append, opts={}),
+                    target, tmp_path)
+    torch._dynamo.reset()
+    cmodel = torch.compile(model, backend="eager", dynamic=False)
+    seen = {id(m) for m in get_compilation_metrics()}
+    pipe.compiled_outputs(cmodel, target.shapes(None))
+    torch._dynamo.reset()
+    metrics = [m for m in get_compilation_metrics() if id(m) not in seen]
+    guards = [m.recompile_reason for m in metrics if m.recompile_reason]
+    assert len(guards) == 1  # dynamo: the second set's batch size recompiles once
+    (sig,) = [e["signal"] for e in events if e["type"] == "signal"
+              and e["signal"]["kind"] == "recompile"]
+    assert sig["reason"] == guards[0].strip().splitlines()[0]
+    assert sig["detail"]["shape"] == "set2"
+    code = Small.forward.__code__
+    assert sig["site"] == {"file": code.co_filename, "line": code.co_firstlineno,
+                           "func": code.co_qualname.rsplit("<locals>.", 1)[-1]}
+    assert sig["detail"]["stack"][0].endswith("(Small.forward)")
+    assert pipe.results["steps"]["compile"]["recompiled_on"] == {"set2": [sig["reason"]]}

@@ -116,3 +116,90 @@ def test_presets_bf16_curve_along_the_model_with_the_mask():
         d = summary_detail(res)
         json.dumps(d, allow_nan=False)
         assert 0 < d["worst"]["ratio"] <= 1  # the module closest to its limit
+
+
+class Flip(torch.nn.Module):
+    """``if h.mean() > 0``: fp32 sees +0.001, bf16 rounds both entries to +-1 and sees 0, so
+    the two runs take different branches after ``fc1``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(2, 2, bias=False)
+        with torch.no_grad():
+            self.fc1.weight.copy_(torch.eye(2))
+        self.up = torch.nn.Linear(2, 2)
+        self.down = torch.nn.Linear(2, 2)
+        self.fc2 = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if h.mean() > 0:  # marker: branch
+            h = self.up(h)
+        else:
+            h = self.down(h)
+        return self.fc2(h)
+
+
+def _marker_line(needle: str) -> int:
+    lines = open(__file__).read().splitlines()
+    (hit,) = [i + 1 for i, t in enumerate(lines) if t.rstrip().endswith(f"# marker: {needle}")]
+    return hit
+
+
+def _calls_by_hooks(model, run) -> list[str]:
+    """The order of module calls, from forward pre-hooks of our own."""
+    names = {id(m): n or "(model)" for n, m in model.named_modules()}
+    order: list[str] = []
+    handles = [m.register_forward_pre_hook(lambda m, a: order.append(names[id(m)]))
+               for m in model.modules()]
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        for h in handles:
+            h.remove()
+    return order
+
+
+def test_a_branch_that_flips_under_bf16_is_a_finding_of_its_own():
+    from laya_tui.api import Context
+    from laya_tui.families.explain.drift import emit_divergence
+
+    torch.manual_seed(0)
+    ref = Flip().eval()
+    model = copy.deepcopy(ref).to(torch.bfloat16)
+    x = torch.tensor([[1.003, -1.001]])
+    # what torch computes: the condition differs, and forward hooks see other modules
+    with torch.no_grad():
+        assert float(ref.fc1(x).mean()) > 0 >= float(model.fc1(x.bfloat16()).mean())
+    ours = _calls_by_hooks(model, lambda: model(x.bfloat16()))
+    theirs = _calls_by_hooks(ref, lambda: ref(x))
+    assert ours == ["(model)", "fc1", "down", "fc2"] and theirs == ["(model)", "fc1", "up", "fc2"]
+
+    res = module_drift(model, ref, lambda: model(x.bfloat16()), lambda: ref(x))
+    d = res["diverged"]
+    assert d["text"] == "bf16 took another branch after `fc1`: it called `down`, fp32 called `up`"
+    assert (d["after"], d["model_called"], d["reference_called"]) == ("fc1", "down", "up")
+    assert d["site"] == {"file": __file__, "line": _marker_line("branch"),
+                         "func": "Flip.forward"}
+    # the module past its limit after the paths parted is not named as where drift starts
+    assert res["first_past_limit"] is None
+    assert any(c["module"] == "fc2" and c["past"] for c in res["calls"])
+    detail = summary_detail(res)
+    assert detail["diverged"]["branch"].endswith(f":{_marker_line('branch')}(Flip.forward)")
+    assert detail["worst"]["module"] == "fc1"  # closest to its limit before the branch
+    json.dumps(detail, allow_nan=False)
+    events: list[dict] = []
+    ctx = Context("explain/flip", "explain", events.append, opts={})
+    sig = emit_divergence(ctx, "out", res)
+    assert sig["kind"] == "tolerance" and sig["passed"] is False
+    assert sig["reason"] == d["text"] and sig["site"] == d["site"] and sig["value"] == 2.0
+
+
+def test_the_same_path_in_both_runs_is_no_divergence():
+    torch.manual_seed(0)
+    ref = Flip().eval()
+    model = copy.deepcopy(ref).to(torch.bfloat16)
+    x = torch.tensor([[2.0, -1.0]])  # mean 0.5 in both dtypes
+    res = module_drift(model, ref, lambda: model(x.bfloat16()), lambda: ref(x))
+    assert res["diverged"] is None and summary_detail(res)["diverged"] is None

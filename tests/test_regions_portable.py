@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 
@@ -58,9 +59,17 @@ def test_bf16_llama_casts_at_its_norm_call_sites():
     hidden = 2 * 7 * presets.LLAMA_CONFIG["hidden_size"]
     assert (up["count"], up["bytes"]) == (norms, norms * hidden * 4)
     assert (down["count"], down["bytes"]) == (norms, norms * hidden * 2)
-    assert up["subject"] == "aten::_to_copy" and up["site"]["func"] == "forward"
+    # the function qualified by its class, as the code object names it
+    qual = LlamaRMSNorm.forward.__code__.co_qualname
+    assert qual == "LlamaRMSNorm.forward"
+    assert up["subject"] == "aten::_to_copy" and up["site"]["func"] == qual
     assert up["fix"] and up["detail"]["from"] == "bfloat16" and up["detail"]["to"] == "float32"
-    assert up["detail"]["stack"][0].endswith(f"modeling_llama.py:{up_line}(forward)")
+    assert up["detail"]["stack"][0].endswith(f"modeling_llama.py:{up_line}({qual})")
+    # the full user stack: the norm inside the decoder layer inside the model, then this test
+    assert any("(LlamaDecoderLayer.forward)" in f for f in up["detail"]["stack"])
+    assert any(f.startswith("tests/test_regions_portable.py:") or HERE in f
+               for f in up["detail"]["stack"])
+    assert not any("laya_tui" in f for f in up["detail"]["stack"])
     # one signal per (kind, subject, reason, site), never one per op call
     keys = [(s["kind"], s["subject"], s["reason"], s["site"]["file"], s["site"]["line"])
             for s in _sigs(events, "cast")]
@@ -215,14 +224,44 @@ def test_graph_break_is_a_fallback_with_reason_site_and_count():
     torch._dynamo.reset()
 
 
-def _steady_compile(padded: bool, backend: str = "aot_eager"):
+class _TorchLog:
+    """``TORCH_LOGS=<artifact>`` through torch._logging, its messages kept (not printed)."""
+
+    def __init__(self, **artifacts: bool) -> None:
+        import logging
+
+        self.artifacts = artifacts
+        self.messages: list[str] = []
+        log = self
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                log.messages.append(record.getMessage())
+
+        self.handler = Keep()
+
+    def __enter__(self) -> _TorchLog:
+        import logging
+
+        torch._logging.set_logs(**self.artifacts)
+        logging.getLogger("torch._dynamo").addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import logging
+
+        logging.getLogger("torch._dynamo").removeHandler(self.handler)
+        torch._logging.set_logs()
+
+
+def _steady_compile(padded: bool, backend: str = "aot_eager", log: _TorchLog | None = None):
     torch._dynamo.reset()
     model = presets.tiny_llama()
     fn = torch.compile(model, backend=backend, dynamic=False)
     pad = 16 if padded else None
     a, b = (presets.token_batch(rows, pad_to=pad) for rows in ([7, 5], [9, 6]))
     ctx, events = _ctx()
-    with torch.no_grad():
+    with torch.no_grad(), log or contextlib.nullcontext():
         explain_steady(ctx, "forward", lambda: fn(**a), warm_fn=lambda: fn(**b), warmup=1,
                        model=model, overhead_repeats=3)
     torch._dynamo.reset()
@@ -233,20 +272,35 @@ def _phase(events, kind, phase):
     return [s for s in _sigs(events, kind) if s.get("detail", {}).get("phase") == phase]
 
 
-def test_two_lengths_recompile_with_the_guard_reason():
-    events = _steady_compile(padded=False)
+def test_two_lengths_recompile_with_the_guard_reason_site_and_one_off():
+    """The recompile a new prompt length causes: torch's own recompile log says which guard
+    failed; the signal says the same, sits at the compiled forward in the model's file (not
+    in laya-tui or transformers' decorator), and the steady summary calls it one-off."""
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+
+    with _TorchLog(recompiles=True) as log:
+        events = _steady_compile(padded=False, log=log)
+    torch_said = [m for m in log.messages if "triggered by the following guard failure" in m]
+    assert len(torch_said) == 1, log.messages
     assert _phase(events, "recompile", "cold") == []
     assert len(_phase(events, "compile", "cold")) == 1
-    warm = _phase(events, "recompile", "warm")
-    assert len(warm) >= 1
-    guard = warm[0]
-    assert guard["subject"].startswith("LlamaForCausalLM: ")  # the module whose frame compiled
+    (guard,) = _phase(events, "recompile", "warm")
     assert guard["reason"] and "size mismatch" in guard["reason"]
+    assert guard["reason"].split(": ", 1)[1] in torch_said[0]  # the guard torch names
     assert "expected 7, actual 9" in guard["detail"]["guard"]
     assert "pad/bucket" in guard["fix"]
-    assert guard["site"]["file"] == HERE  # the line that called the compiled model
-    log = next(s for s in _sigs(events, "log"))
-    assert any(x.startswith("recompile ") for x in log["detail"]["appeared"])
+    forward = inspect.unwrap(LlamaForCausalLM.forward).__code__
+    assert guard["site"] == {"file": forward.co_filename, "line": forward.co_firstlineno,
+                             "func": "LlamaForCausalLM.forward"}
+    assert guard["subject"] == (f"LlamaForCausalLM.forward (transformers/models/llama/"
+                                f"modeling_llama.py:{forward.co_firstlineno})")
+    assert guard["detail"]["stack"][1].startswith(("tests/test_regions_portable.py:", HERE))
+    assert guard["detail"]["recurs"] is False  # the next call of width 9 compiles nothing
+    log_sig = next(s for s in _sigs(events, "log"))
+    assert any(x.startswith("recompile ") for x in log_sig["detail"]["appeared"])
+    assert any(x.startswith("recompile ") for x in log_sig["detail"]["one_off"])
+    assert not any(x.startswith("recompile ") for x in log_sig["detail"]["recurring"])
+    assert "one-off" in log_sig["reason"]
 
 
 def test_padded_inputs_warm_region_shows_no_recompile():

@@ -40,6 +40,31 @@ MODELS = textwrap.dedent('''
         return Net(), []
 
 
+    class Flip(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            # h = [x0 + x1, x2]: 256 + 1 is 257 in fp32, 256 in bf16 (spacing 2 there)
+            self.fc1 = torch.nn.Linear(3, 2, bias=False)
+            with torch.no_grad():
+                self.fc1.weight.copy_(torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+            self.up = torch.nn.Linear(2, 2)
+            self.down = torch.nn.Linear(2, 2)
+            self.fc2 = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            h = self.fc1(x)
+            if h.mean() > 0:
+                h = self.up(h)
+            else:
+                h = self.down(h)
+            return self.fc2(h)
+
+
+    def flip():
+        torch.manual_seed(0)
+        return Flip().to(torch.bfloat16), torch.tensor([[256.0, 1.0, -256.0]]).bfloat16()
+
+
     def boom():
         raise RuntimeError("weights not found")
 ''')
@@ -73,6 +98,7 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
     pytest.importorskip("transformers")
     proc, report = _run(tmp_path, "--only", "explain/model:*", "--device", "cuda:7",
                         "--only", "aoti/model[nosuch:build]",
+                        "--only", "aoti/model[user_models:two_sets]",
                         "--model", "nosuch:build", "--model", "user_models:empty",
                         "--model", "user_models:boom", "--model", "user_models:two_sets")
     assert proc.returncode == 1, proc.stderr[-2000:]
@@ -91,8 +117,34 @@ def test_unbuildable_models_are_errors_and_an_absent_device_is_a_skip(tmp_path: 
         assert status == "skipped" and reason.startswith("--device cuda:7:")
     status, reason = st["aoti/model[nosuch:build]"]
     assert status == "error" and "ModuleNotFoundError" in reason
+    # aoti/model packages for --device: a device this host lacks is a skip, not a CPU package
+    status, reason = st["aoti/model[user_models:two_sets]"]
+    assert status == "skipped" and reason.startswith("--device cuda:7:")
     gate = next(g for g in report["gates"] if g["name"] == "no-probe-error")
     assert not gate["passed"] and len(gate["failures"]) == 7
+
+
+@pytest.mark.slow
+def test_a_branch_flip_under_bf16_is_reported_before_the_output_tolerance(tmp_path: Path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    proc, report = _run(tmp_path, "--only", "explain/model:user_models:flip[eager]",
+                        "--device", "cpu", "--model", "user_models:flip")
+    assert report is not None, proc.stderr[-3000:]
+    (probe,) = report["probes"]
+    tol = [s for s in probe["signals"] if s["kind"] == "tolerance"]
+    assert [s["subject"] for s in tol] == ["bfloat16 vs fp32 cpu control flow",
+                                           "bfloat16 vs fp32 cpu output"]
+    flow = tol[0]
+    assert flow["passed"] is False and flow["reason"] == (
+        "bf16 took another branch after `fc1`: it called `down`, fp32 called `up`")
+    src = (tmp_path / "user_models.py").read_text().splitlines()
+    assert flow["site"]["file"] == str(tmp_path / "user_models.py")
+    assert src[flow["site"]["line"] - 1].strip() == "if h.mean() > 0:"
+    assert flow["site"]["func"] == "Flip.forward"
+    drift = tol[1]["detail"]["drift"]
+    assert drift["diverged"]["after"] == "fc1" and drift["first_past_limit"] is None
+    assert probe["status"] == "failed"
 
 
 def test_aoti_user_target_takes_every_input_set_as_a_compared_shape(tmp_path: Path,
@@ -137,10 +189,21 @@ def test_input_sets_recompile_with_guard_and_set_and_drift_per_set(tmp_path: Pat
     assert all(s["detail"]["input_set"].startswith("input set 1 of 2") for s in compiles)
     rec = [s for s in sigs if s["kind"] == "recompile"]
     assert rec and all(s["detail"]["phase"] == "warm" for s in rec)
+    # sited in the user's model file (Net.forward), never in laya-tui
+    assert all(s["site"]["file"] == str(tmp_path / "user_models.py") for s in rec)
+    assert all(s["site"]["func"].startswith("Net.forward") for s in rec)
+    assert all("laya_tui" not in str(s.get("site")) for s in sigs)
+    # the second set's recompiles are its first compile: one-off, not recurring
+    log = next(s for s in sigs if s["kind"] == "log" and s["reason"].startswith("steady"))
+    assert not any(x.startswith("recompile ") for x in log["detail"]["recurring"])
+    assert any(x.startswith("recompile ") for x in log["detail"]["one_off"])
     assert all(s["detail"]["input_set"] == "input set 2 of 2: arg0(8, 16)" for s in rec)
     assert any("size mismatch at index 0. expected 4, actual 8" in s["reason"] for s in rec)
-    breaks = {s["reason"].split()[0] for s in sigs if s.get("subject") == "graph break"}
-    assert {"Unsupported", "generic_jump"} <= breaks  # .item() and the data-dependent if
+    breaks = {s["reason"] for s in sigs if s.get("subject") == "graph break"}
+    assert any(b.startswith("Unsupported Tensor.item()") for b in breaks)  # .item()
+    assert "Data-dependent branching" in breaks  # the data-dependent if, with its GB id
+    ids = {s["detail"].get("graph_break_id") for s in sigs if s.get("subject") == "graph break"}
+    assert None not in ids and "GB0170" in ids
     summary = report["summary"]["signals"]
     assert summary["compile"] == len(compiles) and summary["recompile"] == len(rec)
 

@@ -32,6 +32,7 @@ from laya_tui.core.settings import (
 )
 
 if TYPE_CHECKING:
+    from laya_tui.core.envs import Environment
     from laya_tui.core.runner import RunConfig
 
 TABLE = "tool.laya-tui"
@@ -53,6 +54,10 @@ KEYS: dict[str, tuple[str, str]] = {
     "markdown": ("markdown", "path"),
     "demo": ("demo", "bool"),
     "kernel-args": ("kernel_args", "kernel-args"),
+    "sarif": ("sarif", "path"),
+    "annotations": ("annotations", "bool"),
+    "envs": ("envs", "envs"),
+    "fail-on-env-change": ("fail_on_env_change", "bool"),
 }
 ALIASES = {"family-timeouts": "timeouts"}
 
@@ -134,6 +139,10 @@ def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
             if not isinstance(n, int) or isinstance(n, bool) or n < 0:
                 raise UsageError(f"{where} {key}.{k}: expected a whole number >= 0, got {n!r}")
         return [f"{k}={n}" for k, n in value.items()]
+    if kind == "envs":  # envs = { old = ".venv-014/bin/python", new = ".venv/bin/python" }
+        from laya_tui.core.envs import parse_env_table
+
+        return parse_env_table(value, workspace, where)
     if kind == "kernel-args":  # [tool.laya-tui.kernel-args."file.py::kernel"]
         from laya_tui.core.kernel_table import validate_tables
 
@@ -194,14 +203,26 @@ def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None,
     run_options = _run_options(flags, table, workspace) if run else RunOptions()
     return Settings(
         workspace=workspace, run=run_options, gates=_gates(flags, table),
-        outputs=Outputs(json=flags.get("json"),
-                        junit=_pick(flags.get("junit"), table, "junit"),
-                        markdown=_pick(flags.get("markdown"), table, "markdown"),
-                        html=flags.get("html"), trace=flags.get("trace")),
+        outputs=_outputs(flags, table),
         headless=bool(flags.get("headless")), list_only=bool(flags.get("list")),
         watch=bool(flags.get("watch")), debounce_ms=flags.get("debounce_ms"),
         quiet=bool(flags.get("quiet")),
     )
+
+
+def _outputs(flags: dict[str, Any], table: dict[str, Any]) -> Outputs:
+    """Where the report and the CI files go; ``--annotations`` (stdout) cannot share stdout
+    with ``--json -``."""
+    out = Outputs(json=flags.get("json"), junit=_pick(flags.get("junit"), table, "junit"),
+                  markdown=_pick(flags.get("markdown"), table, "markdown"),
+                  html=flags.get("html"), trace=flags.get("trace"),
+                  sarif=_pick(flags.get("sarif"), table, "sarif"),
+                  annotations=bool(_pick(flags.get("annotations"), table, "annotations",
+                                         False)))
+    if out.annotations and out.json == "-":
+        raise UsageError("--annotations prints workflow commands on stdout, where --json - "
+                         "writes the report: give --json a file path")
+    return out
 
 
 def _gates(flags: dict[str, Any], table: dict[str, Any]) -> Gates:
@@ -218,7 +239,9 @@ def _gates(flags: dict[str, Any], table: dict[str, Any]) -> Gates:
     baseline = None if flags.get("no_baseline") else _pick(flags.get("baseline"), table,
                                                             "baseline")
     return Gates(fail_on=tuple(fail_on), max_counts=frozen_map(max_counts), baseline=baseline,
-                 tolerance_margin=table.get("tolerance_margin", DEFAULT_MARGIN))
+                 tolerance_margin=table.get("tolerance_margin", DEFAULT_MARGIN),
+                 fail_on_env_change=bool(_pick(flags.get("fail_on_env_change"), table,
+                                               "fail_on_env_change", False)))
 
 
 def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -> RunOptions:
@@ -254,6 +277,7 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
         raise UsageError(f"--device / device = must be cpu, cuda, cuda:N, mps or rbln, "
                          f"got {device!r}")
     out = flags.get("out")
+    envs = _envs(flags, table)
     return RunOptions(
         probes=tuple(os.path.abspath(p) for p in probes),
         kernels=tuple(os.path.abspath(k) for k in kernels), models=tuple(models),
@@ -264,8 +288,22 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
         rbln_log=os.path.abspath(rbln_log) if rbln_log else None,
         kernel_args=frozen_map(table.get("kernel_args")), shard=shard,
         durations=frozen_map(durations) if durations is not None else None,
-        durations_path=os.path.abspath(durations_path) if durations is not None else None,
+        durations_path=os.path.abspath(durations_path) if durations_path and durations is not None
+        else None,
+        envs=envs,
     )
+
+
+def _envs(flags: dict[str, Any], table: dict[str, Any]) -> tuple[Environment, ...]:
+    """``--env NAME=PYTHON`` (replacing the table's ``envs``), each interpreter checked now:
+    one that cannot run a worker is a UsageError before any probe runs."""
+    from laya_tui.core.envs import inspect_envs, parse_env_flags
+
+    if flags.get("envs"):
+        pairs = parse_env_flags(flags["envs"], os.getcwd())
+    else:
+        pairs = table.get("envs") or []
+    return inspect_envs(pairs)
 
 
 def _shard(flags: dict[str, Any]) -> tuple[tuple[int, int] | None, str | None]:
@@ -301,5 +339,5 @@ def run_config(settings: Settings) -> RunConfig:
         use_cache=r.use_cache, cache_dir=r.cache_dir, out=r.out, extra_options=extra,
         family_timeouts=dict(r.family_timeouts), shard=r.shard,
         durations=dict(r.durations) if r.durations is not None else None,
-        durations_path=r.durations_path,
+        durations_path=r.durations_path, envs=r.envs,
     )

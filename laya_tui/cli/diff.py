@@ -26,6 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--markdown", metavar="PATH", help="also write the diff as markdown")
     ap.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
     ap.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    ap.add_argument("--pr-comment", metavar="PATH",
+                    help="also write one pull-request comment (markdown with a hidden "
+                    "<!-- laya-tui --> marker, to update in place; docs/ci.md)")
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, metavar="FRACTION",
                     help="tolerance values move when worse/better by more than this "
                     "(default: %(default)s)")
@@ -39,7 +42,7 @@ def main(argv: list[str]) -> int:
     from laya_tui.report.document import write_atomic
 
     args = _parser().parse_args(argv)
-    for out in (args.markdown, args.html, args.json):
+    for out in (args.markdown, args.html, args.json, args.pr_comment):
         check_output_path(out)
     if args.margin < 0:
         raise UsageError(f"--margin must be >= 0, got {args.margin:g}")
@@ -51,6 +54,13 @@ def main(argv: list[str]) -> int:
         write_atomic(args.markdown, diff_markdown(section, args.base, args.new))
     if args.json:
         write_atomic(args.json, json.dumps(section, indent=1, default=repr) + "\n")
+    if args.pr_comment:
+        from laya_tui.report.pr_comment import build_pr_comment, link_base
+        from laya_tui.report.sources import Sources
+
+        write_atomic(args.pr_comment, build_pr_comment(
+            section, base, new, base_label=args.base, new_label=args.new,
+            sources=Sources(args.workspace), links=link_base()))
     if args.html:
         from laya_tui.report.html import build_html
 

@@ -35,6 +35,19 @@ def add_gate_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> Non
                     help="fail on any occurrence of KIND (a signal kind, or failed/skipped)")
     ap.add_argument("--max", action="append", metavar="KIND=N",
                     help="fail on more than N occurrences of KIND (repeatable)")
+    ap.add_argument("--fail-on-env-change", action="store_true", default=None,
+                    help="with several --env: fail when a later environment is worse than "
+                    "the first (a cell no longer ok, new fallbacks/recompiles, a lowering or "
+                    "tolerance check that now fails)")
+
+
+def add_finding_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--sarif`` and ``--annotations``, shared by a run and ``laya-tui merge``."""
+    ap.add_argument("--sarif", metavar="PATH",
+                    help="also write the findings as SARIF 2.1.0 (GitHub code scanning)")
+    ap.add_argument("--annotations", action=argparse.BooleanOptionalAction, default=None,
+                    help="print the most important findings as GitHub workflow commands "
+                    "(annotations on the pull request's lines)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "see what fell back, recompiled, bounced through the host, failed to lower or drifted.",
         epilog="subcommands (each with its own --help): laya-tui init (write a [tool.laya-tui] "
         "table), laya-tui show REPORT (the dashboard over a saved report), laya-tui diff BASE "
-        "NEW (what changed), laya-tui merge REPORT... (shards and hosts as one report)",
+        "NEW (what changed), laya-tui merge REPORT... (shards and hosts as one report), laya-tui "
+        "import TRACE_DIR (a TORCH_TRACE folder as a report; show opens one too)",
     )
     ap.add_argument("--headless", action="store_true",
                     help="no dashboard: run, print a summary to stderr (implied without a TTY)")
@@ -65,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "MLX encoder, five TileLang kernels); default: [tool.laya-tui] demo")
     ap.add_argument("--device", metavar="DEV", help="where explain models run: cpu, cuda, "
                     "cuda:N, mps, rbln (default: the accelerator when present)")
+    ap.add_argument("--env", action="append", metavar="NAME=PYTHON", dest="envs",
+                    help="run every cell once per environment, in workers started with that "
+                    "Python (repeatable; ids get @NAME; the first is the reference; also "
+                    "envs = {...} in [tool.laya-tui])")
     ap.add_argument("--only", action="append", metavar="GLOB",
                     help="run only probe ids matching GLOB (repeatable; '[' is literal)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -103,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write a self-contained HTML page of the report")
     ci.add_argument("--trace", metavar="PATH",
                     help="also write the run's timeline as Chrome trace JSON (Perfetto)")
+    add_finding_flags(ci)
     ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
     return ap
 
@@ -121,6 +140,7 @@ SUBCOMMANDS: dict[str, str] = {
     "show": "laya_tui.cli.show:main",
     "diff": "laya_tui.cli.diff:main",
     "merge": "laya_tui.cli.merge:main",  # merge shard/host reports into one
+    "import": "laya_tui.cli.import_cmd:main",  # a TORCH_TRACE folder as a report
 }
 
 

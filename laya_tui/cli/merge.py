@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """``laya-tui merge`` flags (the gate flags mean what they mean for a run)."""
-    from laya_tui.cli.main import add_gate_flags
+    from laya_tui.cli.main import add_finding_flags, add_gate_flags
 
     ap = _Parser(prog="laya-tui merge",
                  description="Merge laya-tui reports (shards, hosts) into one and evaluate "
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
                     "(default: the current folder)")
     add_gate_flags(ap)
+    add_finding_flags(ap)
     return ap
 
 

@@ -1,5 +1,7 @@
 """``laya-tui show REPORT.json``: the dashboard over a saved report (a CI artifact, a GPU
 host's report), as after a live run; no worker starts and torch & co need not be installed.
+``laya-tui show TRACE_DIR`` opens a TORCH_TRACE folder (or one of its logs) the same way,
+read by :mod:`laya_tui.report.trace_import`.
 
 Without a terminal (or with ``--headless``) it prints the report's summary. ``--html`` and
 ``--trace`` write the page and the timeline of the saved run. A file that is not a report,
@@ -13,10 +15,13 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
+from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import READABLE_SCHEMAS
+from laya_tui.core.tracelog import looks_like_trace
 from laya_tui.report.saved import load_saved_report
 
 #: Seconds a lazily read report waits for the first frame to reach the terminal, per MiB
@@ -31,9 +36,9 @@ WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace
 
 def source_line(report: dict[str, Any], path: str) -> str:
     """One line naming the report and the machine that wrote it."""
-    env = report.get("environment") or {}
-    host = env.get("host") if isinstance(env.get("host"), dict) else {}
-    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    env = as_dict(report.get("environment"))
+    host = as_dict(env.get("host"))
+    versions = as_dict(env.get("versions"))
     bits = [os.path.basename(path)]
     if host.get("hostname"):
         bits.append(f"host {host['hostname']}")
@@ -47,16 +52,34 @@ def source_line(report: dict[str, Any], path: str) -> str:
     return "saved report " + ", ".join(bits)
 
 
+def trace_line(report: dict[str, Any]) -> str:
+    """One line naming an imported TORCH_TRACE folder: its logs and their torch."""
+    imported = report.get("imported") or {}
+    files = imported.get("files") or []
+    torch = sorted({str(f["torch"]) for f in files if f.get("torch")})
+    return (f"TORCH_TRACE {imported.get('path', '')}: {len(files)} log(s) ("
+            + ", ".join(f["label"] for f in files) + ")"
+            + (f", torch {', '.join(torch)}" if torch else ""))
+
+
 def headless_text(report: dict[str, Any], path: str) -> str:
     """What ``show`` prints without a terminal: source line, summary, baseline lines."""
     from laya_tui.report.document import human_summary
 
-    lines = [source_line(report, path), human_summary(report)]
+    first = trace_line(report) if report.get("imported") else source_line(report, path)
+    lines = [first, human_summary(report)]
     if isinstance(report.get("baseline"), dict):
         from laya_tui.report.baseline import summary_lines
 
         try:
             lines += summary_lines(report["baseline"])
+        except (KeyError, TypeError):
+            pass
+    if isinstance(report.get("env_comparison"), dict):  # --env: the whole comparison
+        from laya_tui.report.envview import env_text
+
+        try:
+            lines.append(env_text(report["env_comparison"], report.get("envs")).rstrip())
         except (KeyError, TypeError):
             pass
     return "\n".join(lines) + "\n"
@@ -72,9 +95,28 @@ def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None
                                                    "report": report}, budget=SAVED_BUDGET)
 
 
-def build_lazy_app(path: str, *, workspace: str | None) -> Any:
+def load_trace(path: str) -> dict[str, Any]:
+    """The report of a TORCH_TRACE folder or log (a one-line UsageError when there is none)."""
+    from laya_tui.report.trace_import import trace_report
+
+    return trace_report(path)
+
+
+def trace_files_or_fail(path: str) -> None:
+    """Fail before the dashboard starts when ``path`` holds no TORCH_TRACE log."""
+    from laya_tui.core.errors import UsageError
+    from laya_tui.core.tracelog import trace_files
+
+    if not trace_files(path):
+        raise UsageError(f"no TORCH_TRACE log in {path} (torch writes "
+                         "dedicated_log_torch_trace_*.log files there)")
+
+
+def build_lazy_app(path: str, *, workspace: str | None,
+                   load: Callable[[str], dict[str, Any]] = load_saved_report) -> Any:
     """The dashboard over the report at ``path``, read after the first frame (a 100,000
-    signal report takes seconds to parse); an unreadable one ends the app with exit 2."""
+    signal report takes seconds to parse); an unreadable one ends the app with exit 2.
+    ``load``: how the path becomes a report (a saved report, a TORCH_TRACE folder)."""
     from laya_tui.core.replay import RecordedRunner
     from laya_tui.tui.app import build_app
 
@@ -89,8 +131,10 @@ def build_lazy_app(path: str, *, workspace: str | None) -> Any:
         except OSError:
             mib = 0.0
         time.sleep(min(PAINT_GRACE_MAX, PAINT_GRACE_PER_MIB * mib))
-        report = load_saved_report(path)
-        info["report"], info["label"] = report, source_line(report, path)
+        report = load(path)
+        info["report"] = report
+        info["label"] = trace_line(report) if report.get("imported") else source_line(
+            report, path)
         app.model.source, app.model.fixed_gates = info["label"], report["gates"]
         return RecordedRunner(report, on_event)
 
@@ -125,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ap = _Parser(prog="laya-tui show",
                  description="Open a saved laya-tui report in the dashboard (nothing runs).")
-    ap.add_argument("report", metavar="REPORT.json")
+    ap.add_argument("report", metavar="REPORT.json|TRACE_DIR")
     ap.add_argument("--headless", action="store_true",
                     help="print the summary instead (implied without a terminal)")
     ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML page")
@@ -146,15 +190,20 @@ def main(argv: list[str]) -> int:
     check_output_path(args.trace)
     interactive = not (args.headless or args.html or args.trace) and sys.stdout.isatty() \
         and sys.stdin.isatty()
+    is_trace = os.path.isdir(args.report) or looks_like_trace(args.report)
     if interactive:
-        early_check(args.report)
-        app = build_lazy_app(args.report, workspace=args.workspace)
+        if is_trace:
+            trace_files_or_fail(args.report)
+        else:
+            early_check(args.report)
+        app = build_lazy_app(args.report, workspace=args.workspace,
+                             load=load_trace if is_trace else load_saved_report)
         app.run()
         if app.exit_error:
             print(f"laya-tui show: error: {app.exit_error}", file=sys.stderr)
             return EXIT_USAGE
         return EXIT_OK
-    report = load_saved_report(args.report)
+    report = load_trace(args.report) if is_trace else load_saved_report(args.report)
     if args.html:
         from laya_tui.report.html import build_html
 

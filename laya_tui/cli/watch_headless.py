@@ -85,7 +85,7 @@ async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUN
                       gate_settings=gate_settings)
     writer.watcher = watcher
     loop = asyncio.get_running_loop()
-    installed: list[int] = []
+    installed: list[signal.Signals] = []
     stopping = False
 
     def on_signal() -> None:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.signals import CACHEABLE_STATUSES
 
-CACHEABLE = ("ok", "failed", "skipped")
+CACHEABLE = CACHEABLE_STATUSES
 _SLICE = 1000  # signals encoded per step by store_async (~3 ms of C encoding)
 _HOLE = "\x00laya-tui signals\x00"  # where store_async splices the encoded signals
 _encode = compact_encoder(repr)

@@ -24,7 +24,10 @@ def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None
 
 
 def artifact_dir(opts: dict[str, Any], name: str) -> str:
-    """``<--out>/name``, or ``name`` in the per-user cache folder of laya-tui."""
+    """``<--out>/name``, or ``name`` in the per-user cache folder of laya-tui; under
+    ``--env`` (``opts["env"]``), ``<...>/@env/name``: each environment its own files."""
+    if opts.get("env"):
+        name = os.path.join(f"@{opts['env']}", name)
     out = opts.get("out")
     if out:
         return os.path.join(os.path.abspath(out), name)

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+_c_make_encoder: Any
 try:
     from _json import make_encoder as _c_make_encoder
 except ImportError:  # an interpreter without the C accelerator

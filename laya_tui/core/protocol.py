@@ -23,7 +23,8 @@ class Op:
     """
 
     DISCOVER = "discover"  #: ``paths``; reply: one ``discovered``
-    RUN = "run"  #: ``id, file, func, param, log``; reply: ``started``, signals, ``finished``
+    RUN = "run"  #: ``id, file, func, param, log`` (+ ``cell`` under --env); reply:
+    #: ``started``, signals, ``finished``
     INVALIDATE = "invalidate"  #: ``files``; reply: one ``invalidated``
     EXIT = "exit"  #: no reply; the worker returns
 

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from laya_tui.core.signals import FAILING_STATUSES  # noqa: F401 - re-exported
+
 #: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
 FAILED_OUTCOMES: tuple[str, ...] = ("lower-failed", "build-failed", "run-failed")
-#: Result statuses that are not a pass: a finding, a probe error, a crash or a timeout.
-FAILING_STATUSES = frozenset(("failed", "error", "crashed", "timeout"))
 
 SignalKey = tuple[str, str, str, str]
 """``(probe, kind, subject, reason)``: a signal's identity across runs."""
@@ -35,7 +35,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def signal_key(sig: Mapping[str, Any], probe: str | None = None) -> SignalKey:
+def signal_key(sig: Mapping[str, Any] | Signal, probe: str | None = None) -> SignalKey:
     """The stable identity of a signal across runs: (probe, kind, subject, reason).
 
     ``probe`` names the cell when the signal dict does not carry it (a report's probe entry
@@ -49,7 +49,7 @@ def signal_key(sig: Mapping[str, Any], probe: str | None = None) -> SignalKey:
     )
 
 
-def failing(sig: Mapping[str, Any]) -> bool:
+def failing(sig: Mapping[str, Any] | Signal) -> bool:
     """A signal that states a failure by itself: ``passed: false`` (a failed tolerance or
     lowering check), or a failed ``detail.outcome``."""
     if sig.get("passed") is False:
@@ -70,8 +70,10 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
     ``error`` appear only when given. ``cancelled`` marks a run a newer change superseded
     (``_cancelled``: private, never in a report, never cached; see :func:`is_cancelled`).
     """
-    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"], "cached": cached,
-                              "params": probe.get("params", {}), "file": probe.get("file")}
+    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"]}
+    if probe.get("env"):  # --env: the environment the cell ran in (its id ends in @env)
+        result["env"] = probe["env"]
+    result.update(cached=cached, params=probe.get("params", {}), file=probe.get("file"))
     if started is not None:
         result["started"] = started
     result.update(status=status, reason=reason, seconds=seconds, deps=deps, signals=signals,
@@ -94,24 +96,25 @@ def is_cancelled(result: Mapping[str, Any]) -> bool:
 class Signal:
     """One signal, frozen (the fields of ``laya_tui.core.signals.FIELDS``; None = absent).
 
-    Reads like the dict it came from (``get``, ``[]``, ``in``), so code written against
-    the report's signal objects works on it unchanged. ``site`` and ``detail`` stay the
-    dicts they were: shallowly frozen.
+    The field types are the report schema's (``report/schema.json``, ``$defs/signal``).
+    It also reads like the dict it came from (``get``, ``[]``, ``in``), so code written
+    against the report's signal objects works on it unchanged; new code reads attributes.
+    ``site`` and ``detail`` stay the dicts they were: shallowly frozen.
     """
 
     kind: str = ""
     probe: str = ""
-    subject: Any = None
-    count: Any = None
-    bytes: Any = None
-    reason: Any = None
-    site: Any = None
-    fix: Any = None
+    subject: str | None = None
+    count: int | None = None
+    bytes: int | None = None
+    reason: str | None = None
+    site: Mapping[str, Any] | None = None
+    fix: str | None = None
     value: Any = None
-    limit: Any = None
-    passed: Any = None
-    seconds: Any = None
-    detail: Any = None
+    limit: float | None = None
+    passed: bool | None = None
+    seconds: float | None = None
+    detail: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, sig: Mapping[str, Any]) -> Signal:
@@ -167,8 +170,8 @@ class Signal:
 _SIGNAL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Signal))
 _SIGNAL_FIELD_SET = frozenset(_SIGNAL_FIELDS)
 _new = object.__new__
-_set_kind = Signal.kind.__set__  # type: ignore[attr-defined]  # the slot descriptors
-_set_probe = Signal.probe.__set__  # type: ignore[attr-defined]
+_set_kind = getattr(Signal, "kind").__set__  # the slot descriptors  # noqa: B009
+_set_probe = getattr(Signal, "probe").__set__  # noqa: B009
 _SET_OPTIONAL: tuple[tuple[str, Any], ...] = tuple(
     (name, getattr(Signal, name).__set__) for name in _SIGNAL_FIELDS[2:])
 
@@ -192,6 +195,7 @@ class ProbeResult:
     started: float | None = None
     ended: float | None = None
     cancelled: bool = False
+    env: str | None = None  # --env: the environment it ran in
 
     @classmethod
     def from_dict(cls, result: Mapping[str, Any],
@@ -208,13 +212,14 @@ class ProbeResult:
             deps=tuple(result.get("deps") or ()),
             signals=signals, log_tail=result.get("log_tail") or "", error=result.get("error"),
             started=result.get("started"), ended=result.get("ended"),
-            cancelled=is_cancelled(result))
+            cancelled=is_cancelled(result), env=result.get("env"))
 
     def to_dict(self) -> dict[str, Any]:
         """The report's probe entry (built by :func:`make_result`, so in the same order)."""
         return make_result(
-            {"id": self.id, "family": self.family, "params": dict(self.params or {}),
-             "file": self.file}, self.status, self.reason, seconds=self.seconds or 0.0,
+            {"id": self.id, "family": self.family, "env": self.env,
+             "params": dict(self.params or {}), "file": self.file}, self.status, self.reason,
+            seconds=self.seconds or 0.0,
             deps=list(self.deps), signals=[s.to_dict() for s in self.signals],
             log_tail=self.log_tail, started=self.started, ended=self.ended,
             cached=self.cached, error=dict(self.error) if self.error else None,

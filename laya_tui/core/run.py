@@ -38,7 +38,7 @@ async def run_probes(config: RunConfig, on_event: Any = None
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stopped_by: list[int] = []
-    installed: list[int] = []
+    installed: list[signal.Signals] = []
 
     def stop(signum: int) -> None:
         # the workers die now, so a read in flight ends at once even where asyncio drops

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.envs import Environment, base_id, expand, worker_key
 from laya_tui.core.events import (
     Event,
     EventSource,
@@ -66,6 +67,9 @@ class RunConfig:
     shard: tuple[int, int] | None = None  # --shard K/N (laya_tui.core.shard)
     durations: dict[str, float] | None = None  # --shard: seconds per cell from --durations
     durations_path: str | None = None
+    #: --env NAME=PYTHON: every cell once per environment (laya_tui.core.envs); empty: the
+    #: cells run once, in workers started with ``python``
+    envs: tuple[Environment, ...] = ()
 
     def options(self) -> dict[str, Any]:
         """The options probes see through ``laya_tui.api.options()``."""
@@ -96,6 +100,7 @@ class Discovery:
     probes: list[dict[str, Any]]
     errors: list[dict[str, Any]]
     shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
+    envs: dict[str, Any] | None = None  # the report's "envs" object under --env
 
 
 class WorkerDied(Exception):
@@ -105,10 +110,12 @@ class WorkerDied(Exception):
 class WorkerHandle:
     """One worker subprocess in its own process group, with its signal pipe."""
 
-    def __init__(self, family: str, config: RunConfig, log_dir: str) -> None:
-        self.family = family
+    def __init__(self, family: str, config: RunConfig, log_dir: str,
+                 env: Environment | None = None) -> None:
+        self.family = family  # the worker key: the family, ``family@env`` in an environment
         self.config = config
         self.log_dir = log_dir
+        self.env = env
         self.proc: asyncio.subprocess.Process | None = None
         self.reader: asyncio.StreamReader | None = None
         self.worker_log = os.path.join(log_dir, f"_worker-{_safe(family)}.log")
@@ -125,14 +132,23 @@ class WorkerHandle:
         """Spawn the worker and wait for its ``ready`` event."""
         rfd, wfd = os.pipe()
         env = dict(os.environ)
-        env["LAYA_TUI_OPTIONS"] = json.dumps(self.config.options())
-        if not _installed():  # run from a source tree: let the worker find laya_tui
+        opts = self.config.options()
+        python = self.config.python
+        if self.env is not None:  # another interpreter, running this laya_tui
+            from laya_tui.core.envs import link_package, worker_environ
+
+            opts["env"] = self.env.name  # artifacts go under <out>/@env (core.files)
+            python = self.env.python
+            env = worker_environ(env, python,
+                                 link_package(os.path.join(self.log_dir, "_pythonpath")))
+        elif not _installed():  # run from a source tree: let the worker find laya_tui
             env["PYTHONPATH"] = os.pathsep.join(
                 [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
+        env["LAYA_TUI_OPTIONS"] = json.dumps(opts)
         logf = open(self.worker_log, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                self.config.python, "-m", "laya_tui.worker", "--signal-fd", str(wfd),
+                python, "-m", "laya_tui.worker", "--signal-fd", str(wfd),
                 "--workspace", self.config.workspace,
                 stdin=asyncio.subprocess.PIPE, stdout=logf, stderr=logf,
                 pass_fds=(wfd,), start_new_session=True, env=env,
@@ -142,8 +158,8 @@ class WorkerHandle:
             os.close(wfd)
             logf.close()
         loop = asyncio.get_running_loop()
-        self.reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+        reader = self.reader = asyncio.StreamReader(limit=MAX_LINE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
                                      os.fdopen(rfd, "rb", buffering=0))
         event = await self.next_event(timeout=60.0)
         if event.get("type") != Reply.READY:
@@ -244,6 +260,7 @@ class Runner(EventSource):
         self._cancelled: set[str] = set()
         self.stopped = False  # see stop()
         self._lock: dict[str, asyncio.Lock] = {}
+        self._slots: asyncio.Semaphore | None = None  # see job_slot()
         self._stale: dict[str, set[str]] = {}  # family -> changed files not yet dropped
         self._recycle: set[str] = set()  # families whose warm worker must restart
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
@@ -304,11 +321,20 @@ class Runner(EventSource):
     def _select(self, event: dict[str, Any]) -> Discovery:
         """The ``discovered`` reply, narrowed by ``--only`` and ``--shard``."""
         probes = event.get("probes", [])
+        envs = None
+        if self.config.envs:  # every cell once per environment, ids ``...@env``
+            probes = expand(probes, self.config.envs)
+            envs = {e.name: e.info() for e in self.config.envs}
         if self.config.only:
-            probes = [p for p in probes if matches_any(p["id"], self.config.only)]
+            only = self.config.only
+            probes = [p for p in probes if matches_any(p["id"], only)
+                      or (p.get("env") and matches_any(base_id(p), only))]
         if self.config.shard:
-            return self._select_shard(probes, event.get("errors", []))
-        return Discovery(probes, event.get("errors", []))
+            disc = self._select_shard(probes, event.get("errors", []))
+        else:
+            disc = Discovery(probes, event.get("errors", []))
+        disc.envs = envs
+        return disc
 
     def _select_shard(self, probes: list[dict[str, Any]],
                       errors: list[dict[str, Any]]) -> Discovery:
@@ -330,12 +356,12 @@ class Runner(EventSource):
         """Run probe cells (cache first); results in the order given."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
-        by_family: dict[str, list[dict[str, Any]]] = {}
+        by_family: dict[str, list[dict[str, Any]]] = {}  # by worker: family[@env]
         for p in probes:
-            by_family.setdefault(p["family"], []).append(p)
+            by_family.setdefault(worker_key(p), []).append(p)
         families = self._schedule(by_family)
         results: dict[str, dict[str, Any]] = {}
-        sem = asyncio.Semaphore(max(1, self.config.jobs))
+        sem = self.job_slot()
 
         ran: list[dict[str, Any]] = []  # in the order they ran: a family's first paid start-up
 
@@ -353,6 +379,13 @@ class Runner(EventSource):
 
             record_durations(self.cache.root, ran)
         return [results[p["id"]] for p in probes if p["id"] in results]
+
+    def job_slot(self) -> asyncio.Semaphore:
+        """The ``--jobs`` limit: hold one to run a family's cells (``run``) or one cell (the
+        watcher's re-runs), so every caller of this runner shares it."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.config.jobs))
+        return self._slots
 
     def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
         """Order families and, in place, the cells inside each, by recorded durations.
@@ -373,15 +406,17 @@ class Runner(EventSource):
             cells[:] = timed + new
         names = list(by_family)
         total = {f: sum(known.get(p["id"], 0.0) for p in cells) for f, cells in by_family.items()}
-        return sorted(names, key=lambda f: (f != "env", -total[f], names.index(f)))
+        fam = {k: cells[0]["family"] if cells else k for k, cells in by_family.items()}
+        return sorted(names, key=lambda f: (fam[f] != "env", -total[f], names.index(f)))
 
     async def run_one(self, probe: dict[str, Any], *,
                       use_cache: bool | None = None) -> dict[str, Any]:
         """Run one cell in its family's warm worker (or serve it from the cache)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
         options = self._cache_options()
+        versions = self._versions_for(probe)
         if use_cache:
-            hit = self.cache.lookup(probe["id"], probe.get("params"), options, self.versions)
+            hit = self.cache.lookup(probe["id"], probe.get("params"), options, versions)
             if hit is not None:
                 now = time.time()  # the span of this serving, not of the cached run
                 hit = dict(hit, cached=True, started=now, ended=now)
@@ -390,7 +425,7 @@ class Runner(EventSource):
                     self.on_event(SignalEmitted(probe["id"], sig))
                 self.on_event(ProbeFinished(hit))
                 return hit
-        lock = self._lock.setdefault(probe["family"], asyncio.Lock())
+        lock = self._lock.setdefault(worker_key(probe), asyncio.Lock())
         async with lock:
             result = await self._execute(probe)
         if is_cancelled(result):
@@ -399,9 +434,18 @@ class Runner(EventSource):
             return result
         # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
         await self.cache.store_async(probe["id"], probe.get("params"), options,
-                                     self.versions, self._abs_deps(probe, result), result)
+                                     versions, self._abs_deps(probe, result), result)
         self.on_event(ProbeFinished(result))
         return result
+
+    def _versions_for(self, probe: dict[str, Any]) -> dict[str, Any]:
+        """The versions a cell's cache entry is keyed on: its environment's, else laya-tui's
+        own interpreter's."""
+        env = probe.get("env")
+        for e in self.config.envs if env else ():
+            if e.name == env:
+                return e.cache_versions()
+        return self.versions
 
     def _cache_options(self) -> dict[str, Any]:
         """The run options that shape results (the workspace path itself does not)."""
@@ -414,8 +458,9 @@ class Runner(EventSource):
         deps = set(probe.get("deps", [])) | set(result.pop("_abs_deps", []))
         return sorted(deps)
 
-    async def _worker(self, family: str) -> WorkerHandle:
-        """The family's warm worker (under its lock), with pending invalidations applied."""
+    async def _worker(self, family: str, env: str | None = None) -> WorkerHandle:
+        """The warm worker of ``family`` (a worker key: ``family@env`` in an environment),
+        under its lock, with pending invalidations applied."""
         handle = self.workers.get(family)
         stale = self._stale.pop(family, None)
         if handle is not None and handle.alive and family in self._recycle:
@@ -431,13 +476,15 @@ class Runner(EventSource):
             await handle.close()  # reap a killed or exited worker before its successor starts
         if handle is None or not handle.alive:
             self._recycle.discard(family)
-            handle = WorkerHandle(family, self.config, self.log_dir)
+            handle = WorkerHandle(family, self.config, self.log_dir,
+                                  next((e for e in self.config.envs if e.name == env), None)
+                                  if env else None)
             self.workers[family] = handle
             await handle.start()
         return handle
 
     async def _execute(self, probe: dict[str, Any]) -> dict[str, Any]:
-        pid, fam = probe["id"], probe["family"]
+        pid, fam, key = probe["id"], probe["family"], worker_key(probe)
         log_path = os.path.join(self.log_dir, _safe(pid) + ".log")
         if os.path.exists(log_path):
             os.unlink(log_path)
@@ -448,16 +495,18 @@ class Runner(EventSource):
         timeout = self.config.timeout_for(probe)
         self._cancelled.discard(pid)
         try:
-            handle = await self._worker(fam)
+            handle = await self._worker(key, probe.get("env"))
         except (WorkerDied, TimeoutError, OSError) as exc:
             return self._ended(probe, "crashed", f"worker failed to start: {exc}", t0, started,
                                signals, _tail(os.path.join(self.log_dir,
-                                                           f"_worker-{_safe(fam)}.log")))
-        self._running[fam] = pid
+                                                           f"_worker-{_safe(key)}.log")))
+        self._running[key] = pid
         try:
-            await handle.send({"op": Op.RUN, "id": pid, "file": probe["file"],
-                               "func": probe["func"], "param": probe.get("param"),
-                               "log": log_path})
+            cmd = {"op": Op.RUN, "id": pid, "file": probe["file"], "func": probe["func"],
+                   "param": probe.get("param"), "log": log_path}
+            if probe.get("env"):
+                cmd["cell"] = base_id(probe)  # the id discovery gave it (no @env)
+            await handle.send(cmd)
             deadline = time.monotonic() + timeout
             while True:
                 remaining = deadline - time.monotonic()
@@ -531,7 +580,7 @@ class Runner(EventSource):
             tail = _tail(log_path) or _tail(handle.worker_log)
             return self._ended(probe, "crashed", reason, t0, started, signals, tail)
         finally:
-            self._running.pop(fam, None)
+            self._running.pop(key, None)
 
     def _ended(self, probe: dict[str, Any], status: str, reason: str, t0: float,
                started: float, signals: list[dict[str, Any]], tail: str, *,
@@ -580,8 +629,9 @@ class Runner(EventSource):
             self._disc_stale |= real
 
     def pending_invalidations(self, family: str) -> frozenset[str]:
-        """Changed files the family's warm worker has not dropped yet (it will, right
-        before its next run): a run starting now still sees their old modules."""
+        """Changed files the warm worker of ``family`` (a worker key, ``family@env`` in an
+        environment) has not dropped yet (it will, right before its next run): a run
+        starting now still sees their old modules."""
         return frozenset(self._stale.get(family, ()))
 
     async def close(self) -> None:

@@ -18,6 +18,7 @@ from laya_tui.core.defaults import (  # noqa: F401 - re-exported: the settings' 
     DEFAULT_MARGIN,
     default_jobs,
 )
+from laya_tui.core.envs import Environment
 
 
 def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -38,15 +39,18 @@ class Outputs:
     markdown: str | None = None
     html: str | None = None
     trace: str | None = None
+    sarif: str | None = None
+    annotations: bool = False  # GitHub workflow commands on stdout
 
     def by_flag(self) -> dict[str, str | None]:
         """``{"--json": path, "--junit": path, ...}`` in flag order (for messages)."""
         return {"--json": self.json, "--junit": self.junit, "--markdown": self.markdown,
-                "--html": self.html, "--trace": self.trace}
+                "--html": self.html, "--trace": self.trace, "--sarif": self.sarif}
 
     def ci_files(self) -> bool:
-        """True when a CI file beside the JSON report is asked for."""
-        return any((self.junit, self.markdown, self.html, self.trace))
+        """True when a CI file (or annotation) beside the JSON report is asked for."""
+        return any((self.junit, self.markdown, self.html, self.trace, self.sarif,
+                    self.annotations))
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class Gates:
     max_counts: Mapping[str, int] = field(default_factory=_empty)
     baseline: str | None = None  # a report path; loaded by report.gates.prepare_gates
     tolerance_margin: float = DEFAULT_MARGIN
+    fail_on_env_change: bool = False  # --fail-on-env-change (laya_tui.report.envcompare)
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     durations: Mapping[str, float] | None = None
     durations_path: str | None = None
+    envs: tuple[Environment, ...] = ()  # --env / envs =, each checked (core.envs.inspect_env)
 
 
 @dataclass(frozen=True)

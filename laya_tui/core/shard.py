@@ -227,10 +227,10 @@ def _pack(chunks: list[list[str]], model: _Model, n: int) -> list[list[int]]:
                     best = (after, a, b)
         if best is None:
             break
-        _, a, b = best
+        _, a, swap_in = best
         move(a, hi, lo)
-        if b is not None:
-            move(b, lo, hi)
+        if swap_in is not None:
+            move(swap_in, lo, hi)
     return parts
 
 
@@ -312,8 +312,11 @@ def select_shard(probes: list[dict[str, Any]], shard: tuple[int, int],
                  source_path: str | None = None
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The probes of part K (in their discovery order) and the report's ``shard`` object."""
+    from laya_tui.core.envs import worker_key
+
     k, n = shard
-    plan = make_plan([(p["id"], p["family"]) for p in probes], n, durations, source)
+    # one warm worker per family and environment: each pays its own start-up
+    plan = make_plan([(p["id"], worker_key(p)) for p in probes], n, durations, source)
     mine = set(plan.parts[k - 1])
     chosen = [p for p in probes if p["id"] in mine]
     info: dict[str, Any] = {

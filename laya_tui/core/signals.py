@@ -6,6 +6,7 @@ Pure standard library: imported by the UI, the runner and the workers alike.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 SCHEMA_ID = "laya-tui.report/2"
@@ -28,11 +29,39 @@ KINDS: tuple[str, ...] = (
     "log",
 )
 
-#: The closed set of probe statuses.
-#: ``failed`` is a finding about the subject (it does not lower, it drifts); ``error`` means the
-#: probe could not examine its subject at all (unknown kernel arguments, a model that does not
-#: import, a factory that raises): the tool failing the user, never a passing verdict.
-STATUSES: tuple[str, ...] = ("ok", "failed", "error", "skipped", "crashed", "timeout")
+class Status(StrEnum):
+    """A probe cell's status: the six a report holds, then the three a live run adds.
+
+    ``failed`` is a finding about the subject (it does not lower, it drifts); ``error``
+    means the probe could not examine its subject at all (unknown kernel arguments, a model
+    that does not import, a factory that raises): the tool failing the user, never a passing
+    verdict. A member equals its string, so reports and dicts keep plain strings.
+    """
+
+    OK = "ok"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    # live only: never in a report
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+
+
+#: The closed set of probe statuses a report holds, in report order.
+STATUSES: tuple[str, ...] = tuple(s.value for s in Status)[:6]
+#: A cell not finished yet (the dashboard's live states).
+LIVE_STATUSES = frozenset((Status.PENDING, Status.QUEUED, Status.RUNNING))
+#: Not a pass: a finding, a probe error, a crash or a timeout.
+FAILING_STATUSES = frozenset((Status.FAILED, Status.ERROR, Status.CRASHED, Status.TIMEOUT))
+#: The run ended before the probe did (its worker died, or it ran past its deadline).
+ABORTED_STATUSES = frozenset((Status.CRASHED, Status.TIMEOUT))
+#: The probe looked at its subject and said what it found.
+COMPLETED_STATUSES = frozenset((Status.OK, Status.FAILED))
+#: Results the result cache keeps (``docs/architecture.md``, 'Result cache and dependency sets').
+CACHEABLE_STATUSES = frozenset((Status.OK, Status.FAILED, Status.SKIPPED))
 
 #: Fields a signal may carry besides ``kind`` and ``probe``.
 FIELDS: tuple[str, ...] = (

@@ -39,8 +39,8 @@ def _stages(probe: dict[str, Any]) -> list[Stage]:
         if any(tag in subject for tag in _NOT_STAGES):
             continue
         detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
-        runs = detail.get("runs") if isinstance(detail.get("runs"), int) and \
-            detail["runs"] > 1 else 1
+        runs_field = detail.get("runs")
+        runs: int = runs_field if isinstance(runs_field, int) and runs_field > 1 else 1
         args: dict[str, Any] = {"seconds": secs}
         if runs > 1:
             args.update(runs=runs, median=secs)
@@ -63,18 +63,20 @@ def _stages(probe: dict[str, Any]) -> list[Stage]:
 
 def _spans(report: dict[str, Any]) -> tuple[list[tuple[str, float, float, dict]], bool]:
     """(family, start, end, probe) per probe, and whether the times were recorded."""
+    from laya_tui.core.envs import worker_key  # --env: one track per family@env worker
+
     probes = report.get("probes") or []
     timed = bool(probes) and all(isinstance(p.get("started"), (int, float))
                                  and isinstance(p.get("ended"), (int, float)) for p in probes)
     spans = []
     if timed:
         for p in probes:
-            spans.append((str(p.get("family", "?")), float(p["started"]),
+            spans.append((worker_key(p) if p.get("family") else "?", float(p["started"]),
                           max(float(p["ended"]), float(p["started"])), p))
         return spans, True
     cursor: dict[str, float] = {}
     for p in probes:
-        fam = str(p.get("family", "?"))
+        fam = worker_key(p) if p.get("family") else "?"
         start = cursor.get(fam, 0.0)
         secs = p.get("seconds")
         end = start + (float(secs) if isinstance(secs, (int, float)) and secs > 0 else 0.0)

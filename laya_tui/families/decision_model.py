@@ -58,7 +58,7 @@ class DecisionModel(nn.Module):
 
     def __init__(self, encoder: nn.Module, *, cast_features: bool = True) -> None:
         super().__init__()
-        hidden = int(encoder.config.hidden_size)
+        hidden = int(getattr(encoder, "config").hidden_size)  # noqa: B009 - a transformers model
         self.encoder = encoder
         self.marker_head = nn.Linear(hidden, 1)
         self.action_head = nn.Sequential(

@@ -55,7 +55,7 @@ def logits_verdict(out: Any, ref: Any, *, atol: float, mask: Any = None,
         gaps = np.zeros(rows)
     bad = np.nonzero(out_top != ref_top)[0]
     threshold = factor * max_diff
-    mismatches = []
+    mismatches: list[dict[str, Any]] = []
     clear = near = 0
     for i in bad:
         gap = float(gaps[i])

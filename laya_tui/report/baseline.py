@@ -36,12 +36,18 @@ from laya_tui.core.results import (
     upgrade_compile_signals,
 )
 from laya_tui.core.settings import DEFAULT_MARGIN
-from laya_tui.core.signals import KINDS, READABLE_SCHEMAS, SCHEMA_ID, STATUSES
+from laya_tui.core.signals import (
+    COMPLETED_STATUSES,
+    KINDS,
+    READABLE_SCHEMAS,
+    SCHEMA_ID,
+    STATUSES,
+)
 
 PREFIX = "laya-tui.report/"
 CURRENT_VERSION = int(SCHEMA_ID.rpartition("/")[2])
 REQUIRED = ("schema", "environment", "probes", "summary", "gates")
-COMPLETED = frozenset(("ok", "failed"))
+COMPLETED = COMPLETED_STATUSES
 #: First compiles (``compile``) are one-time costs, not compared: only real recompiles are.
 COMPARED_COUNTED: tuple[str, ...] = tuple(k for k in COUNTED_KINDS if k != "compile")
 _COUNTED = frozenset(COMPARED_COUNTED)

@@ -23,8 +23,10 @@ BAD = frozenset(("new", "more", "more-bytes", "now-failing", "worse", "status"))
 
 
 def diff_reports(base: dict[str, Any], new: dict[str, Any], *, base_path: str = "BASE",
-                 margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
-    """The baseline comparison of ``new`` against ``base``, plus status and version changes."""
+                 margin: float = DEFAULT_MARGIN,
+                 labels: tuple[str, str] = ("BASE", "NEW")) -> dict[str, Any]:
+    """The baseline comparison of ``new`` against ``base``, plus status and version changes;
+    ``labels`` name the two sides in the messages (``laya-tui diff``: BASE and NEW)."""
     section = compare(Baseline(base_path, base), new.get("probes", []), margin=margin)
     old_status = {p["id"]: p["status"] for p in base.get("probes", [])}
     for p in new.get("probes", []):
@@ -39,8 +41,8 @@ def diff_reports(base: dict[str, Any], new: dict[str, Any], *, base_path: str = 
             "message": f"was {before}, now {p['status']}{why}"})
     for lst in (section["regressions"], section["improvements"], section["notes"]):
         for item in lst:  # the gate's words name "the baseline" and "this run"
-            item["message"] = (item["message"].replace("the baseline", "BASE")
-                               .replace("this run", "NEW"))
+            item["message"] = (item["message"].replace("the baseline", labels[0])
+                               .replace("this run", labels[1]))
     section["notes"].sort(key=lambda i: (i["probe"], i["kind"], i.get("subject", ""),
                                          i["change"]))
     section["counts"]["notes"] = len(section["notes"])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder
-from laya_tui.core.signals import KINDS, SCHEMA_ID, STATUSES
+from laya_tui.core.signals import ABORTED_STATUSES, KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -38,7 +38,7 @@ def environment_section(probes: list[dict[str, Any]]) -> dict[str, Any]:
     env: dict[str, Any] = {"versions": library_versions(), "host": host_facts()}
     facts: dict[str, Any] = {}
     for p in probes:
-        if p.get("family") == "env":
+        if p.get("family") == "env" and not p.get("env"):  # --env cells: under "envs"
             for s in p.get("signals", []):
                 if s.get("kind") == "environment" and "subject" in s:
                     facts[s["subject"]] = s.get("value", s.get("reason"))
@@ -198,7 +198,7 @@ def human_summary(report: dict[str, Any]) -> str:
     if kinds:
         lines.append(f"  signals: {kinds}")
     for p in report["probes"]:
-        if p["status"] in ("crashed", "timeout"):
+        if p["status"] in ABORTED_STATUSES:
             lines.append(f"  {p['status']}: {p['id']}: {p.get('reason') or ''}")
         elif p["status"] == "error":  # not a finding: the probe never reached its subject
             first, *rest = (p.get("reason") or "").splitlines() or [""]

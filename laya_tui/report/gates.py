@@ -47,6 +47,8 @@ class GateSettings:
     max_counts: dict[str, int] = field(default_factory=dict)
     baseline: Any = None  # a laya_tui.report.baseline.Baseline, loaded before any probe runs
     tolerance_margin: float = DEFAULT_MARGIN
+    fail_on_env_change: bool = False  # the env-change gate (laya_tui.report.envcompare)
+    envs: dict[str, Any] = field(default_factory=dict)  # --env: the report's "envs" object
 
 
 def parse_fail_on(values: Iterable[str], source: str = "--fail-on") -> list[str]:
@@ -99,7 +101,9 @@ def prepare_gates(settings: Settings) -> GateSettings:
         seen[real] = flag
     g = settings.gates
     gates = GateSettings(fail_on=list(g.fail_on), max_counts=dict(g.max_counts),
-                         tolerance_margin=g.tolerance_margin)
+                         tolerance_margin=g.tolerance_margin,
+                         fail_on_env_change=g.fail_on_env_change,
+                         envs={e.name: e.info() for e in settings.run.envs})
     if g.baseline:
         from laya_tui.report.baseline import load_baseline
 
@@ -200,6 +204,16 @@ def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = N
         section = compare(s.baseline, probes, margin=s.tolerance_margin)
         gates.append(baseline_gate(section))
         extra["baseline"] = section
+    if s.envs or s.fail_on_env_change or any(p.get("env") for p in probes):
+        from laya_tui.report.envcompare import compare_envs, env_change_gate, envs_report
+
+        env_section = compare_envs(probes, s.envs, margin=s.tolerance_margin)
+        if s.fail_on_env_change:
+            gates.append(env_change_gate(env_section))
+        if s.envs:
+            extra["envs"] = envs_report(s.envs, probes)
+        if env_section is not None:
+            extra["env_comparison"] = env_section
     return gates, extra
 
 

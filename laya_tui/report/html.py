@@ -149,7 +149,11 @@ def build_html(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
     data = page_data(report, diff=diff, title=title, workspace=workspace)
     css = _ASSETS.joinpath("page.css").read_text(encoding="utf-8")
     js = _ASSETS.joinpath("page.js").read_text(encoding="utf-8")
-    return (_TEMPLATE.replace("__TITLE__", html.escape(title))
+    from laya_tui.report.envview import env_html
+
+    # --env: the comparison as a static section (its text can hold no placeholder)
+    envs = env_html(report.get("env_comparison"), report.get("envs")).replace("__", "_&#95;")
+    return (_TEMPLATE.replace("__ENVS__", envs).replace("__TITLE__", html.escape(title))
             .replace("__CSS__", css).replace("__JS__", js)
             .replace("__DATA__", _script_json(data)))
 
@@ -161,6 +165,7 @@ _TEMPLATE = """<!DOCTYPE html>
  content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <title>__TITLE__</title><style>__CSS__</style></head>
 <body><div id="app"><noscript>This page needs JavaScript to show the report.</noscript></div>
+__ENVS__
 <script type="application/json" id="laya-data">__DATA__</script>
 <script>__JS__</script></body></html>
 """

@@ -126,6 +126,10 @@ def build_markdown(report: dict[str, Any]) -> str:
     lines += _not_examined(report)
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
+    if report.get("env_comparison"):  # --env: what differs between the environments
+        from laya_tui.report.envview import env_markdown
+
+        lines += env_markdown(report["env_comparison"], report.get("envs"))
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines) + "\n"

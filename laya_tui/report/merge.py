@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
 #: Signal kinds whose values are measurements or paths of one run (never a conflict).
@@ -80,7 +81,7 @@ def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
     kind = sig.get("kind")
     if kind in VOLATILE_KINDS:
         return (kind, sig.get("subject"))
-    site = sig.get("site") if isinstance(sig.get("site"), dict) else {}
+    site = as_dict(sig.get("site"))
     return (kind, sig.get("subject"), sig.get("reason"), sig.get("count"), sig.get("bytes"),
             sig.get("passed"), sig.get("limit"), sig.get("fix"),
             json.dumps(sig.get("value"), sort_keys=True, default=repr),
@@ -89,7 +90,7 @@ def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
 
 def result_fingerprint(probe: dict[str, Any]) -> tuple[Any, ...]:
     """What must agree for two copies of a probe to be the same result (see module doc)."""
-    err = probe.get("error") if isinstance(probe.get("error"), dict) else {}
+    err = as_dict(probe.get("error"))
     sigs = Counter(_signal_fingerprint(s) for s in probe.get("signals", []))
     return (probe.get("family"), probe.get("status"), probe.get("reason"), err.get("type"),
             err.get("message"), frozenset(sigs.items()))
@@ -108,8 +109,18 @@ def _host_identity(env: dict[str, Any]) -> str:
                       default=repr)
 
 
+def _env_identity(info: dict[str, Any]) -> str:
+    return json.dumps(info.get("versions"), sort_keys=True, default=repr)
+
+
+def _env_text(info: dict[str, Any]) -> str:
+    raw = info.get("versions")
+    v: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    return ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "tilelang") if v.get(k))
+
+
 def _hostname(env: dict[str, Any], label: str) -> str:
-    host = env.get("host") if isinstance(env.get("host"), dict) else {}
+    host = as_dict(env.get("host"))
     name = host.get("hostname")
     if isinstance(name, str) and name:
         return name
@@ -129,6 +140,8 @@ class Merger:
     errors: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    envs: dict[str, dict[str, Any]] = field(default_factory=dict)  # --env: name -> info
+    _env_from: dict[str, int] = field(default_factory=dict)  # name -> input index
 
     def _add_host(self, name: str, env: dict[str, Any]) -> str:
         ident = _host_identity(env)
@@ -157,26 +170,45 @@ class Merger:
                   if isinstance(env, dict)}
         fallback = rename.get(default) or next(iter(rename.values()), default)
         self._record(inp, rename, fallback)
-        summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+        summary = as_dict(doc.get("summary"))
         sec = summary.get("seconds")
         if isinstance(sec, int | float) and not isinstance(sec, bool):
             self.seconds += float(sec)
         for e in doc.get("errors") or []:
             if isinstance(e, dict) and e not in self.errors:
                 self.errors.append(e)
+        self._add_envs(doc.get("envs"), idx)
         for p in doc["probes"]:
             probe = dict(p, host=rename.get(p.get("host"), fallback))
             self._add_probe(probe, idx)
+
+    def _add_envs(self, envs: Any, idx: int) -> None:
+        """Environments of one input (``--env``): one name must be one interpreter with the
+        same versions in every input, else its cells would be compared across two."""
+        for name, info in (envs.items() if isinstance(envs, dict) else ()):
+            if not isinstance(info, dict):
+                continue
+            held = self.envs.get(name)
+            if held is None:
+                self.envs[name], self._env_from[name] = json.loads(json.dumps(info)), idx
+                continue
+            if _env_identity(held) == _env_identity(info):
+                held["probed"] = {**(info.get("probed") or {}), **(held.get("probed") or {})}
+                continue
+            a, b = self.inputs[self._env_from[name]].label, self.inputs[idx].label
+            raise UsageError(f"environment {name} differs between {a} ({_env_text(held)}) and "
+                             f"{b} ({_env_text(info)}): give the two environments different "
+                             "--env names")
 
     def _record(self, inp: Input, rename: dict[str, str], fallback: str) -> None:
         merged = inp.doc.get("merged")
         if isinstance(merged, dict) and isinstance(merged.get("inputs"), list):
             for sub in merged["inputs"]:  # a merged report: keep its own inputs
                 if isinstance(sub, dict):
-                    self.records.append(dict(sub, host=rename.get(sub.get("host"), fallback),
+                    self.records.append(dict(sub, host=rename.get(str(sub.get("host")), fallback),
                                              via=inp.label))
             return
-        summary = inp.doc.get("summary") if isinstance(inp.doc.get("summary"), dict) else {}
+        summary = as_dict(inp.doc.get("summary"))
         rec: dict[str, Any] = {"file": inp.label, "host": fallback,
                                "created": inp.doc.get("created"),
                                "probes": len(inp.doc["probes"]),
@@ -250,6 +282,12 @@ def merge_reports(inputs: list[Input], settings: Any = None,
     for inp in inputs:
         m.add(inp)
     probes = m.probes()
+    if m.envs:  # the environments' comparison over the merged cells
+        from dataclasses import replace
+
+        from laya_tui.report.gates import GateSettings
+
+        settings = replace(settings or GateSettings(), envs=m.envs)
     gates, extra = evaluate_all(probes, settings, m.errors)
     gate = shards_gate(m.records)
     if gate is not None:

@@ -17,6 +17,10 @@ from laya_tui.report.gates import GateSettings, evaluate_all
 def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
                 settings: GateSettings | None = None) -> dict[str, Any]:
     """Evaluate gates (and the baseline comparison) and build the report document."""
+    if disc.envs and not (settings and settings.envs):  # --env: compare the environments
+        from dataclasses import replace
+
+        settings = replace(settings or GateSettings(), envs=dict(disc.envs))
     gates, extra = evaluate_all(results, settings, disc.errors)
     if disc.shard:
         extra = dict(extra, shard=disc.shard)
@@ -25,8 +29,9 @@ def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
 
 
 def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
-    """``--junit``, ``--markdown``, ``--html``, ``--trace`` and ``$GITHUB_STEP_SUMMARY``
-    (paths checked up front by :func:`laya_tui.report.gates.prepare_gates`)."""
+    """``--junit``, ``--markdown``, ``--html``, ``--trace``, ``$GITHUB_STEP_SUMMARY``,
+    ``--sarif`` and ``--annotations`` (paths checked up front by
+    :func:`laya_tui.report.gates.prepare_gates`)."""
     out = settings.outputs
     if out.junit:
         from laya_tui.report.junit import build_junit
@@ -43,6 +48,10 @@ def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
         from laya_tui.core.trace import trace_json
 
         write_atomic(out.trace, trace_json(report))
+    if out.sarif or out.annotations:
+        from laya_tui.report.sarif import write_finding_outputs
+
+        write_finding_outputs(report, settings)
 
 
 def finish(report: dict[str, Any], settings: Settings, json_path: str | None) -> int:
@@ -56,4 +65,8 @@ def finish(report: dict[str, Any], settings: Settings, json_path: str | None) ->
         from laya_tui.report.baseline import summary_lines
 
         print("\n".join(summary_lines(report["baseline"])), file=sys.stderr)
+    if report.get("env_comparison"):
+        from laya_tui.report.envview import env_summary_lines
+
+        print("\n".join(env_summary_lines(report["env_comparison"])), file=sys.stderr)
     return EXIT_OK if report["summary"]["passed"] else EXIT_GATE

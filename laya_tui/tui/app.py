@@ -83,6 +83,8 @@ class LayaApp(App[int]):
         Binding("e", "export", "Export", tooltip="export the current report as JSON"),
         Binding("i", "report_info", "Report info",
                 tooltip="a saved report's source, machine environment and gates"),
+        Binding("v", "envs", "Environments", show=False,
+                tooltip="what differs between the --env environments, cell by cell"),
         Binding("question_mark", "help", "Help", tooltip="this help"),
     ]
 
@@ -427,6 +429,12 @@ class LayaApp(App[int]):
         from laya_tui.tui.screens.report_info import ReportInfoScreen
 
         self.push_screen(ReportInfoScreen(self.report_info))
+
+    def action_envs(self) -> None:
+        from laya_tui.tui.screens.envs import EnvScreen
+
+        if not isinstance(self.screen, EnvScreen):
+            self.push_screen(EnvScreen())
 
     def action_rerun(self) -> None:
         if self._offline():

@@ -23,6 +23,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Sort signals by the next column", "screen.cycle_sort", "s"),
     ("Show the lowering matrix", "screen.matrix", "m"),
     ("Plot the selected probe's runs over time", "screen.runs", "p"),
+    ("Compare the environments (--env)", "envs", "v"),
     ("Open the call site in $EDITOR", "screen.open_editor", "o"),
     ("Help: keys", "help", "?"),
     ("Quit", "quit", "q"),

@@ -41,14 +41,14 @@ class DependencyTracker:
         if self._installed:
             return
         builtins.__import__ = self._hooked_import
-        importlib.import_module = self._hooked_import_module  # type: ignore[assignment]
+        importlib.import_module = self._hooked_import_module
         self._installed = True
 
     def uninstall(self) -> None:
         """Restore the original import machinery."""
         if self._installed:
             builtins.__import__ = self._orig_import
-            importlib.import_module = self._orig_import_module  # type: ignore[assignment]
+            importlib.import_module = self._orig_import_module
             self._installed = False
 
     # -- recording -------------------------------------------------------------------

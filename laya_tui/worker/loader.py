@@ -47,8 +47,7 @@ def probe_files(paths: list[str]) -> list[str]:
             for fn in sorted(filenames):
                 if fn.endswith(".py") and not fn.startswith("_"):
                     found.append(str((Path(dirpath) / fn).resolve()))
-    seen: set[str] = set()
-    return [f for f in found if not (f in seen or seen.add(f))]
+    return list(dict.fromkeys(found))  # first occurrence of each, in order
 
 
 def module_name_for(path: str, workspace: str) -> str:
@@ -71,7 +70,7 @@ def import_probe_file(path: str, workspace: str) -> ModuleType:
         return mod
     if name.startswith("_laya_probes.") and "_laya_probes" not in sys.modules:
         pkg = ModuleType("_laya_probes")
-        pkg.__path__ = []  # type: ignore[attr-defined]
+        pkg.__path__ = []
         sys.modules["_laya_probes"] = pkg
     parent = os.path.dirname(os.path.realpath(path))
     if parent not in sys.path:
@@ -110,6 +109,11 @@ def _user_line(exc: BaseException, path: str) -> int | None:
     return line
 
 
+def _first_line(spec: ProbeSpec) -> int:
+    code = getattr(spec.func, "__code__", None)
+    return code.co_firstlineno if code is not None else 0
+
+
 def probes_in(mod: ModuleType) -> list[ProbeSpec]:
     """The ``@probe`` functions defined in ``mod``, in source order."""
     specs = []
@@ -117,6 +121,5 @@ def probes_in(mod: ModuleType) -> list[ProbeSpec]:
         spec = getattr(value, "__laya_probe__", None)
         if isinstance(spec, ProbeSpec) and getattr(value, "__module__", None) == mod.__name__:
             specs.append(spec)
-    specs.sort(key=lambda s: getattr(s.func, "__code__", None).co_firstlineno
-               if hasattr(s.func, "__code__") else 0)
+    specs.sort(key=_first_line)
     return specs

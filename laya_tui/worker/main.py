@@ -243,13 +243,15 @@ class Worker:
     def run(self, cmd: dict[str, Any]) -> None:
         """Run one probe cell with fds 1/2 redirected to its log file."""
         from laya_tui.api import Context, Failed, Skipped, Unexamined
+        from laya_tui.families.torch_trace_capture import cell_trace
         from laya_tui.worker.loader import ProbeFileError, probes_in
 
         probe_id = cmd["id"]
         log_path = cmd.get("log") or os.devnull
         self.emit({"type": Reply.STARTED, "id": probe_id, "pid": os.getpid()})
         t0 = time.perf_counter()
-        status, reason, error = "ok", None, None
+        status, reason = "ok", None
+        error: dict[str, Any] | None = None
         with _redirect_fds(log_path), self.tracker.recording() as deps:
             try:
                 mod = self.load(cmd["file"])
@@ -258,15 +260,17 @@ class Worker:
                     raise LookupError(f"probe function {cmd['func']!r} is gone from {cmd['file']}")
                 prm = None
                 if cmd.get("param") is not None:
+                    cell = cmd.get("cell") or probe_id  # --env: the id without its @env
                     prm = next((p for i, p in spec.cells() if p is not None
-                                and p.id == cmd["param"] and i == probe_id), None)
+                                and p.id == cmd["param"] and i == cell), None)
                     if prm is None:
                         raise LookupError(f"cell {probe_id} is no longer produced by its params")
                     for d in prm.deps:
                         self.tracker.add(d)
                 ctx = Context(probe_id, spec.family, self.emit,
                               params=prm.kwargs if prm else {}, add_dep=self.tracker.add)
-                spec.func(ctx, **(prm.kwargs if prm else {}))
+                with cell_trace(ctx):  # explain/aoti cells: their own TORCH_TRACE slice
+                    spec.func(ctx, **(prm.kwargs if prm else {}))
                 if ctx.failures:
                     status, reason = "failed", ctx.failures[0]
             except Skipped as exc:
@@ -288,9 +292,9 @@ class Worker:
                          "traceback": "".join(traceback.format_exception(exc))[-8000:],
                          "site": _user_site(exc, self.workspace)}
                 if isinstance(exc, SyntaxError) and exc.filename:  # a module saved mid-edit
-                    error["site"] = {"file": os.path.realpath(exc.filename),
-                                     "line": exc.lineno, "func": None}
-                    reason = f"SyntaxError: {exc.msg} at {error['site']['file']}:{exc.lineno}"
+                    where = os.path.realpath(exc.filename)
+                    error["site"] = {"file": where, "line": exc.lineno, "func": None}
+                    reason = f"SyntaxError: {exc.msg} at {where}:{exc.lineno}"
                 traceback.print_exc()
         self.emit({"type": Reply.FINISHED, "id": probe_id, "status": status, "reason": reason,
                    "seconds": round(time.perf_counter() - t0, 6), "deps": sorted(deps),

@@ -17,9 +17,9 @@ def _path_name(path: Any) -> str:
     keys = list(path)
     if keys and getattr(keys[0], "idx", None) == 1:  # kwargs
         rest = keys[1:]
-        text = pytree.keystr(rest)
+        text = pytree.keystr(tuple(rest))
         return text[2:-2] if text.startswith("['") and text.endswith("']") else text
-    return "args" + pytree.keystr(keys[1:])
+    return "args" + pytree.keystr(tuple(keys[1:]))
 
 
 def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]

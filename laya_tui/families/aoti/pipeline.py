@@ -127,8 +127,9 @@ class Pipeline:
         fresh = self.load_fresh(package, shapes) if spec is not None else None
         compiled = self.load_warm(package) if spec is not None else None
         ref_model = t.reference(model)
-        per_shape = {name: {"name": name, "dims": dims, "heads": {}, "latency": {},
-                            "ratios": {}} for name, _, dims in shapes}
+        per_shape: dict[str, dict[str, Any]] = {
+            name: {"name": name, "dims": dims, "heads": {}, "latency": {}, "ratios": {}}
+            for name, _, dims in shapes}
         self.results["shapes"] = list(per_shape.values())
         refs, same = self.eager_outputs(model, ref_model, shapes)
         warm = self.warm_outputs(compiled, shapes) if compiled is not None else {}
@@ -273,7 +274,9 @@ class Pipeline:
 
         env = dict(os.environ)
         guard_autoload(env)
-        src_root = str(Path(__file__).resolve().parents[3])  # the folder holding laya_tui/
+        # the folder holding laya_tui/ as imported (not resolved: under --env it is a
+        # folder with only a link to laya_tui, never laya-tui's own site-packages)
+        src_root = str(Path(os.path.abspath(__file__)).parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
         with tempfile.TemporaryDirectory(prefix="laya-aoti-") as tmp:
             inputs_path, result_path = os.path.join(tmp, "inputs.pt"), os.path.join(tmp, "out.pt")
@@ -372,26 +375,35 @@ class Pipeline:
 
     def compiled_outputs(self, cmodel: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
                          ) -> dict[str, list[Any]]:
-        """torch.compile's outputs per shape; a recompile on a shape becomes a signal."""
+        """torch.compile's outputs per shape; a recompile on a shape becomes a signal, sited
+        at the compiled function in the user's code (with the user stack)."""
+        from laya_tui.families.explain.dynamo_watch import DynamoWatch
+
         outs: dict[str, list[Any]] = {}
-        recompiled: dict[str, list[str]] = {}
+        recompiled: dict[str, list[dict[str, Any]]] = {}
         spent: dict[str, float] = {}
         for name, inputs, _ in shapes:
-            before, reasons = self._graphs(), self._guard_failures()
-            with self.step("run", process="torch.compile", shape=name) as box:
-                outs[name] = flat_outputs(call(cmodel, inputs))
-            if box["ok"] and self._graphs() > before:
-                recompiled[name] = self._guard_failures()[len(reasons):][:5]
+            watch = DynamoWatch().start()
+            try:
+                with self.step("run", process="torch.compile", shape=name) as box:
+                    outs[name] = flat_outputs(call(cmodel, inputs))
+            finally:
+                watch.stop()
+            found = watch.recompiles()
+            if box["ok"] and found:
+                recompiled[name] = found[:5]
                 spent[name] = box["seconds"]
         step = self.results["steps"].setdefault("compile", {"ok": True})
-        step["recompiled_on"] = recompiled
+        step["recompiled_on"] = {k: [r["reason"] for r in v] for k, v in recompiled.items()}
         # a recompile is a second full compile: its seconds are torch.compile's work too
         step["recompile_seconds"] = spent
-        for name, why in recompiled.items():
+        for name, found in recompiled.items():
+            first = found[0]
             self.ctx.signal("recompile", subject="torch.compile", count=1,
-                            reason=(why[0] if why else f"new input shape {name}")[:300],
-                            seconds=round(spent[name], 6),
-                            detail={"shape": name, "guard_failures": why})
+                            reason=first["reason"][:300], seconds=round(spent[name], 6),
+                            site=first["site"],
+                            detail={"shape": name, "guard_failures": [r["guard"] for r in found],
+                                    "frame": first["subject"], "stack": first["stack"]})
         return outs
 
     def compare(self, shapes: list[tuple[str, Inputs, dict[str, int]]],
@@ -479,16 +491,6 @@ class Pipeline:
                     row["ratios"][f"{variant}_speedup_vs_eager"] = ratio
                     detail["speedup_vs_eager"] = round(ratio, 4)
                 self.ctx.timing(f"latency/{variant}[{name}]", seconds, detail=detail)
-
-    def _guard_failures(self) -> list[str]:
-        from torch._dynamo.utils import guard_failures
-
-        return [str(r) for reasons in guard_failures.values() for r in reasons]
-
-    def _graphs(self) -> int:
-        from torch._dynamo.utils import counters
-
-        return int(counters["stats"].get("unique_graphs", 0))
 
     def compile_model(self, model: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
                       ) -> Any:

@@ -157,20 +157,27 @@ def _batch_variant(spec: dict[str, Any] | None, example: Inputs
     return [(f"batch{new}", (tuple(args), dict(kwargs)), {"dim0": new})]
 
 
-def user_target(spec: str) -> Target:
-    """A ``--model module:callable`` returning ``(model, inputs)``, packaged as given.
+def user_target(spec: str, *, device: str = "cpu", loaded: tuple[Any, Any] | None = None
+                ) -> Target:
+    """A ``--model module:callable`` returning ``(model, inputs)``, packaged for ``device``
+    (``--device``: the model and every input set are moved there; the reference is the same
+    model, eager, on that device).
 
     ``inputs`` is one input set or a list of them (:func:`laya_tui.families.presets.input_sets`):
-    the first is the export example, every set is a compared shape.
+    the first is the export example, every set is a compared shape. ``loaded``: the
+    factory's ``(model, inputs)`` when the caller already called it.
     """
     import torch
 
     from laya_tui.families.presets import input_sets, load_user_model
 
-    model, inputs = load_user_model(spec)
+    model, inputs = loaded if loaded is not None else load_user_model(spec)
     if hasattr(model, "eval"):
         model.eval()
-    sets = [_normalise_inputs(x) for x in input_sets(inputs)]
+    if device != "cpu" and hasattr(model, "to"):
+        model = model.to(device)
+    sets = [_normalise_inputs(to_device(x, device) if device != "cpu" else x)
+            for x in input_sets(inputs)]
     example = sets[0]
     floats = [p.dtype for p in model.parameters() if p.is_floating_point()] \
         if hasattr(model, "parameters") else []
@@ -193,9 +200,11 @@ def user_target(spec: str) -> Target:
             return [(f"set{i + 1}", x, {}) for i, x in enumerate(sets)]
         return [("example", example, {})] + _batch_variant(exported, example)
 
+    suffix = "" if device == "cpu" else f",{device}"
     return Target(
-        name=f"model[{spec}]", dtype=dtype, build=lambda: model, reference=lambda m: m,
+        name=f"model[{spec}{suffix}]", dtype=dtype, build=lambda: model, reference=lambda m: m,
         example=example, dynamic_shapes=lambda m: _auto_dynamic(m, example), shapes=shapes,
-        sources=sources, config={"spec": spec, "pipeline": PIPELINE_VERSION},
-        forbid=[module_name, "transformers"],
+        sources=sources, config={"spec": spec, "pipeline": PIPELINE_VERSION,
+                                 **({"device": device} if device != "cpu" else {})},
+        forbid=[module_name, "transformers"], device=device,
     )

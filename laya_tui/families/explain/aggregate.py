@@ -5,6 +5,7 @@ Pure standard library, so the RBLN mapping and the log parser can use it without
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,7 @@ class Aggregator:
             entry.fix = fix
         return entry
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries.values())
 
     def __len__(self) -> int:
@@ -80,11 +81,14 @@ def signal_identity(sig: dict[str, Any]) -> tuple[str, str, str]:
 OVERHEAD_KINDS = ("fallback", "recompile", "compile", "host_bounce", "cast")
 
 
-def steady_diff(cold: list[dict[str, Any]], warm: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """What persists into the warm region (recurring), what is gone, what appeared.
+def steady_diff(cold: list[dict[str, Any]], warm: list[dict[str, Any]],
+                again: set[tuple[str, str, str]] | None = None) -> dict[str, list[str]]:
+    """What persists into the warm region, what is gone, what appeared; and, given the
+    identities ``again`` seen in the next call of the warm work, which warm signals recur
+    (``recurring``) and which were one-off work of the warm call (``one_off``).
 
     Only overhead signals with a non-zero count take part; entries read
-    ``kind subject (reason) xN``.
+    ``kind subject (reason) xN``. Without ``again`` every warm signal counts as recurring.
     """
     def index(sigs: list[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
         out: dict[tuple[str, str, str], int] = {}
@@ -104,4 +108,6 @@ def steady_diff(cold: list[dict[str, Any]], warm: list[dict[str, Any]]) -> dict[
         "persists": [label(k, n) for k, n in b.items() if k in a],
         "appeared": [label(k, n) for k, n in b.items() if k not in a],
         "gone": [label(k, n) for k, n in a.items() if k not in b],
+        "recurring": [label(k, n) for k, n in b.items() if again is None or k in again],
+        "one_off": [label(k, n) for k, n in b.items() if again is not None and k not in again],
     }

@@ -11,15 +11,25 @@ execution order (hooks fire as a module returns, so inner modules come before th
 that holds them) is where the drift starts. Modules whose outputs do not match between the
 runs (not called in the reference, another structure, another shape) are named and
 skipped. Any ``nn.Module``; tuple, list, dict and ``ModelOutput`` outputs. Worker side.
+
+Forward pre-hooks also record the order of module calls in both runs: when the model calls
+another sequence of modules than the reference, the runs took different branches
+(:mod:`laya_tui.families.explain.control_flow`). That is the finding (``diverged``), and the
+first module past its limit is looked for only among the calls that finished before the
+paths parted (after it, the two runs computed different things).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from laya_tui.families.explain.control_flow import divergence
+from laya_tui.families.explain.sites import user_site
 
 #: max |diff| limits per output dtype (scaled by max(1, max|reference|)).
 DEFAULT_LIMITS = {"float32": 1e-4, "float64": 1e-6, "bfloat16": 0.05, "float16": 0.05}
@@ -58,11 +68,15 @@ def _masked(t: Any, mask: Any) -> Any:
 def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
                  run_reference: Callable[[], Any], *, mask: Any = None,
                  limits: dict[str, float] | None = None) -> dict[str, Any]:
-    """Run both with hooks; returns ``{"calls", "first_past_limit", "skipped", ...}``.
+    """Run both with hooks; returns ``{"calls", "first_past_limit", "diverged", "skipped",
+    ...}``.
 
     ``reference_output`` and ``model_output`` hold what the two calls returned. ``calls``
     lists every compared module call in the model's execution order as
-    ``{"module", "type", "call", "dtype", "max_diff", "limit", "past"}``.
+    ``{"module", "type", "call", "dtype", "max_diff", "limit", "past", "order"}``
+    (``order``: how many module calls had started when it returned). ``diverged`` is None,
+    or where the two runs called different modules
+    (:func:`laya_tui.families.explain.control_flow.divergence`).
     """
     import torch
 
@@ -83,6 +97,14 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     calls: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     seen: dict[str, int] = {}
+    ref_order: list[tuple[str, dict[str, Any] | None]] = []
+    model_order: list[tuple[str, dict[str, Any] | None]] = []
+
+    def pre_hook(order: list[tuple[str, dict[str, Any] | None]],
+                 names: dict[int, str]) -> Callable[[Any, Any], None]:
+        def hook(m: Any, _args: Any) -> None:
+            order.append((name_of(names, m), user_site(sys._getframe(1))[0]))
+        return hook
 
     def model_hook(m: Any, _args: Any, out: Any) -> None:
         name = name_of(model_names, m)
@@ -121,12 +143,15 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
         if limit is None:
             return
         calls.append({"module": name, "type": type(m).__name__, "call": idx, "dtype": dtype,
-                      "max_diff": worst, "limit": limit, "past": worst > limit})
+                      "max_diff": worst, "limit": limit, "past": worst > limit,
+                      "order": len(model_order)})
 
     ref_names = {id(m): n for n, m in reference.named_modules()}
     model_names = {id(m): n for n, m in model.named_modules()}
     t0 = time.perf_counter()
     handles = [m.register_forward_hook(ref_hook) for m in reference.modules()]
+    handles += [m.register_forward_pre_hook(pre_hook(ref_order, ref_names))
+                for m in reference.modules()]
     try:
         with torch.no_grad():
             ref_output = run_reference()
@@ -135,6 +160,8 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
             h.remove()
     t_ref = time.perf_counter() - t0
     handles = [m.register_forward_hook(model_hook) for m in model.modules()]
+    handles += [m.register_forward_pre_hook(pre_hook(model_order, model_names))
+                for m in model.modules()]
     t0 = time.perf_counter()
     try:
         with torch.no_grad():
@@ -143,12 +170,53 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
         for h in handles:
             h.remove()
     t_model = time.perf_counter() - t0
-    first = next((c for c in calls if c["past"]), None)
-    return {"calls": calls, "first_past_limit": first,
+    diverged = divergence(model_order, ref_order, dtype=_dtype_of(model, torch))
+    cut = None if diverged is None else diverged["index"]
+    first = next((c for c in calls if c["past"] and (cut is None or c["order"] <= cut)), None)
+    return {"calls": calls, "first_past_limit": first, "diverged": diverged,
             "skipped": [{"module": k, "reason": v} for k, v in skipped.items()],
             "compared": len(calls), "seconds": {"reference": round(t_ref, 6),
                                                 "model": round(t_model, 6)},
             "reference_output": ref_output, "model_output": model_output}
+
+
+def _dtype_of(model: Any, torch: Any) -> str:
+    """The model's floating dtype name (its first floating parameter), else "the model"."""
+    for p in model.parameters():
+        if p.is_floating_point():
+            return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(
+                str(p.dtype).removeprefix("torch."), str(p.dtype).removeprefix("torch."))
+    return "the model"
+
+
+def diverged_detail(diverged: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON-ready ``diverged`` entry (its site formatted)."""
+    if diverged is None:
+        return None
+    out = {k: v for k, v in diverged.items() if k != "site"}
+    site = diverged.get("site")
+    if site:
+        from laya_tui.families.explain.sites import format_frame
+
+        out["branch"] = format_frame(site)
+    return out
+
+
+FIX_DIVERGED = ("a data-dependent branch decides differently in low precision: compute its "
+                "condition in fp32 (or with a margin), or make the code branchless "
+                "(torch.where) so both dtypes take one path")
+
+
+def emit_divergence(ctx: Any, subject: str, result: dict[str, Any]) -> dict[str, Any] | None:
+    """A failing ``tolerance`` signal for a control-flow divergence (None when the runs
+    called the same modules): value = module calls that differ between the runs, limit 0,
+    site = the branch."""
+    diverged = result.get("diverged")
+    if not diverged:
+        return None
+    return ctx.tolerance(f"{subject} control flow", float(diverged["differing"]), 0.0,
+                         passed=False, reason=diverged["text"], site=diverged.get("site"),
+                         fix=FIX_DIVERGED, detail={"control_flow": diverged_detail(diverged)})
 
 
 def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[str, Any]:
@@ -158,15 +226,18 @@ def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[
     keep = [c for i, c in enumerate(calls) if i % step == 0 or c["past"] and c is
             result["first_past_limit"]]
     first = result["first_past_limit"]
+    cut = (result.get("diverged") or {}).get("index")
+    before = [c for c in calls if cut is None or c.get("order", 0) <= cut]
     out: dict[str, Any] = {
         "first_past_limit": None if first is None else _point(first),
         "index": None if first is None else calls.index(first),
         "curve_first": None if first is None else next(
             i for i, c in enumerate(keep) if c is first),
-        "worst": None if not calls else dict(
-            _point(max(calls, key=lambda c: c["max_diff"] / c["limit"] if c["limit"] else 0)),
-            ratio=_r(max(c["max_diff"] / c["limit"] if c["limit"] else 0 for c in calls))),
+        "worst": None if not before else dict(
+            _point(max(before, key=lambda c: c["max_diff"] / c["limit"] if c["limit"] else 0)),
+            ratio=_r(max(c["max_diff"] / c["limit"] if c["limit"] else 0 for c in before))),
         "compared": len(calls),
+        "diverged": diverged_detail(result.get("diverged")),
         "curve": [[c["module"], _r(c["max_diff"]), _r(c["limit"])] for c in keep],
         "skipped": result["skipped"][:20],
     }
@@ -198,6 +269,7 @@ def write_artifact(result: dict[str, Any], folder: str, name: str) -> str:
                              for c in result["calls"]],
                    "first_past_limit": None if result["first_past_limit"] is None
                    else _point(result["first_past_limit"]),
+                   "diverged": diverged_detail(result.get("diverged")),
                    "skipped": result["skipped"]}, fh, indent=1)
     return path
 

@@ -5,8 +5,10 @@ Sources, all public-ish torch 2.x surfaces read as deltas over the region:
 first guard-failure reason on a recompile; a first compile becomes a ``compile`` signal),
 ``graph_break_reasons`` (every graph break with its user stack, see
 :mod:`laya_tui.families.explain.graph_breaks`) and ``counters["graph_break"]``, and a
-compile-start callback
-(``torch._dynamo.callback_handler``) that records which user line triggered each compile.
+compile-start callback (``torch._dynamo.callback_handler``) that records where each compile
+is: the frame Dynamo compiles (the user's function, a resume function mapped back to the
+function and line it resumes, or for a wrapper inside torch/transformers the module's
+unwrapped ``forward``), then the user frames that called it.
 """
 
 from __future__ import annotations
@@ -16,12 +18,22 @@ from typing import Any
 
 from laya_tui.families.explain.aggregate import Aggregator
 from laya_tui.families.explain.graph_breaks import collect
-from laya_tui.families.explain.sites import caller_site, short_path
+from laya_tui.families.explain.sites import (
+    USER,
+    code_kind,
+    format_frame,
+    func_name,
+    plain_name,
+    short_path,
+    user_site,
+)
 
 FIX_RECOMPILE_SHAPE = ("a new input shape recompiles: pad/bucket inputs to fixed shapes, or "
                        "compile with dynamic=True / torch._dynamo.mark_dynamic")
 FIX_RECOMPILE = "a guard failed: keep that value stable between calls, or make it dynamic"
 FIX_COLD = "one-time cost of the first call per frame; warm the model before timing"
+#: User frames kept in ``detail.stack`` beyond the site.
+STACK_DEPTH = 15
 #: The reason of a ``compile`` signal (a frame's first compile: not a recompile).
 FIRST_COMPILE = "first compile of this frame"
 
@@ -43,12 +55,16 @@ class DynamoWatch:
         self.active = False
         self.sites: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
         self.owners: dict[str, str] = {}
+        #: compile id -> the compiled function's site (its name and line, for the subject)
+        self.functions: dict[str, dict[str, Any]] = {}
         self.labels: dict[str, str] = {}
         self.metrics: list[Any] = []
         self.breaks: dict[str, int] = {}
         self.break_reasons: list[Any] = []
         #: called after each compile ends inside the region
         self.on_compiled: Any = None
+        #: called as each compile starts inside the region
+        self.on_compile_start: Any = None
 
     def start(self) -> DynamoWatch:
         """Record the baseline; a no-op when torch._dynamo was never imported."""
@@ -69,10 +85,21 @@ class DynamoWatch:
         return self
 
     def _on_compile_start(self, args: Any) -> None:
-        site, stack, _ = caller_site(1, depth=6 if self.with_stack else 0)
+        if self.on_compile_start is not None:
+            self.on_compile_start()
         cid = str(getattr(args, "compile_id", ""))
+        here = sys._getframe(1)
+        target = _compiled_frame(here)
+        compiled = _function_site(target) if target is not None else None
+        site, stack, _ = user_site(here, depth=STACK_DEPTH if self.with_stack else 0)
+        if compiled is not None:
+            self.functions[cid] = compiled
+            if stack and site is not None and site["file"] == compiled["file"] and \
+                    site["func"] == compiled["func"]:
+                stack = stack[1:]  # a resume function's caller: the same function again
+            site, stack = compiled, [format_frame(compiled)] + stack
         self.sites[cid] = (site, stack)
-        owner = _compiled_owner(sys._getframe(1))
+        owner = _module_name(target)
         if owner:
             self.owners[cid] = owner
         if _CALL_LABEL[0]:
@@ -112,12 +139,10 @@ class DynamoWatch:
         base = {"region": region, "phase": phase}
         for m in self.metrics:
             cid = str(m.compile_id)
-            frame = f"{m.co_name} ({short_path(m.co_filename or '')}:{m.co_firstlineno})"
-            if cid in self.owners:
-                frame = f"{self.owners[cid]}: {frame}"
+            frame = self.subject(m)
             site, stack = self.sites.get(cid, (None, []))
             seconds = m.entire_frame_compile_time_s
-            detail = dict(base, compile_id=cid, frame=frame)
+            detail: dict[str, Any] = dict(base, compile_id=cid, frame=frame)
             if self.with_stack and stack:
                 detail["stack"] = stack
             if m.fail_type:
@@ -147,29 +172,92 @@ class DynamoWatch:
             agg.add("fallback", "graph break", reason=gb.headline, site=gb.site, count=gb.count,
                     fix=gb.fix(), detail=dict(base, **gb.detail()))
 
+    def subject(self, m: Any) -> str:
+        """``Owner: Class.function (file:line)`` of a compilation metric."""
+        cid = str(m.compile_id)
+        fn = self.functions.get(cid)
+        if fn is not None:
+            name, where = str(fn["func"]), f"{short_path(fn['file'])}:{fn['line']}"
+        else:
+            name = plain_name(str(m.co_name))
+            where = f"{short_path(m.co_filename or '')}:{m.co_firstlineno}"
+        owner = self.owners.get(cid)
+        if owner and not name.startswith(owner + "."):
+            name = f"{owner}: {name}"
+        return f"{name} ({where})"
 
-def _compiled_owner(frame: Any) -> str | None:
-    """Class name of the nn.Module whose frame Dynamo is about to compile (best effort).
+    def recompiles(self) -> list[dict[str, Any]]:
+        """What :meth:`stop` collected, as plain facts: one dict per real recompile
+        (``subject``, ``guard``, ``reason``, ``site``, ``stack``, ``seconds``, ``compile_id``)."""
+        out = []
+        for m in self.metrics:
+            guard = m.recompile_reason
+            if not guard or m.fail_type:
+                continue
+            cid = str(m.compile_id)
+            site, stack = self.sites.get(cid, (None, []))
+            out.append({"compile_id": cid, "subject": self.subject(m), "guard": guard,
+                        "reason": guard.strip().splitlines()[0], "site": site,
+                        "stack": stack, "seconds": m.entire_frame_compile_time_s})
+        return out
 
-    The frame being compiled is the ``frame`` argument of convert_frame's callbacks; its
-    locals hold ``self`` (a method) or ``args[0]`` (transformers' forward wrappers).
-    """
+
+def _compiled_frame(frame: Any) -> Any:
+    """The frame Dynamo is about to compile: the ``frame`` argument of convert_frame's
+    callers, found walking out from the compile-start callback (None when not found)."""
     f, hops = frame, 0
     while f is not None and hops < 40:
-        target = f.f_locals.get("frame") if "convert_frame" in f.f_code.co_filename else None
-        if target is not None:
-            try:
-                loc = target.f_locals
-            except Exception:  # noqa: BLE001 - an interpreter frame we cannot read
-                return None
-            obj = loc.get("self")
-            args = loc.get("args")
-            if obj is None and isinstance(args, tuple) and args:
-                obj = args[0]
-            nn = sys.modules.get("torch.nn")
-            if obj is not None and nn is not None and isinstance(obj, nn.Module):
-                return type(obj).__name__
-            return None
+        if "convert_frame" in f.f_code.co_filename:
+            target = f.f_locals.get("frame")
+            if target is not None and hasattr(target, "f_code"):
+                return target
         f = f.f_back
         hops += 1
     return None
+
+
+def _module_of(target: Any) -> Any:
+    """The nn.Module whose method the frame runs: ``self``, or ``args[0]`` (transformers'
+    forward wrappers); None otherwise."""
+    try:
+        loc = target.f_locals
+    except Exception:  # noqa: BLE001 - an interpreter frame we cannot read
+        return None
+    obj = loc.get("self")
+    args = loc.get("args")
+    if obj is None and isinstance(args, tuple) and args:
+        obj = args[0]
+    nn = sys.modules.get("torch.nn")
+    if obj is not None and nn is not None and isinstance(obj, nn.Module):
+        return obj
+    return None
+
+
+def _module_name(target: Any) -> str | None:
+    """Class name of the nn.Module whose frame Dynamo is about to compile (best effort)."""
+    obj = None if target is None else _module_of(target)
+    return None if obj is None else type(obj).__name__
+
+
+def _function_site(target: Any) -> dict[str, Any] | None:
+    """Where the compiled function is in the user's code: the frame itself when it is user
+    code (a resume function's line is where it resumes), else the unwrapped ``forward`` of
+    its module (a decorator wrapper in torch or transformers compiles it); None otherwise."""
+    code = target.f_code
+    if code_kind(code) == USER:
+        line = getattr(target, "f_lineno", None)
+        return {"file": code.co_filename, "line": line or code.co_firstlineno,
+                "func": func_name(code)}
+    obj = _module_of(target)
+    if obj is None:
+        return None
+    import inspect
+
+    try:
+        fn = inspect.unwrap(type(obj).forward)
+    except (AttributeError, ValueError):
+        return None
+    inner = getattr(fn, "__code__", None)
+    if inner is None or code_kind(inner) != USER:
+        return None
+    return {"file": inner.co_filename, "line": inner.co_firstlineno, "func": func_name(inner)}

@@ -7,8 +7,13 @@ some of them in ``counters["graph_break"]`` (a data-dependent ``if`` on a tensor
 reasons, parses Dynamo's structured message (graph-break type, explanation, hints), looks
 the type up in Dynamo's graph-break registry (``GBxxxx`` id, documentation link) and names
 each hint's category from ``torch/_dynamo/graph_break_hints.py`` where the installed torch
-has them. Counter entries with no matching reason (older torch) are kept from the counter.
-Worker side: torch is imported lazily.
+has them. A reason Dynamo records in its old terse form ("generic_jump TensorVariable()",
+while its log says "Data-dependent branching", GB0170) gets its type, id, explanation and
+hints from the registry (``torch/_dynamo/graph_break_registry.json``), on every path.
+Counter entries with no matching reason (older torch) are kept from the counter. The site
+is the innermost user frame of the break's stack (torch's own frames skipped, resume
+functions named after the function they resume, names qualified by class). Worker side:
+torch is imported lazily.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.families.explain.sites import format_frame
+from laya_tui.families.explain.sites import format_frame, is_user_site, summary_sites
 
 FIX_GRAPH_BREAK = "rewrite the construct Dynamo cannot trace"
 #: Old-style reasons without Dynamo's structured message: (explanation, fix).
@@ -27,6 +32,10 @@ KNOWN_REASONS: dict[str, tuple[str, str]] = {
         "branch on device with torch.where / torch.cond, or decide outside the compiled "
         "region"),
 }
+#: Old-style reason prefixes -> the graph-break type Dynamo's registry files them under.
+OLD_STYLE_TYPES = {"generic_jump": "Data-dependent branching"}
+#: User frames kept in ``detail.stack``.
+STACK_FRAMES = 16
 
 
 @dataclass
@@ -44,14 +53,19 @@ class GraphBreak:
     doc: str | None = None
     hint_categories: list[str] = field(default_factory=list)
     source: str = "graph_break_reasons"
+    #: Dynamo's own reason text when it is the old terse form (the headline is the type)
+    dynamo_reason: str | None = None
 
     def fix(self) -> str:
-        """The first actionable hint, else a known fix, else the generic advice."""
+        """A known fix for an old-style reason, else the first actionable hint, else the
+        generic advice."""
+        known = _known(self.dynamo_reason or self.headline)
+        if known:
+            return known[1]
         for hint in self.hints:
             if not _is_boilerplate(hint):
                 return hint
-        known = _known(self.headline)
-        return known[1] if known else FIX_GRAPH_BREAK
+        return FIX_GRAPH_BREAK
 
     def detail(self) -> dict[str, Any]:
         """Fields for the fallback signal's ``detail``."""
@@ -67,6 +81,8 @@ class GraphBreak:
             out["hints"] = self.hints
         if self.hint_categories:
             out["hint_categories"] = self.hint_categories
+        if self.dynamo_reason:
+            out["dynamo_reason"] = self.dynamo_reason
         if self.stack:
             out["stack"] = self.stack
         return out
@@ -154,6 +170,46 @@ def _registry() -> dict[str, Any]:
         return {}
 
 
+_TEXTS: dict[str, tuple[str | None, list[str]]] | None = None
+
+
+def _registry_texts() -> dict[str, tuple[str | None, list[str]]]:
+    """gb_type -> (explanation, hints) from torch's graph_break_registry.json: of the
+    entries recorded for a type, the one with the most hints whose explanation is text
+    (not the source expression a call site passed)."""
+    global _TEXTS
+    if _TEXTS is not None:
+        return _TEXTS
+    _TEXTS = {}
+    try:
+        import json
+        import os
+
+        import torch._dynamo as dyn
+
+        path = os.path.join(os.path.dirname(os.path.abspath(dyn.__file__)),
+                            "graph_break_registry.json")
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except Exception:  # noqa: BLE001 - no registry file: nothing to add
+        return _TEXTS
+    best: dict[str, tuple[int, str | None, list[str]]] = {}
+    for entries in data.values():
+        for e in entries if isinstance(entries, list) else []:
+            gb_type, text = e.get("Gb_type"), e.get("Explanation")
+            hints = [h for h in e.get("Hints") or [] if isinstance(h, str)
+                     and not h.startswith(("*", "_")) and "graph_break_hints" not in h]
+            if not isinstance(gb_type, str):
+                continue
+            clean = isinstance(text, str) and text[:1].isalpha() and not text.startswith("_") \
+                and '" ' not in text and "+ " not in text
+            score = (2 if clean else 0) * 100 + len(hints)
+            if gb_type not in best or score > best[gb_type][0]:
+                best[gb_type] = (score, text if clean else None, hints)
+    _TEXTS = {k: (v[1], v[2]) for k, v in best.items()}
+    return _TEXTS
+
+
 def _doc_link(gb_type: str) -> str | None:
     try:
         from torch._dynamo.exc import get_gbid_documentation_link
@@ -177,11 +233,9 @@ def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
         parsed = parse_reason(text)
         head = parsed["headline"]
         seen_heads.add(head)
-        frames = list(getattr(r, "user_stack", None) or [])
-        site = None
-        if frames:
-            inner = frames[-1]
-            site = {"file": inner.filename, "line": inner.lineno, "func": inner.name}
+        frames = [f for f in summary_sites(list(getattr(r, "user_stack", None) or []))
+                  if is_user_site(f)]
+        site = frames[0] if frames else None
         key = (head, None if site is None else (site["file"], site["line"], site["func"]))
         gb = out.get(key)
         if gb is None:
@@ -189,8 +243,7 @@ def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
                 registry = _registry()
             gb = out[key] = _make(head, parsed, site, registry)
             if with_stack and frames:
-                gb.stack = [format_frame({"file": f.filename, "line": f.lineno,
-                                          "func": f.name}) for f in reversed(frames[-7:])]
+                gb.stack = [format_frame(f) for f in frames[:STACK_FRAMES]]
         gb.count += 1
     for text, n in counter_deltas.items():
         parsed = parse_reason(text)
@@ -208,11 +261,18 @@ def _make(head: str, parsed: dict[str, Any], site: dict[str, Any] | None,
           registry: dict[str, Any]) -> GraphBreak:
     gb = GraphBreak(headline=head, site=site, explanation=parsed["explanation"],
                     hints=parsed["hints"])
-    if head in registry:
-        gb.gb_type = head
-        ident = registry[head]
+    old = next((t for prefix, t in OLD_STYLE_TYPES.items() if head.startswith(prefix)), None)
+    gb_type = head if head in registry else old
+    if gb_type is not None and gb_type in registry:
+        gb.gb_type = gb_type
+        ident = registry[gb_type]
         gb.gb_id = ident if isinstance(ident, str) else None
-        gb.doc = _doc_link(head)
+        gb.doc = _doc_link(gb_type)
+        if gb_type != head:  # the old terse form: the registry's type is the headline
+            gb.dynamo_reason, gb.headline = head, gb_type
+        if not gb.explanation and not gb.hints:
+            text, hints = _registry_texts().get(gb_type, (None, []))
+            gb.explanation, gb.hints = text, list(hints)
     elif parsed["explanation"] or parsed["hints"]:
         gb.gb_type = head  # a structured message whose type the registry does not list
     known = _known(head)

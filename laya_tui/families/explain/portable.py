@@ -1,13 +1,16 @@
 """The portable explain region: stock PyTorch, any device.
 
 A ``TorchDispatchMode`` sees every ATen op the region runs (eager ops, and the eager kernels
-compiled code still calls; torch.compile's own tracing is skipped through
-``ignore_compile_internals``). The per-op path is one dict lookup: only the few ops that can
+compiled code still calls). The per-op path is one dict lookup: only the few ops that can
 cast, cross the host boundary or sync (``_to_copy``, ``copy_``, ``_local_scalar_dense``,
 ``nonzero``...) take a stack walk, plus, on a device region, ops whose output lands on the
-CPU, and ops called from Inductor-generated code (its fallback kernels). Events aggregate
-per (kind, subject, reason, call site). :class:`~laya_tui.families.explain.dynamo_watch.DynamoWatch`
-adds compiles, recompiles and graph breaks.
+CPU, and ops called from Inductor-generated code: a fallback kernel only when an output
+line really calls it (:mod:`laya_tui.families.explain.compiled_calls`); extern kernels
+(``extern_kernels.mm``) are counted in the region summary. Nothing is recorded while Dynamo
+or Inductor compile. Events aggregate per (kind, subject, reason, call site); the site is
+the user's line (:mod:`laya_tui.families.explain.sites`), for compiled code the line it was
+generated from. :class:`~laya_tui.families.explain.dynamo_watch.DynamoWatch` adds compiles,
+recompiles and graph breaks.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import time
 from typing import Any
 
 from laya_tui.families.explain.aggregate import Aggregator
+from laya_tui.families.explain.compiled_calls import EXTERN, call_kind, kernel_frame
 from laya_tui.families.explain.dynamo_watch import DynamoWatch
-from laya_tui.families.explain.sites import INDUCTOR, INTERNAL, code_kind, user_site
+from laya_tui.families.explain.sites import user_site
 
-STACK_DEPTH = 6
+#: User frames kept in ``detail.stack`` beyond the site (in practice the whole user stack).
+STACK_DEPTH = 15
 
 FIX_UPCAST = ("deliberate fp32 section (norm/softmax accuracy); torch.compile or a fused norm "
               "kernel folds the copies away")
@@ -38,6 +43,7 @@ FIX_NONZERO = ("data-dependent output size forces a sync: use masks / torch.wher
 FIX_CPU_OP = "the op ran on the CPU in a device region: create/move its inputs on the device"
 FIX_INDUCTOR = ("Inductor has no lowering and calls the eager kernel from compiled code; "
                 "expected for attention and custom ops, otherwise add a decomposition")
+REASON_INDUCTOR = "inductor fallback kernel (eager ATen kernel called from compiled code)"
 
 _WIDE = {"float32", "float64"}
 _NARROW = {"bfloat16", "float16"}
@@ -47,7 +53,7 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-class _Names(dict):  # type: ignore[type-arg]
+class _Names(dict[Any, str]):
     """OpOverload -> ``aten::mul.Tensor`` (cached)."""
 
     def __missing__(self, func: Any) -> str:
@@ -76,6 +82,10 @@ class Recorder:
         self.view_ops: set[Any] = set()
         #: whether ops without a hook are looked at (device region, or compiled code around)
         self.watch = device != "cpu"
+        #: >0 while Dynamo/Inductor compile: their work is not the region's
+        self.compiling = 0
+        #: eager ATen kernels called by compiled code: (op, EXTERN | FALLBACK) -> calls
+        self.kernels: dict[tuple[str, str], int] = {}
 
     # -- wiring ---------------------------------------------------------------------
     def install_hooks(self) -> None:
@@ -140,7 +150,7 @@ class Recorder:
             self._transfer(func, src.device, dst.device, dst.nbytes, caller)
 
     def _on_to_copy(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src = args[0] if args else None
+        src: Any = args[0] if args else None
         if not hasattr(src, "dtype") or not hasattr(out, "dtype"):
             return
         if src.dtype != out.dtype:
@@ -156,7 +166,7 @@ class Recorder:
         self._moves(func, src, dst, caller)
 
     def _on_scalar(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src = args[0] if args else None
+        src: Any = args[0] if args else None
         if not hasattr(src, "is_cpu") or src.is_cpu:
             self.cpu_scalar_reads += 1
             return
@@ -166,7 +176,7 @@ class Recorder:
                   detail={"direction": "d2h", "sync": True})
 
     def _on_nonzero(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src = args[0] if args else None
+        src: Any = args[0] if args else None
         if not hasattr(src, "is_cpu") or src.is_cpu:
             self.cpu_scalar_reads += 1
             return
@@ -176,17 +186,14 @@ class Recorder:
 
     def on_other(self, func: Any, out: Any, caller: Any) -> None:
         """Ops without a hook: Inductor fallback kernels, and CPU ops in a device region."""
-        kind = code_kind(caller.f_code)
-        f = caller
-        hops = 0
-        while kind == INTERNAL and hops < 6 and f.f_back is not None:
-            f = f.f_back
-            kind = code_kind(f.f_code)
-            hops += 1
-        if kind == INDUCTOR:
-            if func._schema.overload_name != "out":  # ``.out`` calls are extern kernels (mm)
-                self._add("fallback", func, caller, reason="inductor fallback kernel (eager "
-                          "ATen kernel called from compiled code)", nbytes=None,
+        kf = kernel_frame(caller, func)
+        if kf is not None:
+            name = self.names[func]
+            how = call_kind(kf)
+            key = (name, how)
+            self.kernels[key] = self.kernels.get(key, 0) + 1
+            if how != EXTERN:
+                self._add("fallback", func, kf, reason=REASON_INDUCTOR, nbytes=None,
                           fix=FIX_INDUCTOR, detail={"inductor": True})
             return
         if self.device == "cpu":
@@ -243,12 +250,14 @@ def mode_class() -> Any:
 
         supports_higher_order_operators = True
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             try:
                 op = func._op
             except AttributeError:  # a higher-order operator (cond, flex_attention...)
                 return func(*args, **(kwargs or {}))
             out = op(*args, **kwargs) if kwargs else op(*args)
+            if self.rec.compiling:
+                return out
             hook = self.hooks.get(id(func))
             if hook is not None:
                 hook(func, args, out, sys._getframe(1))
@@ -260,7 +269,8 @@ def mode_class() -> Any:
         skip_code(RegionMode.__dict__["__torch_dispatch__"].__code__)
         for fn in (Recorder.on_other, Recorder._add, Recorder._where, Recorder._cast,
                    Recorder._transfer, Recorder._moves, Recorder._on_to_copy, Recorder._on_copy_,
-                   Recorder._on_scalar, Recorder._on_nonzero, user_site):
+                   Recorder._on_scalar, Recorder._on_nonzero, user_site, kernel_frame,
+                   call_kind):
             skip_code(fn.__code__)
     _MODE_CLS = RegionMode
     return RegionMode
@@ -328,6 +338,7 @@ class PortableRegion:
     def __enter__(self) -> PortableRegion:
         self.rec.install_hooks()
         self.dynamo.on_compiled = self._compiled
+        self.dynamo.on_compile_start = self._compile_started
         self.dynamo.start()
         self._mode = mode_class()(self.rec)
         self._t0 = time.perf_counter()
@@ -342,7 +353,11 @@ class PortableRegion:
             self.dynamo.stop()
         self.dynamo.emit(self.rec.agg, self.name, self.phase)
 
+    def _compile_started(self) -> None:
+        self.rec.compiling += 1
+
     def _compiled(self) -> None:
+        self.rec.compiling = max(0, self.rec.compiling - 1)
         self.rec.watch = True  # compiled code may call Inductor fallback kernels from now on
 
     @property
@@ -356,5 +371,12 @@ class PortableRegion:
 
     def summary(self) -> dict[str, Any]:
         """Region-level facts for the emitted signals' detail."""
-        return {"region": self.name, "phase": self.phase, "backend": self.backend,
-                "device": self.rec.device or "cpu", "wall_s": round(self.wall_s, 6)}
+        out: dict[str, Any] = {"region": self.name, "phase": self.phase,
+                               "backend": self.backend, "device": self.rec.device or "cpu",
+                               "wall_s": round(self.wall_s, 6)}
+        if self.rec.kernels:
+            calls: dict[str, dict[str, int]] = {}
+            for (name, how), n in sorted(self.rec.kernels.items()):
+                calls.setdefault(how, {})[name] = n
+            out["compiled_code_kernels"] = calls
+        return out

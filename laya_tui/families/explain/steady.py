@@ -4,6 +4,11 @@ What persists into the warm region is recurring overhead; what is gone was one-t
 same reading as ``torch.rbln.explain_steady``, on either implementation, with the rules it
 states: ``fn`` must not have run before, and every call must do the same work (or pass
 ``warm_fn`` to make the later call a deliberate variation, e.g. a new prompt length).
+
+A warm signal is recurring only when the next call of the same later work shows it again
+(one more region around it, emitting nothing): a recompile that a new input set causes is
+one-off work for that set, like the cold region's compiles, and the summary says so
+instead of counting it as recurring overhead (``detail.recurs`` on each warm signal).
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 
     """Cold region around ``fn()``, ``warmup`` more calls, warm region around ``warm_fn()``.
 
     Emits both regions' signals (``detail.phase`` cold / warm; warm ones carry
-    ``detail.persists``), a ``log`` signal with the difference, and timings: the warm
+    ``detail.persists``, in the cold region too, and ``detail.recurs``, in the next call of
+    the warm work too), a ``log`` signal with the difference, and timings: the warm
     call's latency instrumented (``overhead_repeats`` more regions that emit nothing) and
     uninstrumented (plain calls interleaved with them), medians, and their ratio.
     """
@@ -50,22 +56,33 @@ def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 
     warm = ExplainRegion(ctx, f"{name}", phase="warm", emit=False, **common)
     with warm:
         later()
+    # The same later work once more: what shows again recurs, the rest was one-off.
+    dev = warm.impl.summary().get("device") if warm.impl is not None else None
+    sync = device_sync(dev)
+    again = ExplainRegion(ctx, name, phase="warm", emit=False, **common)
+    with again:
+        later()
+        if sync is not None:
+            sync()
     cold_keys = {signal_identity(e.fields() | {"kind": e.kind}) for e in cold.entries}
+    again_keys = {signal_identity(e.fields() | {"kind": e.kind}) for e in again.entries}
     for e in warm.entries:
-        e.detail["persists"] = signal_identity(e.fields() | {"kind": e.kind}) in cold_keys
+        key = signal_identity(e.fields() | {"kind": e.kind})
+        e.detail["persists"] = key in cold_keys
+        e.detail["recurs"] = key in again_keys
     warm.emit_signals = True
     warm._emit()
-    diff = steady_diff(cold.signals, warm.signals)
+    diff = steady_diff(cold.signals, warm.signals, again_keys)
     result = SteadyResult(cold=cold, warm=warm, diff=diff)
-    recurring = diff["persists"] + diff["appeared"]
+    recurring, one_off = diff["recurring"], diff["one_off"]
     text = ("steady state: nothing recurs in the warm region" if not recurring else
             f"steady state: {len(recurring)} recurring overhead signal(s) in the warm region")
+    if one_off:
+        text += f"; {len(one_off)} one-off (gone in the next call of the same work)"
     result.signals.append(ctx.log(text, subject=name, detail={"region": name, **diff,
                                                              "warmup": warmup}))
     # Instrumentation overhead on the warm call: instrumented and plain calls interleaved
     # (so machine noise hits both alike), median of each.
-    dev = warm.impl.summary().get("device") if warm.impl is not None else None
-    sync = device_sync(dev)
     later()
     inst, plain = [], []
     for _ in range(max(1, overhead_repeats)):

@@ -15,6 +15,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from laya_tui.core.shapes import as_dict
+
 
 def _table(title: str, pairs: list[tuple[str, Any]]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=None,
@@ -28,15 +30,15 @@ def _table(title: str, pairs: list[tuple[str, Any]]) -> Table:
 
 def render_report_info(info: dict[str, Any]) -> RenderableType:
     """Source, tool, environment (host, versions, probed facts) and gates of a report."""
-    report = info.get("report") or {}
-    env = report.get("environment") if isinstance(report.get("environment"), dict) else {}
-    tool = report.get("tool") if isinstance(report.get("tool"), dict) else {}
+    report = as_dict(info.get("report"))
+    env = as_dict(report.get("environment"))
+    tool = as_dict(report.get("tool"))
     parts: list[RenderableType] = [Text(str(info.get("label") or "saved report"), style="bold")]
     parts.append(_table("report", [(k, v) for k, v in (
         ("file", info.get("path")), ("schema", report.get("schema")),
         ("written", report.get("created")), ("by", " ".join(
             str(tool.get(k)) for k in ("name", "version") if tool.get(k))),
-        ("seconds", (report.get("summary") or {}).get("seconds"))) if v]))
+        ("seconds", as_dict(report.get("summary")).get("seconds"))) if v]))
     for key, title in (("host", "machine"), ("versions", "library versions"),
                        ("probed", "probed environment")):
         section = env.get(key)
@@ -46,7 +48,7 @@ def render_report_info(info: dict[str, Any]) -> RenderableType:
     gates = report.get("gates")
     if isinstance(gates, list) and gates:
         parts.append(_table("gates (as recorded)", [
-            (g.get("name"), ("pass" if g.get("passed") else
+            (str(g.get("name")), ("pass" if g.get("passed") else
                              f"FAIL ({len(g.get('failures') or [])})")
              + (f"  {g['description']}" if g.get("description") else ""))
             for g in gates if isinstance(g, dict)]))

@@ -1,0 +1,241 @@
+"""``--sarif PATH``: the report's findings as SARIF 2.1.0, for GitHub code scanning and any
+SARIF reader (docs/ci.md).
+
+One run per invocation. One rule per finding kind (:mod:`laya_tui.report.rules`); one
+result per finding (:mod:`laya_tui.report.findings`) at its call site, relative to
+``%SRCROOT%`` (the source root: the checked-out repository under GitHub Actions, else the
+workspace), with the user stack as ``relatedLocations``, ``partialFingerprints`` from the
+signal identity (never from a line number), level ``error`` only for what a gate fails, and
+counts, bytes and baseline deltas in ``properties``. With a baseline every result carries a
+``baselineState``; results gone since the baseline are ``absent``, level ``none``, kind
+``pass`` and suppressed (code scanning would otherwise show them as open alerts).
+
+GitHub keeps 25,000 results per run and needs a file location on every result: results past
+:data:`MAX_RESULTS` (the least important) and findings with no file in the source tree are
+left out and counted in ``invocations[0].toolExecutionNotifications`` and
+``run.properties``. The validating schema ships beside this module
+(``sarif-schema-2.1.0.json``, OASIS errata01). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.shapes import as_dict
+from laya_tui.report.findings import Finding, collect_findings, prioritised
+from laya_tui.report.rules import RULES, Rule
+from laya_tui.report.sources import Location, Sources
+
+if TYPE_CHECKING:
+    from laya_tui.core.settings import Settings
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+                    "sarif-schema-2.1.0.json")
+SCHEMA_PATH = Path(__file__).with_name("sarif-schema-2.1.0.json")
+#: GitHub code scanning's limit of results per run.
+MAX_RESULTS = 25_000
+SRCROOT = "%SRCROOT%"
+FINGERPRINT = "layaSignal/v1"
+_encode = compact_encoder(repr)
+_SLICE = 2000
+
+
+@lru_cache(maxsize=1)
+def sarif_schema() -> dict[str, Any]:
+    """The official SARIF 2.1.0 JSON Schema (draft-04), shipped in the package."""
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def validate_sarif(doc: Mapping[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` when ``doc`` is not valid SARIF 2.1.0."""
+    import jsonschema
+
+    jsonschema.Draft4Validator(sarif_schema()).validate(doc)
+
+
+def _text(text: str) -> dict[str, str]:
+    return {"text": text}
+
+
+def rule_object(rule: Rule) -> dict[str, Any]:
+    """A ``reportingDescriptor`` for ``rule``."""
+    out: dict[str, Any] = {"id": rule.id, "name": rule.name,
+                           "shortDescription": _text(rule.short),
+                           "fullDescription": _text(rule.full),
+                           "help": _text(rule.help)}
+    if rule.uri:
+        out["helpUri"] = rule.uri
+    out["defaultConfiguration"] = {"level": rule.level}
+    out["properties"] = {"tags": ["laya-tui", *rule.tags]}
+    return out
+
+
+def _physical(loc: Location) -> dict[str, Any]:
+    out: dict[str, Any] = {"artifactLocation": {"uri": quote(loc.path, safe="/"),
+                                                "uriBaseId": SRCROOT}}
+    if loc.line:
+        out["region"] = {"startLine": loc.line}
+    return out
+
+
+def _location(loc: Location) -> dict[str, Any]:
+    out: dict[str, Any] = {"physicalLocation": _physical(loc)}
+    if loc.func:
+        out["logicalLocations"] = [{"name": loc.func, "kind": "function"}]
+    return out
+
+
+def result_object(f: Finding, rule_index: int) -> dict[str, Any]:
+    """The ``result`` of one finding (``f.location`` is set)."""
+    assert f.location is not None
+    out: dict[str, Any] = {"ruleId": f.rule.id, "ruleIndex": rule_index, "level": f.level,
+                           "message": _text(f.message), "locations": [_location(f.location)]}
+    if f.state == "absent":
+        out["kind"] = "pass"
+    if f.related:
+        rel = []
+        for i, r in enumerate(f.related, 1):
+            entry: dict[str, Any] = {"id": i, "physicalLocation": _physical(r)}
+            note = r.note or "related"
+            entry["message"] = _text(f"{note}: {r.func}" if r.func else note)
+            rel.append(entry)
+        out["relatedLocations"] = rel
+    out["partialFingerprints"] = {FINGERPRINT: f.fingerprint()}
+    if f.state:
+        out["baselineState"] = f.state
+    if f.state == "absent":
+        out["suppressions"] = [{"kind": "external", "status": "accepted",
+                                "justification": "absent: in the baseline, not in this run"}]
+    props = dict(f.props)
+    if f.gates:
+        props["gates"] = f.gates
+    out["properties"] = props
+    return out
+
+
+def _notification(level: str, text: str) -> dict[str, Any]:
+    return {"level": level, "message": _text(text)}
+
+
+def build_sarif(report: Mapping[str, Any], sources: Sources,
+                baseline: Mapping[str, Any] | None = None, *,
+                findings: list[Finding] | None = None,
+                max_results: int = MAX_RESULTS) -> dict[str, Any]:
+    """The SARIF log of ``report`` (``baseline``: the baseline report, see
+    :func:`laya_tui.report.findings.collect_findings`; ``findings``: already collected)."""
+    if findings is None:
+        findings = collect_findings(report, sources, baseline)
+    placed = [f for f in findings if f.location is not None]
+    unplaced = [f for f in findings if f.location is None]
+    kept = prioritised(placed)
+    left_out = kept[max_results:]
+    kept = kept[:max_results]
+    rules: dict[str, Rule] = dict(RULES)
+    for f in kept:
+        rules.setdefault(f.rule.id, f.rule)
+    index = {rid: i for i, rid in enumerate(rules)}
+    results = [result_object(f, index[f.rule.id]) for f in kept]
+    notes = []
+    if unplaced:
+        notes.append(_notification("warning", f"{len(unplaced)} finding(s) have no file in "
+                                   f"the source tree {sources.root} and are not results: "
+                                   + "; ".join(f.message for f in unplaced[:20])))
+    if left_out:
+        notes.append(_notification("warning", f"{len(left_out)} least important finding(s) "
+                                   f"left out: code scanning keeps {max_results:,} results "
+                                   "per run (all are in the JSON report)"))
+    summary = as_dict(report.get("summary"))
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    tool = as_dict(report.get("tool"))
+    version = str(tool.get("version") or "0")
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "laya-tui", "version": version, "semanticVersion": version,
+                            "rules": [rule_object(r) for r in rules.values()]}},
+        "invocations": [invocation],
+        "originalUriBaseIds": {SRCROOT: {"uri": Path(sources.root).as_uri().rstrip("/") + "/"}},
+        "results": results,
+        "properties": {
+            "verdict": "pass" if summary.get("passed") else "fail",
+            "gates": [{"name": g.get("name"), "passed": bool(g.get("passed")),
+                       "failures": len(g.get("failures") or ())}
+                      for g in report.get("gates") or () if isinstance(g, Mapping)],
+            "findings": len(findings), "results": len(results),
+            "resultsLeftOut": len(left_out), "withoutLocation": len(unplaced),
+            "report": {"schema": report.get("schema"), "created": report.get("created")},
+        },
+    }
+    if isinstance(report.get("baseline"), Mapping):
+        run["properties"]["baseline"] = report["baseline"].get("path")
+    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+def sarif_chunks(doc: Mapping[str, Any]) -> Iterator[str]:
+    """The SARIF text in chunks: the run indented, one result per line (C encoder)."""
+    runs = [dict(r) for r in doc["runs"]]
+    results = [r.pop("results", []) for r in runs]
+    marks = [f"\x00laya-results-{i}\x00" for i in range(len(runs))]
+    for run, mark in zip(runs, marks, strict=True):
+        run["results"] = mark
+    text = json.dumps(dict(doc, runs=runs), indent=1)
+    for run_results, mark in zip(results, marks, strict=True):
+        head, _, text = text.partition(json.dumps(mark))
+        yield head
+        if not run_results:
+            yield "[]"
+            continue
+        yield "[\n"
+        for k in range(0, len(run_results), _SLICE):
+            part = run_results[k:k + _SLICE]
+            more = k + _SLICE < len(run_results)
+            yield ",\n".join(_encode(r) for r in part) + (",\n" if more else "\n")
+        yield "]"
+    yield text + "\n"
+
+
+def baseline_document(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The baseline report named by the report's baseline section (read again); None when
+    there is none or it cannot be read any more (states then come from the section)."""
+    section = report.get("baseline")
+    path = section.get("path") if isinstance(section, Mapping) else None
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    from laya_tui.core.errors import UsageError
+    from laya_tui.report.baseline import load_baseline
+
+    try:
+        return load_baseline(path).report
+    except UsageError:
+        return None
+
+
+def write_finding_outputs(report: dict[str, Any], settings: Settings) -> None:
+    """``--sarif PATH`` and ``--annotations`` (stdout) for one report."""
+    out = settings.outputs
+    if not (out.sarif or out.annotations):
+        return
+    from laya_tui.report.document import write_atomic
+
+    sources = Sources(settings.workspace)
+    findings = collect_findings(report, sources, baseline_document(report))
+    if out.sarif:
+        write_atomic(out.sarif, sarif_chunks(build_sarif(report, sources, findings=findings)))
+    if out.annotations:
+        from laya_tui.report.annotations import annotation_lines
+
+        files = [p for p in (out.sarif, out.json) if p and p != "-"]
+        lines = annotation_lines(findings, files=files,
+                                 step_summary=bool(os.environ.get("GITHUB_STEP_SUMMARY")))
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.flush()

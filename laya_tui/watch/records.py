@@ -1,0 +1,104 @@
+"""Watch records: what changed in a cell's signals between two of its runs, and the
+syntax or import error a save left behind (docs/architecture.md, 'Watch mode').
+
+The record shape is documented in :mod:`laya_tui.watch.engine`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from laya_tui.core.results import failing, signal_key
+from laya_tui.core.shapes import as_dict
+
+Record = dict[str, Any]
+
+#: Signal fields whose change makes a signal "changed" (besides ``detail.outcome``).
+COMPARED_FIELDS = ("count", "bytes", "value", "passed")
+DIAGNOSTIC_ERRORS = ("ProbeFileError", "SyntaxError", "IndentationError", "TabError",
+                     "ImportError", "ModuleNotFoundError")
+#: ``... at FILE:LINE`` ending an import error raised by a module a probe file imports.
+AT_FILE_LINE = re.compile(r" at (?P<file>\S+):(?P<line>\d+)$")
+
+
+def new_record(kind: str, pid: str | None, trigger: str | None, **fields: Any) -> Record:
+    """A record with every key present (``trigger`` already relative to the workspace)."""
+    rec: Record = {"type": kind, "probe": pid, "family": None, "trigger": trigger,
+                   "seconds": None, "latency": None, "status": None, "reason": None,
+                   "previous_status": None, "cached": False, "new": [], "gone": [],
+                   "changed": [], "diagnostic": None}
+    rec.update(fields)
+    return rec
+
+
+def _facts(sig: dict[str, Any]) -> dict[str, Any]:
+    facts = {k: sig.get(k) for k in COMPARED_FIELDS}
+    detail = sig.get("detail")
+    facts["outcome"] = detail.get("outcome") if isinstance(detail, dict) else None
+    return facts
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def diff_signals(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(new, gone, changed)`` between two signal lists, matched by ``signal_key``.
+
+    Signals sharing a key are paired in order; the unpaired rest are new or gone.
+    """
+    old: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for sig in before:
+        old.setdefault(signal_key(sig), []).append(sig)
+    new: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
+    for sig in after:
+        bucket = old.get(signal_key(sig))
+        if not bucket:
+            new.append(sig)
+            continue
+        prev = bucket.pop(0)
+        a, b = _facts(prev), _facts(sig)
+        fields = {k: [a[k], b[k]] for k in a if not _same(a[k], b[k])}
+        if fields:
+            changed.append({"kind": sig.get("kind"), "subject": sig.get("subject"),
+                            "reason": sig.get("reason"), "fields": fields})
+    gone = [sig for bucket in old.values() for sig in bucket]
+    return new, gone, changed
+
+
+def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
+    """``{file, line, message}`` when a result is a syntax/import error saved mid-edit."""
+    err = result.get("error")
+    if result.get("status") != "failed":
+        return None
+    if not isinstance(err, dict) or err.get("type") not in DIAGNOSTIC_ERRORS:
+        # A probe may report the import failure itself: a failing signal whose detail
+        # names the exception (the lowering probe's ``stage: import`` cells).
+        for sig in result.get("signals", []):
+            detail = as_dict(sig.get("detail"))
+            site = sig.get("site") or {}
+            if failing(sig) and detail.get("exception") in DIAGNOSTIC_ERRORS \
+                    and site.get("file"):
+                return {"file": site["file"], "line": site.get("line"),
+                        "message": result.get("reason") or sig.get("reason") or ""}
+        return None
+    message = result.get("reason") or err.get("message") or ""
+    site = err.get("site") or {}
+    file, line = site.get("file"), site.get("line")
+    m = AT_FILE_LINE.search(err.get("message") or "")
+    if m:  # the error is in a file the probe file imports: point at that file
+        file, line = m.group("file"), int(m.group("line"))
+    return {"file": file, "line": line, "message": message}
+
+
+def error_line(err: dict[str, Any]) -> str:
+    """A discovery error (``{file, line, error}``) as one line."""
+    where = f"{err['file']}:{err['line']}" if err.get("line") else err.get("file", "")
+    return f"{where}: {err.get('error')}"

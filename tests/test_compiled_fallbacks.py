@@ -1,0 +1,181 @@
+"""Inductor fallbacks are the eager kernels compiled code really calls when it runs.
+
+Each test compiles a tiny model with Inductor, reads the explain regions of a cold and a
+warm call, and profiles one more call: the profiler's ATen ops directly inside
+``## Call CompiledFxGraph ... ##`` (what the generated code called) must be exactly the
+region's fallback kernels plus the extern kernels it counted; the fallbacks must be the ops
+the output code calls as ``torch.ops.aten.*`` (not ``extern_kernels.*``); the compile's own
+work (the first call's ``param.data`` detaches) is no fallback.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from laya_tui.api import Context  # noqa: E402
+from laya_tui.families.explain import explain_steady  # noqa: E402
+
+HERE = __file__
+
+
+class NoFallback(torch.nn.Module):
+    """Linear-ReLU-Linear: Inductor generates the ReLU and calls addmm as an extern kernel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(16, 32)
+        self.b = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+class WithFallback(torch.nn.Module):
+    """A QR decomposition: Inductor has no lowering for linalg_qr and calls the eager
+    kernel from the generated code."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.a(x).relu()
+        return torch.linalg.qr(h)[0]  # marker: qr
+
+
+def _line(needle: str) -> int:
+    lines = open(HERE).read().splitlines()
+    hits = [i + 1 for i, t in enumerate(lines) if t.rstrip().endswith(f"# marker: {needle}")]
+    assert len(hits) == 1, needle
+    return hits[0]
+
+
+def _base(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _compile_and_profile(model, x):
+    from torch._inductor.codecache import PyCodeCache
+    from torch.profiler import ProfilerActivity, profile
+
+    torch._dynamo.reset()
+    fn = torch.compile(model, backend="inductor", dynamic=False)
+    events: list[dict] = []
+    ctx = Context("explain/fallbacks", "explain", events.append, opts={})
+    loaded = set(PyCodeCache.modules) if hasattr(PyCodeCache, "modules") else set()
+    with torch.no_grad():
+        explain_steady(ctx, "forward", lambda: fn(x), warmup=1, model=model,
+                       overhead_repeats=1)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn(x)
+    inside = collections.Counter(
+        e.name for e in prof.events() if e.cpu_parent is not None
+        and e.cpu_parent.name.startswith("## Call CompiledFxGraph"))
+    new = [m for m in getattr(PyCodeCache, "modules", []) if m not in loaded]
+    source = "\n".join(open(m.__file__).read() for m in new if getattr(m, "__file__", None))
+    torch._dynamo.reset()
+    sigs = [e["signal"] for e in events if e["type"] == "signal"]
+    return sigs, inside, source
+
+
+def _phase(sigs, phase):
+    fallbacks = collections.Counter()
+    for s in sigs:
+        if s["kind"] == "fallback" and s.get("detail", {}).get("phase") == phase \
+                and s["subject"] != "graph break":
+            fallbacks[_base(s["subject"])] += s["count"]
+    wall = next(s for s in sigs if s["kind"] == "timing"
+                and s["subject"] == "forward: region wall" and s["detail"]["phase"] == phase)
+    kernels = wall["detail"].get("compiled_code_kernels", {})
+    extern = collections.Counter()
+    for name, n in kernels.get("extern", {}).items():
+        extern[_base(name)] += n
+    return fallbacks, extern, kernels
+
+
+def _output_code_fallbacks(source: str) -> set[str]:
+    """ATen ops the output code's ``call`` invokes as ``torch.ops.aten.<op>.<overload>(``."""
+    body = source.split("def call(", 1)[1] if "def call(" in source else ""
+    return {f"aten::{m}" for m in re.findall(r"torch\.ops\.aten\.(\w+)\.\w+\(", body)}
+
+
+def test_a_model_without_fallback_reports_none_and_the_profiler_agrees():
+    torch.manual_seed(0)
+    sigs, inside, source = _compile_and_profile(NoFallback().eval(), torch.randn(4, 16))
+    assert inside, "the profiler saw no kernel inside the compiled call"
+    assert _output_code_fallbacks(source) == set()
+    for phase in ("cold", "warm"):
+        fallbacks, extern, _ = _phase(sigs, phase)
+        assert fallbacks == {}, (phase, fallbacks)
+        # every eager kernel the profiler saw inside the compiled call is an extern kernel
+        assert extern == inside, (phase, extern, inside)
+    assert "aten::detach" not in repr(sigs)
+
+
+def test_a_real_fallback_is_reported_once_per_call_at_the_user_s_line():
+    torch.manual_seed(0)
+    sigs, inside, source = _compile_and_profile(WithFallback().eval(), torch.randn(4, 4))
+    in_code = _output_code_fallbacks(source)
+    assert "aten::linalg_qr" in in_code
+    for phase in ("cold", "warm"):
+        fallbacks, extern, _ = _phase(sigs, phase)
+        # fallbacks + extern kernels = what the profiler counts inside the compiled call
+        assert fallbacks + extern == inside, (phase, fallbacks, extern, inside)
+        assert set(fallbacks) == in_code, (phase, fallbacks, in_code)
+    qr = next(s for s in sigs if s["kind"] == "fallback" and s["subject"].startswith(
+        "aten::linalg_qr") and s["detail"]["phase"] == "warm")
+    assert qr["count"] == inside["aten::linalg_qr"] == 1
+    assert qr["site"] == {"file": HERE, "line": _line("qr"), "func": "WithFallback.forward"}
+    assert qr["detail"]["compiled"] is True and qr["detail"]["stack"][0].endswith(
+        f":{_line('qr')}(WithFallback.forward)")
+    assert "aten::detach" not in repr(sigs)  # the first call's param.data reads: torch's own
+
+
+@pytest.mark.slow
+def test_transformers_gpt2_fallbacks_match_the_profiler_and_sit_in_the_modeling_file():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.gpt2 import modeling_gpt2
+
+    from laya_tui.families import presets
+
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512,
+                                     n_positions=64, bos_token_id=1, eos_token_id=2)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    batch = presets.token_batch([7, 5])
+    torch._dynamo.reset()
+    fn = torch.compile(model, backend="inductor", dynamic=False)
+    from torch.profiler import ProfilerActivity, profile
+
+    events: list[dict] = []
+    ctx = Context("explain/gpt2", "explain", events.append, opts={})
+    with torch.no_grad():
+        explain_steady(ctx, "forward", lambda: fn(**batch), warmup=1, model=model,
+                       overhead_repeats=1)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn(**batch)
+    torch._dynamo.reset()
+    inside = collections.Counter(
+        e.name for e in prof.events() if e.cpu_parent is not None
+        and e.cpu_parent.name.startswith("## Call CompiledFxGraph"))
+    sigs = [e["signal"] for e in events if e["type"] == "signal"]
+    fallbacks, extern, _ = _phase(sigs, "warm")
+    assert fallbacks + extern == inside
+    assert "aten::detach" not in fallbacks
+    for s in sigs:
+        if s.get("site"):
+            assert "laya_tui" not in s["site"]["file"], s
+            assert "torch_dynamo_resume" not in str(s["site"]["func"])
+    sdpa = [s for s in sigs if s["kind"] == "fallback" and "scaled_dot_product" in s["subject"]]
+    for s in sdpa:
+        assert s["site"]["file"] == modeling_gpt2.__file__, s["site"]
+        assert s["site"]["func"] == "GPT2Attention.forward"
+    compiles = [s for s in sigs if s["kind"] == "compile"]
+    assert compiles and compiles[0]["site"]["file"] == modeling_gpt2.__file__
+    assert compiles[0]["site"]["func"] == "GPT2LMHeadModel.forward"

@@ -1,0 +1,40 @@
+"""Two processes standing for two ranks of a gloo group write TORCH_TRACE into one folder; the
+import gives one cell tree per rank, and the inductor cache hits and misses each rank's
+counters recorded (rank 1 compiles after rank 0, from the shared FX-graph cache)."""
+
+from __future__ import annotations
+
+import pytest
+
+from laya_tui.report.document import validate_report
+from laya_tui.report.trace_import import trace_report
+from tests._torch_trace import run_ranks
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    return run_ranks(tmp_path_factory.mktemp("ranks"))
+
+
+def test_one_cell_tree_per_rank_with_each_ranks_cache_events(ranks):
+    report = trace_report(str(ranks["trace"]))
+    validate_report(report)
+    files = report["imported"]["files"]
+    assert [f["label"] for f in files] == ["rank0", "rank1"]
+    assert [f["rank"] for f in files] == [0, 1]
+    assert all("_rank_" in f["file"] for f in files)  # torch's own per-rank file names
+    for rank in (0, 1):
+        counters = ranks["ranks"][rank]
+        compiles = [s for p in report["probes"] if p["id"].startswith(f"trace/rank{rank}/")
+                    for s in p["signals"] if s["kind"] == "compile"]
+        assert len(compiles) == 1
+        (sig,) = compiles
+        assert sig["subject"].startswith("g (")
+        fx = sig["detail"]["cache"]["fx_graph"]
+        assert fx.get("hit", 0) == counters["fx_hit"]
+        assert fx.get("miss", 0) == counters["fx_miss"]
+        cell = next(p for p in report["probes"] if p["id"] == f"trace/rank{rank}")
+        assert cell["params"]["rank"] == rank
+    assert ranks["ranks"][1]["fx_hit"] == 1  # the second rank was served from the cache
