@@ -68,7 +68,7 @@ def package_alias(folder: str) -> str | None:
     alias = alias_for(folder)
     if alias not in sys.modules:
         pkg = types.ModuleType(alias)
-        pkg.__path__ = [folder]  # type: ignore[attr-defined]
+        pkg.__path__ = [folder]
         pkg.__file__ = None
         pkg.__package__ = alias
         sys.modules[alias] = pkg
