@@ -368,3 +368,24 @@ def test_a_reference_is_given_only_what_the_kernel_takes(tl: Any) -> None:
                                   "reference is given")
     ex, why = reference_example(mod, func, 0, [-1])
     assert ex is not None and ex.n_inputs == 1 and why == ""
+
+
+@needs_cc
+def test_a_pyproject_table_wins_over_what_the_file_builds(tl: Any, tmp_path: Path) -> None:
+    from laya_tui.api import Context
+    from laya_tui.families.tilelang.cell import run_cell
+
+    table = {"tests/fixtures/run_kernels/argparse_scale.py::scale": {"M": 8}}
+    cells = {f"{c['name']}[{c['id']}]": c for c in matrix_cells(
+        {"kernels": [str(RUN)], "workspace": str(ROOT), "kernel_args": table})}
+    signals: list[dict[str, Any]] = []
+    ctx = Context("tilelang/x", "tilelang", lambda e: signals.append(e["signal"]),
+                  opts={"out": str(tmp_path), "workspace": str(ROOT), "kernel_args": table},
+                  add_dep=lambda p: None)
+    run_cell(ctx, **cells["argparse_scale[c,fp32]"]["kwargs"])
+    d = _lowering(signals)["detail"]
+    assert (d["args"]["M"], d["args"]["N"]) == (8, 24)  # the table's M, the file's N
+    assert d["arg_sources"]["M"] == \
+        "pyproject tests/fixtures/run_kernels/argparse_scale.py::scale"
+    assert d["arg_sources"]["N"].startswith("argparse default --n")
+    assert d["outcome"] in ("built", "ran")

@@ -67,8 +67,9 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
         state.extra["built_by"] = {
             "entry": build.entry, "site": build.site, "target": build.target,
             "builds": n, **({"tuned": build.tuned} if build.tuned else {})}
-        if table or dtype_arg:  # the table wins: trace again with its values
-            call.func = None
+        if table or dtype_arg:  # the table wins: trace again with its values (the
+            call.func = None  # file's own check was made with other sizes: not used)
+            call.record = None
             call.args.update(table)
             call.sources.update({k: sources[k] for k in table})
         _dtype_arg(call, dtype_arg, state.dtype)
