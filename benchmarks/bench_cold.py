@@ -2,7 +2,16 @@
 it contains.
 
 Usage: .venv/bin/python benchmarks/bench_cold.py [--only GLOB] [--jobs N] [--keep DIR]
+                                                  [--hogs N]
        .venv/bin/python benchmarks/bench_cold.py --from-report PATH [--inductor-cache DIR]
+
+``--hogs N`` runs N CPU-bound processes beside the run, each in its own session (Linux's
+scheduler shares the CPU between sessions: a hog in laya-tui's session would only slow
+laya-tui's own process), killed when the run ends. For the slowest cells it prints how
+close each came to being ended (its ``budget``: wall seconds against the timeout and the
+wall limit, its own time against the ceiling, CPU seconds against the CPU budget, the
+longest idle stretch against the idle window; docs/architecture.md, 'Timeouts: work, not
+load').
 
 The run gets a fresh ``HOME`` (no result cache, no AOTI packages), no ``XDG_CACHE_HOME``, a
 fresh ``TORCHINDUCTOR_CACHE_DIR`` (Inductor's on-disk caches live under /tmp otherwise, warm
@@ -165,6 +174,34 @@ def describe(report: dict[str, Any], wall: float | None, cpu: float | None,
                       or x.get("kind") == "recompile")]
         print(f"  {p['seconds']:7.1f} s {p['id']} {p['status']}"
               + (f" ({', '.join(steps)})" if steps else ""))
+        if p.get("budget"):
+            print("           " + closeness(p["budget"]))
+
+
+def closeness(b: dict[str, Any]) -> str:
+    """How close a run came to each bound of its timeout (its report ``budget``)."""
+    parts = [f"wall {b['seconds']:.0f}/{b['timeout']:g} s timeout "
+             f"({b['seconds'] / b['timeout']:.2f}x)"]
+    if "own_seconds" in b:
+        parts.append(f"own time {b['own_seconds']:.0f}/{b['ceiling']:g} s ceiling "
+                     f"({b['own_seconds'] / b['ceiling']:.0%})")
+    if "wall_limit" in b:
+        parts.append(f"{b['seconds'] / b['wall_limit']:.0%} of the {b['wall_limit']:g} s "
+                     "wall limit")
+    if "cpu_seconds" in b:
+        parts.append(f"CPU {b['cpu_seconds']:.0f}/{b['cpu_budget']:g} s "
+                     f"({b['cpu_seconds'] / b['cpu_budget']:.0%})")
+    parts.append(f"longest idle {b['longest_idle']:.1f}/{b['idle_window']:g} s")
+    if b.get("ended_by"):
+        parts.append(f"ended by {b['ended_by']}")
+    return "; ".join(parts)
+
+
+def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
+    """``n`` busy loops, each in its own session; each stops when this process is gone."""
+    loop = f"import os\nwhile os.getppid() == {os.getpid()}: pass\n"
+    return [subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
+            for _ in range(n)]
 
 
 def main() -> None:
@@ -175,6 +212,8 @@ def main() -> None:
                     help="copy the report, the trace and the inductor cache listing here")
     ap.add_argument("--torch-trace", action="store_true",
                     help="count inductor's cache hits through TORCH_TRACE (adds overhead)")
+    ap.add_argument("--hogs", type=int, default=0,
+                    help="run N CPU-bound processes (own sessions) beside the run")
     ap.add_argument("--from-report", default=None, help="only print a report's figures")
     ap.add_argument("--inductor-cache", default=None,
                     help="with --from-report: the run's TORCHINDUCTOR_CACHE_DIR, to count")
@@ -200,16 +239,25 @@ def main() -> None:
             cmd += ["--only", o]
         load0 = os.getloadavg()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        hogs = start_hogs(args.hogs)
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the hogs not reaped yet
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode not in (0, 1):
             sys.exit(f"run failed ({proc.returncode}): {proc.stderr[-800:]}")
         load1 = os.getloadavg()
         print(f"load average (1/5/15 min) before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
-              f"after {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f} on {os.cpu_count()} CPUs")
+              f"after {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f} on {os.cpu_count()} CPUs"
+              + (f"; {args.hogs} CPU hogs beside the run" if args.hogs else ""))
+        print("verdict: " + ("PASS" if proc.returncode == 0 else "FAIL")
+              + f" (exit {proc.returncode})")
         report = json.loads(out.read_text())
         describe(report, wall, cpu, inductor, torch_trace)
         if args.keep:

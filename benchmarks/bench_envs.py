@@ -66,9 +66,10 @@ def headless(args: list[str], out: Path) -> tuple[float, dict[str, Any]]:
 
 
 async def worker_start(env: Any, repeat: int) -> list[float]:
-    from laya_tui.core.runner import RunConfig, WorkerHandle
+    from laya_tui.core.runner import WorkerHandle
+    from laya_tui.core.settings import RunOptions
 
-    config = RunConfig(workspace=str(REPO), probes=[str(REPO / "probes")])
+    config = RunOptions(workspace=str(REPO), probes=[str(REPO / "probes")])
     times = []
     with tempfile.TemporaryDirectory() as logs:
         for _ in range(repeat):

@@ -1,6 +1,7 @@
 """Saved-report benchmark: ``laya-tui show`` first paint, a 100,000-signal report, the HTML page.
 
 Usage: python benchmarks/bench_show.py [--signals N] [--paints N] [--no-html]
+       python benchmarks/bench_show.py --keys [--signals N] [--repeats N] [--before TREE]
 
 1. First paint: ``laya-tui show REPORT`` on a pseudo-terminal (160x45), exec to the first
    frame with the tree and the footer, for the 7-probe demo report and for a report of one
@@ -12,6 +13,9 @@ Usage: python benchmarks/bench_show.py [--signals N] [--paints N] [--no-html]
 3. HTML: size of the page and its load time in headless Chromium (navigation to the load
    event, the page's script has built every section by then) for the recorded reports of
    every family together and for the big report.
+4. ``--keys``: ``show`` over the big report (say ``--signals 200000``): the load's longest
+   loop stall, then the keypress-to-paint latency of benchmarks/_keys.py's key sequence,
+   in fresh processes, with ``--before TREE`` an earlier checkout interleaved.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ import sys
 import tempfile
 import termios
 import time
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -91,7 +97,7 @@ def first_paint(args: list[str], cwd: Path, timeout: float = 60.0) -> float:
                     buf += os.read(master, 65536)
                 except OSError:
                     break
-            if b"all probes" in buf and b"Re-run" in buf:
+            if b"all probes" in buf and b"Help" in buf:  # show hides Re-run
                 painted = time.perf_counter() - t0
                 break
         if painted is None:
@@ -113,24 +119,76 @@ def first_paint(args: list[str], cwd: Path, timeout: float = 60.0) -> float:
     return painted
 
 
-async def loaded(report: dict, n: int) -> tuple[float, float]:
+async def loaded(report: dict, n: int, *, keys: bool = False, why: bool = False
+                 ) -> tuple[float, float, float, Any]:
     """(seconds from the app's start until all n rows of ``show`` are in the table, the
-    longest event-loop stall meanwhile, seen by bench_tui's 5 ms heartbeat)."""
-    from bench_tui import Heartbeat
+    longest event-loop stall meanwhile (wall, and the loop thread's CPU), seen by a 5 ms
+    heartbeat; with ``keys``, the _keys.SEQUENCE pressed in the loaded app, else None)."""
+    from _loop import Heartbeat
 
     from laya_tui.cli.show import build_saved_app
 
     t0 = time.perf_counter()
     app = build_saved_app(report, label="bench", workspace=str(REPO))
     beat = Heartbeat()
+    pressed = None
     async with app.run_test(size=(160, 45)) as pilot:
         beat.start()
-        while app.main_screen.table.row_count < n or app.pump.pending:
+        while app.main_screen.table.row_count < n or app.pump.pending or \
+                getattr(app, "updates_pending", False):
             await asyncio.sleep(0.01)
         total = time.perf_counter() - t0
+        await asyncio.sleep(0.3)
         beat.stop()
         await pilot.pause()
-    return total, beat.worst
+        if keys:
+            from _keys import key_latencies
+
+            pressed = await key_latencies(app, why=why)
+    return total, beat.worst, max(beat.cpu_late, default=0.0), pressed
+
+
+def keys_child(path: Path, n: int, why: bool) -> None:
+    """One ``show`` load of the report at ``path`` plus the key sequence, as JSON."""
+    report = json.loads(path.read_text())
+    total, stall, cpu, pressed = asyncio.run(loaded(report, n, keys=True, why=why))
+    print(json.dumps({"seconds": total, "stall": stall, "stall_cpu": cpu,
+                      "keys": asdict(pressed)}))
+
+
+def keys_rows(args: argparse.Namespace, big_path: Path) -> None:
+    """``show`` over the big report: its load and the keys, in fresh processes, this tree
+    and ``--before`` interleaved."""
+    from _keys import KeyRun, KeyTimes, print_keys
+
+    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.before:
+        trees.append((f"before ({args.before})", args.before.resolve()))
+    got: dict[str, list[Any]] = {}
+    for _ in range(args.repeats):
+        for label, tree in trees:
+            cmd = [sys.executable, __file__, "--child", str(big_path), "--signals",
+                   str(args.signals), *(["--why"] if args.why else [])]
+            env = dict(os.environ)
+            if tree is not None:
+                cmd += ["--tree", str(tree)]
+                env["PYTHONPATH"] = str(tree)
+            out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if out.returncode:
+                raise RuntimeError(f"{label}: {out.stderr[-2000:]}")
+            if args.why:
+                print(f"-- {label}:\n" + "\n".join(out.stdout.splitlines()[:-1]))
+            got.setdefault(label, []).append(json.loads(out.stdout.splitlines()[-1]))
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for label, runs in got.items():
+        keyruns = [KeyRun([KeyTimes(**k) for k in g["keys"]["keys"]], g["keys"]["stall"],
+                          g["keys"]["stall_cpu"]) for g in runs]
+        print_keys(f"show, {label}, {args.signals:,} signals", keyruns)
+        loads = ", ".join(f"{g['seconds']:.1f}" for g in runs)
+        stalls = ", ".join(f"{g['stall'] * 1000:.0f} ({g['stall_cpu'] * 1000:.0f} CPU)"
+                           for g in runs)
+        print(f"  the load itself (all rows in the table): {loads} s, longest loop stall "
+              f"{stalls} ms (target < 50 ms)")
 
 
 def html_figures(reports: dict[str, dict], tmp: Path) -> None:
@@ -163,13 +221,30 @@ def main() -> None:
     ap.add_argument("--signals", type=int, default=100_000)
     ap.add_argument("--paints", type=int, default=3)
     ap.add_argument("--no-html", action="store_true")
+    ap.add_argument("--keys", action="store_true",
+                    help="only: show's load of the big report and the key latency "
+                         "(benchmarks/_keys.py), --repeats times, beside --before")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--before", type=Path, metavar="TREE",
+                    help="with --keys: an earlier checkout measured interleaved")
+    ap.add_argument("--why", action="store_true")
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child is not None:
+        if args.tree is not None:
+            sys.path.insert(0, str(args.tree))
+        keys_child(args.child, args.signals, args.why)
+        return
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         big = big_report(args.signals)
         big_path = tmp / "big.json"
         big_path.write_text(json.dumps(big, indent=1))
         print(f"big report: {args.signals:,} signals, {big_path.stat().st_size / 2**20:.1f} MiB")
+        if args.keys:
+            keys_rows(args, big_path)
+            return
         live, demo, show_big = [], [], []
         for _ in range(args.paints):
             live.append(first_paint(["--workspace", str(DEMO_WS), "--no-cache", "--cache-dir",
@@ -180,9 +255,10 @@ def main() -> None:
         print(f"first paint (median of {args.paints}): live dashboard on the demo workspace "
               f"{m_live:.3f} s; show demo report {m_demo:.3f} s ({m_demo / m_live:.2f}x live); "
               f"show {args.signals:,}-signal report {m_big:.3f} s ({m_big / m_live:.2f}x live)")
-        total, stall = asyncio.run(loaded(big, args.signals))
+        total, stall, cpu, _ = asyncio.run(loaded(big, args.signals))
         print(f"show {args.signals:,}-signal report, all rows in the table: {total:.2f} s, "
-              f"longest loop stall {stall * 1000:.0f} ms (headless driver)")
+              f"longest loop stall {stall * 1000:.0f} ms ({cpu * 1000:.0f} ms loop-thread "
+              f"CPU; headless driver)")
         if not args.no_html:
             print("HTML page:")
             html_figures({"every-family": every_family(), f"{args.signals}-signals": big}, tmp)

@@ -43,9 +43,10 @@ if str(REPO) not in sys.path:
 
 
 async def _matrix_runs(only: list[str], out_dir: str) -> tuple[Any, ...]:
-    from laya_tui.core.runner import RunConfig, Runner
+    from laya_tui.core.runner import Runner
+    from laya_tui.core.settings import RunOptions
 
-    config = RunConfig(workspace=str(REPO), probes=[str(REPO / "probes" / "tilelang_matrix.py")],
+    config = RunOptions(workspace=str(REPO), probes=[str(REPO / "probes" / "tilelang_matrix.py")],
                        kernels=[str(REPO / "kernels")], only=only, use_cache=False,
                        out=out_dir, cache_dir=os.path.join(out_dir, "results"), jobs=1)
     runner = Runner(config)

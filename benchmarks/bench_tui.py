@@ -41,15 +41,16 @@ import subprocess
 import sys
 import tempfile
 import termios
-import threading
 import time
-import traceback
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from _loop import Heartbeat  # noqa: E402  (the loop clocks, shared with bench_show.py)
+
 DEMO_WS = REPO / "tests" / "fixtures" / "recorded" / "demo_ws"
 LAYA = [sys.executable, "-m", "laya_tui"]  # this interpreter, this tree
 HEAVY = ["torch", "transformers", "tilelang", "mlx", "torch_rbln", "numpy"]
@@ -157,168 +158,6 @@ def heavy_in_app_process() -> list[str]:
 
 
 # -- ingest ----------------------------------------------------------------------------------
-class Heartbeat:
-    """Measures event-loop stalls: the lateness of a 5 ms sleep, repeatedly.
-
-    With ``why``, a watchdog thread samples the loop thread's stack whenever the loop has
-    not beaten for 30 ms, so a long stall names the code that held the loop (the innermost
-    laya_tui frame, else the innermost textual/rich frame).
-    """
-
-    def __init__(self, period: float = 0.005, why: bool = False, profile: bool = False) -> None:
-        self.period = period
-        self.profile = profile
-        self.late: list[float] = []
-        #: the loop thread's CPU time from one beat to the next (the 5 ms period included,
-        #: so an upper bound): a stall's cost without the time other processes on a
-        #: loaded machine took the CPU away
-        self.cpu_late: list[float] = []
-        self.beats = 0
-        self.why = why
-        self.culprits: dict[str, float] = {}  # frame -> longest stall it was seen in
-        self._task: asyncio.Task[None] | None = None
-        self._last = 0.0
-        self._stop = threading.Event()
-
-    @property
-    def worst(self) -> float:
-        return max(self.late, default=0.0)
-
-    def p99(self, cpu: bool = False) -> float:
-        values = self.cpu_late if cpu else self.late
-        if not values:
-            return 0.0
-        ranked = sorted(values)
-        return ranked[min(len(ranked) - 1, int(len(ranked) * 0.99))]
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            t, c = loop.time(), time.thread_time()
-            self._last = time.perf_counter()
-            await asyncio.sleep(self.period)
-            self.late.append(loop.time() - t - self.period)
-            self.cpu_late.append(time.thread_time() - c)
-            self.beats += 1
-
-    def _watch(self, ident: int) -> None:
-        seen: dict[str, float] = {}
-        while not self._stop.wait(0.005):
-            stall = time.perf_counter() - self._last
-            if stall < 0.03:
-                if seen:
-                    for k, v in seen.items():
-                        self.culprits[k] = max(self.culprits.get(k, 0.0), v)
-                    seen = {}
-                continue
-            frame = sys._current_frames().get(ident)
-            stack = traceback.extract_stack(frame) if frame is not None else []
-            mine = [f for f in stack if "/laya_tui/" in f.filename]
-            lib = [f for f in stack if "/textual/" in f.filename or "/rich/" in f.filename
-                   or "/asyncio/" in f.filename or "/json/" in f.filename]
-            pick = (mine or lib or stack[-1:])
-            if pick:
-                f = pick[-1]
-                where = f"{Path(f.filename).name}:{f.lineno} {f.name}"
-                if mine and lib and lib[-1] is not stack[-1]:
-                    inner = stack[-1]
-                    where += f" > {Path(inner.filename).name}:{inner.lineno} {inner.name}"
-                seen[where] = stall
-
-    def start(self) -> None:
-        self._last = time.perf_counter()
-        self._task = asyncio.ensure_future(self._run())
-        self.callbacks = CallbackClock(profile=self.profile)
-        self.callbacks.install()
-        if self.why:
-            threading.Thread(target=self._watch, args=(threading.get_ident(),),
-                             daemon=True).start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if getattr(self, "callbacks", None) is not None:
-            self.callbacks.uninstall()
-        if self._task is not None:
-            self._task.cancel()
-
-
-class CallbackClock:
-    """The longest single event-loop callback, in wall time and in the loop thread's own
-    CPU time (what it cost, without the time a loaded machine took the CPU away).
-
-    ``profile``: every callback runs under cProfile (slower), and the profiles of the
-    three costliest are kept, to name what a long callback did.
-    """
-
-    def __init__(self, profile: bool = False) -> None:
-        self.wall = 0.0
-        self.cpu = 0.0
-        self.cpu_what = ""
-        self.profile = profile
-        self.profiles: list[tuple[float, str, Any]] = []
-        self.slow: list[tuple[float, str]] = []  # callbacks over 10 ms of CPU
-        self._orig: Any = None
-
-    def install(self) -> None:
-        import cProfile
-
-        handle = asyncio.events.Handle
-        orig = self._orig = handle._run
-        clock = self
-
-        def _run(h: asyncio.Handle) -> None:
-            prof = cProfile.Profile() if clock.profile else None
-            w, c = time.perf_counter(), time.thread_time()
-            try:
-                if prof is None:
-                    orig(h)
-                else:
-                    prof.runcall(orig, h)
-            finally:
-                c = time.thread_time() - c
-                clock.wall = max(clock.wall, time.perf_counter() - w)
-                if c > clock.cpu:
-                    clock.cpu = c
-                    clock.cpu_what = _callback_name(h)
-                if c > 0.01:
-                    clock.slow.append((c, _callback_name(h)))
-                if prof is not None and c > 0.02 and (
-                        len(clock.profiles) < 3 or c > clock.profiles[-1][0]):
-                    clock.profiles = sorted([*clock.profiles, (c, _callback_name(h), prof)],
-                                            key=lambda t: -t[0])[:3]
-
-        handle._run = _run  # type: ignore[method-assign]
-
-    def uninstall(self) -> None:
-        if self._orig is not None:
-            asyncio.events.Handle._run = self._orig  # type: ignore[method-assign]
-            self._orig = None
-
-    def report(self) -> None:
-        import io
-        import pstats
-
-        for cpu, what, prof in self.profiles:
-            out = io.StringIO()
-            pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(18)
-            print(f"--- callback {what}: {cpu * 1000:.0f} ms CPU (under cProfile)")
-            print("\n".join(out.getvalue().splitlines()[6:]))
-
-
-def _callback_name(h: asyncio.Handle) -> str:
-    cb = getattr(h, "_callback", None)
-    owner = getattr(cb, "__self__", None)
-    if isinstance(owner, asyncio.Task):
-        coro = owner.get_coro()
-        name = getattr(coro, "__qualname__", repr(coro))
-        timer = getattr(getattr(coro, "cr_frame", None), "f_locals", {}).get("self")
-        callback = getattr(timer, "_callback", None)
-        if callback is not None:  # a Textual timer: name what it calls
-            name += " -> " + getattr(callback, "__qualname__", repr(callback))
-        return name
-    return getattr(cb, "__qualname__", repr(cb))
-
-
 def _pending(app) -> bool:
     """Events not yet on the widgets (``updates_pending``; older apps: the pump alone)."""
     pending = getattr(app, "updates_pending", None)
@@ -332,12 +171,14 @@ class Ingest:
 
     seconds: float
     beat: Heartbeat
+    keys: Any = None  # a _keys.KeyRun when the keys were pressed after the ingest
 
 
 async def ingest(app, n: int, timeout: float = 600.0, why: bool = False,
-                 profile: bool = False) -> Ingest:
+                 profile: bool = False, keys: bool = False) -> Ingest:
     """Time until n rows are in the app's table; the heartbeat runs on until the probe's
-    end (its cache entry, the gates over its result) has been shown too."""
+    end (its cache entry, the gates over its result) has been shown too. ``keys``: then
+    press _keys.SEQUENCE in the loaded app, each timed to its frames."""
     beat = Heartbeat(why=why, profile=profile)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
@@ -361,30 +202,37 @@ async def ingest(app, n: int, timeout: float = 600.0, why: bool = False,
         await asyncio.sleep(0.2)  # the summary's gates over the finished result
         beat.stop()
         rows = app.main_screen.table.row_count
+        pressed = None
+        if keys and rows >= n:
+            from _keys import key_latencies
+
+            pressed = await key_latencies(app, why=why)
         await app.shutdown_runner()
     if rows < n:
         why_ = f"; the probe ended {ended.status}: {ended.reason}" if ended else ""
         raise RuntimeError(f"only {rows} of {n} rows after {total:.1f} s{why_}")
-    return Ingest(total, beat)
+    return Ingest(total, beat, pressed)
 
 
-def live_ingest(n: int, why: bool = False, profile: bool = False) -> Ingest:
-    from laya_tui.core.runner import RunConfig
-    from laya_tui.tui.app import build_app
+def live_ingest(n: int, why: bool = False, profile: bool = False,
+                keys: bool = False) -> Ingest:
+    from laya_tui.core.settings import RunOptions
+    from laya_tui.tui.factory import build_app
 
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         (ws / "probes").mkdir()
         (ws / "probes" / "flood.py").write_text(FLOOD_PROBE)
         os.environ["LAYA_BENCH_SIGNALS"] = str(n)
-        config = RunConfig(workspace=str(ws), probes=[str(ws / "probes")], use_cache=False,
+        config = RunOptions(workspace=str(ws), probes=[str(ws / "probes")], use_cache=False,
                            cache_dir=str(ws / ".cache"))
         return asyncio.run(ingest(build_app(config, autorun=False), n, why=why,
-                                  profile=profile))
+                                  profile=profile, keys=keys))
 
 
-def recorded_ingest(n: int, why: bool = False, profile: bool = False) -> Ingest:
-    from laya_tui.tui.app import build_app
+def recorded_ingest(n: int, why: bool = False, profile: bool = False,
+                    keys: bool = False) -> Ingest:
+    from laya_tui.tui.factory import build_app
 
     sigs = [{"kind": "fallback", "probe": "flood/many", "subject": f"aten::op_{i % 997}",
              "count": i % 13 + 1, "bytes": (i * 7919) % 10_000_000, "reason": f"reason {i % 31}",
@@ -398,7 +246,7 @@ def recorded_ingest(n: int, why: bool = False, profile: bool = False) -> Ingest:
         path.write_text(json.dumps(report))
         del report, sigs
         return asyncio.run(ingest(build_app(recorded=path, autorun=False), n, why=why,
-                                  profile=profile))
+                                  profile=profile, keys=keys))
 
 
 def noise_floor(seconds: float = 3.0) -> float:
@@ -429,12 +277,70 @@ def main() -> None:
                          "profiles of the three costliest")
     ap.add_argument("--before", type=Path, metavar="TREE",
                     help="another checkout (e.g. a worktree of the commit before a change): "
-                         "its first paint is measured interleaved with this one's")
+                         "its first paint (and with --keys, its key latency) is measured "
+                         "interleaved with this one's")
+    ap.add_argument("--keys", type=int, metavar="N", default=0,
+                    help="keypress-to-paint latency (benchmarks/_keys.py) with N signals "
+                         "loaded (live and recorded, --ingests times each); only that")
+    ap.add_argument("--modes", default="live,recorded",
+                    help="with --keys: which loads (live, recorded; default both)")
+    ap.add_argument("--keys-child", choices=("live", "recorded"), help=argparse.SUPPRESS)
+    ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if not args.skip_paint:
-        paint_rows(args)
-    if not args.skip_ingest:
-        ingest_rows(args)
+    if args.keys_child:
+        keys_child(args)
+    elif args.keys:
+        keys_rows(args)
+    else:
+        if not args.skip_paint:
+            paint_rows(args)
+        if not args.skip_ingest:
+            ingest_rows(args)
+
+
+def keys_child(args: argparse.Namespace) -> None:
+    """One load plus the key sequence, in this process, printed as JSON (a child of
+    keys_rows; ``--tree``: that checkout's laya_tui)."""
+    if args.tree is not None:
+        sys.path.insert(0, str(args.tree))
+    run = (live_ingest if args.keys_child == "live" else recorded_ingest)(
+        args.keys, why=args.why, keys=True)
+    print(json.dumps({"seconds": run.seconds, "stall": run.beat.worst,
+                      "keys": asdict(run.keys)}))
+
+
+def keys_rows(args: argparse.Namespace) -> None:
+    """Key latency after loading ``--keys`` signals, live and recorded; each load in a fresh
+    process, this tree and ``--before`` interleaved so both see the same machine load."""
+    from _keys import KeyRun, KeyTimes, print_keys
+
+    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.before:
+        trees.append((f"before ({args.before})", args.before.resolve()))
+    runs: dict[tuple[str, str], list[Any]] = {}
+    for _ in range(args.ingests):
+        for label, tree in trees:
+            for mode in args.modes.split(","):
+                cmd = [sys.executable, __file__, "--keys-child", mode, "--keys",
+                       str(args.keys), *(["--why"] if args.why else [])]
+                env = dict(os.environ)
+                if tree is not None:
+                    cmd += ["--tree", str(tree)]
+                    env["PYTHONPATH"] = str(tree)  # the live worker imports that one too
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if out.returncode:
+                    raise RuntimeError(f"{label} {mode}: {out.stderr[-2000:]}")
+                if args.why:
+                    print(f"-- {label}, {mode}:\n" + "\n".join(out.stdout.splitlines()[:-1]))
+                runs.setdefault((label, mode), []).append(json.loads(out.stdout.splitlines()[-1]))
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for (label, mode), got in runs.items():
+        keyruns = [KeyRun([KeyTimes(**k) for k in g["keys"]["keys"]], g["keys"]["stall"],
+                          g["keys"]["stall_cpu"]) for g in got]
+        print_keys(f"{label}, {mode}, {args.keys:,} signals", keyruns)
+        loads = ", ".join(f"{g['seconds']:.1f}" for g in got)
+        stalls = ", ".join(f"{g['stall'] * 1000:.0f}" for g in got)
+        print(f"  the load itself: {loads} s, longest stall {stalls} ms")
 
 
 def paint_rows(args: argparse.Namespace) -> None:

@@ -39,10 +39,11 @@ from tests._user_project import MODEL, build_wheel, install_wheel, make_project 
 
 WORKER_START = """
 import asyncio, statistics, sys, tempfile, time
-from laya_tui.core.runner import RunConfig, WorkerHandle
+from laya_tui.core.runner import WorkerHandle
+from laya_tui.core.settings import RunOptions
 
 async def once(ws):
-    h = WorkerHandle("bench", RunConfig(workspace=ws, probes=[]), tempfile.mkdtemp())
+    h = WorkerHandle("bench", RunOptions(workspace=ws, probes=[]), tempfile.mkdtemp())
     t0 = time.perf_counter()
     await h.start()
     dt = time.perf_counter() - t0

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 
-from laya_tui.core.runner import RunConfig  # noqa: E402
+from laya_tui.core.settings import RunOptions  # noqa: E402
 from laya_tui.watch.engine import Watcher  # noqa: E402
 
 FACTORIES = {"gemm": "gemm_kernel", "geglu": "gemm_geglu_kernel", "add_ln": "add_ln_kernel",
@@ -263,7 +263,7 @@ async def measure(ws: Path, cell: str, target: Path, edits: int, synthetic: bool
                   ) -> tuple[float, list[float], list[float], list[dict], list[float]]:
     """(cold seconds, latencies, run seconds, records, warm builds) over ``edits`` saves,
     each save followed by one warm-process lower+build (same load for both)."""
-    config = RunConfig(workspace=str(ws), probes=[str(ws / "probes")],
+    config = RunOptions(workspace=str(ws), probes=[str(ws / "probes")],
                        kernels=[str(ws / "kernels")], only=[cell], use_cache=False,
                        cache_dir=str(ws.parent / "cache"), out=str(ws.parent / "out"), jobs=1)
     records: asyncio.Queue[dict] = asyncio.Queue()

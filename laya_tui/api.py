@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.cellid import cell_id
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Reply  # noqa: F401 - re-exported
 from laya_tui.core.signals import make_signal
 
@@ -50,13 +51,13 @@ class ProbeSpec:
     def cells(self) -> list[tuple[str, Param | None]]:
         """Expand into ``(probe_id, param)`` pairs with stable ids."""
         if self.params is None:
-            return [(f"{self.family}/{self.name}", None)]
+            return [(cell_id(self.family, self.name), None)]
         params = self.params() if callable(self.params) else self.params
         out: list[tuple[str, Param | None]] = []
         for p in params:
             if not isinstance(p, Param):
                 p = Param(id=str(p), kwargs={"value": p})
-            out.append((f"{self.family}/{p.name or self.name}[{p.id}]", p))
+            out.append((cell_id(self.family, p.name or self.name, p.id), p))
         return out
 
 
@@ -126,6 +127,7 @@ class Context:
         params: dict[str, Any] | None = None,
         opts: dict[str, Any] | None = None,
         add_dep: Callable[[str], None] | None = None,
+        on_step: Callable[[str], None] | None = None,
     ) -> None:
         self.id = probe_id
         self.family = family
@@ -133,6 +135,7 @@ class Context:
         self.options = opts if opts is not None else options()
         self._emit = emit
         self._add_dep = add_dep
+        self._on_step = on_step
         self.failures: list[str] = []
         self.artifacts_dir = self.options.get("out")
 
@@ -154,9 +157,17 @@ class Context:
         """A measured duration."""
         return self.signal("timing", subject=subject, seconds=round(float(seconds), 6), **fields)
 
+    def step(self, name: str) -> None:
+        """Say that the probe begins step ``name`` (``export``, ``package``...): not a
+        signal, nothing in the report; a timeout's reason names the step it was in."""
+        if self._on_step is not None:
+            self._on_step(str(name))
+
     @contextlib.contextmanager
     def timed(self, subject: str, **fields: Any) -> Iterator[dict[str, float]]:
-        """Time the block and emit a ``timing`` signal; yields a dict that gets ``seconds``."""
+        """Time the block as step ``subject`` and emit a ``timing`` signal; yields a dict
+        that gets ``seconds``."""
+        self.step(subject)
         box: dict[str, float] = {}
         t0 = time.perf_counter()
         try:

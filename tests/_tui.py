@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from laya_tui.tui.app import LayaApp, build_app
+from laya_tui.tui.app import LayaApp
+from laya_tui.tui.factory import build_app
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 DEMO_REPORT = RECORDED / "demo_report.json"
@@ -34,3 +35,12 @@ class MessageLog:
 
     def of(self, name: str) -> list[Any]:
         return [m for m in self.messages if type(m).__name__ == name]
+
+
+def screen_lines(app: LayaApp) -> list[str]:
+    """What the terminal shows now, line by line (the current screen as composited)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def screen_text(app: LayaApp) -> str:
+    return "\n".join(screen_lines(app))

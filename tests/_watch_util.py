@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from laya_tui.core.runner import RunConfig
+from laya_tui.core.settings import RunOptions
 from laya_tui.watch.engine import Watcher
 
 KERN_PROBE = '''
@@ -93,11 +93,11 @@ def save(path: Path, text: str, *, atomic: bool = True) -> None:
     os.replace(tmp, path)
 
 
-def config_for(ws: Path, **kw: Any) -> RunConfig:
-    """A RunConfig for the test workspace (no cache unless asked)."""
+def config_for(ws: Path, **kw: Any) -> RunOptions:
+    """A RunOptions for the test workspace (no cache unless asked)."""
     kw.setdefault("use_cache", False)
     kw.setdefault("cache_dir", str(ws.parent / "cache"))
-    return RunConfig(workspace=str(ws), probes=[str(ws / "probes")],
+    return RunOptions(workspace=str(ws), probes=[str(ws / "probes")],
                      kernels=[str(ws / "kernels")], **kw)
 
 

@@ -4,6 +4,7 @@ which signals count as inherent library work, and how a trace's stages are summe
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -100,3 +101,27 @@ def test_cache_events_are_read_from_torch_trace_logs(tmp_path: Path):
     assert bench.cache_events(tmp_path) == {"fx_graph_cache_miss": 2, "fx_graph_cache_hit": 1,
                                             "aotautograd_cache_miss": 1}
     assert bench.cache_events(tmp_path / "missing") == {}
+
+
+def test_closeness_says_how_near_each_bound_a_run_came():
+    bench = _load("bench_cold")
+    text = bench.closeness({"timeout": 600.0, "idle_window": 60.0, "cpu_budget": 1200.0,
+                            "ceiling": 2400.0, "wall_limit": 6000.0, "seconds": 720.0,
+                            "own_seconds": 480.0, "cpu_seconds": 480.0, "longest_idle": 3.5})
+    assert text == ("wall 720/600 s timeout (1.20x); own time 480/2400 s ceiling (20%); 12% "
+                    "of the 6000 s wall limit; CPU 480/1200 s (40%); longest idle 3.5/60 s")
+    ended = bench.closeness({"timeout": 2.0, "idle_window": 1.0, "cpu_budget": 2.0,
+                             "ceiling": 8.0, "seconds": 2.1, "longest_idle": 2.1,
+                             "ended_by": "idle"})
+    assert ended.endswith("longest idle 2.1/1 s; ended by idle") and "CPU" not in ended
+
+
+def test_hogs_stop_with_the_benchmark():
+    bench = _load("bench_cold")
+    hogs = bench.start_hogs(1)
+    try:
+        assert hogs[0].poll() is None
+        assert os.getsid(hogs[0].pid) == hogs[0].pid  # its own session
+    finally:
+        hogs[0].kill()
+        hogs[0].wait()

@@ -179,3 +179,80 @@ def test_transformers_gpt2_fallbacks_match_the_profiler_and_sit_in_the_modeling_
     compiles = [s for s in sigs if s["kind"] == "compile"]
     assert compiles and compiles[0]["site"]["file"] == modeling_gpt2.__file__
     assert compiles[0]["site"]["func"] == "GPT2LMHeadModel.forward"
+
+
+_TWIN = '''
+import json, sys
+import torch
+from laya_tui.api import Context
+from laya_tui.families.explain import explain_steady
+
+
+class WithFallback(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.a(x).relu()
+        return torch.linalg.qr(h)[0]
+
+
+torch.manual_seed(0)
+model, x = WithFallback().eval(), torch.randn(4, 4)
+fn = torch.compile(model, backend="inductor", dynamic=False)
+events = []
+ctx = Context("explain/twin", "explain", events.append, opts={})
+with torch.no_grad():
+    explain_steady(ctx, "forward", lambda: fn(x), warmup=1, model=model, overhead_repeats=1)
+from torch._dynamo.utils import counters
+sites = [e["signal"]["site"] for e in events if e["type"] == "signal"
+         and e["signal"]["kind"] == "fallback" and "linalg_qr" in e["signal"]["subject"]]
+print(json.dumps({"sites": sites, "hits": counters["inductor"]["fxgraph_cache_hit"]}))
+'''
+
+
+def test_a_graph_served_from_inductor_s_cache_is_sited_in_this_checkout(tmp_path):
+    """The same model file in two checkouts, compiled one after the other with one inductor
+    cache: the second compile is a cache hit whose line map names the first checkout's
+    file; the fallback's site must still be the file this process ran. The cache folder is
+    one a user could name (no "torchinductor" in its path): its output code must still be
+    read as Inductor's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    runs = []
+    for name in ("checkout_a", "checkout_b"):
+        model = tmp_path / name / "model.py"
+        model.parent.mkdir()
+        model.write_text(_TWIN)
+        out = subprocess.run([sys.executable, str(model)], env=env, capture_output=True,
+                             text=True, timeout=600, cwd=model.parent)
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs.append((str(model), json.loads(out.stdout.strip().splitlines()[-1])))
+    (first, a), (second, b) = runs
+    assert b["hits"] >= 1, "the second checkout's compile was not served from the cache"
+    assert a["sites"] and {s["file"] for s in a["sites"]} == {first}
+    assert b["sites"] and {s["file"] for s in b["sites"]} == {second}
+    assert {s["func"] for s in b["sites"]} == {"WithFallback.forward"}
+    # the same graph traced from a different file (another name, other line numbers) is
+    # served with the first file's line map: no site may name that file or its lines; the
+    # fallback is sited at the compiled function of the file that ran instead
+    other = tmp_path / "elsewhere" / "other_model.py"
+    other.parent.mkdir()
+    other.write_text("# a different project\n" * 7 + _TWIN)
+    out = subprocess.run([sys.executable, str(other)], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=other.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    c = json.loads(out.stdout.strip().splitlines()[-1])
+    assert c["hits"] >= 1 and c["sites"]
+    assert {s["file"] for s in c["sites"]} == {str(other)}
+    assert {s["func"] for s in c["sites"]} == {"WithFallback.forward"}
+    lines = other.read_text().splitlines()
+    body = range(lines.index("    def forward(self, x):") + 1, lines.index(
+        "        return torch.linalg.qr(h)[0]") + 2)
+    assert {s["line"] for s in c["sites"]} <= set(body)

@@ -121,7 +121,7 @@ def test_the_report_carries_both_and_stays_readable():
     assert "&lt;script&gt;_&#95;DATA_&#95;&lt;/script&gt;" in section
     assert page.count('id="laya-data"') == 1 and page.count('<section id="envs"') == 1
     data = page[page.index('id="laya-data">') + 15:page.index("</script>")]
-    assert json.loads(data)["probes"][0]["reason"] == "a <script>__DATA__</script>"
+    assert "a <script>__DATA__</script>" in json.loads(data)["probes"][0]  # its row
     # one environment, or a report without any: no comparison, no env sections
     assert compare_envs(probes[:1], ENVS) is None
     _, plain = evaluate_all([make_result({"id": "t/k", "family": "t"}, "ok", None,

@@ -73,8 +73,8 @@ def test_baseline_gate_exit_codes(ws, tmp_path):
     (["--max", "fallback=-1"], "--max: expected KIND=N"),
     (["--max", "fallback=two"], "--max: expected KIND=N"),
     (["--max", "vibes=1"], "--max: unknown kind 'vibes'"),
-    (["--junit", "/no/such/dir/j.xml"], "cannot write report /no/such/dir/j.xml"),
-    (["--markdown", "/no/such/dir/s.md"], "cannot write report /no/such/dir/s.md"),
+    (["--junit", "/no/such/dir/j.xml"], "cannot write --junit /no/such/dir/j.xml"),
+    (["--markdown", "/no/such/dir/s.md"], "cannot write --markdown /no/such/dir/s.md"),
 ])
 def test_bad_gate_flags_exit_2_and_run_nothing(ws, tmp_path, flags, needle):
     marker = tmp_path / "ran"

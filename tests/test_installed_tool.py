@@ -73,8 +73,22 @@ def test_installed_empty_project_hint_then_init_then_env(site, tmp_path):
     assert proc.returncode == 2 and "[tool.laya-tui]" in proc.stderr
     assert "nothing to examine" in proc.stderr
     assert installed(site, tmp_path, "init", script=True).returncode == 0
-    ids = installed(site, tmp_path, "--list").stdout.split()
-    assert "env/python" in ids and all(i.startswith("env/") for i in ids)
+    # the table init writes names nothing yet: still no configuration (never an env-only
+    # PASS), and --list says so the same way; once it names a folder, that is listed
+    listed = installed(site, tmp_path, "--list")
+    assert listed.returncode == 2 and "nothing to examine" in listed.stderr
+    assert not listed.stdout.split()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "my_probe.py").write_text(
+        "from laya_tui import probe\n\n\n@probe('mine', name='hello')\n"
+        "def hello(ctx):\n    return None\n")
+    table = (tmp_path / "pyproject.toml").read_text()
+    (tmp_path / "pyproject.toml").write_text(table.replace('# probes = ["probes"]',
+                                                           'probes = ["mine"]'))
+    listed = installed(site, tmp_path, "--list")
+    assert listed.returncode == 0, listed.stderr
+    ids = listed.stdout.split()
+    assert "mine/hello" in ids
 
 
 @pytest.mark.slow

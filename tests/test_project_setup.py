@@ -35,37 +35,39 @@ def test_source_checkout_finds_the_built_in_folders():
 
 def test_a_workspace_of_own_probes_runs_just_those():
     config = _config(WORKSPACES / "mixed")
-    assert config.probes == [str(WORKSPACES / "mixed" / "probes")]
-    assert config.kernels == [] and config.options()["demo"] is False
+    assert list(config.probes) == [str(WORKSPACES / "mixed" / "probes")]
+    assert list(config.kernels) == [] and config.options()["demo"] is False
 
 
 def test_a_model_brings_the_built_in_families_beside_own_probes(tmp_path):
     (tmp_path / "probes").mkdir()
     config = _config(tmp_path, "--model", "mypkg.mod:build")
-    assert config.probes == [builtin_probes_dir(), str(tmp_path / "probes")]
+    assert list(config.probes) == [builtin_probes_dir(), str(tmp_path / "probes")]
     extra = tmp_path / "more.py"
     extra.write_text("")
     config = _config(tmp_path, "--model", "m:f", "--probes", str(extra))
-    assert config.probes == [builtin_probes_dir(), str(extra)]
+    assert list(config.probes) == [builtin_probes_dir(), str(extra)]
 
 
 def test_demo_from_the_table_or_the_flag_adds_the_demo_kernels(tmp_path):
     (tmp_path / "k").mkdir()
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\nkernels = ["k"]\n')
     config = _config(tmp_path)
-    assert config.kernels == [str(tmp_path / "k")] and not config.options()["demo"]
+    assert list(config.kernels) == [str(tmp_path / "k")] and not config.options()["demo"]
     config = _config(tmp_path, "--demo")
-    assert config.kernels == [str(tmp_path / "k"), demo_kernels_dir()]
+    assert list(config.kernels) == [str(tmp_path / "k"), demo_kernels_dir()]
     assert config.options()["demo"] is True
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\ndemo = true\n')
-    assert _config(tmp_path).kernels == [demo_kernels_dir()]
+    assert list(_config(tmp_path).kernels) == [demo_kernels_dir()]
     # --kernels replaces the table's kernels, the table's demo kernels included ...
     config = _config(tmp_path, "--kernels", str(tmp_path / "k"))
-    assert config.kernels == [str(tmp_path / "k")] and config.options()["demo"] is True
+    assert list(config.kernels) == [str(tmp_path / "k")] and config.options()["demo"] is True
     # ... and --demo always brings them
     config = _config(tmp_path, "--demo", "--kernels", str(tmp_path / "k"))
-    assert config.kernels == [str(tmp_path / "k"), demo_kernels_dir()]
-    assert _config(tmp_path, "--no-demo").options()["demo"] is False
+    assert list(config.kernels) == [str(tmp_path / "k"), demo_kernels_dir()]
+    assert _config(tmp_path, "--no-demo", "--model", "m:f").options()["demo"] is False
+    with pytest.raises(NothingConfigured):  # the demo turned off leaves nothing to examine
+        _config(tmp_path, "--no-demo")
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\ndemo = "yes"\n')
     with pytest.raises(UsageError, match="demo: expected true or false, got 'yes'"):
         _config(tmp_path)
@@ -76,8 +78,16 @@ def test_nothing_configured_is_a_usage_error_with_the_table_to_write(tmp_path):
         _config(tmp_path)
     assert '[tool.laya-tui]\n    models = ["mypkg.models:build"]' in str(exc.value)
     assert "laya-tui init" in str(exc.value) and "--demo" in str(exc.value)
-    (tmp_path / "pyproject.toml").write_text("[tool.laya-tui]\n")  # an empty table is enough
-    assert _config(tmp_path).probes == [builtin_probes_dir()]
+    # a table that names nothing to examine is no configuration either, with its own words
+    (tmp_path / "pyproject.toml").write_text("[tool.laya-tui]\nfail-on = [\"fallback\"]\n")
+    with pytest.raises(NothingConfigured) as exc:
+        _config(tmp_path)
+    assert "its [tool.laya-tui] table names no model" in str(exc.value)
+    (tmp_path / "probes").mkdir()
+    assert list(_config(tmp_path).probes) == [str(tmp_path / "probes")]  # own probes: just those
+    (tmp_path / "probes").rmdir()
+    (tmp_path / "pyproject.toml").write_text("[tool.laya-tui]\nmodels = [\"m:build\"]\n")
+    assert list(_config(tmp_path).probes) == [builtin_probes_dir()]
 
 
 def test_the_repository_itself_runs_the_demo(tmp_path):
@@ -100,8 +110,17 @@ def test_empty_project_exit_2_with_the_hint_then_init_then_list(tmp_path):
     proc = run_cli("init", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "pyproject.toml").read_text() == TEMPLATE
+    # init's table is all comments: still nothing to examine, never a green run of env only
+    for flags in (["--list"], ["--headless"], ["--headless", "--json", "-"]):
+        proc = run_cli(*flags, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert f"nothing to examine in {tmp_path}" in proc.stderr
+        assert "its [tool.laya-tui] table names no model" in proc.stderr
+    assert not (tmp_path / "laya-report.json").exists()
+    with open(tmp_path / "pyproject.toml", "a") as fh:
+        fh.write("demo = true\n")
     ids = run_cli("--list", cwd=tmp_path).stdout.split()
-    assert "env/python" in ids and all(i.startswith("env/") for i in ids)
+    assert "env/python" in ids and any(i.startswith("tilelang/") for i in ids)
 
 
 def test_init_appends_to_a_pyproject_and_never_overwrites_a_table(tmp_path):

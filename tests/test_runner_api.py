@@ -8,7 +8,8 @@ import textwrap
 
 from laya_tui.core.events import ProbeFinished, ProbeStarted
 from laya_tui.core.results import is_cancelled
-from laya_tui.core.runner import RunConfig, Runner
+from laya_tui.core.runner import Runner
+from laya_tui.core.settings import RunOptions
 
 
 def _workspace(tmp_path):
@@ -29,13 +30,13 @@ def _workspace(tmp_path):
             time.sleep(30)
     """))
     (probes / "__init__.py").write_text("")
-    return RunConfig(workspace=str(tmp_path), probes=[str(probes)],
+    return RunOptions(workspace=str(tmp_path), probes=[str(probes)],
                      cache_dir=str(tmp_path / "cache"), use_cache=False)
 
 
 def test_listeners_subscribe_beside_each_other(tmp_path):
     first, second = [], []
-    runner = Runner(RunConfig(workspace=str(tmp_path), probes=[]), on_event=first.append)
+    runner = Runner(RunOptions(workspace=str(tmp_path), probes=[]), on_event=first.append)
     assert runner.on_event == first.append  # one listener: called directly, no fan-out
     unsubscribe = runner.subscribe(second.append)
     runner.on_event(ProbeStarted("f/x", "f", 0.0))

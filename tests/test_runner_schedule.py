@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from laya_tui.core.runner import RunConfig, Runner
+from laya_tui.core.runner import Runner
+from laya_tui.core.settings import RunOptions
 from laya_tui.core.shard import read_cache_durations, record_durations
 
 
@@ -11,7 +12,7 @@ def _cells(fam: str, *names: str) -> list[dict]:
 
 
 def _runner(tmp_path, order: str = "longest-first") -> Runner:
-    cfg = RunConfig(workspace=str(tmp_path), probes=[], cache_dir=str(tmp_path / "c"),
+    cfg = RunOptions(workspace=str(tmp_path), probes=[], cache_dir=str(tmp_path / "c"),
                     order=order)
     return Runner(cfg)
 

@@ -11,11 +11,11 @@ import pytest
 
 from laya_tui.cli import diff as diff_cli
 from laya_tui.cli import merge as merge_cli
-from laya_tui.cli.config import run_config, settings_from
+from laya_tui.cli.config import settings_from
 from laya_tui.cli.main import build_parser
 from laya_tui.core import settings as settings_mod
-from laya_tui.core.runner import RunConfig
-from laya_tui.core.settings import DEFAULT_MARGIN, Settings, default_jobs
+from laya_tui.core.runner import Runner
+from laya_tui.core.settings import DEFAULT_MARGIN, RunOptions, Settings, default_jobs
 from laya_tui.report import baseline, diff, gates
 
 PACKAGE = Path(settings_mod.__file__).resolve().parents[1]
@@ -68,14 +68,18 @@ def test_settings_and_their_parts_are_frozen(ws: Path) -> None:
     assert isinstance(s.run.probes, tuple) and isinstance(s.gates.fail_on, tuple)
 
 
-def test_the_run_config_is_made_from_the_settings(ws: Path) -> None:
+def test_the_run_options_are_the_runner_s_only_input(ws: Path) -> None:
     s = _settings(ws, "--jobs", "1", "--only", "p/*", "--no-cache")
-    config = run_config(s)
-    assert isinstance(config, RunConfig)
-    assert config.jobs == 1 and config.only == ["p/*"] and config.use_cache is False
-    assert config.probes == list(s.run.probes) and config.workspace == s.workspace
-    config.only.append("x")  # the RunConfig's lists are its own
-    assert s.run.only == ("p/*",)
+    config = s.run
+    assert isinstance(config, RunOptions) and Runner(config).config is config
+    assert config.jobs == 1 and config.only == ("p/*",) and config.use_cache is False
+    assert config.workspace == s.workspace == str(ws)
+    # lists given to the constructor are kept as tuples: nothing can change them later
+    built = RunOptions(workspace=".", probes=["a"], only=["x"], family_timeouts={"env": 9})
+    assert built.probes == ("a",) and built.only == ("x",)
+    with pytest.raises(TypeError):
+        built.family_timeouts["env"] = 1  # type: ignore[index]
+    assert built.timeout_for({"family": "env"}) == 9
 
 
 def test_one_margin_default_for_gates_baseline_diff_and_the_diff_command() -> None:
@@ -91,11 +95,11 @@ def test_one_margin_default_for_gates_baseline_diff_and_the_diff_command() -> No
 def test_one_jobs_default_for_the_cli_and_the_runner(ws: Path, monkeypatch) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert default_jobs() == 1  # so the values below come from this one function
-    assert RunConfig(workspace=".", probes=[]).jobs == 1
+    assert RunOptions(workspace=".", probes=[]).jobs == 1
     assert _settings(ws).run.jobs == 1
     assert "(default: 1)" in " ".join(build_parser().format_help().split())
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert RunConfig(workspace=".", probes=[]).jobs == 2 == _settings(ws).run.jobs
+    assert RunOptions(workspace=".", probes=[]).jobs == 2 == _settings(ws).run.jobs
 
 
 def test_one_debounce_default_for_the_flag_and_the_watcher() -> None:

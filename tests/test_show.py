@@ -47,7 +47,7 @@ def _drive(scope, keys=()):
 # -- snapshots: one saved report per family ------------------------------------------------
 
 def test_show_explain_demo(snap_compare):
-    drive = _drive(("probe", "explain/tiny_modernbert_forward"), ("enter", "j"))
+    drive = _drive(("probe", "explain/tiny_llama_forward"), ("enter", "j", "j"))
     assert snap_compare(_app(DEMO_REPORT), terminal_size=SIZE, run_before=drive)
 
 

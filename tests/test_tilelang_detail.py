@@ -57,7 +57,7 @@ def test_the_failing_cell_shows_ir_diff_timing_args_and_repro(tmp_path: Path) ->
     sig = _signal(tmp_path)
     text = _text(sig)
     assert "kernel arguments" in text and "block_M  64   from first @autotune config" in text
-    assert "slowest passes (14 passes, 0.02 s in all)" in text
+    assert "slowest passes (14 passes, 20.0 ms in all)" in text
     assert "tl.Simplify         10.0 ms  (3 runs)" in text
     assert "IR before tl.LayoutInference" in text and "(o: open in $EDITOR)" in text
     assert 'C_local = T.sblock_alloc_buffer((64, 64), scope="local.fragment")' in text

@@ -274,6 +274,7 @@ def test_cuda_cell_lowers_and_builds_with_nvcc(tl: Any, tmp_path: Path) -> None:
         assert low["detail"]["outcome"] == "built"
         assert "torch.cuda.is_available() is False" in low["detail"]["run_skipped"]
         assert "lowered and built with nvcc" in low["detail"]["run_skipped"]
+        assert low["detail"]["not_run"] == "no GPU"  # the summary counts it apart
         assert any(s["kind"] == "log" and "run skipped" in s["reason"] for s in signals)
 
 
@@ -286,6 +287,7 @@ def test_foreign_kernels_each_report_their_own_diagnostic(tl: Any, tmp_path: Pat
     low = _lowering(sig)
     assert status == "ok" and low["detail"]["outcome"] == "built"
     assert "defines no ref_program() to compare with" in low["detail"]["run_skipped"]
+    assert low["detail"]["not_run"] == "no reference to compare with"
     # a plain PrimFunc file with a GPU fragment: TileLang's own layout diagnostic
     status, sig = _run(_cell("frag_fill", "c,bf16", d), out)
     low = _lowering(sig)

@@ -16,7 +16,7 @@ def test_app_modules_import_nothing_heavy():
     code = (
         "import importlib\n"
         f"for m in {modules!r}: importlib.import_module(m)\n"
-        "from laya_tui.tui.app import build_app\n"
+        "from laya_tui.tui.factory import build_app\n"
         f"build_app(recorded={str(DEMO_WS.parent / 'demo_report.json')!r})\n"
     )
     assert heavy_imports(code) == []

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.core.runner import RunConfig
-from laya_tui.tui.app import build_app
+from laya_tui.core.settings import RunOptions
+from laya_tui.tui.factory import build_app
 from tests._tui import DEMO_WS, SIZE, MessageLog
 
 pytestmark = pytest.mark.asyncio
 
 
-def live_config(tmp_path: Path, *only: str, timeout: float | None = None) -> RunConfig:
+def live_config(tmp_path: Path, *only: str, timeout: float | None = None) -> RunOptions:
     ws = tmp_path / "ws"
     shutil.copytree(DEMO_WS, ws)
-    return RunConfig(workspace=str(ws), probes=[str(ws / "probes")], only=list(only),
+    return RunOptions(workspace=str(ws), probes=[str(ws / "probes")], only=list(only),
                      use_cache=False, cache_dir=str(tmp_path / "cache"), timeout=timeout)
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from laya_tui.core import cellid
 from laya_tui.core.events import ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
 from laya_tui.core.replay import load_report
+from laya_tui.report.views.text import human_bytes
 from laya_tui.tui.editor import editor_command
-from laya_tui.tui.format import human_bytes, split_cell
-from laya_tui.tui.model import Changes, RunModel
+from laya_tui.tui.model import ALL, Changes, RunModel
 from laya_tui.tui.pump import EventPump
-from laya_tui.tui.widgets.matrix import matrix_cells
+from laya_tui.tui.widgets.matrix import matrix_view
 from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_text
 from tests._tui import DEMO_REPORT, TILELANG_REPORT
 
@@ -92,8 +93,19 @@ def test_human_bytes_and_cells():
     assert human_bytes(512) == "512 B"
     assert human_bytes(1536) == "1.5 KiB"
     assert human_bytes(3 * 1024**3) == "3.0 GiB"
-    assert split_cell("tilelang/gemm_kernel[c,bf16,gpu]") == ("gemm_kernel", ["c", "bf16", "gpu"])
-    assert split_cell("env/python") is None
+    cell = cellid.parse("tilelang/gemm_kernel[c,bf16,gpu]")
+    assert (cell.family, cell.name, cell.parts) == ("tilelang", "gemm_kernel",
+                                                    ("c", "bf16", "gpu"))
+    assert cellid.cell_id("tilelang", "gemm_kernel", "c,bf16,gpu") == \
+        "tilelang/gemm_kernel[c,bf16,gpu]"
+    assert cellid.parse("env/python") == cellid.CellId("env", "python", None)
+    assert cellid.parse("env/python").parts == ()
+    under = cellid.parse("tilelang/gemm_kernel[c,bf16,gpu]@cpu-old")  # --env
+    assert (under.name, under.parts, under.env) == ("gemm_kernel", ("c", "bf16", "gpu"),
+                                                    "cpu-old")
+    assert cellid.with_env("env/python", "new") == "env/python@new"
+    assert cellid.split_env("env/python@new") == ("env/python", "new")
+    assert cellid.split_env("env/python") == ("env/python", None)
 
 
 @pytest.mark.parametrize(("editor", "expected"), [
@@ -115,38 +127,93 @@ def _recorded_model(report=DEMO_REPORT) -> RunModel:
     return model
 
 
+def _table(model: RunModel, scope=ALL) -> SignalTable:
+    """A table outside an app: the scope's rows, widget refreshes skipped."""
+    table = SignalTable()
+    table.segments_of = lambda: model.segments(scope)
+    table.rank_of = lambda pid: model.probes[pid].rank
+    table._after_change = lambda keep, announce: None  # no app: skip widget refresh
+    return table
+
+
 def test_table_sorts_on_raw_values_and_filters():
     model = _recorded_model()
-    table = SignalTable()
+    table = _table(model)
     table.filter = TableFilter(kind="fallback")
     table.sort_column, table.sort_reverse = "bytes", True
-    table._after_change = lambda keep, announce: None  # no app: skip widget refresh
-    table.rebuild(model.rows.values())
+    table.rebuild()
     assert table.column_values("bytes") == ["1.5 MiB", "256.0 KiB", "128.0 KiB", "64.0 KiB"]
     table.filter = TableFilter(text="SOFTMAX")
-    table.rebuild(model.rows.values())
+    table.rebuild()
     assert table.column_values("subject") == ["aten::_softmax", "hidden_states"]
     # streaming a row in keeps the order (bisect on the raw value)
-    table.filter = TableFilter()
+    table.filter = TableFilter(kind="fallback")
     table.sort_column, table.sort_reverse = "count", False
-    table.rebuild([r for r in model.rows.values() if r.sig["kind"] == "fallback"])
+    table.rebuild()
     assert table.column_values("count") == ["1", "2", "2", "4"]
     extra = run(model, "fam/new", [fb("aten::x", count=3)]).added
     table.apply(extra, [], [])
     assert table.column_values("count") == ["1", "2", "2", "3", "4"]
     assert row_text(extra[0])[0] == "fallback"
+    # unfiltered, unsorted: the model's own lists, probe by probe, nothing copied
+    table.filter, table.sort_column = TableFilter(), None
+    table.rebuild()
+    assert table.row_count == len(model.rows) and not table.order.listed
+    assert table.keys() == [k for st in model.probes.values() for k in st.keys]
+
+
+def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(monkeypatch):
+    """Past one chunk the filtered/sorted list is built a step at a time (a zero budget:
+    one chunk per step) and merged; the order is the one sorted() gives, streamed rows go
+    to their place, and a row of a re-run moves by its new value."""
+    model = RunModel()
+    n = 10_000
+    run(model, "fam/p", [fb(f"s{(i * 7919) % n}", count=(i * 31) % 97) for i in range(n)])
+    table = _table(model)
+    from laya_tui.tui.widgets import signal_table
+
+    monkeypatch.setattr(signal_table, "BUILD_BUDGET_S", 0.0)  # one chunk per step
+    table.budget, table.step_unmounted = 0.0, True
+    table.sort_column = "count"
+    table.rebuild()
+    assert table.building and table.row_count == 0 and table.busy_text().startswith("sorting")
+    steps = 0
+    while table.building:
+        table._step_build(None)
+        steps += 1
+    assert steps > 3
+    want = sorted(model.rows.values(), key=lambda r: (r.sig["count"], r.seq))
+    assert table.keys() == [r.key for r in want]
+    extra = run(model, "fam/q", [fb("late", count=50)]).added
+    table.apply(extra, [], [])
+    values = [int(v) for v in table.column_values("count")]
+    assert values == sorted(values) and len(values) == n + 1
+    assert table.index_of(extra[0]) is not None
+    # another sort while one is shown: the shown list stays usable until the new one is done
+    table.sort_column = "subject"
+    table.rebuild()
+    for _ in range(3):
+        table._step_build(None)
+        assert table.row_count == n + 1
+        assert all(table.index_of(r) in (None, i) for i, r in
+                   enumerate(table.row_at(j) for j in range(50)))
+    while table.building:
+        table._step_build(None)
+    subjects = table.column_values("subject")
+    assert subjects == sorted(subjects, key=str.lower)
 
 
 def test_matrix_cells_from_lowering_signals_and_statuses():
-    kernels, columns, cells = matrix_cells(_recorded_model(TILELANG_REPORT))
-    assert sorted(kernels) == ["add_ln_kernel", "attn_kernel", "gemm_geglu_kernel",
-                               "gemm_kernel", "rope_kernel"]
-    assert columns[:2] == [("c", "fp32", "cpu"), ("c", "fp32", "gpu")]  # c first, cpu first
-    assert len(columns) == 12
-    assert cells[("add_ln_kernel", ("c", "fp16", "gpu"))].outcome == "lower-failed"
-    assert cells[("gemm_kernel", ("c", "fp16", "cpu"))].outcome == "skipped"  # status only
-    assert cells[("gemm_kernel", ("c", "fp16", "cpu"))].row_key is None
-    assert matrix_cells(_recorded_model())[0] == []  # no lowering family in the demo
+    view = matrix_view(_recorded_model(TILELANG_REPORT))
+    assert sorted(view.kernels) == ["add_ln_kernel", "attn_kernel", "gemm_geglu_kernel",
+                                    "gemm_kernel", "rope_kernel"]
+    assert [c.key for c in view.columns[:2]] == ["c·fp32·cpu", "c·fp32·gpu"]  # c, cpu first
+    assert len(view.columns) == 12
+    assert view.cells[("add_ln_kernel", "c·fp16·gpu")].outcome == "lower-failed"
+    assert view.cells[("add_ln_kernel", "c·fp16·gpu")].opens_signal
+    assert view.cells[("gemm_kernel", "c·fp16·cpu")].outcome == "skipped"  # status only
+    assert view.cells[("gemm_kernel", "c·fp16·cpu")].signal is None
+    assert matrix_view(_recorded_model()).kernels == []  # no lowering family in the demo
 
 
 def test_the_ui_keeps_frozen_snapshots_not_the_runners_dicts():
@@ -202,7 +269,6 @@ def test_live_gates_equal_the_report_gates(fail_on, max_counts):
     import copy
 
     from laya_tui.report.gates import GateSettings, evaluate_all
-    from laya_tui.tui.model import gate_kinds
 
     settings = GateSettings(fail_on=fail_on, max_counts=max_counts)
     model = RunModel(settings)
@@ -214,8 +280,9 @@ def test_live_gates_equal_the_report_gates(fail_on, max_counts):
     model.errors = errors
     live = model.gates()
     assert live == evaluate_all(full, settings, errors)[0]
-    kinds = gate_kinds(settings)
-    assert kinds is not None and "log" not in gate_kinds(GateSettings())
+    kinds = settings.kinds_read()
+    assert kinds is not None and "log" not in (GateSettings().kinds_read() or {"log"})
+    assert model.gate_kinds == kinds
     if "log" not in kinds:  # fam/p's log signal was left out: the gates read a subset
         assert model.probes["fam/p"]._gate_view is not None
     # a later result is reflected, and the views did not change what the table shows

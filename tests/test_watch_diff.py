@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -113,8 +114,7 @@ def test_a_workspace_wide_probe_root_never_watches_ignored_folders(tmp_path):
     ws = make_workspace(tmp_path)
     (ws / ".venv" / "lib" / "site-packages").mkdir(parents=True)
     (ws / ".git" / "objects").mkdir(parents=True)
-    cfg = config_for(ws)
-    cfg.probes = [str(ws)]
+    cfg = dataclasses.replace(config_for(ws), probes=(str(ws),))
     watcher = Watcher(cfg)
     recursive, flat = watcher._watch_roots()
     shutil.rmtree(watcher.runner.log_dir)

@@ -125,13 +125,13 @@ def test_watch_stdout_report_is_a_usage_error(tmp_path):
 
 def test_watch_report_applies_the_run_gate_settings(tmp_path):
     """--json PATH under --watch carries the same gates as a one-shot run (--fail-on...)."""
-    from laya_tui.core.runner import RunConfig
+    from laya_tui.core.settings import RunOptions
     from laya_tui.report.gates import GateSettings
     from laya_tui.watch.engine import Watcher
 
     probes = tmp_path / "probes"
     probes.mkdir()
-    config = RunConfig(workspace=str(tmp_path), probes=[str(probes)])
+    config = RunOptions(workspace=str(tmp_path), probes=[str(probes)])
     result = {"id": "fam/x", "family": "fam", "status": "ok", "reason": None, "seconds": 0.1,
               "cached": False, "deps": [], "log_tail": "",
               "signals": [{"kind": "log", "probe": "fam/x", "reason": "note"}]}

@@ -6,7 +6,8 @@ import asyncio
 import time
 
 from laya_tui.core.events import SignalEmitted
-from laya_tui.core.runner import RunConfig, Runner
+from laya_tui.core.runner import Runner
+from laya_tui.core.settings import RunOptions
 
 PROBES = '''
 import os, signal, time
@@ -44,7 +45,7 @@ def _run(tmp_path):
             arrived[event.signal["reason"]] = time.time()
 
     async def go():
-        runner = Runner(RunConfig(workspace=str(ws), probes=[str(ws / "probes")],
+        runner = Runner(RunOptions(workspace=str(ws), probes=[str(ws / "probes")],
                                   use_cache=False, cache_dir=str(tmp_path / "c")),
                         on_event=on_event)
         try:

@@ -1,7 +1,7 @@
 """``[tool.laya-tui]`` in the workspace's ``pyproject.toml``, and :func:`settings_from`, the
 one place where the flags, that table and the defaults become a frozen
-:class:`~laya_tui.core.settings.Settings` (and :func:`run_config` the one place a RunConfig
-is made from it).
+:class:`~laya_tui.core.settings.Settings`, whose ``run`` options are the runner's only
+input.
 
 Precedence, highest first: a command-line flag, the ``[tool.laya-tui]`` table, the built-in
 default. List settings (``probes``, ``kernels``, ``models``, ``fail-on``) given as flags
@@ -33,7 +33,6 @@ from laya_tui.core.settings import (
 
 if TYPE_CHECKING:
     from laya_tui.core.envs import Environment
-    from laya_tui.core.runner import RunConfig
 
 TABLE = "tool.laya-tui"
 
@@ -200,9 +199,10 @@ def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None,
         raise UsageError(f"workspace folder does not exist: {given}")
     if table is None:
         table = load_settings(workspace)
-    run_options = _run_options(flags, table, workspace) if run else RunOptions()
+    run_options = (_run_options(flags, table, workspace) if run
+                   else RunOptions(workspace=workspace))
     return Settings(
-        workspace=workspace, run=run_options, gates=_gates(flags, table),
+        run=run_options, gates=_gates(flags, table),
         outputs=_outputs(flags, table),
         headless=bool(flags.get("headless")), list_only=bool(flags.get("list")),
         watch=bool(flags.get("watch")), debounce_ms=flags.get("debounce_ms"),
@@ -279,7 +279,7 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
     out = flags.get("out")
     envs = _envs(flags, table)
     return RunOptions(
-        probes=tuple(os.path.abspath(p) for p in probes),
+        workspace=workspace, probes=tuple(os.path.abspath(p) for p in probes),
         kernels=tuple(os.path.abspath(k) for k in kernels), models=tuple(models),
         only=tuple(flags.get("only") or ()), demo=demo, device=device or None,
         timeout=timeout, family_timeouts=frozen_map(table.get("family_timeouts")), jobs=jobs,
@@ -319,25 +319,3 @@ def _shard(flags: dict[str, Any]) -> tuple[tuple[int, int] | None, str | None]:
     if flags.get("watch"):
         raise UsageError("--shard splits one run; it does not combine with --watch")
     return shard, durations_path or None
-
-
-def run_config(settings: Settings) -> RunConfig:
-    """The RunConfig of a run: the one place it is made (from the Settings)."""
-    from laya_tui.core.runner import RunConfig
-
-    r = settings.run
-    extra: dict[str, object] = {"demo": r.demo}
-    if r.device:
-        extra["device"] = r.device
-    if r.rbln_log:
-        extra["rbln_log"] = r.rbln_log
-    if r.kernel_args:
-        extra["kernel_args"] = dict(r.kernel_args)  # [tool.laya-tui.kernel-args] (tilelang)
-    return RunConfig(
-        workspace=settings.workspace, probes=list(r.probes), kernels=list(r.kernels),
-        models=list(r.models), only=list(r.only), timeout=r.timeout, jobs=r.jobs,
-        use_cache=r.use_cache, cache_dir=r.cache_dir, out=r.out, extra_options=extra,
-        family_timeouts=dict(r.family_timeouts), shard=r.shard,
-        durations=dict(r.durations) if r.durations is not None else None,
-        durations_path=r.durations_path, envs=r.envs,
-    )

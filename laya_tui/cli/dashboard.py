@@ -12,22 +12,21 @@ from typing import TYPE_CHECKING
 from laya_tui.core.errors import EXIT_OK
 
 if TYPE_CHECKING:
-    from laya_tui.core.runner import RunConfig
     from laya_tui.core.settings import Settings
     from laya_tui.report.gates import GateSettings
 
 
-def run_app(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
+def run_app(settings: Settings, gates: GateSettings) -> int:
     """Run the dashboard until the user quits; returns the exit code.
 
     With ``--json PATH`` (or ``--junit``/``--markdown``/``--html``/``--trace``) the final
     report is written on the way out and the exit code follows the gates, as in headless
     mode; otherwise quitting exits 0.
     """
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     json_path = settings.outputs.json if settings.outputs.json != "-" else None
-    app = build_app(config, watch=settings.watch, export_path=json_path, gate_settings=gates)
+    app = build_app(settings.run, watch=settings.watch, export_path=json_path, gate_settings=gates)
     try:
         app.run()
     finally:

@@ -39,34 +39,39 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """``laya-tui diff``: exit 0 (a diff is information; regressions are in the output)."""
-    from laya_tui.report.document import write_atomic
+    from laya_tui.report.outputs import write_all
 
     args = _parser().parse_args(argv)
-    for out in (args.markdown, args.html, args.json, args.pr_comment):
-        check_output_path(out)
+    for flag, out in (("--markdown", args.markdown), ("--html", args.html),
+                      ("--json", args.json), ("--pr-comment", args.pr_comment)):
+        check_output_path(out, flag)
     if args.margin < 0:
         raise UsageError(f"--margin must be >= 0, got {args.margin:g}")
     base, new = load_saved_report(args.base), load_saved_report(args.new)
     section = diff_reports(base, new, base_path=args.base, margin=args.margin)
     section["new_path"] = args.new
     view = diff_report(base, new, section)
+    files = []  # written all or none
     if args.markdown:
-        write_atomic(args.markdown, diff_markdown(section, args.base, args.new))
+        files.append(("--markdown", args.markdown,
+                      lambda: diff_markdown(section, args.base, args.new)))
     if args.json:
-        write_atomic(args.json, json.dumps(section, indent=1, default=repr) + "\n")
+        files.append(("--json", args.json,
+                      lambda: json.dumps(section, indent=1, default=repr) + "\n"))
     if args.pr_comment:
         from laya_tui.report.pr_comment import build_pr_comment, link_base
         from laya_tui.report.sources import Sources
 
-        write_atomic(args.pr_comment, build_pr_comment(
+        files.append(("--pr-comment", args.pr_comment, lambda: build_pr_comment(
             section, base, new, base_label=args.base, new_label=args.new,
-            sources=Sources(args.workspace), links=link_base()))
+            sources=Sources(args.workspace), links=link_base())))
     if args.html:
         from laya_tui.report.html import build_html
 
-        write_atomic(args.html, build_html(new, diff=view,
-                                           title=f"laya-tui diff {args.base} → {args.new}",
-                                           workspace=args.workspace))
+        files.append(("--html", args.html, lambda: build_html(
+            new, diff=view, title=f"laya-tui diff {args.base} → {args.new}",
+            workspace=args.workspace)))
+    write_all(files)
     if args.headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         sys.stdout.write(diff_text(section, args.base, args.new))
         return EXIT_OK

@@ -7,14 +7,15 @@ import sys
 
 from laya_tui.core.errors import EXIT_OK
 from laya_tui.core.events import Event, ProbeFinished
+from laya_tui.core.logtext import printable
 from laya_tui.core.run import discover_checked, run_probes
-from laya_tui.core.runner import Discovery, RunConfig, Runner
-from laya_tui.core.settings import Settings
+from laya_tui.core.runner import Discovery, Runner
+from laya_tui.core.settings import RunOptions, Settings
 from laya_tui.report.gates import GateSettings
 from laya_tui.report.outputs import finish, make_report
 
 
-def list_probes(config: RunConfig) -> int:
+def list_probes(config: RunOptions) -> int:
     """``--list``: print the probe ids, one a line, running nothing."""
 
     async def go() -> Discovery:
@@ -39,19 +40,21 @@ def _progress(quiet: bool):  # -> Callable[[Event], None]
         r = event.result
         tag = "cached" if r.get("cached") else f"{r.get('seconds', 0):.1f}s"
         reason = f"  {r['reason']}" if r.get("reason") and r["status"] != "ok" else ""
-        print(f"  {r['status']:<8} {r['id']} ({tag}){reason[:200]}", file=sys.stderr, flush=True)
+        print(printable(f"  {r['status']:<8} {r['id']} ({tag}){reason[:200]}"), file=sys.stderr,
+              flush=True)
 
     return on_event
 
 
-def run_headless(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
+def run_headless(settings: Settings, gates: GateSettings) -> int:
     """Run once, write the report, print the summary; exit 0 when every gate holds."""
     if settings.watch:
         from laya_tui.cli.watch_headless import run_watch_headless
 
-        return run_watch_headless(config, settings, gates)
+        return run_watch_headless(settings, gates)
     try:
-        results, disc, seconds = asyncio.run(run_probes(config, _progress(settings.quiet)))
+        results, disc, seconds = asyncio.run(run_probes(settings.run,
+                                                        _progress(settings.quiet)))
     except asyncio.CancelledError:
         print("laya-tui: terminated", file=sys.stderr)
         return 143

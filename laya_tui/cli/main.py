@@ -18,7 +18,7 @@ from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 from laya_tui.core.files import check_output_path
 
 if TYPE_CHECKING:
-    from laya_tui.core.runner import RunConfig
+    from laya_tui.core.settings import RunOptions
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -126,11 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The RunConfig of parsed flags (with the workspace's table), raising UsageError."""
-    from laya_tui.cli.config import run_config, settings_from
+def config_from_args(args: argparse.Namespace) -> RunOptions:
+    """The run options of parsed flags (with the workspace's table), raising UsageError."""
+    from laya_tui.cli.config import settings_from
 
-    return run_config(settings_from(args))
+    return settings_from(args).run
 
 
 #: ``laya-tui NAME ...`` subcommands: NAME -> "module:function" taking the remaining argv and
@@ -179,25 +179,24 @@ def main(argv: list[str] | None = None) -> int:
         return _run_subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        from laya_tui.cli.config import run_config, settings_from
+        from laya_tui.cli.config import settings_from
 
         settings = settings_from(args)  # flags > [tool.laya-tui] > defaults, checked
-        config = run_config(settings)
-        check_output_path(settings.outputs.json)
+        check_output_path(settings.outputs.json, "--json")
         if settings.list_only:
             from laya_tui.cli.headless import list_probes
 
-            return list_probes(config)
+            return list_probes(settings.run)
         from laya_tui.report.gates import prepare_gates
 
         gates = prepare_gates(settings)  # bad baseline/outputs: exit 2, nothing runs
         if wants_headless(settings.headless, settings.outputs.json):
             from laya_tui.cli.headless import run_headless
 
-            return run_headless(config, settings, gates)
+            return run_headless(settings, gates)
         from laya_tui.cli.dashboard import run_app
 
-        return run_app(config, settings, gates)
+        return run_app(settings, gates)
     except NothingConfigured as exc:
         return _nothing_configured(str(exc), args)
     except UsageError as exc:

@@ -9,8 +9,6 @@ from collections import Counter
 from typing import NoReturn
 
 from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
-from laya_tui.core.files import check_output_path
-from laya_tui.core.settings import Outputs
 from laya_tui.report.merge import Input, dumps_report, load_report, merge_reports
 
 
@@ -47,15 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _check_html(outputs: Outputs) -> None:
-    if not outputs.html:
-        return
-    check_output_path(outputs.html)
-    for other in (outputs.json, outputs.junit, outputs.markdown):
-        if other and other != "-" and os.path.realpath(other) == os.path.realpath(outputs.html):
-            raise UsageError(f"--html names the same file as another output: {outputs.html}")
-
-
 def main(argv: list[str]) -> int:
     """``laya-tui merge``: exit 0 when every gate holds, 1 when one fails, 2 on bad input."""
     try:
@@ -71,7 +60,6 @@ def main(argv: list[str]) -> int:
 
 def _main(argv: list[str]) -> int:
     from laya_tui.cli.config import settings_from
-    from laya_tui.report.document import write_atomic
     from laya_tui.report.gates import prepare_gates
     from laya_tui.report.outputs import finish
 
@@ -81,16 +69,8 @@ def _main(argv: list[str]) -> int:
     # the gate flags and outputs: flags > [tool.laya-tui] > defaults, as for a run
     settings = settings_from(args, run=False)
     gates = prepare_gates(settings)  # outputs writable and distinct, baseline loaded
-    _check_html(settings.outputs)
     inputs = [Input(path, load_report(path)) for path in args.reports]
     report, notes = merge_reports(inputs, gates, args.prefer)
-    json_path = settings.outputs.json
-    text = dumps_report(report) if json_path else ""
-    if json_path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    elif json_path:
-        write_atomic(json_path, text)
     for note in notes[:10]:
         print(f"laya-tui merge: {note}", file=sys.stderr)
     if len(notes) > 10:
@@ -99,4 +79,6 @@ def _main(argv: list[str]) -> int:
     print(f"laya-tui merge: {len(inputs)} reports, hosts: "
           + ", ".join(f"{h} ({per_host.get(h, 0)} probes)" for h in report["hosts"]),
           file=sys.stderr)
-    return finish(report, settings, None)  # CI files (HTML included), summary, baseline lines
+    json_path = settings.outputs.json  # every output, JSON included, written all or none
+    return finish(report, settings, json_path,
+                  json_text=dumps_report(report) if json_path else None)

@@ -63,15 +63,20 @@ kernels = ["kernels"]            # TileLang kernel folders
 """
 
 
-def nothing_configured_hint(workspace: str) -> str:
-    """What to configure in a project that names no model, kernel, probe or demo."""
-    table = "".join("    " + line + "\n" for line in TABLE_EXAMPLE.splitlines())
+def nothing_configured_hint(workspace: str, *, table: bool = False) -> str:
+    """What to configure in a project that names no model, kernel, probe or demo;
+    ``table``: its pyproject.toml has a ``[tool.laya-tui]`` table (naming none of them)."""
+    example = "".join("    " + line + "\n" for line in TABLE_EXAMPLE.splitlines())
+    if table:
+        why = ("(its [tool.laya-tui] table names no model, kernel folder, probe folder\n"
+               "or demo, and there is no probes/ or kernels/ folder).\n\n"
+               "Say what to examine in that table, for example:\n\n")
+    else:
+        why = ("(no model, no kernel folder, no probes/ folder, no [tool.laya-tui] table).\n\n"
+               "Say what to examine in its pyproject.toml\n"
+               "(`laya-tui init` writes this table, commented):\n\n")
     return (
-        f"laya-tui: nothing to examine in {workspace}\n"
-        "(no model, no kernel folder, no probes/ folder, no [tool.laya-tui] table).\n\n"
-        "Say what to examine in its pyproject.toml\n"
-        "(`laya-tui init` writes this table, commented):\n\n"
-        f"{table}\n"
+        f"laya-tui: nothing to examine in {workspace}\n{why}{example}\n"
         "or pass --model MODULE:CALLABLE or --kernels DIR,\n"
         "put @probe files in probes/, or try the built-in demo with --demo.\n"
     )
@@ -113,7 +118,9 @@ def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str]
     they have something to examine (a model, a kernel folder, the demo) or the project has
     no probes of its own. The demo adds the demo kernels: always with ``--demo``; with the
     table's ``demo = true`` unless ``--kernels`` replaces the table's kernel list. A project
-    with none of these and no ``[tool.laya-tui]`` table raises :class:`NothingConfigured`.
+    with none of these raises :class:`NothingConfigured`, with a ``[tool.laya-tui]`` table
+    (``laya-tui init``'s, all commented) or without: the built-in env probes alone are
+    nothing to examine, and such a run must not pass.
     """
     own = list(own) if own else _default_dir(workspace, "probes")
     for p in own:
@@ -126,7 +133,8 @@ def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str]
     if demo and ("demo" in flags or "kernels" not in flags):
         kernels.append(demo_kernels_dir())
     subjects = bool(kernels or models or demo)
-    if not (subjects or own or table_present(workspace)):
-        raise NothingConfigured(nothing_configured_hint(workspace))
+    if not (subjects or own):  # a table naming nothing is no configuration either
+        raise NothingConfigured(nothing_configured_hint(workspace,
+                                                        table=table_present(workspace)))
     builtin = [builtin_probes_dir()] if subjects or not own else []
     return unique_paths(builtin + own), unique_paths(kernels)

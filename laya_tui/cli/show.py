@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
+from laya_tui.core.logtext import printable
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import READABLE_SCHEMAS
 from laya_tui.core.tracelog import looks_like_trace
@@ -82,13 +83,13 @@ def headless_text(report: dict[str, Any], path: str) -> str:
             lines.append(env_text(report["env_comparison"], report.get("envs")).rstrip())
         except (KeyError, TypeError):
             pass
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"  # a report's raw controls never reach a terminal
 
 
 def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
                     why_off: str = WHY_OFF, path: str | None = None) -> Any:
     """The dashboard over ``report``: replayed by the recorded runner, nothing runs."""
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     return build_app(recorded=report, workspace=os.path.abspath(workspace or "."),
                      offline=why_off, report_info={"label": label, "path": path,
@@ -118,7 +119,7 @@ def build_lazy_app(path: str, *, workspace: str | None,
     signal report takes seconds to parse); an unreadable one ends the app with exit 2.
     ``load``: how the path becomes a report (a saved report, a TORCH_TRACE folder)."""
     from laya_tui.core.replay import RecordedRunner
-    from laya_tui.tui.app import build_app
+    from laya_tui.tui.factory import build_app
 
     info: dict[str, Any] = {"label": f"saved report {os.path.basename(path)} (reading…)",
                             "path": path, "report": None}
@@ -183,11 +184,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """``laya-tui show``."""
     from laya_tui.core.files import check_output_path
-    from laya_tui.report.document import write_atomic
+    from laya_tui.report.outputs import write_all
 
     args = _parser().parse_args(argv)
-    check_output_path(args.html)
-    check_output_path(args.trace)
+    check_output_path(args.html, "--html")
+    check_output_path(args.trace, "--trace")
     interactive = not (args.headless or args.html or args.trace) and sys.stdout.isatty() \
         and sys.stdin.isatty()
     is_trace = os.path.isdir(args.report) or looks_like_trace(args.report)
@@ -204,14 +205,16 @@ def main(argv: list[str]) -> int:
             return EXIT_USAGE
         return EXIT_OK
     report = load_trace(args.report) if is_trace else load_saved_report(args.report)
+    files = []  # written all or none
     if args.html:
         from laya_tui.report.html import build_html
 
-        write_atomic(args.html, build_html(report, title=f"laya-tui {args.report}",
-                                           workspace=args.workspace))
+        files.append(("--html", args.html, lambda: build_html(
+            report, title=f"laya-tui {args.report}", workspace=args.workspace)))
     if args.trace:
         from laya_tui.core.trace import trace_json
 
-        write_atomic(args.trace, trace_json(report))
+        files.append(("--trace", args.trace, lambda: trace_json(report)))
+    write_all(files)
     sys.stdout.write(headless_text(report, args.report))
     return EXIT_OK

@@ -16,8 +16,8 @@ import sys
 from typing import TextIO
 
 from laya_tui.core.errors import EXIT_OK, UsageError
-from laya_tui.core.runner import RunConfig
-from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, Settings
+from laya_tui.core.logtext import printable
+from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions, Settings
 from laya_tui.report.gates import GateSettings
 from laya_tui.watch.engine import Record, Watcher
 
@@ -65,7 +65,7 @@ class StreamWriter:
                 self.watcher.stop()
             return
         if not self.quiet:
-            print(human_line(record), file=self.err, flush=True)
+            print(printable(human_line(record)), file=self.err, flush=True)
         if self.report_path and self.watcher is not None and record["type"] != "ready":
             from laya_tui.report.document import write_atomic
 
@@ -73,7 +73,7 @@ class StreamWriter:
                          json.dumps(self.watcher.report(), indent=1, default=repr) + "\n")
 
 
-async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+async def watch_headless(config: RunOptions, *, debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                          report_path: str | None = None, quiet: bool = False,
                          out: TextIO | None = None, err: TextIO | None = None,
                          gate_settings: GateSettings | None = None) -> int:
@@ -110,7 +110,7 @@ async def watch_headless(config: RunConfig, *, debounce_ms: int = DEFAULT_DEBOUN
     return EXIT_OK
 
 
-def run_watch_headless(config: RunConfig, settings: Settings, gates: GateSettings) -> int:
+def run_watch_headless(settings: Settings, gates: GateSettings) -> int:
     """Entry point from ``run_headless`` when ``--watch`` is set."""
     debounce = settings.debounce_ms
     debounce = DEFAULT_DEBOUNCE_MS if debounce is None else debounce
@@ -120,7 +120,7 @@ def run_watch_headless(config: RunConfig, settings: Settings, gates: GateSetting
     if report == "-":
         raise UsageError("--watch writes change records on stdout; give --json a file path")
     try:
-        code = asyncio.run(watch_headless(config, debounce_ms=max(1, debounce),
+        code = asyncio.run(watch_headless(settings.run, debounce_ms=max(1, debounce),
                                           report_path=report, quiet=settings.quiet,
                                           gate_settings=gates))
     except KeyboardInterrupt:

@@ -16,3 +16,19 @@ DEFAULT_DEBOUNCE_MS = 50
 def default_jobs() -> int:
     """Families run at once when neither ``--jobs`` nor ``jobs =`` says: two, or one core's."""
     return min(2, os.cpu_count() or 1)
+
+
+def usable_cores() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, round(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.cellid import with_env
 from laya_tui.core.errors import UsageError
 
 #: The oldest Python a worker runs on (laya-tui's ``requires-python``).
@@ -81,8 +82,8 @@ class Environment:
 # -- ids and keys ------------------------------------------------------------------------------
 
 def cell_id(base: str, env: str | None) -> str:
-    """``family/name[param]@env`` (the base id when ``env`` is None)."""
-    return f"{base}@{env}" if env else base
+    """``family/name[param]@env`` (the base id when ``env`` is None; ``core/cellid.py``)."""
+    return with_env(base, env)
 
 
 def base_id(probe: Mapping[str, Any]) -> str:

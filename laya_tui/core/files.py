@@ -35,14 +35,52 @@ def artifact_dir(opts: dict[str, Any], name: str) -> str:
     return os.path.join(base, "laya-tui", name)
 
 
-def check_output_path(path: str | None) -> None:
-    """Fail early (before any probe runs) when the report cannot be written."""
+def check_output_path(path: str | None, flag: str = "report") -> None:
+    """Fail early (before any probe runs) when ``path`` cannot be written: a missing or
+    unwritable folder, a folder in its place, or a file system that takes no new file
+    (``/proc``, a read-only mount): a file is really created beside it, then removed, as
+    the report's own temporary will be. ``flag`` names the output in the message."""
     if not path or path == "-":
         return
+    what = f"cannot write {flag} {path}"
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        raise UsageError(f"cannot write report {path}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise UsageError(f"cannot write report {path}: permission denied")
+        raise UsageError(f"{what}: folder {parent} does not exist")
     if os.path.isdir(path):
-        raise UsageError(f"cannot write report {path}: it is a folder")
+        raise UsageError(f"{what}: it is a folder")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UsageError(f"{what}: permission denied")
+    _try_create(parent, os.path.basename(path), what)
+
+
+def check_output_dir(path: str | None, flag: str) -> None:
+    """Fail early when folder ``path`` (made on demand, like ``--out``) cannot hold files:
+    the folder, or its nearest existing parent, must take a new file."""
+    if not path:
+        return
+    what = f"cannot write {flag} {path}"
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise UsageError(f"{what}: {probe} is not a folder")
+    _try_create(probe, "laya-tui", what)
+
+
+def _try_create(folder: str, name: str, what: str) -> None:
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".check")
+    except OSError as exc:
+        import errno
+
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.ENOENT:  # the folder is there: it takes no new file (/proc)
+            why = f"{folder} takes no new file ({why})"
+        raise UsageError(f"{what}: {why}") from None
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass

@@ -5,6 +5,25 @@ from __future__ import annotations
 import re
 
 _EXTENSIONS = re.compile(r"^Extension modules: .*?\(total: (\d+)\)$", re.M)
+#: C0 controls except tab and newline, DEL and C1: what a probe may print (a raw NUL, an
+#: escape sequence) that would draw a box, move the cursor or recolour a terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
+
+
+def printable(text: object) -> str:
+    """``text`` with every control character written as an escape (``\\x00``, ``\\x1b``);
+    tabs and newlines stay, ``\\r\\n`` and a lone ``\\r`` become newlines. Everything a
+    probe wrote goes through this before a page, a terminal or the dashboard shows it."""
+    s = "" if text is None else str(text)
+    if _CONTROL.search(s) is None:
+        return s
+    if "\r" in s:
+        s = s.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub(_escape, s)
 
 
 def trim_faulthandler(text: str) -> str:

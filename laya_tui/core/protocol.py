@@ -37,5 +37,6 @@ class Reply:
     STARTED = "started"  #: ``id, pid``: a run began
     SIGNAL = "signal"  #: ``probe, signal``: one signal (built by ``api.Context.signal``)
     SIGNALS = "signals"  #: ``probe, signals``: a batch, the usual form on the pipe
+    STEP = "step"  #: ``probe, step``: the probe began a step (``ctx.step``; timeout reasons)
     FINISHED = "finished"  #: ``id, status, reason, seconds, deps, error``
     INVALIDATED = "invalidated"  #: ``modules``: what an ``invalidate`` dropped

@@ -64,8 +64,14 @@ class RecordedRunner(EventSource):
                   for p in self.report.get("probes", [])]
         return Discovery(probes, list(self.report.get("errors", [])))
 
-    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Replay every given probe, in order."""
+    @property
+    def config(self) -> None:
+        """A recording has no run configuration (see ``core.runner_like.RunnerLike``)."""
+        return None
+
+    async def run(self, probes: list[dict[str, Any]], *, use_cache: bool | None = None
+                  ) -> list[dict[str, Any]]:
+        """Replay every given probe, in order (``use_cache`` changes nothing here)."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
         return [await self.run_one(p) for p in probes]

@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.runner import Discovery, RunConfig, Runner
+from laya_tui.core.runner import Discovery, Runner
+from laya_tui.core.settings import RunOptions
 
 
 def _first_error(disc: Discovery) -> str:
@@ -31,7 +32,7 @@ async def discover_checked(runner: Runner) -> Discovery:
     return disc
 
 
-async def run_probes(config: RunConfig, on_event: Any = None
+async def run_probes(config: RunOptions, on_event: Any = None
                      ) -> tuple[list[dict[str, Any]], Discovery, float]:
     """Discover and run every selected probe; workers are ended on the way out."""
     runner = Runner(config, on_event=on_event)

@@ -14,13 +14,13 @@ import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from laya_tui.core.defaults import usable_cores
 from laya_tui.core.envs import Environment, base_id, expand, worker_key
 from laya_tui.core.events import (
     Event,
@@ -32,65 +32,17 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.logtext import trim_faulthandler
-from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Op, Reply
+from laya_tui.core.protocol import Op, Reply
 from laya_tui.core.results import is_cancelled, make_result
-from laya_tui.core.settings import default_jobs
+from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
+from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 
 LOG_TAIL_CHARS = 4000
 _KINDS = {k: k for k in KINDS}
 MAX_LINE = 64 * 1024 * 1024
 #: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
 CANCELLED_REASON = "cancelled by a newer change"
-
-
-@dataclass
-class RunConfig:
-    """Everything a run needs to know; built by the CLI from flags and pyproject."""
-
-    workspace: str
-    probes: list[str]
-    kernels: list[str] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    only: list[str] = field(default_factory=list)
-    timeout: float | None = None
-    family_timeouts: dict[str, float] = field(default_factory=dict)
-    jobs: int = field(default_factory=default_jobs)
-    use_cache: bool = True
-    cache_dir: str | None = None
-    out: str | None = None
-    extra_options: dict[str, Any] = field(default_factory=dict)
-    python: str = sys.executable
-    #: cells inside a family: "longest-first" (headless: the family ends soonest) or
-    #: "shortest-first" (a user watching: first results at once), by recorded durations
-    order: str = "longest-first"
-    shard: tuple[int, int] | None = None  # --shard K/N (laya_tui.core.shard)
-    durations: dict[str, float] | None = None  # --shard: seconds per cell from --durations
-    durations_path: str | None = None
-    #: --env NAME=PYTHON: every cell once per environment (laya_tui.core.envs); empty: the
-    #: cells run once, in workers started with ``python``
-    envs: tuple[Environment, ...] = ()
-
-    def options(self) -> dict[str, Any]:
-        """The options probes see through ``laya_tui.api.options()``."""
-        opts = {
-            "workspace": os.path.realpath(self.workspace),
-            "probes": [os.path.realpath(p) for p in self.probes],
-            "kernels": [os.path.realpath(p) for p in self.kernels],
-            "models": list(self.models),
-            "out": self.out,
-        }
-        opts.update(self.extra_options)
-        return opts
-
-    def timeout_for(self, probe: dict[str, Any]) -> float:
-        """``--timeout`` wins, then the probe's own, then the family default."""
-        if self.timeout is not None:
-            return self.timeout
-        if probe.get("timeout"):
-            return float(probe["timeout"])
-        fam = probe.get("family", "")
-        return self.family_timeouts.get(fam, DEFAULT_TIMEOUTS.get(fam, FALLBACK_TIMEOUT))
 
 
 @dataclass
@@ -110,7 +62,7 @@ class WorkerDied(Exception):
 class WorkerHandle:
     """One worker subprocess in its own process group, with its signal pipe."""
 
-    def __init__(self, family: str, config: RunConfig, log_dir: str,
+    def __init__(self, family: str, config: RunOptions, log_dir: str,
                  env: Environment | None = None) -> None:
         self.family = family  # the worker key: the family, ``family@env`` in an environment
         self.config = config
@@ -244,12 +196,12 @@ class WorkerHandle:
 class Runner(EventSource):
     """Discover and run probes; one warm worker per family, ``jobs`` families at a time."""
 
-    def __init__(self, config: RunConfig, on_event: Callable[[Event], None] | None = None) -> None:
+    def __init__(self, config: RunOptions, on_event: Callable[[Event], None] | None = None) -> None:
         self.config = config
         self._listeners = Listeners(on_event)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
-        # imported here: the dashboard builds a RunConfig before its first frame, the
+        # imported here: the dashboard builds a RunOptions before its first frame, the
         # runner (hashlib, importlib.metadata) only after it
         from laya_tui.core.cache import ResultCache, default_cache_dir
         from laya_tui.core.versions import library_versions
@@ -265,6 +217,7 @@ class Runner(EventSource):
         self._recycle: set[str] = set()  # families whose warm worker must restart
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
         self._disc_stale: set[str] = set()  # changed files it has not dropped yet
+        self.cores = usable_cores()  # the CPU budget of a probe (core.watchdog)
 
     # -- discovery ---------------------------------------------------------------------
     async def discover(self, *, warm: bool = False) -> Discovery:
@@ -352,8 +305,10 @@ class Runner(EventSource):
         return Discovery(chosen, errors, shard=info)
 
     # -- running -----------------------------------------------------------------------
-    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Run probe cells (cache first); results in the order given."""
+    async def run(self, probes: list[dict[str, Any]], *, use_cache: bool | None = None
+                  ) -> list[dict[str, Any]]:
+        """Run probe cells (the cache first, unless ``use_cache`` is False, or the run
+        options say so when it is None); results in the order given."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
         by_family: dict[str, list[dict[str, Any]]] = {}  # by worker: family[@env]
@@ -370,7 +325,7 @@ class Runner(EventSource):
                 for p in by_family[fam]:
                     if self.stopped:
                         return
-                    results[p["id"]] = await self.run_one(p)
+                    results[p["id"]] = await self.run_one(p, use_cache=use_cache)
                     ran.append(results[p["id"]])
 
         await asyncio.gather(*(family_task(f) for f in families))
@@ -507,12 +462,10 @@ class Runner(EventSource):
             if probe.get("env"):
                 cmd["cell"] = base_id(probe)  # the id discovery gave it (no @env)
             await handle.send(cmd)
-            deadline = time.monotonic() + timeout
+            assert handle.proc is not None
+            wd = Watchdog(handle.proc.pid, Bounds.of(timeout, self.cores))
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                event = await handle.next_event(timeout=remaining)
+                event = await wd.next_event(handle.next_event)  # raises Expired
                 etype = event["type"]
                 if etype == Reply.STARTED:
                     self.on_event(ProbeStarted(pid, fam, time.time()))
@@ -523,6 +476,7 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.extend(batch)
+                    wd.saw_signal()
                     on_event = self.on_event
                     for sig in batch:
                         # share the strings json.loads copies into every signal (probe id,
@@ -548,7 +502,10 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
+                    wd.saw_signal()
                     self.on_event(SignalEmitted(pid, sig))
+                elif etype == Reply.STEP and event.get("probe") == pid:
+                    wd.saw_step(str(event.get("step"))[:200])
                 elif etype == Reply.FINISHED and event.get("id") == pid:
                     result = make_result(
                         probe, event.get("status", "failed"), event.get("reason"),
@@ -559,17 +516,20 @@ class Runner(EventSource):
                         # it ended before the kill landed: still superseded, never cached
                         cancelled=pid in self._cancelled)
                     result["_abs_deps"] = event.get("deps", [])
+                    result["budget"] = wd.usage()
                     return result
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
-        except TimeoutError:
+        except Expired as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
                 return self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
                                    _tail(log_path), cancelled=True)
-            return self._ended(probe, "timeout", f"timed out after {timeout:g} s", t0, started,
-                               signals, _tail(log_path))
+            ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
+                                signals, _tail(log_path))
+            ended["budget"] = wd.usage(exc.expiry)
+            return ended
         except WorkerDied as exc:
             handle.kill()
             await handle.close()
@@ -654,7 +614,7 @@ class Runner(EventSource):
             self._disc.kill()
 
 
-def matches_any(probe_id: str, patterns: list[str]) -> bool:
+def matches_any(probe_id: str, patterns: Iterable[str]) -> bool:
     """True when ``probe_id`` equals a pattern, or matches it as a glob (``[`` literal)."""
     for pat in patterns:
         if probe_id == pat or probe_id.startswith(pat.rstrip("/") + "/") and "*" not in pat:

@@ -8,6 +8,8 @@ Standard library only.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,6 +21,7 @@ from laya_tui.core.defaults import (  # noqa: F401 - re-exported: the settings' 
     default_jobs,
 )
 from laya_tui.core.envs import Environment
+from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
 
 
 def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -66,11 +69,13 @@ class Gates:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What to run and how; :func:`laya_tui.cli.config.run_config` maps it onto a RunConfig.
+    """What to run and how: the runner's only input (``Runner(options)``), frozen.
 
     ``probes`` and ``kernels`` are resolved: built-in families and demo kernels included.
+    Sequences given as lists and dicts are stored as tuples and read-only mappings.
     """
 
+    workspace: str = "."  # absolute once built by cli.config.settings_from
     probes: tuple[str, ...] = ()
     kernels: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
@@ -89,13 +94,55 @@ class RunOptions:
     durations: Mapping[str, float] | None = None
     durations_path: str | None = None
     envs: tuple[Environment, ...] = ()  # --env / envs =, each checked (core.envs.inspect_env)
+    #: the interpreter of the workers when no ``envs`` are given
+    python: str = sys.executable
+    #: cells inside a family: "longest-first" (headless: the family ends soonest) or
+    #: "shortest-first" (a user watching: first results at once), by recorded durations
+    order: str = "longest-first"
+
+    def __post_init__(self) -> None:
+        for name in ("probes", "kernels", "models", "only", "envs"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        for name in ("family_timeouts", "kernel_args", "durations"):
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                object.__setattr__(self, name, frozen_map(value))
+
+    def options(self) -> dict[str, Any]:
+        """The options probes see through ``laya_tui.api.options()`` (JSON-able)."""
+        opts: dict[str, Any] = {
+            "workspace": os.path.realpath(self.workspace),
+            "probes": [os.path.realpath(p) for p in self.probes],
+            "kernels": [os.path.realpath(p) for p in self.kernels],
+            "models": list(self.models),
+            "out": self.out,
+            "demo": self.demo,
+        }
+        if self.device:
+            opts["device"] = self.device
+        if self.rbln_log:
+            opts["rbln_log"] = self.rbln_log
+        if self.kernel_args:
+            opts["kernel_args"] = dict(self.kernel_args)  # [tool.laya-tui.kernel-args]
+        return opts
+
+    def timeout_for(self, probe: Mapping[str, Any]) -> float:
+        """``--timeout`` wins, then the probe's own, then the table's per-family value,
+        then the family default."""
+        if self.timeout is not None:
+            return self.timeout
+        if probe.get("timeout"):
+            return float(probe["timeout"])
+        fam = probe.get("family", "")
+        return float(self.family_timeouts.get(fam, DEFAULT_TIMEOUTS.get(fam, FALLBACK_TIMEOUT)))
 
 
 @dataclass(frozen=True)
 class Settings:
     """Everything one invocation was told, merged: flags > ``[tool.laya-tui]`` > defaults."""
 
-    workspace: str  # absolute
     run: RunOptions = field(default_factory=RunOptions)
     gates: Gates = field(default_factory=Gates)
     outputs: Outputs = field(default_factory=Outputs)
@@ -104,3 +151,8 @@ class Settings:
     watch: bool = False
     debounce_ms: int | None = None  # --debounce-ms (None: the watcher's default)
     quiet: bool = False
+
+    @property
+    def workspace(self) -> str:
+        """The workspace folder (absolute): the run options'."""
+        return self.run.workspace

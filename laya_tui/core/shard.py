@@ -28,7 +28,7 @@ import os
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,7 @@ class Plan:
         return {pid: i for i, ids in enumerate(self.parts) for pid in ids}
 
 
-def estimate(cells: list[tuple[str, str]], durations: dict[str, float]) -> dict[str, float]:
+def estimate(cells: list[tuple[str, str]], durations: Mapping[str, float]) -> dict[str, float]:
     """Seconds per cell: recorded, else the family's median, else the overall median, else 1."""
     known = {pid: durations[pid] for pid, _ in cells if pid in durations}
     overall = statistics.median(known.values()) if known else 1.0
@@ -133,7 +133,7 @@ def estimate(cells: list[tuple[str, str]], durations: dict[str, float]) -> dict[
     return {pid: max(sec, floor) for pid, sec in out.items()}
 
 
-def startups(cells: list[tuple[str, str]], durations: dict[str, float]) -> dict[str, float]:
+def startups(cells: list[tuple[str, str]], durations: Mapping[str, float]) -> dict[str, float]:
     """Estimated warm-worker start-up per family: how much longer the family's first
     recorded cell (the one that started the worker and paid its imports) ran than the
     family's median. ``durations`` is in run order (a report's probe order)."""
@@ -153,7 +153,7 @@ class _Model:
     """Part cost = its cells' own seconds + one start-up per family it holds."""
 
     def __init__(self, cells: list[tuple[str, str]], cost: dict[str, float],
-                 durations: dict[str, float]) -> None:
+                 durations: Mapping[str, float]) -> None:
         self.family = dict(cells)
         self.startup = startups(cells, durations)
         self.base = dict(cost)  # a cell's seconds without the start-up it happened to pay
@@ -280,7 +280,7 @@ def _balance(cells: list[tuple[str, str]], n: int, model: _Model) -> list[list[s
     return next(parts for longest, parts in tried if longest <= good_enough + 1e-9)
 
 
-def make_plan(cells: list[tuple[str, str]], n: int, durations: dict[str, float] | None = None,
+def make_plan(cells: list[tuple[str, str]], n: int, durations: Mapping[str, float] | None = None,
               source: str = "report") -> Plan:
     """Split ``cells`` (``(id, family)`` pairs) into ``n`` parts; see the module docstring."""
     durations = durations or {}
@@ -308,7 +308,7 @@ def make_plan(cells: list[tuple[str, str]], n: int, durations: dict[str, float] 
 
 
 def select_shard(probes: list[dict[str, Any]], shard: tuple[int, int],
-                 durations: dict[str, float] | None, source: str,
+                 durations: Mapping[str, float] | None, source: str,
                  source_path: str | None = None
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The probes of part K (in their discovery order) and the report's ``shard`` object."""

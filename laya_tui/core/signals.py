@@ -29,6 +29,11 @@ KINDS: tuple[str, ...] = (
     "log",
 )
 
+#: The signal kinds the default gates read (``laya_tui.report.gates``): ``tolerance``, and
+#: the compile kinds (first compiles filed as ``recompile`` by an older laya-tui are upgraded
+#: by every evaluation).
+DEFAULT_GATE_KINDS = frozenset(("tolerance", "recompile", "compile"))
+
 class Status(StrEnum):
     """A probe cell's status: the six a report holds, then the three a live run adds.
 

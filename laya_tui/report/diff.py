@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from laya_tui.core.cellid import family_of
 from laya_tui.core.results import signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS
@@ -145,7 +146,7 @@ def diff_report(base: dict[str, Any], new: dict[str, Any],
         entry = probes.get(pid)
         if entry is None:
             entry = probes[pid] = {
-                "id": pid, "family": src.get("family") or pid.split("/", 1)[0],
+                "id": pid, "family": src.get("family") or family_of(pid),
                 "status": src.get("status", "skipped"),
                 "reason": src.get("reason") if pid in new_probes else "not in the new report",
                 "seconds": src.get("seconds", 0.0), "cached": bool(src.get("cached")),

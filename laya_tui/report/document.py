@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.logtext import printable
 from laya_tui.core.signals import ABORTED_STATUSES, KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
@@ -58,13 +59,19 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
         # a cached first compile from before schema v2 counts as a compile, not a recompile
         kinds.update("compile" if is_v1_first_compile(s) else s["kind"]
                      for s in p.get("signals", []))
-    return {
+    out: dict[str, Any] = {
         "probes": len(probes),
         "status": dict(status),
         "signals": dict(kinds),
         "cached": sum(1 for p in probes if p.get("cached")),
         "seconds": round(seconds, 3),
     }
+    from laya_tui.report.verdict import not_run_counts
+
+    why = not_run_counts(probes)
+    if why:  # counted in status.ok too: they passed every stage they reached
+        out["not_run"] = {"count": sum(why.values()), "why": why}
+    return out
 
 
 def build_report(probes: list[dict[str, Any]], *, seconds: float,
@@ -76,6 +83,11 @@ def build_report(probes: list[dict[str, Any]], *, seconds: float,
     clean = [{k: v for k, v in p.items() if not k.startswith("_")} for p in probes]
     summary = summarise(clean, seconds)
     summary["passed"] = all(g["passed"] for g in gates)
+    from laya_tui.report.verdict import ungated
+
+    kinds = ungated(clean, gates)
+    if kinds:
+        summary["ungated"] = {"count": sum(kinds.values()), "kinds": kinds}
     report = {
         "schema": SCHEMA_ID,
         "tool": {"name": "laya-tui", "version": __version__},
@@ -161,6 +173,12 @@ def write_report(path: str, report: dict[str, Any]) -> None:
 def write_atomic(path: str, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its chunks) to ``path`` via a temp file in the same folder and
     a rename."""
+    commit_temp(write_temp(path, text), path)
+
+
+def write_temp(path: str, text: str | Iterable[str]) -> str:
+    """Write ``text`` (or its chunks) to a new temporary file beside ``path``; its name.
+    Nothing is left behind when writing fails. :func:`commit_temp` puts it in place."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.",
                                suffix=".tmp")
@@ -174,21 +192,38 @@ def write_atomic(path: str, text: str | Iterable[str]) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from CI users
-        os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard_temp(tmp)
         raise
+    return tmp
+
+
+def commit_temp(tmp: str, path: str) -> None:
+    """Rename a :func:`write_temp` file onto ``path`` (atomic in one folder)."""
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+
+
+def discard_temp(tmp: str) -> None:
+    """Remove a :func:`write_temp` file that will not be committed."""
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def human_summary(report: dict[str, Any]) -> str:
     """A few lines for stderr: counts, failing gates, and every crashed/timeout probe."""
+    from laya_tui.report.verdict import gate_hint, not_run_text, ungated_text
+
     s = report["summary"]
     st = s["status"]
+    built = f" ({not_run_text(s['not_run']['why'])})" if s.get("not_run") else ""
     lines = [
-        f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: {st['ok']} ok, "
+        f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: {st['ok']} ok{built}, "
         f"{st['failed']} failed, "
         + (f"{st['error']} could not be examined, " if st.get("error") else "")
         + f"{st['skipped']} skipped, {st['crashed']} crashed, "
@@ -210,6 +245,10 @@ def human_summary(report: dict[str, Any]) -> str:
     for g in report["gates"]:
         mark = "ok  " if g["passed"] else "FAIL"
         n = len(g.get("failures", []))
-        lines.append(f"  gate {mark} {g['name']}" + (f" ({n})" if n else ""))
+        lines.append(f"  gate {mark} {g['name']}" + (f" ({n})" if n else "")
+                     + (" (nothing compared)" if g.get("compared") == 0 else ""))
+    if s.get("ungated"):
+        lines.append(f"  {ungated_text(s['ungated']['kinds'])}: "
+                     f"{gate_hint(s['ungated']['count'])}")
     lines.append("  verdict: " + ("PASS" if s["passed"] else "FAIL"))
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # a probe's raw NUL or escape never reaches a terminal

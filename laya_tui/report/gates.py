@@ -15,9 +15,9 @@ tolerance or lowering signal counts only when it failed (``passed: false``); the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.results import (
@@ -26,29 +26,49 @@ from laya_tui.core.results import (
     occurrences,
     upgrade_compile_signals,
 )
-from laya_tui.core.settings import DEFAULT_MARGIN, Settings
-from laya_tui.core.signals import KINDS
+from laya_tui.core.settings import DEFAULT_MARGIN, Settings, frozen_map
+from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
+
+if TYPE_CHECKING:
+    from laya_tui.report.baseline import Baseline
 
 #: Probe statuses that ``--fail-on`` / ``--max`` accept beside the signal kinds.
 STATUS_KINDS: tuple[str, ...] = ("failed", "skipped")
 GATE_KINDS: tuple[str, ...] = KINDS + STATUS_KINDS
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateSettings:
     """The gates a report is evaluated with (made from :class:`Settings` by
-    :func:`prepare_gates`). Defaults: crashes, timeouts, probe errors, failed tolerances."""
+    :func:`prepare_gates`), frozen. Defaults: crashes, timeouts, probe errors, failed
+    tolerances. Lists given are kept as tuples, dicts as read-only maps."""
 
     fail_on_crash: bool = True
     fail_on_timeout: bool = True
     fail_on_error: bool = True
     fail_on_tolerance: bool = True
-    fail_on: list[str] = field(default_factory=list)
-    max_counts: dict[str, int] = field(default_factory=dict)
-    baseline: Any = None  # a laya_tui.report.baseline.Baseline, loaded before any probe runs
+    fail_on: tuple[str, ...] = ()
+    max_counts: Mapping[str, int] = field(default_factory=lambda: frozen_map())
+    baseline: Baseline | None = None  # loaded before any probe runs
     tolerance_margin: float = DEFAULT_MARGIN
     fail_on_env_change: bool = False  # the env-change gate (laya_tui.report.envcompare)
-    envs: dict[str, Any] = field(default_factory=dict)  # --env: the report's "envs" object
+    #: --env: the report's "envs" object
+    envs: Mapping[str, Any] = field(default_factory=lambda: frozen_map())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fail_on, tuple):
+            object.__setattr__(self, "fail_on", tuple(self.fail_on))
+        for name in ("max_counts", "envs"):
+            if isinstance(getattr(self, name), dict):
+                object.__setattr__(self, name, frozen_map(getattr(self, name)))
+
+    def kinds_read(self) -> frozenset[str] | None:
+        """The signal kinds these gates read, or None when they read every signal (a
+        baseline or the env-change gate compares them all). A consumer that keeps only
+        these kinds gets the same verdict (the dashboard's summary does)."""
+        if self.baseline is not None or self.fail_on_env_change:
+            return None
+        return DEFAULT_GATE_KINDS | frozenset(self.fail_on) | frozenset(self.max_counts)
 
 
 def parse_fail_on(values: Iterable[str], source: str = "--fail-on") -> list[str]:
@@ -88,27 +108,28 @@ def parse_max(values: Iterable[str], source: str = "--max") -> dict[str, int]:
 def prepare_gates(settings: Settings) -> GateSettings:
     """The gates of a run or a merge, with every CI input and output checked before any probe
     runs (bad input loses nothing): outputs writable and distinct, the baseline loaded."""
-    from laya_tui.core.files import check_output_path
+    from laya_tui.core.files import check_output_dir, check_output_path
 
     seen: dict[str, str] = {}
     for flag, path in settings.outputs.by_flag().items():
         if not path or path == "-":
             continue
-        check_output_path(path)
+        check_output_path(path, flag)
         real = os.path.realpath(path)
         if real in seen:
             raise UsageError(f"{seen[real]} and {flag} name the same file: {path}")
         seen[real] = flag
+    check_output_dir(settings.run.out, "--out")
     g = settings.gates
-    gates = GateSettings(fail_on=list(g.fail_on), max_counts=dict(g.max_counts),
-                         tolerance_margin=g.tolerance_margin,
-                         fail_on_env_change=g.fail_on_env_change,
-                         envs={e.name: e.info() for e in settings.run.envs})
+    baseline = None
     if g.baseline:
         from laya_tui.report.baseline import load_baseline
 
-        gates.baseline = load_baseline(g.baseline)
-    return gates
+        baseline = load_baseline(g.baseline)
+    return GateSettings(fail_on=g.fail_on, max_counts=g.max_counts, baseline=baseline,
+                        tolerance_margin=g.tolerance_margin,
+                        fail_on_env_change=g.fail_on_env_change,
+                        envs={e.name: e.info() for e in settings.run.envs})
 
 
 def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,11 +193,18 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
                            [{"probe": p["id"], "reason": p.get("reason")}
                             for p in probes if p.get("error") or p["status"] == "error"]))
     if s.fail_on_tolerance:
-        fails = [{"probe": p["id"], "subject": sig.get("subject"), "value": sig.get("value"),
-                  "limit": sig.get("limit")}
-                 for p in probes for sig in p.get("signals", [])
-                 if sig.get("kind") == "tolerance" and sig.get("passed") is False]
-        gates.append(_gate("tolerance", "every compared output is within its limit", fails))
+        fails, n = [], 0
+        for p in probes:
+            for sig in p.get("signals", []):
+                if sig.get("kind") == "tolerance":
+                    n += 1
+                    if sig.get("passed") is False:
+                        fails.append({"probe": p["id"], "subject": sig.get("subject"),
+                                      "value": sig.get("value"), "limit": sig.get("limit")})
+        gate = _gate("tolerance", "every compared output is within its limit"
+                     + ("" if n else ": nothing was compared"), fails)
+        gate["compared"] = n  # a pass with nothing compared says so (report.verdict)
+        gates.append(gate)
     for kind in s.fail_on:
         what = f"probe {kind}" if kind in STATUS_KINDS else (
             f"failing {kind} signal" if kind in CHECK_KINDS else f"{kind} signal")

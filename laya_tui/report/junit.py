@@ -1,13 +1,15 @@
 """``--junit PATH``: the report as JUnit XML, so CI systems show probe cells natively.
 
 One ``<testsuite>`` per probe family, one ``<testcase>`` per probe cell (classname = family,
-name = the cell's id inside it). A cell named by a failed gate gets one ``<failure>`` per
-gate failure (type = gate name, message = what failed); a cell with status ``error`` (the
-probe could not examine its subject: kernel arguments unknown, a file that does not import)
-gets an ``<error type="not-examined">`` instead of the ``no-probe-error`` failure, counted in
-``errors``, since nothing was found about the subject; a skipped cell gets ``<skipped>``
-with its reason. Gates that are not about one cell (``max:KIND``, ``probe-files``) form a
-last suite, ``laya-tui.gates``. Follows the Jenkins xUnit ``junit-10.xsd`` dialect, which
+name = the cell's id inside it). A cell named by a failed gate gets one ``<failure>`` (type
+= the gates it failed, message = the first failure and how many more, body = every one); a
+cell with status ``error`` (the probe could not examine its subject: kernel arguments
+unknown, a file that does not import) gets an ``<error type="not-examined">`` instead of
+the ``no-probe-error`` failure, counted in ``errors``, since nothing was found about the
+subject; a skipped cell gets ``<skipped>`` with its reason, and so does a cell built but not
+run (``built, not run: no GPU``). A suite's ``time`` is its family's wall span, the root's
+the run's wall time. Gates that are not about one cell (``max:KIND``, ``probe-files``) form
+a last suite, ``laya-tui.gates``. Follows the Jenkins xUnit ``junit-10.xsd`` dialect, which
 GitHub, GitLab, Azure and Jenkins all read.
 """
 
@@ -18,6 +20,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from laya_tui.report.gates import describe_failure, failures_by_probe
+from laya_tui.report.verdict import not_run
 
 #: Characters XML 1.0 forbids (ANSI escapes from compiler logs, NULs...).
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -64,11 +67,14 @@ def _testcase(suite: ET.Element, probe: dict[str, Any],
              message=f"{NOT_EXAMINED}: {first}"[:MESSAGE_CHARS])
         failures = [(g, t) for g, t in failures if g != ERROR_GATE]
         errored = 1
-    if failures:
-        for gate, text in failures:
-            body = f"gate {gate}: {text}\nprobe {pid}: status {status}" + (
-                f": {reason}" if reason else "")
-            _sub(case, "failure", body, type=gate, message=f"{gate}: {text}"[:MESSAGE_CHARS])
+    failures = list(dict.fromkeys(failures))  # one line per distinct gate failure
+    if failures:  # one <failure> per case, naming every gate it failed
+        gate, text = failures[0]
+        more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+        body = "\n".join(f"gate {g}: {t}" for g, t in failures) + (
+            f"\nprobe {pid}: status {status}" + (f": {reason}" if reason else ""))
+        _sub(case, "failure", body, type=",".join(dict.fromkeys(g for g, _ in failures)),
+             message=f"{gate}: {text}"[:MESSAGE_CHARS - len(more)] + more)
     if failures or errored:
         if probe.get("log_tail"):
             _sub(case, "system-out", probe["log_tail"])
@@ -76,10 +82,25 @@ def _testcase(suite: ET.Element, probe: dict[str, Any],
     if status == "skipped":
         _sub(case, "skipped", message=reason[:MESSAGE_CHARS] or "skipped")
         return 0, 0, 1
+    why = not_run(probe)
+    if why:  # lowered or built, never run: nothing was compared, so it did not pass a run
+        _sub(case, "skipped", message=f"built, not run: {why}"[:MESSAGE_CHARS])
+        return 0, 0, 1
     if status != "ok":
         _sub(case, "system-out", f"status {status} (no gate fails on it)"
              + (f": {reason}" if reason else ""))
     return 0, 0, 0
+
+
+def _span(probes: list[dict[str, Any]]) -> float:
+    """A family's time: from its first cell's start to its last cell's end (the cells of a
+    family run one after another; cached ones take no time), else the cells' seconds."""
+    ran = [p for p in probes if not p.get("cached")]
+    starts = [p["started"] for p in ran if isinstance(p.get("started"), int | float)]
+    ends = [p["ended"] for p in ran if isinstance(p.get("ended"), int | float)]
+    if ran and len(starts) == len(ends) == len(ran):
+        return max(ends) - min(starts)
+    return sum(float(p.get("seconds") or 0.0) for p in ran)
 
 
 def build_junit(report: dict[str, Any]) -> str:
@@ -116,7 +137,7 @@ def build_junit(report: dict[str, Any]) -> str:
             counts["failures"] += failed
             counts["errors"] += errored
             counts["skipped"] += skipped
-            counts["time"] += float(p.get("seconds") or 0.0)
+        counts["time"] = _span(families[family])
         close_suite(suite, counts)
     aggregate = [g for g in gates if g["name"].startswith(AGGREGATE_GATE_PREFIXES)]
     if aggregate:
@@ -137,7 +158,8 @@ def build_junit(report: dict[str, Any]) -> str:
         close_suite(suite, counts)
     for k in ("tests", "failures", "errors"):
         root.set(k, str(totals[k]))
-    root.set("time", _seconds(totals["time"]))
+    run = (report.get("summary") or {}).get("seconds")
+    root.set("time", _seconds(run if run is not None else totals["time"]))  # the run's
     ET.indent(root, space="  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") \
         + "\n"

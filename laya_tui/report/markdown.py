@@ -1,15 +1,18 @@
 """``--markdown PATH``: a short summary for a pull-request comment (and GITHUB_STEP_SUMMARY).
 
-The verdict, the probe counts, one row per gate, the probes that could not examine their
-subject (status ``error``: not findings, listed apart from the failures), and when a
-baseline was given, the first regressions and improvements. Deterministic for a given
+The verdict, the probe counts (cells built but not run counted apart), one row per gate
+(a tolerance gate with nothing compared says so), the findings no gate reads with how to
+gate them, the probes that could not examine their subject (status ``error``: not findings,
+listed apart from the failures), and when a baseline was given, the first regressions and
+improvements. Deterministic for a given
 report (no clock, no host facts).
 """
 
 from __future__ import annotations
 
 import os
-import sys
+import re
+from collections import Counter
 from typing import Any
 
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
@@ -33,7 +36,8 @@ def _gates_table(report: dict[str, Any]) -> list[str]:
     for g in report.get("gates", []):
         fails = g.get("failures", [])
         if g["passed"]:
-            lines.append(f"| {_code(g['name'])} | ✅ pass | |")
+            note = "nothing compared" if g.get("compared") == 0 else ""
+            lines.append(f"| {_code(g['name'])} | ✅ pass | {note} |".replace("|  |", "| |"))
             continue
         first = describe_failure(g["name"], fails[0]) if fails else ""
         where = fails[0].get("probe") if fails and isinstance(fails[0], dict) else None
@@ -109,20 +113,44 @@ def _not_examined(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ungated(report: dict[str, Any]) -> list[str]:
+    """Findings no gate reads: how many, which kinds, each one, and how to gate them."""
+    from laya_tui.report.verdict import finding_kind, gate_hint, ungated_probes, ungated_text
+
+    probes = ungated_probes(report.get("probes", []), report.get("gates", []))
+    if not probes:
+        return []
+    kinds = dict(Counter(finding_kind(p) for p in probes).most_common())
+    hint = re.sub(r"(--[a-z-]+ [\w.]+)", r"`\1`", gate_hint(len(probes)))
+    lines = [f"**{ungated_text(kinds)}**: {hint}.", "",
+             "| | probe | finding |", "|---|---|---|"]
+    for p in probes[:ROWS]:
+        reason = (p.get("reason") or "").splitlines()
+        lines.append(f"| ⚠ | {_code(str(p['id']))} | {_cell(reason[0] if reason else '')} |")
+    if len(probes) > ROWS:
+        lines.append(f"| | … | {len(probes) - ROWS} more in the JSON report |")
+    lines.append("")
+    return lines
+
+
 def build_markdown(report: dict[str, Any]) -> str:
     """The markdown summary of a report."""
     s = report["summary"]
     st = s["status"]
     verdict = "✅ PASS" if s.get("passed") else "❌ FAIL"
     not_examined = (f"{st['error']} could not be examined, " if st.get("error") else "")
+    from laya_tui.report.verdict import not_run_text
+
+    built = f" ({not_run_text(s['not_run']['why'])})" if s.get("not_run") else ""
     lines = [f"## laya-tui: {verdict}", "",
-             f"{s['probes']} probes: {st.get('ok', 0)} ok, {st.get('failed', 0)} failed, "
+             f"{s['probes']} probes: {st.get('ok', 0)} ok{built}, {st.get('failed', 0)} failed, "
              f"{not_examined}{st.get('skipped', 0)} skipped, {st.get('crashed', 0)} crashed, "
              f"{st.get('timeout', 0)} timeout ({s.get('cached', 0)} cached).", ""]
     occ = _occurrences(report)
     if occ:
         lines += ["Occurrences: " + ", ".join(f"{k} {n}" for k, n in occ.items()) + ".", ""]
     lines += _gates_table(report) + [""]
+    lines += _ungated(report)
     lines += _not_examined(report)
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
@@ -133,22 +161,3 @@ def build_markdown(report: dict[str, Any]) -> str:
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines) + "\n"
-
-
-def write_markdown_outputs(report: dict[str, Any], path: str | None) -> None:
-    """Write ``--markdown PATH`` and append to ``$GITHUB_STEP_SUMMARY`` when it is set."""
-    from laya_tui.report.document import write_atomic
-
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path and not summary_path:
-        return
-    text = build_markdown(report)
-    if path:
-        write_atomic(path, text)
-    if summary_path:
-        try:
-            with open(summary_path, "a", encoding="utf-8") as fh:
-                fh.write(text + "\n")
-        except OSError as exc:
-            print(f"laya-tui: warning: cannot append to GITHUB_STEP_SUMMARY {summary_path}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)

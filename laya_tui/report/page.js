@@ -1,286 +1,231 @@
-// laya-tui --html: renders the report embedded in the page (inlined by html_report.py).
+// laya-tui --html: draws the page data embedded in the page (report/views/page.py formats
+// every text, sort value and detail section; this script only lays them out).
 "use strict";
 const D = JSON.parse(document.getElementById("laya-data").textContent);
 const app = document.getElementById("app");
-const KINDS = ["environment","fallback","recompile","compile","host_bounce","cast","tolerance",
-  "lowering","timing","artifact","log"];
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
   }
-  for (const k of kids.flat()) if (k !== null && k !== undefined)
+  for (const k of kids.flat()) if (k !== null && k !== undefined && k !== "")
     e.append(k instanceof Node ? k : String(k));
   return e;
 }
-function num(v) {
-  if (v === null || v === undefined || v === "") return "";
-  if (typeof v !== "number") return String(v);
-  if (Number.isInteger(v)) return v.toLocaleString("en");
-  const a = Math.abs(v); return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(3) : String(Number(v.toPrecision(4)));
+// null (absent) first, then numbers, then text
+function cmp(a, b) {
+  const ra = a === null ? 0 : typeof a === "number" ? 1 : 2, rb = b === null ? 0 : typeof b === "number" ? 1 : 2;
+  if (ra !== rb) return ra - rb;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
-function bytes(n) {
-  if (typeof n !== "number") return "";
-  let v = n; for (const u of ["B","KiB","MiB","GiB"]) { if (v < 1024 || u === "GiB")
-    return u === "B" ? v + " B" : v.toFixed(1) + " " + u; v /= 1024; }
+function low(v) { return typeof v === "string" ? v.toLowerCase() : v; }
+
+// -- detail sections -------------------------------------------------------------------------
+function facts(rows) {
+  const dl = el("dl", {class: "kv"});
+  for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, v.includes("\n") ? el("pre", {class: "wrap"}, v) : v));
+  return dl;
 }
-function site(s) { if (!s || !s.file) return ""; return s.file + (s.line != null ? ":" + s.line : "") +
-  (s.func ? "(" + s.func + ")" : ""); }
-function kv(pairs) { const dl = el("dl", {class: "kv"});
-  for (const [k, v] of pairs) if (v !== undefined && v !== null && v !== "")
-    dl.append(el("dt", {}, k), el("dd", {}, v)); return dl; }
-function excerpt(s) {
-  if (!s || !s.file) return null;
-  const key = s.file + ":" + s.line, ex = D.excerpts[key];
-  if (ex === undefined) return null;
-  if (ex === null) return el("p", {class: "dim"}, "(source not readable where this page was written: " + s.file + ")");
+function numbered(text, start, marks) {
   const pre = el("pre", {class: "excerpt"});
-  ex.text.replace(/\n$/, "").split("\n").forEach((line, i) => {
-    const n = ex.start + i, row = String(n).padStart(5) + "  " + line + "\n";
-    pre.append(n === ex.line ? el("span", {class: "hl"}, row) : row);
+  text.replace(/\n$/, "").split("\n").forEach((line, i) => {
+    const n = start + i, row = String(n).padStart(5) + "  " + line + "\n";
+    pre.append(marks.has(n) ? el("span", {class: "hl"}, row) : row);
   });
   return pre;
 }
-function multi(t) { return t && String(t).includes("\n") ? el("pre", {}, String(t)) : t; }
-function failing(s) { const d = s.detail || {};
-  return s.passed === false || ["lower-failed","build-failed","run-failed"].includes(d.outcome); }
-
-// -- detail ------------------------------------------------------------------------------
+function plot(points, first) {
+  const W = 760, H = 180, P = 36, xs = points.map(p => p[0]);
+  const ys = points.flatMap(p => [p[1], p[2]]).filter(v => v > 0);
+  const lo = Math.log10(Math.min(...ys)), hi = Math.log10(Math.max(...ys)), x0 = Math.min(...xs), x1 = Math.max(...xs);
+  const X = x => P + (x - x0) / Math.max(1, x1 - x0) * (W - 2 * P);
+  const Y = v => H - P / 2 - (Math.log10(Math.max(v, 10 ** lo)) - lo) / Math.max(1e-9, hi - lo) * (H - P);
+  const ns = "http://www.w3.org/2000/svg", svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`); svg.setAttribute("class", "plot");
+  const line = (pts, cls) => { const l = document.createElementNS(ns, "polyline");
+    l.setAttribute("points", pts.map(([x, y]) => X(x) + "," + Y(y)).join(" ")); l.setAttribute("class", cls); svg.append(l); };
+  line(points.map(p => [p[0], p[2]]), "limit"); line(points.map(p => [p[0], p[1]]), "diff");
+  if (first !== null) { const v = document.createElementNS(ns, "line");
+    for (const [k, val] of [["x1", X(first)], ["x2", X(first)], ["y1", P / 4], ["y2", H - P / 4]]) v.setAttribute(k, val);
+    v.setAttribute("class", "first"); svg.append(v); }
+  return svg;
+}
+function section(sec, ctx) {
+  const [type, title] = sec, head = title ? el("h4", {}, title) : null;
+  if (type === "f") return [head, facts(sec[2])];
+  if (type === "b") return [head, el("pre", {class: "wrap" + (sec[4] ? " dim" : "")}, sec[2])];
+  if (type === "log") { const text = ctx.logs[sec[2]]; return text ? [head, el("pre", {class: "wrap dim"}, text)] : []; }
+  if (type === "src") {
+    const ex = D.excerpts[sec[3]], h = el("h4", {}, title + "  ", el("code", {}, sec[2]));
+    if (ex === undefined) return [h];
+    if (ex === null) return [h, el("p", {class: "dim"}, "(source not readable where this page was written: " + sec[3].replace(/:\d+$/, "") + ")")];
+    return [h, numbered(ex.text, ex.start, new Set([ex.line]))];
+  }
+  if (type === "file") {
+    const f = D.files[sec[3]], h = el("h4", {}, title + "  ", el("code", {}, sec[2]));
+    if (f === undefined) return [h];
+    if (f === null) return [h, el("p", {class: "dim"}, "(not readable where this page was written)")];
+    const more = f.total > f.text.split("\n").length ? el("p", {class: "dim"}, "… " + (f.total - f.text.split("\n").length) + " more lines in the file") : null;
+    return [h, numbered(f.text, 1, new Set(f.hl)), more];
+  }
+  if (type === "plot") return [head, plot(sec[2], sec[3])];
+  return [];
+}
 const detail = el("section", {id: "detail", hidden: true});
-function showDetail(title, ...parts) {
-  detail.replaceChildren(el("h3", {style: "margin:4px 0"}, title),
-    ...parts.flat(4).filter(x => x !== null && x !== undefined));
+function showDetail(title, badge, failingNow, sections, ctx, subject) {
+  detail.replaceChildren(el("h3", {}, el("span", {class: "badge " + (failingNow ? "fail" : "kind")}, badge), "  ", title),
+    ...sections.flatMap(s => section(s, ctx)).filter(x => x !== null && x !== undefined));
   detail.hidden = false;
+  detail.dataset.subject = subject;
   detail.scrollIntoView({block: "nearest"});
 }
-function signalDetail(pi, si, probes) {
-  const p = probes[pi], s = p.signals[si], d = (s.detail && typeof s.detail === "object") ? s.detail : {};
-  const parts = [];
-  const cell = ["kernel","target","dtype","spec"].map(k => d[k]).filter(Boolean).join(", ");
-  parts.push(kv([["probe", p.id + "  (" + p.status + ")"], ["kind", s.kind], ["subject", s.subject],
-    ["reason", multi(s.reason)], ["diagnostic", d.diagnostic && d.diagnostic !== s.reason ? multi(d.diagnostic) : null],
-    ["outcome", d.outcome ? d.outcome + (cell ? "  (" + cell + ")" : "") : null],
-    ["stage", d.stage], ["pass", d.pass], ["exception", d.exception],
-    ["count", s.count], ["bytes", s.bytes != null ? bytes(s.bytes) + "  (" + s.bytes.toLocaleString("en") + " B)" : null],
-    ["seconds", s.seconds], ["value", s.value != null ? num(s.value) : null],
-    ["limit", s.limit != null ? num(s.limit) : null],
-    ["passed", s.passed === true ? "yes" : s.passed === false ? "no" : null],
-    ["stages", d.seconds && typeof d.seconds === "object" ? Object.entries(d.seconds).map(([k, v]) => k + " " + num(v) + " s").join(", ") : null],
-    ["fix", s.fix], ["change", d.change ? d.change + " (" + d["class"] + ")" : null],
-    ["before", d.before ? JSON.stringify(d.before) : null], ["after", d.after ? JSON.stringify(d.after) : null]]));
-  if (s.site && s.site.file) parts.push(el("h4", {}, "call site  ", el("code", {}, site(s.site))), excerpt(s.site));
-  if (d.kernel_site && d.kernel_site.file && site(d.kernel_site) !== site(s.site))
-    parts.push(el("h4", {}, "kernel site  ", el("code", {}, site(d.kernel_site))), excerpt(d.kernel_site));
-  if (d.source_excerpt && (d.generated_source || !String(d.diagnostic || "").includes(String(d.source_excerpt).trim())))
-    parts.push(el("h4", {}, d.generated_source ? "generated source  " : "excerpt  ",
-    el("code", {}, d.generated_source || "")), el("pre", {}, String(d.source_excerpt)));
-  if (d.command) parts.push(el("h4", {}, "command"), el("pre", {}, String(d.command)));
-  if (Array.isArray(d.stack) && d.stack.length) parts.push(el("h4", {}, "stack"), el("pre", {}, d.stack.join("\n")));
-  const shown = new Set(["diagnostic","source_excerpt","generated_source","kernel","target","dtype","spec",
-    "outcome","stage","pass","exception","seconds","kernel_site","stack","command","change","class","before","after"]);
-  const rest = Object.entries(d).filter(([k]) => !shown.has(k));
-  if (rest.length) parts.push(el("h4", {}, "more detail"), el("pre", {}, JSON.stringify(Object.fromEntries(rest), null, 1)));
-  if (p.log_tail && p.log_tail.trim()) parts.push(el("h4", {}, "log tail of " + p.id), el("pre", {}, p.log_tail));
-  showDetail((failing(s) ? "✗ " : "") + s.kind + "  " + (s.subject || ""), parts);
-  detail.dataset.subject = "signal:" + p.id + ":" + si;
+function openSignal(ctx, key) {
+  const row = ctx.byKey.get(key); if (!row) return;
+  showDetail(row[5] + "   " + ctx.probes[row[0]], row[4], row[2], ctx.details[key], ctx, "signal:" + key);
 }
-function probeDetail(pi, probes) {
-  const p = probes[pi], err = (p.error && typeof p.error === "object") ? p.error : {};
-  const parts = [kv([["status", p.status], ["reason", p.reason], ["seconds", p.seconds != null ? num(p.seconds) + (p.cached ? "  (cached)" : "") : null],
-    ["file", p.file], ["deps", (p.deps || []).join(", ")], ["signals", (p.signals || []).length]])];
-  if (err.site) parts.push(el("h4", {}, "raised at  ", el("code", {}, site(err.site))), excerpt(err.site));
-  if (err.traceback) parts.push(el("h4", {}, "traceback"), el("pre", {}, err.traceback));
-  parts.push(el("h4", {}, p.status === "crashed" ? "stderr tail" : "log tail"),
-    p.log_tail && p.log_tail.trim() ? el("pre", {}, p.log_tail) : el("p", {class: "dim"}, "(the probe wrote nothing)"));
-  const sigs = p.signals || [];
-  if (sigs.length) parts.push(el("h4", {}, "signals"), signalTable(sigs.map((s, si) => [pi, si]), probes, false));
-  showDetail(p.id, parts);
-  detail.dataset.subject = "probe:" + p.id;
+function openProbe(pi) {
+  const p = D.probes[pi];
+  showDetail(p[0], p[2], p[8], D.details["p" + pi], MAIN, "probe:" + p[0]);
 }
+function open(ctx, key) { if (key.startsWith("p")) openProbe(+key.slice(1)); else openSignal(ctx, key); }
 
 // -- sections ----------------------------------------------------------------------------
 function header() {
-  const s = D.summary || {}, st = s.status || {};
-  const pass = s.passed;
-  const env = D.environment || {}, host = env.host || {}, v = env.versions || {};
-  const counts = el("div", {class: "counts"}, el("span", {}, (s.probes ?? D.probes.length) + " probes"),
-    Object.entries(st).filter(([, n]) => n).map(([k, n]) => el("span", {class: "st-" + k}, k + " " + n)),
-    s.seconds != null ? el("span", {class: "dim"}, num(s.seconds) + " s") : null);
-  const kinds = el("div", {class: "counts dim"}, "signals: ",
-    Object.entries(s.signals || {}).filter(([, n]) => n).map(([k, n]) => el("span", {}, k + " " + n.toLocaleString("en"))));
-  return el("header", {}, el("h1", {}, D.title, "  ", el("span", {class: "badge " + (pass ? "pass" : "fail"), id: "verdict"}, pass ? "PASS" : "FAIL")),
-    el("div", {class: "dim"}, [D.created ? "written " + D.created : "", host.hostname ? "on " + host.hostname : "",
-      host.machine, v.python ? "python " + v.python : "", v.torch ? "torch " + v.torch : "",
-      D.tool ? (D.tool.name + " " + D.tool.version) : "", D.schema].filter(Boolean).join(" · ")),
-    counts, kinds);
+  const h = D.header;
+  return el("header", {}, el("h1", {}, h.title, "  ", el("span", {class: "badge " + (h.passed ? "pass" : "fail"), id: "verdict"}, h.verdict)),
+    el("div", {class: "dim"}, h.line),
+    el("div", {class: "counts"}, h.counts.map(([t, c]) => el("span", {class: c || null}, t))),
+    el("div", {class: "counts dim"}, h.kinds),
+    (h.notes || []).map(t => el("div", {class: "verdict-note"}, t)),
+    el("details", {class: "legend", id: "status-legend"}, el("summary", {}, "what the marks mean"),
+      el("div", {class: "marks"}, D.status_legend.map(([m, what]) => el("span", {}, el("b", {}, m), " " + what)))));
 }
 function gatesSection(gates, title) {
   const t = el("table", {id: "gates"}, el("tr", {}, el("th", {}, "gate"), el("th", {}, "result"), el("th", {}, "failures")));
-  for (const g of gates) {
-    const list = g.failures.map(f => el("div", {}, f.probe ? el("code", {}, f.probe) : null, f.probe ? ": " : "", f.text));
-    if (g.more) list.push(el("div", {class: "dim"}, "… and " + g.more + " more"));
-    t.append(el("tr", {}, el("td", {}, el("code", {}, g.name), g.description ? el("div", {class: "dim"}, g.description) : null),
-      el("td", {class: g.passed ? "st-ok" : "st-failed"}, g.passed ? "pass" : "FAIL (" + (g.failures.length + g.more) + ")"),
-      el("td", {}, list)));
-  }
-  return [el("h2", {}, title || "Gates"), t];
-}
-function diffSection() {
-  const sec = D.diff.section || {}, probes = D.diff.probes;
-  const rows = [];
-  probes.forEach((p, pi) => (p.signals || []).forEach((s, si) => rows.push([pi, si])));
-  const pr = sec.probes || {};
-  const env = Object.entries(sec.environment || {}).map(([k, v]) => k + " " + v.before + " → " + v.after).join(", ");
-  return [el("h2", {}, "Changes"), el("p", {id: "diff-counts"}, el("span", {class: "reg"}, (sec.regressions || []).length + " regression(s)"), ", ",
-    el("span", {class: "imp"}, (sec.improvements || []).length + " improvement(s)"), ", ",
-    el("span", {class: "note"}, (sec.notes || []).length + " note(s)"),
-    "; " + (pr.compared ?? "?") + " probe(s) compared (" + (pr.before ?? "?") + " before, " + (pr.after ?? "?") + " after)"),
-    env ? el("p", {class: "dim"}, "versions: " + env) : null,
-    filteredSignals(rows, probes, "changes")];
+  for (const g of gates) t.append(el("tr", {},
+    el("td", {}, el("code", {}, g.name), g.description ? el("div", {class: "dim"}, g.description) : null),
+    el("td", {class: g.passed ? "st-ok" : "st-failed"}, g.result),
+    el("td", {}, g.failures.map(([p, text]) => el("div", {}, p ? el("code", {}, p) : null, p ? ": " : "", text)),
+      g.more ? el("div", {class: "dim"}, g.more) : null)));
+  return [el("h2", {}, title), t];
 }
 function matrixSection() {
   const M = D.matrix; if (!M) return [];
   const t = el("table", {class: "mx", id: "matrix"});
-  const head = el("tr", {}, el("th", {}, "kernel"));
-  for (const c of M.columns) head.append(el("th", {}, c.filter(Boolean).join(" · ")));
-  t.append(head);
-  const label = {"ran": "✓ ran", "built": "◐ built", "lowered": "◔ lowered", "lower-failed": "✗ lower",
-    "build-failed": "✗ build", "run-failed": "✗ run", "skipped": "⊘ skip", "crashed": "✹ crash",
-    "timeout": "◷ timeout", "failed": "✗ probe", "error": "⚠ error", "ok": "✓ ok"};
-  for (const k of M.kernels) {
-    const tr = el("tr", {}, el("th", {}, k));
-    for (const c of M.columns) {
-      const key = [k, ...c].join("|"), cell = M.cells[key];
-      if (!cell) { tr.append(el("td", {class: "cell dim"}, "·")); continue; }
-      tr.append(el("td", {class: "cell o-" + cell.outcome, "data-cell": key, title: D.probes[cell.probe].id,
-        onclick: () => cell.signal === null ? probeDetail(cell.probe, D.probes) : signalDetail(cell.probe, cell.signal, D.probes)},
-        label[cell.outcome] || cell.outcome));
-    }
-    t.append(tr);
-  }
-  return [el("h2", {}, "Lowering matrix"), el("p", {class: "dim"}, "Click a cell for its full diagnostic."), el("div", {class: "scroll"}, t)];
+  t.append(el("colgroup", {}, el("col", {class: "kernel"}), M.columns.map(() => el("col", {}))));
+  t.append(el("tr", {}, el("th", {}, "kernel"), M.columns.map(([a, b]) => el("th", {}, a, el("br"), el("span", {class: "dim"}, b)))));
+  for (const [kernel, cells] of M.rows) t.append(el("tr", {}, el("th", {}, kernel), cells.map(c => c === null
+    ? el("td", {class: "cell dim"}, "·")
+    : el("td", {class: "cell " + c[1], "data-cell": c[4], title: c[2], onclick: () => open(MAIN, c[3])}, c[0]))));
+  const legend = el("div", {class: "marks", id: "matrix-legend"}, M.legend.map(([m, what]) => el("span", {}, el("b", {}, m), " " + what)));
+  return [el("h2", {}, "Lowering matrix"), el("p", {class: "dim"}, "Click a cell for its full diagnostic."),
+    el("div", {class: "hscroll"}, t), legend];
 }
 function probesSection() {
-  const rows = D.probes.map((p, pi) => pi);
-  const cols = [["probe", p => p.id], ["family", p => p.family], ["status", p => p.status],
-    ["seconds", p => p.seconds ?? 0, true], ["signals", p => (p.signals || []).length, true], ["reason", p => p.reason || ""]];
+  const cols = [["probe", 0], ["family", 1], ["status", 2], ["seconds", 5, true], ["signals", 6, true], ["reason", 7]];
   const status = el("select", {id: "probe-status"}, el("option", {value: ""}, "every status"),
-    [...new Set(D.probes.map(p => p.status))].map(s => el("option", {value: s}, s)));
-  const text = el("input", {id: "probe-text", type: "search", placeholder: "filter probes by text"});
+    [...new Set(D.probes.map(p => p[2]))].map(s => el("option", {value: s}, s)));
+  const text = el("input", {id: "probe-text", type: "search", placeholder: "filter probes by text", size: 28});
   let sortCol = null, rev = false;
   const body = el("tbody");
-  const table = el("table", {id: "probes"});
-  const hdr = el("tr");
-  cols.forEach(([name, , isNum], ci) => hdr.append(el("th", {class: isNum ? "num" : null,
+  const hdr = el("tr", {}, cols.map(([name, , isNum], ci) => el("th", {class: isNum ? "num" : null,
     onclick: () => { rev = sortCol === ci ? !rev : false; sortCol = ci; draw(); }}, name)));
-  table.append(el("thead", {}, hdr), body);
+  const table = el("table", {id: "probes", class: "fixed"}, el("colgroup", {}, ["c-probe", "c-family", "c-status", "c-num", "c-num", ""].map(c => el("col", {class: c || null}))),
+    el("thead", {}, hdr), body);
   function draw() {
     const q = text.value.toLowerCase(), sv = status.value;
-    let list = rows.filter(pi => { const p = D.probes[pi];
-      return (!sv || p.status === sv) && (!q || (p.id + " " + (p.reason || "")).toLowerCase().includes(q)); });
+    const list = D.probes.map((p, pi) => pi).filter(pi => { const p = D.probes[pi];
+      return (!sv || p[2] === sv) && (!q || (p[0] + " " + p[7]).toLowerCase().includes(q)); });
     if (sortCol !== null) { const f = cols[sortCol][1];
-      list.sort((a, b) => { const x = f(D.probes[a]), y = f(D.probes[b]); return (x < y ? -1 : x > y ? 1 : 0) * (rev ? -1 : 1); }); }
+      list.sort((a, b) => cmp(low(D.probes[a][f]), low(D.probes[b][f])) * (rev ? -1 : 1)); }
     body.replaceChildren(...list.map(pi => { const p = D.probes[pi];
-      return el("tr", {class: "clickable", "data-probe": p.id, onclick: () => probeDetail(pi, D.probes)},
-        el("td", {}, el("code", {}, p.id)), el("td", {}, p.family), el("td", {class: "st-" + p.status}, p.status),
-        el("td", {class: "num"}, p.seconds != null ? num(p.seconds) + (p.cached ? " (cached)" : "") : ""),
-        el("td", {class: "num"}, (p.signals || []).length), el("td", {}, (p.reason || "").slice(0, 240))); }));
+      return el("tr", {class: "clickable", "data-probe": p[0], onclick: () => openProbe(pi)},
+        el("td", {}, el("code", {}, p[0])), el("td", {}, p[1]), el("td", {class: p[3]}, p[2]),
+        el("td", {class: "num"}, p[4]), el("td", {class: "num"}, p[6]), el("td", {}, el("div", {class: "clip"}, p[7]))); }));
   }
   status.addEventListener("change", draw); text.addEventListener("input", draw);
   draw();
   return [el("h2", {}, "Probes"), el("div", {class: "controls"}, status, text), el("div", {class: "scroll"}, table)];
 }
-const SIG_COLS = [["probe", (p, s) => p.id], ["kind", (p, s) => s.kind], ["subject", (p, s) => s.subject || ""],
-  ["count", (p, s) => s.count ?? -1, true], ["bytes", (p, s) => s.bytes ?? -1, true],
-  ["value", (p, s) => typeof s.value === "number" ? s.value : (s.seconds ?? -Infinity), true],
-  ["limit", (p, s) => s.limit ?? -Infinity, true], ["reason", (p, s) => s.reason || ""], ["site", (p, s) => site(s.site)]];
-function signalTable(rows, probes, withProbe) {
-  const cols = withProbe ? SIG_COLS : SIG_COLS.slice(1);
-  const t = el("table", {class: "signals"}, el("tr", {}, cols.map(([n, , isNum]) => el("th", {class: isNum ? "num" : null}, n))));
-  for (const [pi, si] of rows) {
-    const p = probes[pi], s = p.signals[si];
-    const cls = {regression: " reg", improvement: " imp", note: " note"}[(s.detail || {})["class"]] || "";
-    const tr = el("tr", {class: "clickable" + (failing(s) ? " failing" : "") + cls, onclick: () => signalDetail(pi, si, probes)});
-    for (const [n, f, isNum] of cols) {
-      let v = f(p, s);
-      if (n === "bytes") v = s.bytes != null ? bytes(s.bytes) : "";
-      else if (n === "value") v = s.value != null ? num(s.value) : s.seconds != null ? num(s.seconds) + " s" : "";
-      else if (isNum) v = (v === -1 || v === -Infinity) ? "" : num(v);
-      tr.append(el("td", {class: isNum ? "num" : null}, n === "probe" || n === "site" ? el("code", {}, v) : String(v).slice(0, 300)));
+// a row: [probe index, signal index, failing, css, ...cells (9), ...sort values (kind, count, bytes, value)]
+const CELLS = 4;
+function signalTable(ctx, keys) {
+  const cols = ctx.table.columns.map((c, i) => [c, i]).filter(([c]) => c.used);
+  const body = el("tbody");
+  const t = el("table", {class: "signals fixed"}, el("colgroup", {}, cols.map(([c]) => el("col", {style: "width:" + c.width + "%"}))),
+    el("thead", {}, el("tr", {}, cols.map(([c]) => el("th", {class: c.numeric ? "num" : null}, c.label)))), body);
+  for (const key of keys) {
+    const r = ctx.byKey.get(key);
+    const tr = el("tr", {class: "clickable" + (r[2] ? " failing" : "") + (r[3] ? " " + r[3] : ""), "data-key": key, onclick: () => openSignal(ctx, key)});
+    for (const [c, i] of cols) {
+      const v = r[CELLS + i];
+      const shown = c.key === "site" || c.key === "probe" ? el("code", {}, v) : v;
+      tr.append(el("td", {class: c.numeric ? "num" : c.wide ? null : "nowrap", "data-col": c.key}, c.wide ? el("div", {class: "clip"}, shown) : shown));
     }
-    t.append(tr);
+    body.append(tr);
   }
   return t;
 }
-function filteredSignals(rows, probes, id) {
-  const PAGE = 500;
-  const present = new Set(rows.map(([pi, si]) => probes[pi].signals[si].kind));
-  const kind = el("select", {id: id + "-kind"}, el("option", {value: ""}, "every kind"),
-    KINDS.filter(k => present.has(k)).map(k => el("option", {value: k}, k)));
-  const text = el("input", {id: id + "-text", type: "search", placeholder: "filter by text in any column"});
+function filteredSignals(ctx, id) {
+  const PAGE = 500, T = ctx.table, ncol = T.columns.length;
+  const kind = el("select", {id: id + "-kind"}, el("option", {value: ""}, "every kind"), T.kinds.map(k => el("option", {value: k}, k)));
+  const text = el("input", {id: id + "-text", type: "search", placeholder: "filter by text in any column", size: 30});
   const onlyFail = el("input", {type: "checkbox", id: id + "-failing"});
   const sort = el("select", {id: id + "-sort"}, el("option", {value: ""}, "report order"),
-    SIG_COLS.map(([n], ci) => el("option", {value: String(ci)}, "sort by " + n)));
+    T.columns.map((c, ci) => el("option", {value: c.key, "data-at": ci}, "sort by " + c.label)));
   const rev = el("input", {type: "checkbox", id: id + "-reverse"});
   const count = el("span", {class: "dim", id: id + "-count"});
   const holder = el("div", {class: "scroll"});
   let limit = PAGE;
   const more = el("button", {onclick: () => { limit += PAGE * 4; draw(); }}, "show more");
+  const keys = T.rows.map(r => "s" + r[0] + "." + r[1]);
   function draw() {
     const q = text.value.toLowerCase(), k = kind.value, f = onlyFail.checked;
-    let list = rows.filter(([pi, si]) => { const p = probes[pi], s = p.signals[si];
-      if (k && s.kind !== k) return false; if (f && !failing(s)) return false;
-      if (!q) return true;
-      return (p.id + " " + s.kind + " " + (s.subject || "") + " " + (s.reason || "") + " " + site(s.site) + " " + (s.fix || "")).toLowerCase().includes(q); });
-    if (sort.value !== "") { const g = SIG_COLS[+sort.value][1], r = rev.checked ? -1 : 1;
-      list = list.slice().sort((a, b) => { const x = g(probes[a[0]], probes[a[0]].signals[a[1]]), y = g(probes[b[0]], probes[b[0]].signals[b[1]]);
-        return (x < y ? -1 : x > y ? 1 : 0) * r; }); }
-    count.textContent = list.length.toLocaleString("en") + " of " + rows.length.toLocaleString("en") + " signals" + (list.length > limit ? " (first " + limit + " shown)" : "");
-    holder.replaceChildren(signalTable(list.slice(0, limit), probes, true));
+    let list = keys.filter(key => { const r = ctx.byKey.get(key);
+      if (k && r[CELLS] !== k) return false; if (f && !r[2]) return false;
+      return !q || (ctx.probes[r[0]] + "\u0000" + r.slice(CELLS, CELLS + ncol).join("\u0000")).toLowerCase().includes(q); });
+    if (sort.value !== "") { const ci = T.columns.findIndex(c => c.key === sort.value), c = T.columns[ci];
+      const at = c.sort === null ? CELLS + ci : CELLS + ncol + c.sort, s = rev.checked ? -1 : 1;
+      list = list.slice().sort((a, b) => cmp(low(ctx.byKey.get(a)[at]), low(ctx.byKey.get(b)[at])) * s); }
+    count.textContent = list.length.toLocaleString("en") + " of " + keys.length.toLocaleString("en") + " signals" + (list.length > limit ? " (first " + limit + " shown)" : "");
+    holder.replaceChildren(signalTable(ctx, list.slice(0, limit)));
     more.hidden = list.length <= limit;
   }
-  for (const c of [kind, sort]) c.addEventListener("change", () => { limit = PAGE; draw(); });
-  for (const c of [onlyFail, rev]) c.addEventListener("change", () => { limit = PAGE; draw(); });
+  for (const c of [kind, sort, onlyFail, rev]) c.addEventListener("change", () => { limit = PAGE; draw(); });
   text.addEventListener("input", () => { limit = PAGE; draw(); });
   draw();
   return el("div", {id: id}, el("div", {class: "controls"}, kind, text, el("label", {}, onlyFail, " only failing"), sort,
     el("label", {}, rev, " reverse"), count), holder, more);
 }
-function signalsSection() {
-  const rows = [];
-  D.probes.forEach((p, pi) => (p.signals || []).forEach((s, si) => rows.push([pi, si])));
-  return [el("h2", {}, "Signals"), filteredSignals(rows, D.probes, "signals")];
+function context(table, probes, logs, details) {
+  const byKey = new Map(table.rows.map(r => ["s" + r[0] + "." + r[1], r]));
+  return {table, probes, logs, details, byKey};
+}
+const MAIN = context(D.signals, D.probes.map(p => p[0]), D.logs, D.details);
+function diffSection() {
+  const X = D.diff, ctx = context(X.signals, X.probes, X.logs, X.details);
+  return [el("h2", {}, "Changes"), el("p", {id: "diff-counts"}, el("span", {class: "reg"}, X.counts[0]), ", ",
+    el("span", {class: "imp"}, X.counts[1]), ", ", el("span", {class: "note"}, X.counts[2]), X.counts[3]),
+    X.versions ? el("p", {class: "dim"}, "versions: " + X.versions) : null, filteredSignals(ctx, "changes")];
 }
 function toleranceSection() {
-  const rows = [];
-  D.probes.forEach((p, pi) => (p.signals || []).forEach((s, si) => { if (s.kind === "tolerance") rows.push([pi, si]); }));
-  if (!rows.length) return [];
-  const t = el("table", {id: "tolerance"}, el("tr", {}, ["probe", "check", "value", "limit", "passed", "argmax", "top-2 gap"].map(h => el("th", {}, h))));
-  for (const [pi, si] of rows) {
-    const p = D.probes[pi], s = p.signals[si], d = s.detail || {};
-    t.append(el("tr", {class: "clickable" + (s.passed === false ? " failing" : ""), onclick: () => signalDetail(pi, si, D.probes)},
-      el("td", {}, el("code", {}, p.id)), el("td", {}, s.subject || ""), el("td", {class: "num"}, num(s.value)),
-      el("td", {class: "num"}, num(s.limit)), el("td", {}, s.passed === true ? "yes" : s.passed === false ? "NO" : ""),
-      el("td", {}, d.argmax_match != null ? d.argmax_match + (d.rows != null ? " / " + d.rows : "") : ""),
-      el("td", {class: "num"}, num(d.top2_gap_min))));
-  }
+  if (!D.tolerance.length) return [];
+  const t = el("table", {id: "tolerance", class: "fixed"}, el("colgroup", {}, ["c-probe", "", "c-num", "c-num", "c-num", "c-num", "c-num"].map(c => el("col", {class: c || null}))), el("tr", {}, ["probe", "check", "value", "limit", "passed", "argmax", "top-2 gap"].map(h => el("th", {}, h))));
+  for (const r of D.tolerance) t.append(el("tr", {class: "clickable" + (r[1] ? " failing" : ""), onclick: () => openSignal(MAIN, r[0])},
+    el("td", {}, el("code", {}, r[2])), el("td", {}, r[3]), el("td", {class: "num"}, r[4]), el("td", {class: "num"}, r[5]),
+    el("td", {}, r[6]), el("td", {}, r[7]), el("td", {class: "num"}, r[8])));
   return [el("h2", {}, "Tolerance"), el("div", {class: "scroll"}, t)];
 }
 function environmentSection() {
-  const env = D.environment || {};
   const parts = [el("h2", {}, "Environment")];
-  for (const [key, title] of [["host", "machine"], ["versions", "library versions"], ["probed", "probed environment"]]) {
-    const sec = env[key]; if (!sec || typeof sec !== "object") continue;
-    parts.push(el("h4", {}, title), kv(Object.entries(sec).map(([k, v]) => [k, v === null ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v)])));
-  }
-  if (D.errors.length) parts.push(el("h4", {class: "failing"}, "probe file errors"),
-    kv(D.errors.map(e => [e.file + (e.line ? ":" + e.line : ""), e.error])));
+  for (const [title, rows] of D.environment) parts.push(el("h4", {}, title), facts(rows));
+  if (D.errors.length) parts.push(el("h4", {class: "failing"}, "probe file errors"), facts(D.errors));
   return parts;
 }
 app.replaceChildren(...[header(), D.diff ? diffSection() : null,
   gatesSection(D.diff ? D.diff.gates : D.gates, D.diff ? "Gates of the diff" : "Gates"),
   D.diff ? gatesSection(D.gates, "Gates of the new report") : null, matrixSection(), detail,
-  probesSection(), signalsSection(), toleranceSection(), environmentSection()]
+  probesSection(), el("h2", {}, "Signals"), filteredSignals(MAIN, "signals"), toleranceSection(), environmentSection()]
   .flat(4).filter(x => x !== null && x !== undefined));
-document.title = D.title;
+document.title = D.header.title;

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,23 +219,44 @@ def baseline_document(report: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
 
 
-def write_finding_outputs(report: dict[str, Any], settings: Settings) -> None:
-    """``--sarif PATH`` and ``--annotations`` (stdout) for one report."""
+def finding_outputs(report: dict[str, Any], settings: Settings
+                    ) -> tuple[Callable[[], Iterator[str]] | None, Callable[[], None]]:
+    """``--sarif``'s content (None without it; the caller writes it with the other output
+    files, all or none) and the ``--annotations`` printer (stdout, a no-op without it),
+    sharing one pass over the findings."""
     out = settings.outputs
-    if not (out.sarif or out.annotations):
-        return
-    from laya_tui.report.document import write_atomic
+    box: list[tuple[Sources, list[Finding]]] = []
 
-    sources = Sources(settings.workspace)
-    findings = collect_findings(report, sources, baseline_document(report))
-    if out.sarif:
-        write_atomic(out.sarif, sarif_chunks(build_sarif(report, sources, findings=findings)))
-    if out.annotations:
+    def findings() -> tuple[Sources, list[Finding]]:
+        if not box:
+            sources = Sources(settings.workspace)
+            box.append((sources, collect_findings(report, sources, baseline_document(report))))
+        return box[0]
+
+    def sarif() -> Iterator[str]:
+        sources, found = findings()
+        return sarif_chunks(build_sarif(report, sources, findings=found))
+
+    def annotate() -> None:
+        if not out.annotations:
+            return
         from laya_tui.report.annotations import annotation_lines
 
         files = [p for p in (out.sarif, out.json) if p and p != "-"]
-        lines = annotation_lines(findings, files=files,
+        lines = annotation_lines(findings()[1], files=files,
                                  step_summary=bool(os.environ.get("GITHUB_STEP_SUMMARY")))
         if lines:
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
+
+    return (sarif if out.sarif else None), annotate
+
+
+def write_finding_outputs(report: dict[str, Any], settings: Settings) -> None:
+    """``--sarif PATH`` and ``--annotations`` (stdout) for one report."""
+    from laya_tui.report.document import write_atomic
+
+    sarif, annotate = finding_outputs(report, settings)
+    if sarif is not None and settings.outputs.sarif:
+        write_atomic(settings.outputs.sarif, sarif())
+    annotate()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from laya_tui.core.cellid import family_of
 from laya_tui.core.errors import UsageError
 from laya_tui.report.baseline import load_baseline
 
@@ -32,7 +33,7 @@ def normalise(report: dict[str, Any]) -> dict[str, Any]:
     from laya_tui.report.document import summarise
 
     for p in report["probes"]:
-        p.setdefault("family", p["id"].split("/", 1)[0])
+        p.setdefault("family", family_of(p["id"]))
         p.setdefault("signals", [])
         p.setdefault("reason", None)
         p.setdefault("cached", False)

@@ -11,24 +11,21 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import shlex
 import signal
-import subprocess
 import threading
-import time
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App, SuspendNotSupported
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from laya_tui.core.errors import EXIT_USAGE, UsageError
-from laya_tui.core.events import Event
-from laya_tui.core.runner import Discovery, RunConfig
-from laya_tui.tui.editor import default_editor, editor_command
+from laya_tui.core.logtext import printable
+from laya_tui.core.runner import Discovery
+from laya_tui.core.runner_like import RunnerFactory, RunnerLike
+from laya_tui.tui.editor import open_site
 from laya_tui.tui.messages import (
     ProbesDiscovered,
     ReportExported,
@@ -40,33 +37,12 @@ from laya_tui.tui.messages import (
 )
 from laya_tui.tui.model import Changes, RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
+from laya_tui.tui.screens.contracts import PicksRerunTargets, ShowsChanges
 from laya_tui.tui.screens.main import MainScreen
-from laya_tui.tui.widgets.detail import resolve_path, tilelang_editor_target
+from laya_tui.tui.watch_control import WatchControl, WatchFactory
 
-#: Runner events reach the widgets at most this often (seconds): a stream of signals
-#: costs one frame per interval, not one per drain.
-FLOOD_FRAME_S = 0.1
-#: While events wait after a drain slice, the next slice runs this soon (not a whole
-#: flush interval later): the loop serves other callbacks and frames in between.
-REDRAIN_S = 0.002
-
-
-class RunnerLike(Protocol):
-    """What the app needs from a runner (``laya_tui.core.runner.Runner`` or a recording)."""
-
-    async def discover(self) -> Discovery: ...
-    async def run(self, probes: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
-    async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None
-                      ) -> dict[str, Any]: ...
-    async def close(self) -> None: ...
-    def kill_all(self) -> None: ...
-
-
-RunnerFactory = Callable[[Callable[[Event], None]], RunnerLike]
-#: ``factory(app, runner, probes)`` -> async iterator of change records
-#: ``{probe, trigger, seconds, status, new, gone, changed}``; re-runs go through ``runner``.
-WatchFactory = Callable[["LayaApp", RunnerLike, list[dict[str, Any]]],
-                        AsyncIterator[dict[str, Any]]]
+#: What is off over a saved report (``show``/``diff``): left out of the footer.
+OFFLINE_ACTIONS = frozenset(("rerun", "rerun_all", "toggle_watch", "export"))
 
 
 class LayaApp(App[int]):
@@ -102,33 +78,28 @@ class LayaApp(App[int]):
         self.report_info = report_info
         #: why the app ended with exit code 2 (a saved report that could not be read)
         self.exit_error: str | None = None
-        self.freeze_every = freeze_every
-        self._rows_since_freeze = 0
         self._run_pending = False
         self.runner_factory = runner_factory
         self.workspace = workspace
         self.autorun = autorun
-        self.watch_on_start = watch
-        self.watch_factory = watch_factory
+        self.watch_mode = WatchControl(self, watch_factory, on_start=watch)
         self.export_path = os.path.abspath(export_path or "laya-tui-report.json")
         self.flush_interval = flush_interval
         self.gate_settings = gate_settings
         self.model = RunModel(gate_settings)
+        self.model.replay = offline is not None
         if report_info is not None:
             self.model.source = report_info.get("label")
             gates = (report_info.get("report") or {}).get("gates")
             self.model.fixed_gates = gates if isinstance(gates, list) else None
-        self.pump = EventPump(self.model, budget=budget, on_pending=self._wake_drain)
+        self.pump = EventPump(self.model, budget=budget, flush_interval=flush_interval,
+                              freeze_every=freeze_every,
+                              post=self._post_changes)
         self.runner: RunnerLike | None = None
-        self.watching = False
         self.probe_specs: dict[str, dict[str, Any]] = {}
-        self._drain_timer: Any = None
         self._clock: Any = None
         self._runner_lock = asyncio.Lock()
-        self._unposted: Changes | None = None  # folded into the model, not yet shown
         self._gates_job: int | None = None  # the model's gate generation being evaluated
-        self._posted_at = 0.0
-        self._redrain_set = False  # a short timer for the next slice is pending
 
     # -- lifecycle ----------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -159,7 +130,7 @@ class LayaApp(App[int]):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._first_frame_drawn)
-        self._drain_timer = self.set_interval(self.flush_interval, self._drain, pause=True)
+        self.pump.start(self.set_interval, self.set_timer)
         self._clock = self.set_interval(1.0, self._tick, pause=True)
         try:
             asyncio.get_running_loop().add_signal_handler(
@@ -169,7 +140,8 @@ class LayaApp(App[int]):
         if self.autorun:
             self._run_pending = True
             self.call_after_refresh(self.start_run)  # paint first, then spawn workers
-        elif self.watch_on_start:
+        elif self.watch_mode.on_start:
+            self.watch_mode.on_start = False
             self.call_after_refresh(self.action_toggle_watch)
 
     async def ensure_runner(self) -> RunnerLike:
@@ -205,49 +177,13 @@ class LayaApp(App[int]):
         await self.shutdown_runner()
         self.exit(0)
 
-    # -- the pump -----------------------------------------------------------------------
-    def _wake_drain(self) -> None:
-        if self._drain_timer is not None:
-            self._drain_timer.resume()
-
-    def _redrain(self) -> None:
-        self._redrain_set = False
-        self._drain()
-
-    def _drain(self) -> None:
-        changes = self.pump.drain(self._unposted)
-        self._unposted = None
-        if self.pump.pending and not self._redrain_set:
-            # a flood: the next slice soon, so the model keeps up with the pipe (a slice
-            # per flush interval would leave the loop idle most of the time)
-            self._redrain_set = True
-            self.set_timer(REDRAIN_S, self._redrain)
-        now = time.monotonic()
-        if changes and now - self._posted_at < FLOOD_FRAME_S:
-            # a stream: keep folding, show it at most every FLOOD_FRAME_S (each RunUpdated
-            # costs a frame; fewer frames leave the loop to the stream); the timer stays
-            # on to post what is held
-            self._unposted = changes
-            return
-        if not self.pump.pending:
-            self._drain_timer.pause()
-        if changes:
-            self._posted_at = now
-            self._rows_since_freeze += len(changes.added)
-            if self.freeze_every and self._rows_since_freeze >= self.freeze_every:
-                # Rows live as long as the app: move what exists now out of the cyclic
-                # collector's sight, so full collections stay short with 100,000 rows
-                # instead of pausing the loop for a scan of every row (docs/architecture.md,
-                # 'The dashboard').
-                self._rows_since_freeze = 0
-                gc.freeze()
-            self.post_message(RunUpdated(changes))
+    def _post_changes(self, changes: Changes) -> None:
+        self.post_message(RunUpdated(changes))
 
     def on_run_updated(self, message: RunUpdated) -> None:
         for screen in self.screen_stack:
-            apply = getattr(screen, "apply_changes", None)
-            if apply is not None:
-                apply(message.changes)
+            if isinstance(screen, ShowsChanges):
+                screen.apply_changes(message.changes)
         if self._clock is not None:
             if self.model.running():
                 self._clock.resume()
@@ -284,7 +220,7 @@ class LayaApp(App[int]):
     def updates_pending(self) -> bool:
         """Runner events not yet in the model, or folded in but not yet on the widgets
         (the signal table takes a burst of rows in over several ticks)."""
-        if self.pump.pending or self._unposted is not None:
+        if self.pump.pending or self.pump.holding:
             return True
         try:
             return bool(self.main_screen.table.pending)
@@ -323,15 +259,7 @@ class LayaApp(App[int]):
         try:
             runner = await self.ensure_runner()
             probes = await self.ensure_discovered(runner)
-            config = getattr(runner, "config", None)
-            saved = getattr(config, "use_cache", None)
-            if use_cache is not None and config is not None:
-                config.use_cache = use_cache
-            try:
-                await runner.run(probes)
-            finally:
-                if use_cache is not None and config is not None:
-                    config.use_cache = saved
+            await runner.run(probes, use_cache=use_cache)
             self.post_message(RunCompleted("all", len(probes)))
         except asyncio.CancelledError:
             self._abandon(runner)
@@ -371,8 +299,7 @@ class LayaApp(App[int]):
     def _abandon(self, runner: RunnerLike | None) -> None:
         if runner is not None:
             runner.kill_all()
-        leftover = self.pump.drain(self._unposted)
-        self._unposted = None
+        leftover = self.pump.flush()
         if leftover:
             self.post_message(RunUpdated(leftover))
         changes = self.model.abandon()
@@ -380,29 +307,27 @@ class LayaApp(App[int]):
             self.post_message(RunUpdated(changes))
 
     def on_run_completed(self, message: RunCompleted) -> None:
-        if self.watch_on_start and message.what == "all" and not message.cancelled:
-            self.watch_on_start = False  # --watch: start watching once the first run is in
-            if not self.watching:
-                self.action_toggle_watch()
+        if message.what == "all" and not message.cancelled:
+            self.watch_mode.first_run_done()
 
     def on_run_failed(self, message: RunFailed) -> None:
-        self.notify(message.error, title="runner error", severity="error", timeout=10)
+        self.notify(printable(message.error), title="runner error", severity="error",
+                    timeout=10, markup=False)
 
     def on_probes_discovered(self, message: ProbesDiscovered) -> None:
         if message.errors:
             e = message.errors[0]
             where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
-            self.notify(f"{where}: {e['error']}", title="probe file error", severity="error",
-                        timeout=10)
+            self.notify(printable(f"{where}: {e['error']}"), title="probe file error",
+                        severity="error", timeout=10, markup=False)
         elif not message.count:
             self.notify("no probes found (probe files live in ./probes or --probes PATH)",
                         severity="warning")
 
     def _targets(self) -> list[str]:
         screen = self.screen
-        targets = getattr(screen, "rerun_targets", None)
-        if targets is not None:
-            return targets()
+        if isinstance(screen, PicksRerunTargets):
+            return screen.rerun_targets()
         main = self.main_screen
         what, name = main.scope
         if what == "family":
@@ -416,6 +341,11 @@ class LayaApp(App[int]):
         if action == "report_info":
             return self.report_info is not None  # hidden in the footer of a live run
         return True
+
+    def hidden_actions(self) -> frozenset[str]:
+        """Actions the footer leaves out: over a saved report, the ones that are off (they
+        still say why when pressed)."""
+        return OFFLINE_ACTIONS if self.offline else frozenset()
 
     def _offline(self) -> bool:
         """Say why re-running is off over a saved report (True: it is off)."""
@@ -452,68 +382,20 @@ class LayaApp(App[int]):
         self.start_run(use_cache=False)
 
     # -- watch --------------------------------------------------------------------------
+    @property
+    def watching(self) -> bool:
+        return self.watch_mode.watching
+
     def action_toggle_watch(self) -> None:
-        if self._offline():
-            return
-        if self.watching:
-            self.stop_watch()
-            return
-        factory = self.watch_factory or default_watch_factory()
-        if self.watch_factory is None and self.runner is not None and \
-                getattr(self.runner, "config", None) is None:
-            self.notify("watch mode needs live probes, not a recorded report",
-                        severity="warning")
-            return
-        self.start_watch(factory)
-
-    def start_watch(self, factory: WatchFactory) -> None:
-        """Run a watch engine in a worker; its change records arrive as WatchChanged."""
-        self.watching = True
-        self.post_message(WatchToggled(True))
-        self._watch(factory)
-
-    def stop_watch(self) -> None:
-        """Stop the watch worker (the runner and its warm workers stay)."""
-        self.workers.cancel_group(self, "watch")
-        self.watching = False
-        self.post_message(WatchToggled(False))
-
-    @work(exclusive=True, exit_on_error=False, group="watch")
-    async def _watch(self, factory: WatchFactory) -> None:
-        try:
-            runner = await self.ensure_runner()
-            probes = await self.ensure_discovered(runner)
-            async for record in factory(self, runner, probes):
-                self.post_message(WatchChanged(record))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            self.post_message(RunFailed(f"watch stopped: {type(exc).__name__}: {exc}"))
-        if self.watching:
-            self.watching = False
-            self.post_message(WatchToggled(False))
+        if not self._offline():
+            self.watch_mode.toggle()
 
     def on_watch_toggled(self, message: WatchToggled) -> None:
         self.main_screen.refresh_summary()
         self.notify("watching for changes" if message.on else "watch mode off")
 
     def on_watch_changed(self, message: WatchChanged) -> None:
-        rec = message.record
-        result = rec.get("result")
-        if rec.get("type") == "ready":
-            self.notify(f"{rec.get('probes', 0)} probes; watching for changes", title="watch")
-            return
-        if isinstance(result, dict) and rec.get("probe") in self.model.probes and \
-                self.model.probes[rec["probe"]].report_entry is not result:
-            # A syntax/import error saved mid-edit: the watcher's own result, no runner event.
-            from laya_tui.core.events import ProbeFinished
-
-            self.pump.push(ProbeFinished(result))
-        bits = [f"{k} {len(rec[k])}" for k in ("new", "gone", "changed")
-                if isinstance(rec.get(k), list) and rec[k]]
-        self.notify(f"{rec.get('probe', '?')}: {rec.get('status', '?')}"
-                    + (f" ({', '.join(bits)})" if bits else ""),
-                    title=f"changed: {rec.get('trigger', '')}", timeout=4)
+        self.watch_mode.changed(message.record)
 
     # -- export, editor, help, palette --------------------------------------------------
     def action_export(self) -> None:
@@ -552,30 +434,15 @@ class LayaApp(App[int]):
 
     def open_site(self, row: SignalRow | None) -> None:
         """Open the signal's call site in ``$EDITOR`` at its line (the app is suspended)."""
-        site = row.sig.get("site") if row is not None else None
-        ir = tilelang_editor_target(row.sig.get("detail") or {}) if row is not None else None
-        if ir is not None:  # a failing TileLang cell: the IR its failing pass received
-            site = {"file": ir[0], "line": ir[1]}
-        if not isinstance(site, dict) or not site.get("file"):
-            self.notify("this signal has no call site", severity="warning")
-            return
-        path = resolve_path(str(site["file"]), self.workspace)
-        cmd = editor_command(default_editor() or "vi", path, site.get("line"))
-        try:
-            with self.suspend():
-                subprocess.run(cmd, check=False)
-        except SuspendNotSupported:
-            self.notify(f"cannot hand the terminal over here; run: {shlex.join(cmd)}",
-                        severity="warning")
-        except OSError as exc:
-            self.notify(f"cannot start the editor {cmd[0]!r}: {exc}", severity="error")
+        open_site(self, row, self.workspace)
 
     def action_help(self) -> None:
         from laya_tui.tui.screens.help import HelpScreen
 
         bindings = [b for b in [*self.BINDINGS, *MainScreen.BINDINGS]
                     if isinstance(b, Binding)]
-        self.push_screen(HelpScreen(bindings))
+        self.push_screen(HelpScreen(bindings, off=self.hidden_actions(),
+                                    why_off=self.offline))
 
     async def run_palette_action(self, action: str) -> None:
         """Run an action chosen in the palette (screen actions on the overview)."""
@@ -625,46 +492,3 @@ def _laya_commands() -> type[Any]:
     from laya_tui.tui.commands import LayaCommands
 
     return LayaCommands
-
-
-def default_watch_factory() -> WatchFactory:
-    """The watch engine adapter (imported on first use: watchfiles stays out of start-up)."""
-    from laya_tui.tui.watch_adapter import watch_factory
-
-    return watch_factory
-
-
-def build_app(config: RunConfig | None = None, *,
-              recorded: str | Path | dict[str, Any] | None = None,
-              runner_factory: RunnerFactory | None = None, workspace: str | None = None,
-              autorun: bool = True, watch: bool = False,
-              watch_factory: WatchFactory | None = None, export_path: str | None = None,
-              replay_delay: float = 0.0, flush_interval: float = 1 / 30,
-              gate_settings: Any = None, offline: str | None = None,
-              report_info: dict[str, Any] | None = None, budget: float = 0.008) -> LayaApp:
-    """The app, fed by the live runner (``config``), a recorded report, or any factory."""
-    if runner_factory is None:
-        if recorded is not None:
-            from laya_tui.core.replay import RecordedRunner
-
-            def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
-                return RecordedRunner(recorded, on_event, delay=replay_delay)
-        elif config is not None:
-            import dataclasses
-
-            from laya_tui.core.runner import Runner
-
-            # a user is watching: the shortest cells of each family first, so results
-            # appear at once (headless runs the longest first)
-            config = dataclasses.replace(config, order="shortest-first")
-
-            def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
-                return Runner(config, on_event=on_event)
-        else:
-            raise ValueError("build_app needs a RunConfig, a recorded report or a runner factory")
-    if workspace is None and config is not None:
-        workspace = config.workspace
-    return LayaApp(runner_factory, workspace=workspace, autorun=autorun, watch=watch,
-                   watch_factory=watch_factory, export_path=export_path,
-                   flush_interval=flush_interval, gate_settings=gate_settings,
-                   offline=offline, report_info=report_info, budget=budget)

@@ -12,11 +12,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
 from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
-from laya_tui.core.signals import KINDS
+from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
+
+if TYPE_CHECKING:
+    from laya_tui.report.gates import GateSettings
 
 Scope = tuple[str, str | None]
 """``("all", None)``, ``("family", name)`` or ``("probe", id)``."""
@@ -44,6 +47,8 @@ class SignalRow:
     seq: int
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
+    tkey: Any = None  # the table's sort key for it (set by the table)
+    hay: str | None = None  # what the text filter searches (set by the table)
 
 
 @dataclass
@@ -81,6 +86,12 @@ class ProbeState:
     result: ProbeResult | None = None
     report_entry: dict[str, Any] | None = None
     keys: dict[str, None] = field(default_factory=dict)
+    #: its signal rows in arrival order (``seq``): the table shows these lists as they are
+    rows: list[SignalRow] = field(default_factory=list)
+    #: discovery order among the probes (the table's order across probes)
+    rank: int = 0
+    #: its rows per signal kind
+    kinds: Counter[str] = field(default_factory=Counter)
     runs: list[RunPoint] = field(default_factory=list)
     _live: set[str] = field(default_factory=set)
     _occ: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
@@ -95,6 +106,10 @@ class ProbeState:
     @property
     def finished(self) -> bool:
         return self.result is not None and not self._in_run
+
+    def first_failing(self) -> SignalRow | None:
+        """Its first failing signal row (what Enter on a failing probe opens)."""
+        return next((r for r in self.rows if r.failing), None)
 
 
 @dataclass
@@ -117,7 +132,7 @@ class Changes:
 class RunModel:
     """Every probe and signal the dashboard knows, updated from runner events."""
 
-    def __init__(self, gate_settings: Any = None) -> None:
+    def __init__(self, gate_settings: GateSettings | None = None) -> None:
         self.gate_settings = gate_settings
         self.probes: dict[str, ProbeState] = {}
         self.families: dict[str, list[str]] = {}
@@ -130,14 +145,17 @@ class RunModel:
         self._seq = 0
         self._gates: list[dict[str, Any]] | None = None
         self._gates_gen = 0  # bumped whenever the results the gates read change
-        #: the signal kinds the gates read (None: all of them), see gate_kinds
-        self.gate_kinds = gate_kinds(gate_settings)
+        #: the signal kinds the gates read (None: all of them): GateSettings.kinds_read
+        self.gate_kinds = (gate_settings.kinds_read() if gate_settings is not None
+                           else DEFAULT_GATE_KINDS)
         #: the probes of the current (or last) run, for the progress bar
         self.run_ids: set[str] = set()
         #: a saved report's one-line source (``show``/``diff``), None for a live run
         self.source: str | None = None
         #: a saved report's gates as recorded (its own settings), instead of re-evaluating
         self.fixed_gates: list[dict[str, Any]] | None = None
+        #: a saved report replayed (``show``/``diff``): nothing runs, probes are loading
+        self.replay = False
 
     # -- discovery ----------------------------------------------------------------------
     def discover(self, probes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> Changes:
@@ -156,7 +174,7 @@ class RunModel:
     def _probe(self, pid: str, family: str, changes: Changes) -> ProbeState:
         st = self.probes.get(pid)
         if st is None:
-            st = ProbeState(id=pid, family=family)
+            st = ProbeState(id=pid, family=family, rank=len(self.probes))
             self.probes[pid] = st
             self.families.setdefault(family, []).append(pid)
             changes.structure = True
@@ -223,12 +241,14 @@ class RunModel:
             row = SignalRow(key, st.id, st.family, sig, self._seq, failing(raw))
             self.rows[key] = row
             st.keys[key] = None
+            st.rows.append(row)
+            st.kinds[kind] += 1
             self.kind_counts[kind] += 1
             changes.added.append(row)
         elif row.sig != sig:
             row.sig = sig
             row.failing = failing(raw)
-            row.cells = None
+            row.cells = row.hay = None  # its sort key (tkey) stays: the table finds it by that
             changes.updated.append(row)
 
     def _finish(self, result: dict[str, Any], changes: Changes) -> None:
@@ -245,8 +265,11 @@ class RunModel:
         for key in gone:
             row = self.rows.pop(key)
             del st.keys[key]
+            st.kinds[row.sig.kind] -= 1
             self.kind_counts[row.sig.kind] -= 1
             changes.removed.append(row)
+        if gone:
+            st.rows = [r for r in st.rows if r.key in st.keys]
         st._in_run = False
         st.report_entry = result
         st.result = ProbeResult.from_dict(result, tuple(st._signals))
@@ -298,17 +321,23 @@ class RunModel:
         return changes
 
     # -- queries ------------------------------------------------------------------------
-    def rows_for(self, scope: Scope) -> list[SignalRow]:
-        """Rows of every probe in ``scope``, in arrival order."""
+    def probes_in(self, scope: Scope) -> list[ProbeState]:
+        """The probes of ``scope``, in discovery order."""
         what, name = scope
         if what == "probe":
-            pids = [name] if name in self.probes else []
-        elif what == "family":
-            pids = list(self.families.get(name or "", []))
-        else:
-            pids = list(self.probes)
-        rows = self.rows
-        return [rows[k] for pid in pids for k in self.probes[pid].keys]
+            return [self.probes[name]] if name in self.probes else []
+        if what == "family":
+            return [self.probes[p] for p in self.families.get(name or "", [])]
+        return list(self.probes.values())
+
+    def segments(self, scope: Scope) -> list[tuple[str, list[SignalRow]]]:
+        """``(probe id, its row list)`` for the probes in ``scope`` (the model's own lists,
+        kept up to date)."""
+        return [(st.id, st.rows) for st in self.probes_in(scope)]
+
+    def rows_for(self, scope: Scope) -> list[SignalRow]:
+        """Rows of every probe in ``scope``: probe by probe, each in arrival order."""
+        return [row for st in self.probes_in(scope) for row in st.rows]
 
     def in_scope(self, row: SignalRow, scope: Scope) -> bool:
         """Whether ``row`` belongs to ``scope``."""
@@ -384,22 +413,6 @@ class RunModel:
     def running(self) -> list[ProbeState]:
         """Probes running now."""
         return [st for st in self.probes.values() if st.status == "running"]
-
-
-def gate_kinds(settings: Any) -> frozenset[str] | None:
-    """The signal kinds the gates under ``settings`` read (report/gates.py), or None when
-    they read every signal (a baseline compares them all).
-
-    ``tolerance`` (the default gate) and the compile kinds (first compiles filed as
-    ``recompile`` by an older laya-tui are upgraded in place by every evaluation) always;
-    the kinds of ``--fail-on`` and ``--max``.
-    """
-    if getattr(settings, "baseline", None) is not None:
-        return None
-    kinds = {"tolerance", "recompile", "compile"}
-    kinds.update(getattr(settings, "fail_on", None) or ())
-    kinds.update(getattr(settings, "max_counts", None) or ())
-    return frozenset(kinds)
 
 
 def gate_view(result: dict[str, Any], kinds: frozenset[str] | None) -> dict[str, Any] | None:

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from laya_tui.watch.engine import Watcher
 
 if TYPE_CHECKING:
-    from laya_tui.tui.app import LayaApp, RunnerLike
+    from laya_tui.core.runner_like import RunnerLike
+    from laya_tui.tui.app import LayaApp
 
 
 async def watch_factory(app: LayaApp, runner: RunnerLike, probes: list[dict[str, Any]]
                         ) -> AsyncIterator[dict[str, Any]]:
     """Run a Watcher on the app's live runner, starting from the results already shown."""
-    config = getattr(runner, "config", None)
+    config = runner.config
     if config is None:
         raise RuntimeError("watch mode needs live probes, not a recorded report")
     await app.drained()  # the results the watcher starts from include the last events

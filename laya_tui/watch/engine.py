@@ -69,8 +69,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from laya_tui.core.results import make_result
-from laya_tui.core.runner import Discovery, RunConfig, Runner
-from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS
+from laya_tui.core.runner import Discovery, Runner
+from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions
 from laya_tui.watch.changes import (  # noqa: F401 - re-exported: the watcher's vocabulary
     IGNORED_DIRS,
     IGNORED_NAMES,
@@ -107,8 +107,8 @@ class Watcher:
     :mod:`laya_tui.watch.records` (records out); this class handles a batch of changes.
     """
 
-    def __init__(self, config: RunConfig, runner: Runner | None = None, *,
-                 runner_factory: Callable[[RunConfig], Runner] | None = None,
+    def __init__(self, config: RunOptions, runner: Runner | None = None, *,
+                 runner_factory: Callable[[RunOptions], Runner] | None = None,
                  on_record: Callable[[Record], None] | None = None,
                  debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                  ignore_paths: Iterable[str] = (),

@@ -268,7 +268,9 @@ class Worker:
                     for d in prm.deps:
                         self.tracker.add(d)
                 ctx = Context(probe_id, spec.family, self.emit,
-                              params=prm.kwargs if prm else {}, add_dep=self.tracker.add)
+                              params=prm.kwargs if prm else {}, add_dep=self.tracker.add,
+                              on_step=lambda name: self.emit(
+                                  {"type": Reply.STEP, "probe": probe_id, "step": name}))
                 with cell_trace(ctx):  # explain/aoti cells: their own TORCH_TRACE slice
                     spec.func(ctx, **(prm.kwargs if prm else {}))
                 if ctx.failures:

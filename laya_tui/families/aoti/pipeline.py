@@ -85,6 +85,7 @@ class Pipeline:
     def step(self, name: str, **detail: Any) -> Iterator[dict[str, Any]]:
         """Run a block as step ``name``; an exception becomes a failure, not a crash."""
         box: dict[str, Any] = {"ok": False}
+        self.ctx.step(name)  # a timeout's reason names it
         t0 = time.perf_counter()
         try:
             yield box

@@ -77,12 +77,19 @@ def _internal_roots() -> list[str]:
     return roots
 
 
+def _in_inductor_cache(filename: str) -> bool:
+    """Under ``$TORCHINDUCTOR_CACHE_DIR`` (torch sets it once it resolves its cache folder;
+    a user may name any folder, without "torchinductor" in it)."""
+    root = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    return bool(root) and filename.startswith(os.path.join(os.path.abspath(root), ""))
+
+
 def classify_file(filename: str) -> int:
     """USER, INTERNAL, GENERATED (FX graph code) or INDUCTOR (Inductor output code)."""
     if filename.startswith("<"):
         # "<eval_with_key>.3" (FX graph modules), "<string>", "<frozen ...>"
         return GENERATED if "eval_with_key" in filename else INTERNAL
-    if "torchinductor" in filename:
+    if "torchinductor" in filename or _in_inductor_cache(filename):
         return INDUCTOR
     roots = _internal_roots()
     for root in _model_roots:

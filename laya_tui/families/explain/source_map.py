@@ -47,7 +47,64 @@ def _inductor(frame: Any) -> list[dict[str, Any]]:
     from torch._inductor.codecache import PyCodeCache
 
     found = PyCodeCache.stack_frames_for_code(frame.f_code.co_filename, frame.f_lineno)
-    return [_site(str(f["filename"]), int(f["line"]), str(f["name"])) for f in found or []]
+    out = []
+    for f in found or []:
+        line, name = int(f["line"]), str(f["name"])
+        file = loaded_path(str(f["filename"]), line, plain_name(name))
+        if file is None:  # the cache served another source's line map: no expansion
+            return []
+        out.append(_site(file, line, name))
+    return out
+
+
+#: (how many modules were loaded, realpath of each module file, basename -> those paths)
+_loaded: tuple[int, frozenset[str], dict[str, list[str]]] = (-1, frozenset(), {})
+
+
+def loaded_path(file: str, line: int | None = None, func: str | None = None) -> str | None:
+    """``file`` as this process loaded it, or None when it loaded no such file.
+
+    Inductor's FX-graph cache does not key on source paths: a graph compiled from the same
+    code in another checkout or virtual environment is served with *that* compile's line
+    map, naming files this process never imported. Such a path is replaced by the loaded
+    module file that shares the longest tail of path components with it (the file name at
+    least) and, when ``line`` and ``func`` are given, has a function ``func`` holding
+    ``line``. A path this process loaded stays. None when no loaded file qualifies, or two
+    do equally: the cache keys graphs, not sources, so an identical graph traced from a
+    different file is served with that file's lines, which must not be reported as a site.
+    The compiled code ran in this process, so the file it came from is one this process
+    loaded.
+    """
+    import os
+    import sys
+
+    global _loaded
+    if _loaded[0] != len(sys.modules):
+        files = {os.path.realpath(f) for m in list(sys.modules.values())
+                 if isinstance(f := getattr(m, "__file__", None), str)}
+        by_name: dict[str, list[str]] = {}
+        for f in files:
+            by_name.setdefault(os.path.basename(f), []).append(f)
+        _loaded = (len(sys.modules), frozenset(files), by_name)
+    _, files, by_name = _loaded
+    real = os.path.realpath(file)
+    if real in files:
+        return file
+    parts = real.split(os.sep)
+    best: str | None = None
+    best_tail, tied = 0, False
+    for cand in by_name.get(os.path.basename(real), ()):
+        if line is not None and func and not _defines(cand, line, func):
+            continue
+        other = cand.split(os.sep)
+        tail = 0
+        while tail < min(len(parts), len(other)) and parts[-1 - tail] == other[-1 - tail]:
+            tail += 1
+        if tail > best_tail:
+            best, best_tail, tied = cand, tail, False
+        elif tail == best_tail:
+            tied = True
+    return None if tied else best
 
 
 def _fx(frame: Any) -> list[dict[str, Any]]:
@@ -99,6 +156,11 @@ def _table(file: str) -> list[tuple[str, str, int, int]]:
         todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
     _tables[file] = table
     return table
+
+
+def _defines(file: str, line: int, func: str) -> bool:
+    """Whether ``file`` has a function ``func`` whose lines hold ``line``."""
+    return any(co_name == func and lo <= line <= hi for co_name, _, lo, hi in _table(file))
 
 
 def qualname_at(file: str, line: int | None, name: str) -> str:

@@ -5,7 +5,8 @@ Signals per cell (the dashboard's lowering matrix reads them):
 * exactly one ``lowering`` signal summarising the cell (``subject`` = ``gemm_kernel[c,bf16,gpu]``
   or ``gemm[cuda,fp16]``, ``passed``, ``reason`` = first diagnostic line, ``site``/``fix`` on
   failure, ``detail`` with kernel/target/dtype/spec/outcome/stage/diagnostic/arguments and
-  their sources/execution backend/... and per-stage seconds);
+  their sources/execution backend/... and per-stage seconds; a cell lowered or built but not
+  run says why in a few words in ``not_run``: ``no GPU``...);
 * a ``timing`` signal per stage attempted (``<cell>/lower``, ``/build``, ``/run``);
 * a ``tolerance`` signal per checked output (``<cell>/<output>``);
 * an ``artifact`` signal for the generated source, and ``log`` notes (why a run was skipped);

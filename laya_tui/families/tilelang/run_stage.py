@@ -42,10 +42,12 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         why = (state.no_reference or "a plain TileLang file has no example() giving inputs "
                "and a reference") if state.kind != "factory" else "the module defines no example()"
         state.extra["run_skipped"] = f"{why}: lowered and built only"
+        state.extra["not_run"] = "no reference to compare with"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     if state.target == "cuda" and not has_gpu():
         state.extra["run_skipped"] = no_gpu_reason(linked=True)
+        state.extra["not_run"] = "no GPU"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     inline = record is not None and bool(record.checks) and bool(record.inputs) and \
@@ -60,6 +62,7 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         state.extra["run_skipped"] = (
             "the file checks this kernel with tensors on another device than this cell's "
             f"({_devices(record)}): lowered and built only")
+        state.extra["not_run"] = "the file's check is on another device"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     _run_example(ctx, state, func, artifact, tgt, built, example)
@@ -135,6 +138,7 @@ def _plain_reference(ctx: Any, state: CellState, example: Any,
             return expected
         why = "the file's ref_program gives non-finite numbers on laya-tui's random inputs"
     state.extra["run_skipped"] = f"{why}: lowered and built only"
+    state.extra["not_run"] = "the file's reference cannot run"
     ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
     return None
 

@@ -262,12 +262,14 @@ def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
         what = "nvcc" if state.target == "cuda" else "a C++ compiler"
         note = f"build skipped: {what} not found on this machine (lowered only)"
         state.extra["build_skipped"] = note
+        state.extra["not_run"] = "no nvcc" if state.target == "cuda" else "no C++ compiler"
         ctx.log(note, subject=state.name)
         return None
     lower_only = os.environ.get("LAYA_TUI_TILELANG_LOWER_ONLY", "")
     if lower_only == "1" or state.target in lower_only.split(","):
         note = f"build skipped: LAYA_TUI_TILELANG_LOWER_ONLY={lower_only} (lowered only)"
         state.extra["build_skipped"] = note
+        state.extra["not_run"] = "lowered only (LAYA_TUI_TILELANG_LOWER_ONLY)"
         ctx.log(note, subject=state.name)
         return None
     if backend == "cython":
@@ -309,6 +311,7 @@ def _build_cython(ctx: Any, state: CellState, func: Any, artifact: Any,
     if not result.linked:
         state.extra["linked"] = False
         state.extra["run_skipped"] = no_gpu_reason(linked=False)
+        state.extra["not_run"] = "no libcuda" if has_gpu() else "no GPU"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return None
     return Built("library", lib=str(result.lib_path), code=code)

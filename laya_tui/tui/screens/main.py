@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -17,26 +18,25 @@ from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
 from laya_tui.tui.widgets.detail import DetailPane
 from laya_tui.tui.widgets.footer import KeyFooter
-from laya_tui.tui.widgets.probe_tree import ProbeTree
-from laya_tui.tui.widgets.signal_table import COLUMN_KEYS, SignalTable
+from laya_tui.tui.widgets.probe_tree import ProbeTree, is_failing
+from laya_tui.tui.widgets.signal_table import COLUMN_KEYS, SignalTable, TableFilter
 from laya_tui.tui.widgets.summary import SummaryBar
 
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
 
 SORT_CYCLE: tuple[str | None, ...] = (None, *COLUMN_KEYS)
-
-
-def scope_label(scope: Scope) -> str:
-    what, name = scope
-    return "all probes" if what == "all" else f"{what} {name}"
+#: The tree takes what its labels need, up to this share of the terminal's width.
+TREE_SHARE = 0.4
+TREE_MIN = 20
 
 
 class MainScreen(Screen[None]):
     """Families -> probes -> signals -> one signal's detail."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,h", "back", "Back", tooltip="back up one level (table -> tree -> family)"),
+        Binding("escape,h", "back", "Back",
+                tooltip="back up one level (a filter first: Esc clears it)"),
         Binding("slash", "filter", "Filter", tooltip="filter signals by text in any column"),
         Binding("f", "toggle_failing", "Only failing", show=False,
                 tooltip="toggle: only failing signals"),
@@ -45,6 +45,8 @@ class MainScreen(Screen[None]):
         Binding("s", "cycle_sort", "Sort", show=False,
                 tooltip="sort by the next column (on raw values)"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, tooltip="reverse the sort"),
+        Binding("z", "toggle_tree", "Tree", show=False,
+                tooltip="hide or show the probe tree (the table takes the whole width)"),
         Binding("m", "matrix", "Matrix", show=False,
                 tooltip="lowering matrix of the tilelang family"),
         Binding("p", "runs", "Runs plot", show=False,
@@ -57,6 +59,8 @@ class MainScreen(Screen[None]):
         super().__init__(id="main")
         self.scope: Scope = ALL
         self._shown_once = False
+        self.tree_shown = True
+        self._detail_due = False  # a detail update waits for the next frame
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """Runs before Screen's own handler: the first time, skip its restyle of every
@@ -83,19 +87,22 @@ class MainScreen(Screen[None]):
         yield KeyFooter(auto_focus_first=True)
 
     def on_mount(self) -> None:
+        model = self.laya.model
         self.tree.sync_structure()
-        self.table.scope_test = lambda row: self.laya.model.in_scope(row, self.scope)
+        self.table.segments_of = lambda: model.segments(self.scope)
+        self.table.rank_of = lambda pid: model.probes[pid].rank if pid in model.probes else 0
         self.table.budget = self.laya.pump.budget
         self.table.on_taken = self._status_line  # rows taken in on a later tick (apply)
-        self.table.rebuild(self.laya.model.rows_for(self.scope))
+        self.table.rebuild()
         self.tree.focus()
+        self._fit_tree()
         self.refresh_summary()
         self._status_line()
         self._update_detail()
 
     # -- widgets ------------------------------------------------------------------------
     @property
-    def tree(self) -> ProbeTree:
+    def tree(self) -> ProbeTree:  # type: ignore[override]  # Textual's DOM tree: not used here
         return self.query_one("#tree", ProbeTree)
 
     @property
@@ -112,6 +119,21 @@ class MainScreen(Screen[None]):
         found = self.query("#filter")
         return found.first(Input) if found else None
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_tree()
+
+    def _fit_tree(self) -> None:
+        """Give the tree the width its labels need, up to TREE_SHARE of the terminal."""
+        if not self.tree_shown:
+            return
+        width = self.size.width or self.app.size.width
+        cap = max(TREE_MIN, int(width * TREE_SHARE))
+        want = max(min(self.tree.width_needed(), cap), min(TREE_MIN, width // 3))
+        tree = self.tree
+        if tree.label_width != want:
+            tree.styles.width = want
+            tree.fit_labels(want)
+
     # -- run updates --------------------------------------------------------------------
     def apply_changes(self, changes: Changes) -> None:
         """Fold one coalesced batch into the widgets, by key."""
@@ -119,9 +141,14 @@ class MainScreen(Screen[None]):
             self.tree.sync_structure()
         if changes.probes:
             self.tree.update_probes(changes.probes)
-        if changes.added or changes.updated or changes.removed:
-            self.table.apply(changes.added, changes.updated, changes.removed)
+        if changes.structure:
+            self._fit_tree()
+        if changes.added or changes.updated or changes.removed or changes.structure:
+            self.table.apply(changes.added, changes.updated, changes.removed,
+                             structure=changes.structure)
             self._status_line()
+        elif changes.finished:
+            self._status_line()  # the empty text depends on the probe's status
         self.refresh_summary()
         subject = self.detail.subject
         if subject is None:
@@ -143,18 +170,39 @@ class MainScreen(Screen[None]):
         self.tree.tick_running()
 
     def _status_line(self) -> None:
+        """The line above the table: the filter first (it hides rows: it must show at any
+        width), then what is shown, how many rows, the sort."""
         t = self.table
-        parts = [scope_label(self.scope)]
-        f = t.filter
-        parts.append(f"kind: {f.kind or 'all'}")
-        if f.text:
-            parts.append(f"text: {f.text!r}")
-        if f.only_failing:
-            parts.append("only failing")
-        if t.sort_column:
-            parts.append(f"sort: {t.sort_column} {'▼' if t.sort_reverse else '▲'}")
-        parts.append(f"{t.row_count:,} rows")
-        self.query_one("#table-status", Static).update("  ·  ".join(parts), layout=False)
+        line = Text()
+        if t.filter.active:
+            line.append(f" filter: {t.filter.describe()} ", style="reverse bold")
+            line.append(" Esc clears  ·  ", style="italic")
+        what, name = self.scope
+        line.append("all probes" if what == "all" else str(name), style="bold")
+        line.append(f"  ·  {t.row_count:,} rows")
+        busy = t.busy_text()
+        if busy:
+            line.append(f"  ·  {busy}", style="bold")
+        if t.sort_column or t.sort_reverse:
+            line.append(f"  ·  sort: {t.sort_column or 'arrival'} "
+                        f"{'▼' if t.sort_reverse else '▲'}")
+        if not self.tree_shown:
+            line.append("  ·  z: tree", style="italic")
+        self.query_one("#table-status", Static).update(line, layout=False)
+        t.empty_text = self._empty_text()
+
+    def _empty_text(self) -> str:
+        model, t = self.laya.model, self.table
+        if t.filter.active:
+            return f"no signal here matches the filter ({t.filter.describe()}); Esc clears it"
+        what, name = self.scope
+        if what == "probe" and name in model.probes:
+            st = model.probes[name]
+            if st.status in ("pending", "queued", "running"):
+                return "loading…" if model.replay else "no signals yet"
+            if is_failing(st):
+                return f"no signals: the probe {st.status} (Enter shows why)"
+        return "no signals"
 
     def _update_detail(self) -> None:
         model, ws = self.laya.model, self.laya.workspace
@@ -167,7 +215,8 @@ class MainScreen(Screen[None]):
             row = model.rows[key]
             self.detail.show_signal(row, model.probes.get(row.probe), ws)
         elif not model.discovered:
-            self.detail.show_text("discovering probes…")
+            self.detail.show_text("loading the report…" if model.replay
+                                  else "discovering probes…")
         else:
             self.detail.show_text("no signal selected")
 
@@ -177,7 +226,7 @@ class MainScreen(Screen[None]):
         scope = event.node.data or ALL
         if scope != self.scope:
             self.scope = scope
-            self.table.rebuild(self.laya.model.rows_for(scope))
+            self.table.rebuild()
             self._status_line()
         self._update_detail()
 
@@ -185,15 +234,41 @@ class MainScreen(Screen[None]):
     def _drill_from_tree(self, event: Tree.NodeSelected) -> None:
         event.stop()
         node = event.node
-        what, _ = node.data or ALL
+        what, name = node.data or ALL
         if what == "probe" or not node.children:
             self.table.focus()
+            if what == "probe":
+                self.open_failure(str(name))
             return
         node.expand()
         self.tree.move_cursor(node.children[0])
 
+    def open_failure(self, pid: str) -> bool:
+        """Enter on a failing probe: its first failing signal, full screen (the cursor on
+        it in the table), or the probe's own failure (a crash, a timeout) when no signal
+        says it. False when the probe is not failing."""
+        st = self.laya.model.probes.get(pid)
+        if st is None or not is_failing(st):
+            return False
+        from laya_tui.tui.screens.signal import SignalScreen
+
+        row = st.first_failing()
+        if row is not None:
+            self.table.select_row(row)
+            self.app.push_screen(SignalScreen(row.key))
+        else:
+            self.app.push_screen(SignalScreen(probe=pid))
+        return True
+
     # -- table --------------------------------------------------------------------------
     def on_signal_highlighted(self, event: SignalHighlighted) -> None:
+        # after the frame with the cursor moved: the key shows at once, the detail follows
+        if not self._detail_due:
+            self._detail_due = True
+            self.call_after_refresh(self._deferred_detail)
+
+    def _deferred_detail(self) -> None:
+        self._detail_due = False
         self._update_detail()
 
     def on_signal_chosen(self, event: SignalChosen) -> None:
@@ -216,18 +291,31 @@ class MainScreen(Screen[None]):
             box.add_class("-hidden")
             self.table.focus()
             return
+        if self.table.filter.active and self.focused is not self.tree:
+            self.clear_filter()
+            return
         if self.focused is self.table:
-            self.tree.focus()
+            if self.tree_shown:
+                self.tree.focus()
             return
         node = self.tree.cursor_node
         if node is not None and node.parent is not None:
             self.tree.move_cursor(node.parent)
 
+    def clear_filter(self) -> None:
+        """Every filter off (kind, text, only failing)."""
+        box = self.filter_input
+        if box is not None:
+            with box.prevent(Input.Changed):
+                box.value = ""
+            box.add_class("-hidden")
+        self._set_filter(text="", kind=None, only_failing=False)
+
     async def action_filter(self) -> None:
         box = self.filter_input
         if box is None:
-            box = Input(placeholder="filter signals: text in any column (Enter keeps it, "
-                        "Esc clears)", id="filter")
+            box = Input(placeholder="filter: text in any column (Enter keeps it, Esc clears)",
+                        id="filter")
             await self.mount(box, before=self.query_one(KeyFooter))
         box.remove_class("-hidden")
         box.focus()
@@ -244,18 +332,19 @@ class MainScreen(Screen[None]):
 
     def _set_filter(self, **changes: object) -> None:
         t = self.table
-        new = replace(t.filter, **changes)  # type: ignore[arg-type]
+        new: TableFilter = replace(t.filter, **changes)  # type: ignore[arg-type]
         if new == t.filter:
             return
         t.filter = new
-        t.rebuild(self.laya.model.rows_for(self.scope))
+        t.rebuild()
         self._status_line()
 
     def action_toggle_failing(self) -> None:
         self._set_filter(only_failing=not self.table.filter.only_failing)
 
     def action_cycle_kind(self) -> None:
-        present = {str(r.sig.get("kind")) for r in self.laya.model.rows_for(self.scope)}
+        present = {k for st in self.laya.model.probes_in(self.scope)
+                   for k, n in st.kinds.items() if n}
         kinds: list[str | None] = [None, *(k for k in KINDS if k in present)]
         current = self.table.filter.kind
         nxt = kinds[(kinds.index(current) + 1) % len(kinds)] if current in kinds else None
@@ -268,15 +357,28 @@ class MainScreen(Screen[None]):
     def action_cycle_sort(self) -> None:
         t = self.table
         nxt = SORT_CYCLE[(SORT_CYCLE.index(t.sort_column) + 1) % len(SORT_CYCLE)]
-        numeric = nxt in ("count", "bytes")
+        numeric = nxt in ("count", "bytes", "value")
         t.set_sort(nxt, numeric)
 
     def action_reverse_sort(self) -> None:
         t = self.table
         t.set_sort(t.sort_column, not t.sort_reverse)
 
+    def action_toggle_tree(self) -> None:
+        """Hide the tree (the table takes the whole width) or show it again."""
+        self.tree_shown = not self.tree_shown
+        self.tree.display = self.tree_shown
+        if self.tree_shown:
+            self.tree.label_width = None
+            self._fit_tree()
+        elif self.focused is self.tree:
+            self.table.focus()
+        self._status_line()
+
     def select_scope(self, scope: Scope) -> None:
         """Jump the tree (and so the table) to ``scope``."""
+        if not self.tree_shown:
+            self.action_toggle_tree()
         self.tree.select_scope(scope)
         self.tree.focus()
 

@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from laya_tui.report.views.legend import MATRIX_LEGEND_SHORT
 from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.detail import DetailPane
 from laya_tui.tui.widgets.footer import KeyFooter
@@ -18,9 +19,8 @@ from laya_tui.tui.widgets.matrix import LoweringMatrix
 if TYPE_CHECKING:
     from laya_tui.tui.app import LayaApp
 
-LEGEND = ("✓ ran within tolerance   ◐ built   ◔ lowered   ✗ lower / ✗ build / ✗ run: failed "
-          "at that stage   ⚠ n/e: could not be examined (not a finding)   ⊘ skipped   "
-          "✹ crashed   · not run")
+#: The matrix's legend (``report.views.legend``; ``?`` and the page give it in full).
+LEGEND = MATRIX_LEGEND_SHORT
 
 
 class MatrixScreen(Screen[None]):
@@ -38,7 +38,7 @@ class MatrixScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("lowering matrix", id="crumbs")
         yield LoweringMatrix(self.laya.model, id="matrix")
-        yield Static(LEGEND, id="legend")
+        yield Static(LEGEND, id="legend", markup=False)
         yield DetailPane(id="cell-detail")
         yield KeyFooter()
 
@@ -68,19 +68,22 @@ class MatrixScreen(Screen[None]):
     @on(DataTable.CellSelected, "#matrix")
     def _cell_chosen(self, event: DataTable.CellSelected) -> None:
         cell = self.query_one(LoweringMatrix).cell_at_cursor()
-        if cell is not None and cell.row_key in self.laya.model.rows:
-            from laya_tui.tui.screens.signal import SignalScreen
+        if cell is None:
+            return
+        from laya_tui.tui.screens.signal import SignalScreen
 
-            self.app.push_screen(SignalScreen(cell.row_key))
+        if cell.opens_signal and cell.signal in self.laya.model.rows:
+            self.app.push_screen(SignalScreen(cell.signal))
+        elif cell.probe in self.laya.model.probes:
+            self.app.push_screen(SignalScreen(probe=cell.probe))
 
     def _show_cell(self) -> None:
         model, pane = self.laya.model, self.query_one(DetailPane)
         cell = self.query_one(LoweringMatrix).cell_at_cursor()
         if cell is None:
             pane.show_text("select a cell to see its diagnostic")
-        elif cell.row_key is not None and cell.row_key in model.rows and cell.outcome not in (
-                "crashed", "timeout", "running", "queued"):
-            row = model.rows[cell.row_key]
+        elif cell.opens_signal and cell.signal in model.rows:
+            row = model.rows[cell.signal]
             pane.show_signal(row, model.probes.get(row.probe), self.laya.workspace)
         elif cell.probe in model.probes:
             pane.show_probe(model.probes[cell.probe], self.laya.workspace)
@@ -95,5 +98,5 @@ class MatrixScreen(Screen[None]):
 
     def action_open_editor(self) -> None:
         cell = self.query_one(LoweringMatrix).cell_at_cursor()
-        row = self.laya.model.rows.get(cell.row_key) if cell and cell.row_key else None
+        row = self.laya.model.rows.get(cell.signal) if cell and cell.signal else None
         self.laya.open_site(row)

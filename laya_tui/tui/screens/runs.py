@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from laya_tui.tui.format import human_seconds, number
+from laya_tui.report.views.text import human_seconds, number
 from laya_tui.tui.model import Changes, RunPoint
 from laya_tui.tui.widgets.footer import KeyFooter
 
@@ -110,7 +110,7 @@ class RunsScreen(Screen[None]):
         if runs and limits:
             plt.horizontal_line(min(limits.values()))  # the tightest limit
         if runs:
-            plt.xticks(runs)
+            plt.xticks([float(r) for r in runs])
         widget.refresh()
 
     def rerun_targets(self) -> list[str]:

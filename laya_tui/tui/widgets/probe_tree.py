@@ -1,4 +1,10 @@
-"""The probe tree: all probes -> families -> probe cells, each with its live status."""
+"""The probe tree: all probes -> families -> probe cells, each with its live status.
+
+Labels are fitted to the tree's width: the status glyph and the status word stay, a long
+name loses its middle (``add_ln…[c,fp32,gpu]``), and the reason fills what is left. The tree
+asks for the width its labels need (:meth:`ProbeTree.width_needed`); the screen gives it that
+much, up to a share of the terminal.
+"""
 
 from __future__ import annotations
 
@@ -6,62 +12,131 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from laya_tui.tui.format import STATUS_GLYPH, human_seconds, leaf_name, one_line
+from laya_tui.core.cellid import leaf_name
+from laya_tui.core.signals import FAILING_STATUSES, LIVE_STATUSES, Status
+from laya_tui.report.views.legend import STATUS_MARKS, status_glyph, status_word
+from laya_tui.report.views.text import human_seconds, one_line
 from laya_tui.tui.model import ALL, ProbeState, RunModel, Scope
 
 NodeData = Scope
-
-
 StyleOf = Callable[[str], Style]
-STATUSES = ("pending", "queued", "running", "ok", "failed", "error", "skipped", "crashed",
-            "timeout")
+STATUSES = tuple(str(s) for s in STATUS_MARKS)
+#: Columns left of a label: the guides of a probe (depth 2) and of a family (guides + icon).
+PROBE_INDENT, FAMILY_INDENT = 6, 5
+#: The tree's own columns besides labels: its right border and its scrollbar.
+TREE_CHROME = 2
+#: A status tag counts as this wide in the width the tree needs (``not examined``), so the
+#: width depends on the names only and a status coming in never resizes the tree.
+TAG_CELLS = 12
+#: Room for a family's short counts (`` 60 ✗14 ⊘20 ✹1``) in the width the tree needs.
+FAMILY_COUNTS = 16
 
 
 def _plain(name: str) -> Style:
     return Style(dim=name in ("pending", "queued", "dim"))
 
 
-def probe_label(st: ProbeState, now: float | None = None, style: StyleOf = _plain) -> Text:
-    """``✓ name  0.42 s`` / ``▶ name  running 3.1 s`` / ``⊘ name  skipped: why``."""
+def elide_name(name: str, width: int) -> str:
+    """A cell name in at most ``width`` cells: its param id whole when that fits
+    (``add_ln…[c,fp32,gpu]``), else its middle cut out."""
+    base, sep, param = name.partition("[")
+    if cell_len(name) <= width or not sep or len(param) + 3 > width:
+        return elide_middle(name, width)
+    return base[: width - len(param) - 2] + "…[" + param
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its middle cut out (``add_ln…[c,fp32,gpu]``)."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 3
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
+
+
+def _tag(st: ProbeState, now: float | None, replay: bool) -> tuple[str, str]:
+    """``(tag, style name)``: what follows the name (seconds, a status word, a clock)."""
     status = st.status
+    if status in LIVE_STATUSES:
+        if replay:
+            return "loading", "dim"
+        if status == Status.RUNNING:
+            elapsed = (now if now is not None else time.time()) - (st.started_at or time.time())
+            return f"running {max(0.0, elapsed):.1f} s", "running"
+        return status, "dim"
+    if status == Status.OK:
+        return ("cached" if st.cached else human_seconds(st.seconds)), "dim"
+    return status_word(status) + (" · cached" if st.cached else ""), status
+
+
+def probe_label(st: ProbeState, now: float | None = None, style: StyleOf = _plain, *,
+                width: int | None = None, replay: bool = False) -> Text:
+    """``✓ name  0.42 s`` / ``▶ name  running 3.1 s`` / ``⊘ name  skipped: why``, fitted
+    to ``width`` cells (None: whole): the glyph and the tag stay, the name loses its middle,
+    the reason takes what is left."""
+    glyph = "·" if replay and st.status in LIVE_STATUSES else status_glyph(st.status)
+    name = leaf_name(st.id)
+    tag, tag_style = _tag(st, now, replay)
+    reason = one_line(st.reason, 200) if st.status not in LIVE_STATUSES and \
+        st.status != Status.OK else ""
     text = Text()
-    text.append(STATUS_GLYPH.get(status, "?") + " ", style=style(status))
-    text.append(leaf_name(st.id))
-    if status == "running":
-        elapsed = (now if now is not None else time.time()) - (st.started_at or time.time())
-        text.append(f"  running {max(0.0, elapsed):.1f} s", style=style("running"))
-    elif status in ("queued", "pending"):
-        text.append(f"  {status}", style=style("dim"))
-    else:
-        tag = "cached" if st.cached else human_seconds(st.seconds)
-        if status == "ok":
-            text.append(f"  {tag}", style=style("dim"))
-        else:
-            shown = "not examined" if status == "error" else status  # not a finding
-            text.append(f"  {shown}", style=style(status))
-            if tag:
-                text.append(f" {tag}", style=style("dim"))
-            if st.reason:
-                text.append(f": {one_line(st.reason, 60)}", style=style("dim"))
+    text.append(glyph + " ", style=style(st.status if glyph != "·" else "dim"))
+    if width is None:
+        text.append(name)
+        text.append(f"  {tag}", style=style(tag_style))
+        if reason:
+            text.append(f": {reason}", style=style("dim"))
+        return text
+    room = width - 2
+    if cell_len(name) + 2 + len(tag) > room:
+        tag = ""  # the name first: the glyph says the status
+    name_room = room - (len(tag) + 2 if tag else 0)
+    shown = elide_name(name, max(1, name_room))
+    text.append(shown)
+    if tag:
+        text.append(f"  {tag}", style=style(tag_style))
+    left = room - cell_len(shown) - (len(tag) + 2 if tag else 0)
+    if reason and left >= 20:
+        shown_reason = f": {reason}"
+        if cell_len(shown_reason) > left:
+            shown_reason = shown_reason[: left - 1] + "…"
+        text.append(shown_reason, style=style("dim"))
     return text
 
 
-def family_label(name: str, model: RunModel, style: StyleOf = _plain) -> Text:
-    """``explain  2 · 1 failed`` with the worst statuses counted."""
+def probe_need(st: ProbeState) -> int:
+    """Cells a probe's label needs without its reason (the tag counted TAG_CELLS wide)."""
+    return 2 + cell_len(leaf_name(st.id)) + 2 + TAG_CELLS
+
+
+def family_label(name: str, model: RunModel, style: StyleOf = _plain, *,
+                 width: int | None = None) -> Text:
+    """``explain  2 · 1 failed``, the worst statuses counted; narrow: ``explain 2 ✗1``."""
     states = [model.probes[p] for p in model.families.get(name, [])]
+    counts = [(s, sum(1 for st in states if st.status == s))
+              for s in ("running", "crashed", "timeout", "error", "failed", "skipped")]
+    counts = [(s, n) for s, n in counts if n]
+    if model.replay:
+        counts = [(s, n) for s, n in counts if s != "running"]
+    words = "".join(f" · {n} {status_word(s)}" for s, n in counts)
     text = Text(name, style=Style(bold=True))
-    text.append(f"  {len(states)}", style=style("dim"))
-    for status in ("running", "crashed", "timeout", "error", "failed", "skipped"):
-        n = sum(1 for s in states if s.status == status)
-        if n:
-            text.append(f" · {n} {'not examined' if status == 'error' else status}",
-                        style=style(status))
+    if width is None or cell_len(name) + 2 + len(str(len(states))) + len(words) <= width:
+        text.append(f"  {len(states)}", style=style("dim"))
+        for s, n in counts:
+            text.append(f" · {n} {status_word(s)}", style=style(s))
+        return text
+    text.append(f" {len(states)}", style=style("dim"))
+    for s, n in counts:
+        text.append(f" {status_glyph(s)}{n}", style=style(s))
     return text
 
 
@@ -73,7 +148,8 @@ class ProbeTree(Tree[NodeData]):
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "first", "Top", show=False),
         Binding("G", "last", "Bottom", show=False),
-        Binding("enter", "select_cursor", "Drill down"),
+        Binding("enter", "select_cursor", "Open",
+                tooltip="drill down: a family to its probes, a probe to its signals"),
         Binding("l", "select_cursor", "Drill down", show=False),
     ]
 
@@ -89,6 +165,8 @@ class ProbeTree(Tree[NodeData]):
         self._families: dict[str, TreeNode[NodeData]] = {}
         self._probes: dict[str, TreeNode[NodeData]] = {}
         self._status_styles: dict[str, Style] = {}
+        self._needs: dict[str, int] = {}
+        self.label_width: int | None = None  # the width labels are fitted to
 
     def status_style(self, name: str) -> Style:
         """The rich style of a status (from the ``probe-tree--STATUS`` component class)."""
@@ -102,39 +180,70 @@ class ProbeTree(Tree[NodeData]):
         self._status_styles = {}
         super().notify_style_update()
 
-    def sync_structure(self) -> None:
-        """Add nodes for families and probes that appeared (never removes or reorders)."""
+    def width_needed(self) -> int:
+        """Cells the tree needs to show every label without its reason: it depends on the
+        names only, so it changes when probes appear, never when a status does."""
+        families = max((FAMILY_INDENT + cell_len(f) + FAMILY_COUNTS for f in self._families),
+                       default=0)
+        probes = max(self._needs.values(), default=0)
+        return max(families, probes, len("▼ all probes")) + TREE_CHROME
+
+    def fit_labels(self, width: int) -> None:
+        """Fit every label to a tree ``width`` cells wide."""
+        self.label_width = width
+        self.update_probes(list(self._probes), families=list(self._families))
+
+    def _probe_label(self, st: ProbeState, now: float | None) -> Text:
+        width = None if self.label_width is None else \
+            self.label_width - TREE_CHROME - PROBE_INDENT
+        return probe_label(st, now, self.status_style, width=width, replay=self.model.replay)
+
+    def _family_label(self, fam: str) -> Text:
+        width = None if self.label_width is None else \
+            self.label_width - TREE_CHROME - FAMILY_INDENT
+        return family_label(fam, self.model, self.status_style, width=width)
+
+    def sync_structure(self) -> bool:
+        """Add nodes for families and probes that appeared (never removes or reorders);
+        True when any did."""
+        grew = False
         for fam, pids in self.model.families.items():
             fnode = self._families.get(fam)
             if fnode is None:
-                label = family_label(fam, self.model, self.status_style)
-                fnode = self.root.add(label, data=("family", fam), expand=True)
+                fnode = self.root.add(self._family_label(fam), data=("family", fam),
+                                      expand=True)
                 self._families[fam] = fnode
+                grew = True
             for pid in pids:
                 if pid not in self._probes:
                     st = self.model.probes[pid]
-                    label = probe_label(st, None, self.status_style)
-                    self._probes[pid] = fnode.add_leaf(label, data=("probe", pid))
+                    self._probes[pid] = fnode.add_leaf(self._probe_label(st, None),
+                                                       data=("probe", pid))
+                    self._needs[pid] = PROBE_INDENT + probe_need(st)
+                    grew = True
         self.root.expand()
+        return grew
 
-    def update_probes(self, pids: set[str] | list[str]) -> None:
+    def update_probes(self, pids: set[str] | list[str], *,
+                      families: list[str] | None = None) -> None:
         """Relabel the given probes and their families."""
         now = time.time()
-        fams = set()
+        fams = set(families or ())
         for pid in pids:
             node = self._probes.get(pid)
             st = self.model.probes.get(pid)
             if node is None or st is None:
                 continue
-            node.set_label(probe_label(st, now, self.status_style))
+            node.set_label(self._probe_label(st, now))
             fams.add(st.family)
         for fam in fams:
             if fam in self._families:
-                self._families[fam].set_label(family_label(fam, self.model, self.status_style))
+                self._families[fam].set_label(self._family_label(fam))
 
     def tick_running(self) -> None:
         """Refresh elapsed time on running probes (called once a second while a run goes)."""
-        self.update_probes([st.id for st in self.model.running()])
+        if not self.model.replay:
+            self.update_probes([st.id for st in self.model.running()])
 
     def select_scope(self, scope: Scope) -> bool:
         """Move the cursor to the node of ``scope``."""
@@ -161,3 +270,8 @@ class ProbeTree(Tree[NodeData]):
     def scope(self) -> Scope:
         node = self.cursor_node
         return node.data if node is not None and node.data is not None else ALL
+
+
+def is_failing(st: ProbeState) -> bool:
+    """A probe whose Enter opens its failure: failed, not examined, crashed, timed out."""
+    return st.status in FAILING_STATUSES

@@ -1,21 +1,20 @@
 """The signals table: a virtual, keyed, sortable and filterable table of signal rows.
 
-Rows are kept by key; streaming rows are inserted at their sorted position (a bisect over
-raw sort values, never the formatted text) and updated in place, so a burst of signals
-costs O(log n) per row and only the visible lines are ever rendered. Filters, sorting
-and scope changes re-select the rows once; results streaming in never rebuild the table.
+Only the visible lines are rendered. Which rows show, in which order, is a
+:class:`~laya_tui.tui.widgets.table_rows.RowOrder`: the model's own row lists while nothing
+is filtered or sorted (a scope change or a stream costs nothing per row), else a list built
+in budgeted steps between frames and kept by bisection on raw sort values. The columns are
+laid out by :class:`~laya_tui.tui.widgets.table_layout.ColumnLayout` (docs/architecture.md,
+'The dashboard').
 """
 
 from __future__ import annotations
 
 import time
-from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
-from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -26,114 +25,30 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from laya_tui.core.signals import KINDS
-from laya_tui.tui.format import human_bytes, leaf_name, number, one_line, short_site
+from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, SORT_KEYS
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import SignalRow
+from laya_tui.tui.widgets.table_layout import ColumnLayout, cut_for, fit_cell, row_text
+from laya_tui.tui.widgets.table_rows import RowOrder, TableFilter
 
+__all__ = ["COLUMN_KEYS", "SignalTable", "TableFilter", "row_text"]
 
-@dataclass(frozen=True)
-class Column:
-    """A table column: fixed ``width`` or a flexible share (``ratio``) of what is left."""
-
-    key: str
-    label: str
-    width: int | None = None
-    ratio: int = 1
-    right: bool = False
-    numeric: bool = False
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("kind", "kind", width=11),
-    Column("subject", "subject", ratio=4),
-    Column("count", "count", width=6, right=True, numeric=True),
-    Column("bytes", "bytes", width=10, right=True, numeric=True),
-    Column("reason", "reason", ratio=4),
-    Column("site", "call site", ratio=3),
-    Column("fix", "fix", ratio=4),
-    Column("probe", "probe", ratio=3),
-)
-COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 #: streamed rows taken in per step (the time budget is checked between steps)
 PENDING_CHUNK = 1024
-#: seconds until rows still waiting are taken in (a timer: frames and input run between)
+#: seconds until rows still waiting (or a build under way) get their next step: a timer,
+#: so frames and input run between steps
 PENDING_TICK_S = 0.005
-_KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
-
-
-def row_text(row: SignalRow) -> tuple[str, ...]:
-    """A row's display text per column, formatted once (cached on the row until it changes).
-
-    Only rows that are drawn (or searched) are formatted: streaming rows in costs no
-    formatting, and the cache is a tuple of strings, which the garbage collector skips.
-    """
-    if row.cells is not None:
-        return row.cells
-    sig = row.sig
-    kind = str(sig.get("kind", ""))
-    reason = one_line(sig.get("reason"), 300)
-    if not reason and kind == "tolerance" and sig.get("value") is not None:
-        op = ">" if sig.get("passed") is False else "<="
-        reason = f"{number(sig.get('value'))} {op} {number(sig.get('limit'))}"
-    if not reason and kind == "timing" and sig.get("seconds") is not None:
-        reason = f"{number(sig.get('seconds'))} s"
-    if not reason and kind == "environment" and sig.get("value") is not None:
-        reason = one_line(sig.get("value"), 300)
-    count = sig.get("count")
-    row.cells = (kind, one_line(sig.get("subject"), 200), "" if count is None else str(count),
-                 human_bytes(sig.get("bytes")), reason, short_site(sig.get("site")),
-                 one_line(sig.get("fix"), 300), leaf_name(row.probe))
-    return row.cells
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) else float("-inf")
-
-
-def sort_value(row: SignalRow, column: str) -> Any:
-    """The raw value a column sorts on (numbers as numbers, absent ones first)."""
-    sig = row.sig
-    if column == "kind":
-        return _KIND_ORDER.get(str(sig.get("kind")), 99)
-    if column in ("count", "bytes"):
-        return _number(sig.get(column))
-    if column == "site":
-        return short_site(sig.get("site")).lower()
-    if column == "probe":
-        return leaf_name(row.probe).lower()
-    return str(sig.get(column) or "").lower()
-
-
-def haystack(row: SignalRow) -> str:
-    """What the text filter searches: every column's raw text, lower-cased."""
-    sig = row.sig
-    site = sig.get("site")
-    where = f"{site.get('file', '')}:{site.get('line', '')}({site.get('func', '')})" \
-        if isinstance(site, dict) else ""
-    return (f"{sig.get('kind', '')}\x00{sig.get('subject', '')}\x00{sig.get('reason', '')}"
-            f"\x00{where}\x00{sig.get('fix', '')}\x00{row.probe}").lower()
-
-
-@dataclass(frozen=True)
-class TableFilter:
-    """Which rows show: scope predicate, one kind (or all), a text, only failing ones."""
-
-    text: str = ""
-    kind: str | None = None
-    only_failing: bool = False
-
-    def accepts(self, row: SignalRow) -> bool:
-        if self.kind is not None and row.sig.get("kind") != self.kind:
-            return False
-        if self.only_failing and not row.failing:
-            return False
-        if self.text and self.text.lower() not in haystack(row):
-            return False
-        return True
+#: seconds of one step of a build (a filter or a sort of every row): well under the 50 ms a
+#: keypress may wait, over the streaming budget so 200,000 rows take few steps
+BUILD_BUDGET_S = 0.015
+#: seconds between two measurements of the columns while rows stream in
+MEASURE_EVERY_S = 0.5
+_KINDS = frozenset(KINDS)
+_CUTS = [cut_for(i) for i in range(len(COLUMNS))]
 
 
 class SignalTable(ScrollView, can_focus=True):
-    """Signal rows by key; sorted on raw values; only visible lines rendered."""
+    """Signal rows in display order; sorted on raw values; only visible lines rendered."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
@@ -142,7 +57,7 @@ class SignalTable(ScrollView, can_focus=True):
         Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False),
         Binding("home,g", "edge(0)", "First", show=False),
         Binding("end,G", "edge(1)", "Last", show=False),
-        Binding("enter", "choose", "Drill down"),
+        Binding("enter", "choose", "Open", tooltip="open the signal's full detail"),
         Binding("l", "choose", "Drill down", show=False),
     ]
 
@@ -159,196 +74,241 @@ class SignalTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._rows: dict[str, SignalRow] = {}
-        self._order: list[tuple[Any, int, str]] = []  # ascending (sortval, seq, key)
-        self._sortval: dict[str, tuple[Any, int, str]] = {}
+        self.order = RowOrder()
+        #: the row lists of the scope shown (the model's own; see RowOrder)
+        self.segments_of: Callable[[], list[tuple[str, list[SignalRow]]]] = lambda: []
+        #: a probe's discovery order (the order across probes of a filtered table)
+        self.rank_of: Callable[[str], int] = lambda probe: 0
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.filter = TableFilter()
-        self.scope_test: Callable[[SignalRow], bool] = lambda row: True
         self.empty_text = "no signals"
+        self.layout_cols = ColumnLayout()
         self._styles: dict[str, Style] | None = None
-        self._widths: tuple[int, list[int]] | None = None
-        self._cursor_key: str | None = None
+        self._cursor_row: SignalRow | None = None
         self._first_changed = 0  # see _after_change
-        #: seconds of work per call taking streamed rows in (the app's event budget)
+        #: seconds of work per step taking streamed rows in (the app's event budget)
         self.budget = 0.008
         self._pending: deque[SignalRow] = deque()
-        self._pending_scheduled = False
-        #: called after rows waiting in :attr:`pending` were taken in on a later tick
+        self._deferred: list[tuple[list[SignalRow], list[SignalRow], list[SignalRow]]] = []
+        self._scheduled = False
+        self._measured_at = 0.0
+        #: called after rows waiting (or a build) were taken in on a later tick
         self.on_taken: Callable[[], None] | None = None
+        #: work in budgeted steps before the widget is mounted too (tests drive the steps)
+        self.step_unmounted = False
 
     # -- contents -----------------------------------------------------------------------
     @property
     def row_count(self) -> int:
-        return len(self._order)
+        return len(self.order)
+
+    @property
+    def building(self) -> bool:
+        """A filtered or sorted list is being built (over several ticks)."""
+        return self.order.building
+
+    def busy_text(self) -> str:
+        """``sorting… 40%`` / ``filtering… 12%`` while a build runs, else empty."""
+        if not self.order.building:
+            return ""
+        what = "sorting" if self.sort_column is not None else "filtering"
+        return f"{what}… {int(100 * self.order.progress)}%"
 
     def keys(self) -> list[str]:
-        """Row keys in display order."""
-        keys = [k for _, _, k in self._order]
-        return keys[::-1] if self.sort_reverse else keys
+        """Row keys in display order (tests, export: one pass over every row)."""
+        at = self.order.at
+        return [r.key for r in (at(i) for i in range(len(self.order))) if r is not None]
 
     def key_at(self, index: int) -> str | None:
-        n = len(self._order)
-        if not 0 <= index < n:
-            return None
-        return self._order[n - 1 - index if self.sort_reverse else index][2]
+        row = self.order.at(index)
+        return row.key if row is not None else None
 
-    def index_of(self, key: str) -> int | None:
-        sv = self._sortval.get(key)
-        if sv is None:
-            return None
-        i = bisect_left(self._order, sv)
-        return len(self._order) - 1 - i if self.sort_reverse else i
+    def row_at(self, index: int) -> SignalRow | None:
+        return self.order.at(index)
 
-    def row(self, key: str) -> SignalRow | None:
-        return self._rows.get(key)
+    def index_of(self, row: SignalRow) -> int | None:
+        return self.order.index_of(row)
 
     @property
     def cursor_key(self) -> str | None:
         return self.key_at(self.cursor)
 
+    @property
+    def cursor_row(self) -> SignalRow | None:
+        return self.order.at(self.cursor)
+
     def column_values(self, column: str) -> list[str]:
         """Display text of one column, in display order (for tests and export)."""
         i = COLUMN_KEYS.index(column)
-        return [row_text(self._rows[k])[i] for k in self.keys()]
-
-    def _sort_value(self, row: SignalRow) -> tuple[Any, int, str]:
-        if self.sort_column is None:
-            return ((), row.seq, row.key)
-        return (sort_value(row, self.sort_column), row.seq, row.key)
-
-    def _insert(self, row: SignalRow) -> None:
-        sv = self._sort_value(row)
-        self._rows[row.key] = row
-        self._sortval[row.key] = sv
-        insort(self._order, sv)
-
-    def _discard(self, key: str) -> None:
-        sv = self._sortval.pop(key, None)
-        if sv is None:
-            return
-        del self._rows[key]
-        i = bisect_left(self._order, sv)
-        if i < len(self._order) and self._order[i] == sv:
-            del self._order[i]
+        at = self.order.at
+        return [row_text(r)[i] for r in (at(j) for j in range(len(self.order)))
+                if r is not None]
 
     def accepts(self, row: SignalRow) -> bool:
-        return self.scope_test(row) and self.filter.accepts(row)
+        return self.filter.accepts(row)
 
-    def rebuild(self, rows: Iterable[SignalRow]) -> None:
-        """Re-select every row (scope, filter or sort changed): the one full rebuild."""
-        keep = self._cursor_key
-        self._pending.clear()  # ``rows`` holds every row of the scope, waiting ones too
-        self._rows.clear()
-        self._sortval.clear()
-        self._order = []
-        for row in rows:
-            if self.accepts(row):
-                sv = self._sort_value(row)
-                self._rows[row.key] = row
-                self._sortval[row.key] = sv
-                self._order.append(sv)
-        self._order.sort()
-        self._after_change(keep, announce=True)
+    def _key_of(self) -> Callable[[SignalRow], Any]:
+        """The key rows are listed under: ``(sort value, seq)`` sorted, else
+        ``(probe rank, seq)`` (the segments' order)."""
+        column = self.sort_column
+        if column is None:
+            rank = self.rank_of
+            return lambda row: (rank(row.probe), row.seq)
+        value = SORT_KEYS[column]
+        return lambda row: (value(row.sig, row.probe), row.seq)
+
+    def rebuild(self) -> None:
+        """Re-select every row (scope, filter or sort changed): segments at once, or a list
+        built over the next ticks."""
+        keep = self._cursor_row
+        self._pending.clear()  # the scope's lists hold every row, waiting ones too
+        self._deferred.clear()
+        segments = self.segments_of()
+        if not self.filter.active and self.sort_column is None:
+            self.order.show_segments(segments)
+            self.order.reverse = self.sort_reverse
+            self._measure()
+            self._after_change(keep, announce=True)
+            return
+        source: Iterator[SignalRow] = (r for _, seg in segments for r in seg)
+        self.order.begin(source, self.accepts if self.filter.active else None, self._key_of(),
+                         sort=self.sort_column is not None, reverse=self.sort_reverse,
+                         total=sum(len(s) for _, s in segments))
+        if self.is_mounted:  # the key's own frame first ("sorting… 0%"), the work after it
+            self._after_change(keep, announce=False)
+            self._schedule()
+        else:
+            self._step_build(keep, first=True)
+
+    def _step_build(self, keep: SignalRow | None, first: bool = False) -> None:
+        done = self.order.step(self._budget(build=True))
+        if done:
+            for added, updated, removed in self._deferred:
+                self._apply_listed(added, updated, removed)
+            self._deferred.clear()
+            self._measure()
+        elif first and self.order.listed:
+            self._measure()
+        if self.order.listed and not done:
+            self._first_changed = 0  # a filter growing: what is shown changes
+        # the detail follows the cursor's row: announced when the order is done (not on
+        # every step of a sort, which would draw the same detail again each time)
+        self._after_change(keep, announce=done)
+        self._schedule()
 
     def apply(self, added: Iterable[SignalRow], updated: Iterable[SignalRow],
-              removed: Iterable[SignalRow]) -> None:
-        """Stream rows in by key: insert, update in place, or drop (no rebuild).
+              removed: Iterable[SignalRow], *, structure: bool = False) -> None:
+        """Rows streamed in, changed or went away (no rebuild).
 
-        New rows are taken in for at most :attr:`budget` seconds per call; the rest wait
-        in :attr:`pending` and are taken in on the next ticks (every row arrives, in
-        order), so a burst of thousands never holds the event loop for one long pass.
+        Unfiltered and unsorted, the rows are already in the model's lists: only the
+        display is updated. Otherwise new rows are taken in for at most :attr:`budget`
+        seconds per call; the rest wait in :attr:`pending` for the next ticks (every row
+        arrives, in order), and changes that come during a build wait for its end.
+        ``structure``: probes appeared (their lists join the scope's).
         """
-        keep = self._cursor_key
-        updated, removed = list(updated), list(removed)
+        added, updated, removed = list(added), list(updated), list(removed)
+        keep = self._cursor_row
+        if self.order.building:
+            self._deferred.append((added, updated, removed))
+            return
+        if not self.order.listed:
+            if removed or structure:
+                reverse = self.order.reverse
+                self.order.show_segments(self.segments_of())
+                self.order.reverse = reverse
+            else:
+                self.order.touch()
+            if removed or updated or self.order.reverse:
+                first = 0
+            else:  # the first row each probe got: where the display starts to differ
+                heads: dict[str, SignalRow] = {}
+                for row in added:
+                    heads.setdefault(row.probe, row)
+                found = [i for i in map(self.order.index_of, heads.values()) if i is not None]
+                first = min(found, default=len(self.order))
+            self._maybe_measure(bool(added))
+            self._first_changed = first
+            self._after_change(keep, announce=keep is not None and self.index_of(keep) is None)
+            return
+        changed = self._apply_listed(added, updated, removed)
+        if changed is not None:
+            self._first_changed = 0 if self.order.reverse else changed
+            self._maybe_measure(True)
+            self._after_change(keep, announce=keep is not None and self.index_of(keep) is None)
+        self._schedule()
+
+    def _apply_listed(self, added: list[SignalRow], updated: list[SignalRow],
+                      removed: list[SignalRow]) -> int | None:
+        """Fold changes into the filtered/sorted list; the first storage index changed."""
+        order = self.order
+        first: int | None = None
         if self._pending and (updated or removed):
             self._take_pending(None)  # rows waiting come before the changes that follow
-        touched = False
-        first = len(self._order)  # the first display index whose row may have changed
         for row in removed:
-            if row.key in self._rows:
-                self._discard(row.key)
-                touched, first = True, 0
+            if order.remove(row):
+                first = 0
         for row in updated:
-            if row.key in self._rows:
-                self._discard(row.key)
+            order.remove(row)
             if self.accepts(row):
-                self._insert(row)
-            touched, first = True, 0
+                order.insert(row)
+            first = 0
         self._pending.extend(added)
-        taken = self._take_pending(self.budget if self.is_mounted else None)
+        taken = self._take_pending(self._budget())
         if taken is not None:
-            touched, first = True, min(first, taken)
-        if touched:
-            self._changed(keep, first)
-        self._schedule_pending()
+            first = taken if first is None else min(first, taken)
+        return first
+
+    def _budget(self, build: bool = False) -> float | None:
+        """The time budget of one step (a build's at least BUILD_BUDGET_S); None (do it all)
+        before the widget can step."""
+        if not (self.is_mounted or self.step_unmounted):
+            return None
+        return max(self.budget, BUILD_BUDGET_S) if build else self.budget
 
     @property
     def pending(self) -> int:
-        """Streamed rows not yet taken into the table (see :meth:`apply`)."""
-        return len(self._pending)
+        """Streamed rows not yet taken in, plus one while a build runs (see :meth:`apply`)."""
+        return len(self._pending) + (1 if self.order.building else 0)
 
-    def _changed(self, keep: str | None, first: int) -> None:
-        if self.sort_reverse:
-            first = 0  # the end of the order is the top of the display
-        self._first_changed = first
-        self._after_change(keep, announce=keep is None or keep not in self._rows)
-
-    def _schedule_pending(self) -> None:
-        if self._pending and not self._pending_scheduled:
-            self._pending_scheduled = True
+    def _schedule(self) -> None:
+        if not self.is_mounted:
+            return
+        if (self._pending or self.order.building) and not self._scheduled:
+            self._scheduled = True
             # a timer, not call_later: the loop runs other callbacks (and frames) first
-            self.set_timer(PENDING_TICK_S, self._continue_pending)
+            self.set_timer(PENDING_TICK_S, self._continue)
 
-    def _continue_pending(self) -> None:
-        self._pending_scheduled = False
-        keep = self._cursor_key
-        taken = self._take_pending(self.budget)
-        if taken is not None:
-            self._changed(keep, taken)
-            if self.on_taken is not None:
-                self.on_taken()
-        self._schedule_pending()
+    def _continue(self) -> None:
+        self._scheduled = False
+        keep = self._cursor_row
+        if self.order.building:
+            self._step_build(keep)
+        elif self._pending:
+            taken = self._take_pending(self.budget)
+            if taken is not None:
+                self._first_changed = 0 if self.order.reverse else taken
+                self._maybe_measure(True)
+                self._after_change(keep, announce=keep is not None and
+                                   self.index_of(keep) is None)
+        if self.on_taken is not None:
+            self.on_taken()
+        self._schedule()
 
     def _take_pending(self, budget: float | None) -> int | None:
         """Take waiting rows in (all of them when ``budget`` is None); returns the first
-        display index that changed, None when no row was added."""
-        pending = self._pending
+        storage index that changed, None when no row was added."""
+        pending, order = self._pending, self.order
         deadline = None if budget is None else time.perf_counter() + budget
         first: int | None = None
         while pending:
             n = min(len(pending), PENDING_CHUNK)
-            chunk = [pending.popleft() for _ in range(n)]
-            at = self._add_rows(chunk)
+            chunk = [r for r in (pending.popleft() for _ in range(n)) if self.accepts(r)]
+            at = order.extend(chunk) if chunk else None
             if at is not None:
                 first = at if first is None else min(first, at)
             if deadline is not None and time.perf_counter() > deadline:
                 break
-        return first
-
-    def _add_rows(self, added: list[SignalRow]) -> int | None:
-        fresh = [row for row in added if row.key not in self._rows and self.accepts(row)]
-        if not fresh:
-            return None
-        first = len(self._order)
-        if len(fresh) > 64:  # a burst: one merge of two sorted runs beats many list inserts
-            batch = []
-            for row in fresh:
-                sv = self._sort_value(row)
-                self._rows[row.key] = row
-                self._sortval[row.key] = sv
-                batch.append(sv)
-            batch.sort()
-            tail_only = not self._order or batch[0] > self._order[-1]
-            first = len(self._order) if tail_only else 0
-            self._order.extend(batch)
-            if not tail_only:  # arrival order streams in at the end: no sort needed then
-                self._order.sort()
-        else:
-            for row in fresh:
-                first = min(first, bisect_left(self._order, self._sort_value(row)))
-                self._insert(row)
         return first
 
     def set_sort(self, column: str | None, reverse: bool = False) -> None:
@@ -356,45 +316,64 @@ class SignalTable(ScrollView, can_focus=True):
         if column is not None and column not in COLUMN_KEYS:
             raise ValueError(f"unknown column {column!r}")
         self.sort_column, self.sort_reverse = column, reverse
-        rows = [*self._rows.values(), *self._pending]
-        self.rebuild(rows)
+        self.rebuild()
         self.post_message(SortChanged(column, reverse))
 
-    def _after_change(self, keep: str | None, *, announce: bool) -> None:
+    def _measure(self) -> None:
+        self._measured_at = time.monotonic()
+        if self.layout_cols.measure(len(self.order), self.order.at):
+            self.refresh()
+
+    def _maybe_measure(self, grew: bool) -> None:
+        if grew and (len(self.order) <= 2 * PENDING_CHUNK or
+                     time.monotonic() - self._measured_at > MEASURE_EVERY_S):
+            self._measure()
+
+    def _after_change(self, keep: SignalRow | None, *, announce: bool) -> None:
         """Resize, keep the cursor on its row, repaint what may have changed.
 
         ``_first_changed`` (set by :meth:`apply`) is the first display index that may
         differ: rows streaming in below the window repaint nothing but the scrollbar.
         """
         first, self._first_changed = self._first_changed, 0
-        size = Size(self.size.width, len(self._order) + 1)
+        n = len(self.order)
+        size = Size(self.size.width, n + 1)
         if size != self.virtual_size:
             # not ``self.virtual_size = size``: that reactive lays the whole screen out
             # again (every widget repainted) for what only moves this scrollbar
             self.set_reactive(SignalTable.virtual_size, size)
             self._scroll_update(size)
         old = self.cursor
-        index = self.index_of(keep) if keep is not None else None
-        new = index if index is not None else min(self.cursor, max(0, len(self._order) - 1))
+        index = self.order.index_of(keep) if keep is not None else None
+        new = index if index is not None else min(self.cursor, max(0, n - 1))
         self.set_reactive(SignalTable.cursor, new)
-        new_key = self.key_at(new)
-        if announce or new_key != self._cursor_key:
-            self._cursor_key = new_key
-            self.post_message(SignalHighlighted(new_key))
+        new_row = self.order.at(new)
+        if announce or new_row is not self._cursor_row:
+            self._cursor_row = new_row
+            self.post_message(SignalHighlighted(new_row.key if new_row is not None else None))
         if new != old or first < int(self.scroll_y) + max(1, self.size.height - 1):
             self.refresh()
 
     # -- cursor -------------------------------------------------------------------------
     def validate_cursor(self, value: int) -> int:
-        return max(0, min(value, len(self._order) - 1)) if self._order else 0
+        n = len(self.order)
+        return max(0, min(value, n - 1)) if n else 0
 
     def watch_cursor(self, value: int) -> None:
-        key = self.key_at(value)
-        if key != self._cursor_key:
-            self._cursor_key = key
-            self.post_message(SignalHighlighted(key))
+        row = self.order.at(value)
+        if row is not self._cursor_row:
+            self._cursor_row = row
+            self.post_message(SignalHighlighted(row.key if row is not None else None))
         self._scroll_to_cursor()
         self.refresh()
+
+    def select_row(self, row: SignalRow) -> bool:
+        """Put the cursor on ``row`` (False: it is not shown)."""
+        index = self.order.index_of(row)
+        if index is None:
+            return False
+        self.cursor = index
+        return True
 
     def _scroll_to_cursor(self) -> None:
         height = max(1, self.size.height - 1)
@@ -411,7 +390,7 @@ class SignalTable(ScrollView, can_focus=True):
         self.cursor += direction * max(1, self.size.height - 2)
 
     def action_edge(self, end: int) -> None:
-        self.cursor = len(self._order) - 1 if end else 0
+        self.cursor = len(self.order) - 1 if end else 0
 
     def action_choose(self) -> None:
         key = self.cursor_key
@@ -424,7 +403,7 @@ class SignalTable(ScrollView, can_focus=True):
         if offset is None:
             return
         if offset.y == 0:
-            column = self._column_at(offset.x)
+            column = self.column_at(offset.x)
             if column is not None:
                 if column == self.sort_column:
                     self.set_sort(column, not self.sort_reverse)
@@ -433,31 +412,28 @@ class SignalTable(ScrollView, can_focus=True):
                     self.set_sort(column, numeric)
             return
         index = int(self.scroll_y) + offset.y - 1
-        if 0 <= index < len(self._order):
+        if 0 <= index < len(self.order):
             self.cursor = index
             if event.chain >= 2:
                 self.action_choose()
 
-    def _column_at(self, x: int) -> str | None:
-        pos = 1
-        for col, w in zip(COLUMNS, self._column_widths(self.size.width), strict=True):
-            if pos <= x < pos + w + 1:
-                return col.key
-            pos += w + 1
-        return None
+    def column_at(self, x: int) -> str | None:
+        """The column under content offset ``x`` of the header."""
+        return self.layout_cols.column_at(x, self.size.width)
+
+    def column_x(self, column: str) -> int | None:
+        """Where ``column`` starts in the header (content offset), None when hidden."""
+        return self.layout_cols.column_x(column, self.size.width)
 
     # -- rendering ----------------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:
-        self._widths = None
-        self.virtual_size = Size(event.size.width, len(self._order) + 1)
+        self.virtual_size = Size(event.size.width, len(self.order) + 1)
 
-    def on_focus(self) -> None:
+    def on_focus(self) -> None:  # the cursor's style differs with the focus
         self._styles = None
         self.refresh()
 
-    def on_blur(self) -> None:
-        self._styles = None
-        self.refresh()
+    on_blur = on_focus
 
     def notify_style_update(self) -> None:
         self._styles = None
@@ -472,66 +448,36 @@ class SignalTable(ScrollView, can_focus=True):
             self._styles[name] = style
         return style
 
-    def _column_widths(self, width: int) -> list[int]:
-        if self._widths is not None and self._widths[0] == width:
-            return self._widths[1]
-        fixed = sum(c.width or 0 for c in COLUMNS)
-        gaps = len(COLUMNS) + 1
-        flex = [c for c in COLUMNS if c.width is None]
-        room = max(len(flex) * 4, width - fixed - gaps)
-        total_ratio = sum(c.ratio for c in flex)
-        widths, given = [], 0
-        for c in COLUMNS:
-            if c.width is not None:
-                widths.append(c.width)
-            else:
-                w = max(4, room * c.ratio // total_ratio)
-                widths.append(w)
-                given += w
-        if flex and given < room:  # hand the rounding remainder to the first flex column
-            i = COLUMNS.index(flex[0])
-            widths[i] += room - given
-        self._widths = (width, widths)
-        return widths
-
-    @staticmethod
-    def _fit(text: str, width: int, right: bool) -> str:
-        if len(text) == cell_len(text):
-            if len(text) > width:
-                return text[: width - 1] + "…" if width > 1 else text[:width]
-            return text.rjust(width) if right else text.ljust(width)
-        if cell_len(text) > width:
-            return set_cell_size(text, width - 1) + "…"
-        pad = " " * (width - cell_len(text))
-        return pad + text if right else text + pad
-
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base = self.rich_style
-        widths = self._column_widths(width)
+        widths = self.layout_cols.fit(width)
         if y == 0:
             return self._header(widths, width, base)
         index = int(self.scroll_y) + y - 1
-        key = self.key_at(index)
-        if key is None:
-            if index == 0 and not self._order:
-                text = self._fit(" " + self.empty_text, width, False)
-                return Strip([Segment(text, base + self._style("empty"))], width)
+        row = self.order.at(index)
+        if row is None:
+            if index == 0 and not len(self.order):
+                text = self.busy_text() or self.empty_text
+                return Strip([Segment(fit_cell(" " + text, width), base + self._style("empty"))],
+                             width)
             return Strip.blank(width, base)
-        row = self._rows[key]
         cells = row_text(row)
+        if self.layout_cols.note(row, cells):
+            self.call_later(self.refresh)  # a column the sample left out: draw it too
         line_style = base
         if row.failing:
             line_style = line_style + self._style("failing")
         if index == self.cursor:
             line_style = line_style + self._style("cursor")
         segments = [Segment(" ", line_style)]
-        for col, w, text in zip(COLUMNS, widths, cells, strict=True):
+        for i, (w, text) in enumerate(zip(widths, cells, strict=True)):
+            if not w:
+                continue
             style = line_style
-            if col.key == "kind" and index != self.cursor:
-                style = line_style + self._style(f"kind-{text}") if text in _KIND_ORDER \
-                    else line_style
-            segments.append(Segment(self._fit(text, w, col.right), style))
+            if i == 0 and index != self.cursor and text in _KINDS:
+                style = line_style + self._style(f"kind-{text}")
+            segments.append(Segment(fit_cell(text, w, **_CUTS[i]), style))
             segments.append(Segment(" ", line_style))
         return Strip(segments).adjust_cell_length(width, line_style)
 
@@ -539,11 +485,13 @@ class SignalTable(ScrollView, can_focus=True):
         style = base + self._style("header")
         segments = [Segment(" ", style)]
         for col, w in zip(COLUMNS, widths, strict=True):
+            if not w:
+                continue
             label = col.label
             cstyle = style
             if col.key == self.sort_column:
                 label = f"{label} {'▼' if self.sort_reverse else '▲'}"
                 cstyle = style + self._style("header-sorted")
-            segments.append(Segment(self._fit(label, w, col.right), cstyle))
+            segments.append(Segment(fit_cell(label, w, right=col.numeric), cstyle))
             segments.append(Segment(" ", style))
         return Strip(segments).adjust_cell_length(width, style)

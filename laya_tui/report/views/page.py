@@ -1,0 +1,338 @@
+"""What the HTML page shows, as data its script only draws (``report/page.js``): the header,
+the gates, a diff's changes, the lowering matrix with its legend, the probes, the signals
+(each row's cells, sort values and failing flag), every detail panel as sections, the source
+excerpts and files those point at (read now, where the page is written), the tolerance
+checks and the environment. Every text is formatted and printable here. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from laya_tui.core.files import source_excerpt
+from laya_tui.core.results import failing
+from laya_tui.core.shapes import as_dict, as_list
+from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
+from laya_tui.report.gates import describe_failure
+from laya_tui.report.verdict import verdict_notes
+from laya_tui.report.views.detail import (
+    Block,
+    Detail,
+    Facts,
+    FileHead,
+    Plot,
+    ProbeLog,
+    Section,
+    Source,
+    buffer_lines,
+    log_text,
+    probe_detail,
+    signal_detail,
+)
+from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND, outcome_mark, status_word
+from laya_tui.report.views.matrix import build_matrix
+from laya_tui.report.views.signals import (
+    COLUMNS,
+    SORT_KEYS,
+    column_needs,
+    column_widths,
+    signal_cells,
+)
+from laya_tui.report.views.text import human_seconds, number, one_line, plain, printable
+
+#: Call-site excerpts embedded at most (the failing signals' sites first).
+MAX_EXCERPTS = 2_000
+#: Files a detail shows the head of (the IR before a failing pass), embedded at most.
+MAX_FILES = 200
+#: Gate failures listed per gate (the rest are counted).
+MAX_FAILURES = 200
+#: The signal table's width in characters (1400 px of 13 px text), shared by its columns.
+PAGE_CHARS = 170
+#: A table cell's padding, in characters.
+CELL_PADDING = 3
+#: Columns of the signal table whose rows sort on a value rather than their text.
+_SORTED_BY_VALUE = ("kind", "count", "bytes", "value")
+
+
+class _Reader:
+    """Source excerpts and file heads, read once each, within the caps."""
+
+    def __init__(self, workspace: str | None) -> None:
+        self.workspace = os.path.abspath(workspace or ".")
+        self.excerpts: dict[str, Any] = {}
+        self.files: dict[str, Any] = {}
+
+    def _path(self, file: str) -> str:
+        return file if os.path.isabs(file) else os.path.join(self.workspace, file)
+
+    def excerpt(self, src: Source) -> str:
+        key = f"{src.file}:{src.line}"
+        if key not in self.excerpts and len(self.excerpts) < MAX_EXCERPTS:
+            found = source_excerpt(self._path(src.file), src.line, src.context)
+            self.excerpts[key] = None if found is None else {
+                "start": found[1], "line": src.line, "text": printable(found[0])}
+        return key
+
+    def file(self, head: FileHead) -> str:
+        key = f"{head.path}:{head.lines}"
+        if key not in self.files and len(self.files) < MAX_FILES:
+            try:
+                with open(self._path(head.path), encoding="utf-8", errors="replace") as fh:
+                    lines = fh.read().splitlines()
+            except OSError:
+                self.files[key] = None
+            else:
+                text = "\n".join(lines[: head.lines])
+                self.files[key] = {"text": printable(text), "total": len(lines),
+                                   "hl": sorted(buffer_lines(text, head.names))}
+        return key
+
+
+def _failing_sites_first(probes: list[dict[str, Any]], read: _Reader) -> None:
+    """Read the excerpts of the failing signals' sites (and where probes raised) before the
+    others, so the cap leaves out only passing ones."""
+    for p in probes:
+        pid = str(p.get("id", ""))
+        details = [probe_detail(p, signals=0)] + [
+            signal_detail(sig, pid) for sig in as_list(p.get("signals"))
+            if isinstance(sig, dict) and failing(sig)]
+        for detail in details:
+            for sec in detail.sections:
+                if isinstance(sec, Source):
+                    read.excerpt(sec)
+
+
+def _section(sec: Section, read: _Reader) -> list[Any]:
+    """One section as the page's script reads it: ``[type, title, ...]``."""
+    if isinstance(sec, Facts):
+        return ["f", sec.title, [list(r) for r in sec.rows]]
+    if isinstance(sec, Source):
+        return ["src", sec.title, sec.where, read.excerpt(sec)]
+    if isinstance(sec, Block):
+        return ["b", sec.title, sec.text, sec.lang, sec.dim]
+    if isinstance(sec, ProbeLog):
+        return ["log", sec.title, sec.probe]
+    if isinstance(sec, FileHead):
+        return ["file", sec.title, printable(sec.path), read.file(sec), sec.note]
+    if isinstance(sec, Plot):
+        return ["plot", sec.title, [list(p) for p in sec.points], sec.first]
+    raise TypeError(f"unknown section {sec!r}")
+
+
+def _detail(detail: Detail, read: _Reader) -> list[Any]:
+    return [_section(s, read) for s in detail.sections]
+
+
+def _gates(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for g in as_list(report.get("gates")):
+        if not isinstance(g, dict):
+            continue
+        fails = [f for f in as_list(g.get("failures")) if isinstance(f, dict)]
+        passed = bool(g.get("passed"))
+        out.append({"name": printable(g.get("name")), "passed": passed,
+                    "description": printable(g.get("description") or ""),
+                    "result": "pass" if passed else f"FAIL ({len(fails)})",
+                    "failures": [[printable(f.get("probe") or ""),
+                                  printable(describe_failure(str(g.get("name")), f))]
+                                 for f in fails[:MAX_FAILURES]],
+                    "more": f"… and {len(fails) - MAX_FAILURES} more"
+                    if len(fails) > MAX_FAILURES else ""})
+    return out
+
+
+def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, Any]:
+    s = as_dict(report.get("summary"))
+    env = as_dict(report.get("environment"))
+    host, versions, tool = as_dict(env.get("host")), as_dict(env.get("versions")), as_dict(
+        report.get("tool"))
+    counts = [[f"{s.get('probes', n_probes)} probes", ""]]
+    for status in STATUSES:
+        n = as_dict(s.get("status")).get(status)
+        if n:
+            counts.append([f"{status_word(status)} {n}", f"st-{status}"])
+    if isinstance(s.get("seconds"), (int, float)):
+        counts.append([human_seconds(s["seconds"]), "dim"])
+    kinds = [f"{k} {n:,}" for k, n in as_dict(s.get("signals")).items()
+             if isinstance(n, int) and n]
+    line = [f"written {report['created']}" if report.get("created") else "",
+            f"on {host['hostname']}" if host.get("hostname") else "", host.get("machine"),
+            f"python {versions['python']}" if versions.get("python") else "",
+            f"torch {versions['torch']}" if versions.get("torch") else "",
+            " ".join(str(tool[k]) for k in ("name", "version") if tool.get(k)),
+            report.get("schema")]
+    passed = bool(s.get("passed"))
+    return {"title": printable(title), "verdict": "PASS" if passed else "FAIL",
+            "passed": passed, "line": printable(" · ".join(str(b) for b in line if b)),
+            "counts": counts, "kinds": "signals: " + ("  ".join(kinds) or "none"),
+            # beside the verdict: cells built but not run, findings no gate reads
+            "notes": [printable(t) for t in verdict_notes(report)]}
+
+
+def _signal_rows(probes: list[dict[str, Any]], index: int,
+                 details: dict[str, Any], read: _Reader) -> list[list[Any]]:
+    """``[probe index, signal index, failing, css, *cells, *sort values]`` per signal."""
+    rows = []
+    pid = str(probes[index].get("id", ""))
+    has_log = bool(str(probes[index].get("log_tail") or "").strip())
+    classes = {"regression": "reg", "improvement": "imp", "note": "note"}
+    for si, sig in enumerate(as_list(probes[index].get("signals"))):
+        if not isinstance(sig, dict):
+            continue
+        d = sig.get("detail")
+        cls = classes.get(str(d.get("class")), "") if isinstance(d, dict) else ""
+        rows.append([index, si, int(failing(sig)), cls, *signal_cells(sig, pid),
+                     *(_scalar(SORT_KEYS[c](sig, pid)) for c in _SORTED_BY_VALUE)])
+        details[f"s{index}.{si}"] = _detail(signal_detail(sig, pid, has_log=has_log), read)
+    return rows
+
+
+def _scalar(value: Any) -> Any:
+    """A sort value the script compares: a number, a string or null (absent, first)."""
+    if isinstance(value, tuple):  # the value column: (rank, number, text)
+        return None if value[0] == 0 else value[1] if value[0] == 1 else value[2]
+    if isinstance(value, float) and value == float("-inf"):
+        return None
+    return value
+
+
+def _table(probes: list[dict[str, Any]], details: dict[str, Any],
+           read: _Reader) -> dict[str, Any]:
+    rows: list[list[Any]] = []
+    for pi in range(len(probes)):
+        rows += _signal_rows(probes, pi, details, read)
+    present = {r[4] for r in rows}
+    needs = column_needs([tuple(r[4:4 + len(COLUMNS)]) for r in rows])
+    shown = sum(1 for n in needs if n)
+    widths = [w + CELL_PADDING if w else 0
+              for w in column_widths(needs, PAGE_CHARS - CELL_PADDING * shown)]
+    total = sum(widths) or 1
+    return {"columns": [{"key": c.key, "label": c.label, "numeric": c.numeric, "wide": c.wide,
+                         "used": widths[i] > 0, "width": round(100 * widths[i] / total, 1),
+                         "sort": _SORTED_BY_VALUE.index(c.key)
+                         if c.key in _SORTED_BY_VALUE else None}
+                        for i, c in enumerate(COLUMNS)],
+            "rows": rows, "kinds": [k for k in KINDS if k in present]}
+
+
+def _probes(probes: list[dict[str, Any]], details: dict[str, Any],
+            read: _Reader) -> list[list[Any]]:
+    """``[id, family, status word, css, seconds text, seconds, signals, reason, failing]``."""
+    out = []
+    for pi, p in enumerate(probes):
+        sigs = as_list(p.get("signals"))
+        seconds = p.get("seconds") if isinstance(p.get("seconds"), (int, float)) else None
+        status = str(p.get("status") or "")
+        out.append([printable(p.get("id")), printable(p.get("family")), status_word(status),
+                    f"st-{status}", (human_seconds(seconds) + ("  cached" if p.get("cached")
+                                                               else "")) if seconds is not None
+                    else "", seconds, len(sigs), one_line(p.get("reason"), 300),
+                    int(status in FAILING_STATUSES)])
+        details[f"p{pi}"] = _detail(probe_detail(p, signals=len(sigs)), read)
+    return out
+
+
+def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    lowering = ((sig, str(p.get("id")), str(p.get("family")), f"s{pi}.{si}")
+                for pi, p in enumerate(probes)
+                for si, sig in enumerate(as_list(p.get("signals"))) if isinstance(sig, dict))
+    index = {str(p.get("id")): pi for pi, p in enumerate(probes)}
+    view = build_matrix(lowering, ((str(p.get("id")), str(p.get("family")),
+                                    str(p.get("status"))) for p in probes))
+    if not view:
+        return None
+    rows = []
+    for kernel in view.kernels:
+        cells: list[list[str] | None] = []
+        for col in view.columns:
+            cell = view.cell(kernel, col)
+            if cell is None:
+                cells.append(None)
+                continue
+            mark = outcome_mark(cell.outcome)
+            opens = cell.signal if cell.opens_signal else f"p{index.get(cell.probe, 0)}"
+            cells.append([mark.label, f"o-{mark.css}", printable(cell.probe), opens,
+                          "|".join((kernel, col.target, col.dtype, col.spec))])
+        rows.append([printable(kernel), cells])
+    return {"columns": [[c.head, c.sub] for c in view.columns], "rows": rows,
+            "legend": [list(x) for x in MATRIX_LEGEND]}
+
+
+def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
+    """``[open, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
+    out = []
+    for pi, p in enumerate(probes):
+        for si, s in enumerate(as_list(p.get("signals"))):
+            if not isinstance(s, dict) or s.get("kind") != "tolerance":
+                continue
+            d = as_dict(s.get("detail"))
+            argmax = "" if d.get("argmax_match") is None else (
+                f"{d['argmax_match']}" + (f" / {d['rows']}" if d.get("rows") is not None else ""))
+            out.append([f"s{pi}.{si}", int(s.get("passed") is False), printable(p.get("id")),
+                        one_line(s.get("subject")), number(s.get("value")),
+                        number(s.get("limit")), "NO" if s.get("passed") is False else
+                        "yes" if s.get("passed") is True else "", argmax,
+                        number(d.get("top2_gap_min"))])
+    return out
+
+
+def _environment(report: Mapping[str, Any]) -> list[list[Any]]:
+    env = as_dict(report.get("environment"))
+    out = []
+    for key, title in (("host", "machine"), ("versions", "library versions"),
+                       ("probed", "probed environment")):
+        sec = env.get(key)
+        if isinstance(sec, dict) and sec:
+            out.append([title, [[printable(k), "—" if v is None else plain(v)
+                                 if not isinstance(v, (dict, list)) else printable(v)]
+                                for k, v in sec.items()]])
+    return out
+
+
+def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
+              title: str = "laya-tui report", workspace: str | None = None) -> dict[str, Any]:
+    """Everything the page's script draws, formatted."""
+    read = _Reader(workspace)
+    probes = [p for p in as_list(report.get("probes")) if isinstance(p, dict)]
+    _failing_sites_first(probes, read)
+    details: dict[str, Any] = {}
+    data: dict[str, Any] = {
+        "header": _header(report, title, len(probes)),
+        "gates": _gates(report),
+        "probes": _probes(probes, details, read),
+        "logs": [log_text(str(p.get("log_tail") or ""), None) for p in probes],
+        "signals": _table(probes, details, read),
+        "matrix": _matrix(probes),
+        "tolerance": _tolerance(probes),
+        "environment": _environment(report),
+        "errors": [[printable(f"{e.get('file')}:{e['line']}" if e.get("line") else
+                              e.get("file")), printable(e.get("error"))]
+                   for e in as_list(report.get("errors")) if isinstance(e, dict)],
+        "status_legend": [list(x) for x in STATUS_LEGEND],
+    }
+    if diff is not None:
+        dprobes = [p for p in as_list(diff.get("probes")) if isinstance(p, dict)]
+        ddetails: dict[str, Any] = {}
+        sec = as_dict(diff.get("diff"))
+        pr = as_dict(sec.get("probes"))
+        versions = ", ".join(f"{k} {v.get('before')} → {v.get('after')}" for k, v in
+                             as_dict(sec.get("environment")).items() if isinstance(v, dict))
+        data["diff"] = {
+            "counts": [f"{len(as_list(sec.get('regressions')))} regression(s)",
+                       f"{len(as_list(sec.get('improvements')))} improvement(s)",
+                       f"{len(as_list(sec.get('notes')))} note(s)",
+                       f"; {pr.get('compared', '?')} probe(s) compared ({pr.get('before', '?')}"
+                       f" before, {pr.get('after', '?')} after)"],
+            "versions": printable(versions), "gates": _gates(diff),
+            "signals": _table(dprobes, ddetails, read),
+            "probes": [printable(p.get("id")) for p in dprobes],
+            "logs": [log_text(str(p.get("log_tail") or ""), None) for p in dprobes],
+            "details": ddetails}
+    data["details"] = details
+    data["excerpts"] = read.excerpts
+    data["files"] = read.files
+    return data
+

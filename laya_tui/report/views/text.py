@@ -1,0 +1,116 @@
+"""Text and numbers as every view shows them: the dashboard, the HTML page and the terminal
+summary format with these, so a value reads the same everywhere. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from laya_tui.core.logtext import printable
+from laya_tui.core.signals import format_site
+
+__all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line",
+           "pass_seconds", "plain", "printable", "short_site", "site_text", "yes_no"]
+
+def one_line(text: Any, limit: int = 300) -> str:
+    """The first line of ``text`` (printable), at most ``limit`` characters."""
+    if text is None:
+        return ""
+    s = printable(text)
+    if "\n" not in s:  # the usual one-liner
+        s = s.strip()
+        return s if len(s) <= limit else s[: limit - 1] + "…"
+    lines = s.strip().splitlines()
+    first = lines[0] if lines else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def human_bytes(n: int | float | None) -> str:
+    """``1536`` -> ``1.5 KiB``; empty for None (or anything that is not a number)."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return ""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def exact_bytes(n: Any) -> str:
+    """``1.5 MiB  (1,572,864 B)``: the short form and the exact count."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return printable(n)
+    return f"{human_bytes(n)}  ({int(n):,} B)"
+
+
+def human_seconds(s: Any) -> str:
+    """A short duration: ``4.2 ms``, ``0.31 s``, ``3.2 s``, ``42 s``, ``2m05s`` (empty for
+    None); below 0.1 s in ms (µs below 1 ms), so a fast stage is not ``0.00 s``."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool):
+        return "" if s is None else printable(s)
+    if not math.isfinite(s):
+        return f"{s} s"
+    if s < 0.1:
+        return f"{s * 1e6:.0f} µs" if s < 1e-3 else f"{s * 1000:.1f} ms"
+    if s < 10:
+        return f"{s:.2f} s" if s < 1 else f"{s:.1f} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{int(s // 60)}m{int(s % 60):02d}s"
+
+
+def pass_seconds(s: Any) -> str:
+    """A compiler pass's seconds: milliseconds below one second (most passes take a few)."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool):
+        return printable(s)
+    return f"{s * 1000:.1f} ms" if s < 1 else human_seconds(s)
+
+
+def number(value: Any) -> str:
+    """A tolerance value, a limit or a measurement: 4 significant digits, scientific
+    notation outside [1e-3, 1e4); integers as they are; empty for None."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int)):
+        return str(value)
+    if not isinstance(value, float):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return one_line(value)
+    if value != value:
+        return "nan"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if 1e-3 <= abs(value) < 1e4:
+        return f"{value:.4g}"
+    return f"{value:.3e}"
+
+
+def yes_no(value: Any) -> str:
+    """``passed``: yes / no / empty."""
+    return "yes" if value is True else "no" if value is False else ""
+
+
+def site_text(site: Any) -> str:
+    """``file:line(func)`` of a call site (printable), or an empty string."""
+    return printable(format_site(dict(site))) if isinstance(site, Mapping) else ""
+
+
+def short_site(site: Any) -> str:
+    """``file.py:12(func)`` with the folder dropped."""
+    return site_text(site).rsplit("/", 1)[-1]
+
+
+def plain(value: Any) -> str:
+    """Any value as one printable string (numbers formatted, None empty)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return number(value)
+    return printable(value)

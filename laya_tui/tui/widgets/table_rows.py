@@ -1,0 +1,344 @@
+"""The signal table's rows in display order, cheap at 200,000 rows (no Textual here).
+
+Two shapes (docs/architecture.md, 'The dashboard'):
+
+* **Unfiltered and unsorted** (the default): the table shows the model's own row lists of
+  the probes in scope, one after another (each already in arrival order). Changing scope is
+  O(probes), rows streaming in cost nothing here, and a display index maps to its row by a
+  bisect over the lists' running lengths.
+* **Filtered or sorted**: a list of the accepted rows with a parallel list of sort keys
+  (``(value, seq)`` sorted; ``(rank, seq)`` filtered only), built in budgeted steps: rows
+  are tested and keyed a chunk at a time, sorted in runs, then the runs merged.
+  A filter without a sort grows in display order, so the first matches show at once; a sort
+  is shown when it is done. Streamed rows are inserted by bisection.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
+
+from laya_tui.report.views.signals import haystack
+from laya_tui.tui.model import SignalRow
+
+Key = tuple[Any, int]
+#: rows tested (and keyed) per step of a build; the time budget is checked between steps
+BUILD_CHUNK = 512
+#: rows merged per step of a sort's merge
+MERGE_CHUNK = 1024
+#: rows sorted together into one run before the runs are merged (fewer runs: a cheaper merge)
+RUN_ROWS = 8_192
+_seq = attrgetter("seq")
+
+
+@dataclass(frozen=True)
+class TableFilter:
+    """Which rows show: one kind (or all), a text, only failing ones."""
+
+    text: str = ""
+    kind: str | None = None
+    only_failing: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.text or self.kind or self.only_failing)
+
+    def describe(self) -> str:
+        """``kind fallback · text 'x' · only failing`` (empty when none is set)."""
+        parts = [f"kind {self.kind}" if self.kind else "",
+                 f"text {self.text!r}" if self.text else "",
+                 "only failing" if self.only_failing else ""]
+        return " · ".join(p for p in parts if p)
+
+    def accepts(self, row: SignalRow) -> bool:
+        if self.kind is not None and row.sig.kind != self.kind:
+            return False
+        if self.only_failing and not row.failing:
+            return False
+        if self.text:
+            hay = row.hay
+            if hay is None:  # kept on the row: the next keystroke searches it again
+                hay = row.hay = haystack(row.sig, row.probe)
+            if self.text.lower() not in hay:
+                return False
+        return True
+
+
+class RowOrder:
+    """Display order of the table's rows (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.segments: list[list[SignalRow]] = []
+        self._seg_of: dict[str, int] = {}
+        self._ends: list[int] = []  # running lengths of the segments
+        self._dirty = True
+        self.listed = False  # True: the filtered/sorted list below is the order
+        self.rows: list[SignalRow] = []
+        self.keys: list[Key] = []
+        self.reverse = False
+        self.key_of: Callable[[SignalRow], Key] | None = None
+        self._build: _Build | None = None
+        #: bumped by every build: a row's ``tkey`` is ``(gen, key)``, the key it is listed
+        #: under in that generation; ``list_gen`` is the generation of the list shown (a
+        #: row of another generation is not in it)
+        self.gen = 0
+        self.list_gen = 0
+        self._pending_reverse = False
+
+    # -- shape ------------------------------------------------------------------------------
+    def show_segments(self, segments: list[tuple[str, list[SignalRow]]]) -> None:
+        """The unfiltered, unsorted order: these probes' lists, one after another."""
+        self.segments = [rows for _, rows in segments]
+        self._seg_of = {pid: i for i, (pid, _) in enumerate(segments)}
+        self._dirty = True
+        self.listed = False
+        self.rows, self.keys = [], []
+        self._build = None
+
+    def touch(self) -> None:
+        """The model's lists grew (rows streamed in)."""
+        self._dirty = True
+
+    def _offsets(self) -> list[int]:
+        if self._dirty:
+            total, ends = 0, []
+            for seg in self.segments:
+                total += len(seg)
+                ends.append(total)
+            self._ends, self._dirty = ends, False
+        return self._ends
+
+    def __len__(self) -> int:
+        if self.listed:
+            return len(self.rows)
+        ends = self._offsets()
+        return ends[-1] if ends else 0
+
+    def at(self, index: int) -> SignalRow | None:
+        """The row shown at display ``index`` (None past the end)."""
+        n = len(self)
+        if not 0 <= index < n:
+            return None
+        if self.reverse:
+            index = n - 1 - index
+        if self.listed:
+            return self.rows[index]
+        ends = self._ends
+        i = bisect_right(ends, index)
+        start = ends[i - 1] if i else 0
+        seg = self.segments[i]
+        off = index - start
+        return seg[off] if off < len(seg) else None
+
+    def index_of(self, row: SignalRow) -> int | None:
+        """Where ``row`` is shown, None when it is not (filtered out, gone)."""
+        if self.listed:
+            i = self._find(row)
+            if i is None:
+                return None
+            return len(self.rows) - 1 - i if self.reverse else i
+        s = self._seg_of.get(row.probe)
+        if s is None or s >= len(self.segments):
+            return None
+        seg = self.segments[s]
+        i = bisect_left(seg, row.seq, key=_seq)
+        if i < len(seg) and seg[i] is row:
+            ends = self._offsets()
+            at = (ends[s - 1] if s else 0) + i
+            return len(self) - 1 - at if self.reverse else at
+        return None
+
+    def _find(self, row: SignalRow) -> int | None:
+        """The storage index of ``row`` in the list, by the key it went in under."""
+        t = row.tkey
+        if t is None or t[0] != self.list_gen:
+            return None
+        i = bisect_left(self.keys, t[1])
+        return i if i < len(self.rows) and self.rows[i] is row else None
+
+    def _keyed(self, row: SignalRow) -> Key:
+        assert self.key_of is not None
+        k = self.key_of(row)
+        row.tkey = (self.list_gen, k)
+        return k
+
+    # -- the list: built in steps, then kept by bisection ---------------------------------
+    def begin(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
+              key_of: Callable[[SignalRow], Key], *, sort: bool, reverse: bool,
+              total: int) -> None:
+        """Start building the filtered/sorted list of ``total`` rows from ``source`` (in
+        the segments' display order; ``accept`` None: every row); :meth:`step` does the
+        work. A filter alone is shown
+        as it grows; a sort replaces the order shown when it is done."""
+        self.gen += 1
+        gen = self.gen
+
+        def keyed(row: SignalRow) -> Key:
+            k = key_of(row)
+            row.tkey = (gen, k)
+            return k
+
+        self._build = _Build(source, accept, keyed if not sort else key_of, sort, total, gen)
+        if not sort:  # grows in display order: shown from the first step on
+            self.listed, self.key_of, self.reverse = True, key_of, reverse
+            self.list_gen = gen
+            self.rows, self.keys = [], []
+            self._build.rows, self._build.keys = self.rows, self.keys
+        self._pending_reverse = reverse
+
+    @property
+    def building(self) -> bool:
+        return self._build is not None
+
+    @property
+    def progress(self) -> float:
+        """How far the build is (0..1), 1 when none runs."""
+        b = self._build
+        if b is None:
+            return 1.0
+        return b.progress()
+
+    def step(self, budget: float | None) -> bool:
+        """Build for about ``budget`` seconds (None: to the end); True when done."""
+        b = self._build
+        if b is None:
+            return True
+        done = b.run(budget)
+        if done:
+            self._build = None
+            if b.sort:
+                self.listed, self.key_of, self.list_gen = True, b.key_of, b.gen
+                self.reverse = self._pending_reverse
+                self.rows, self.keys = b.rows, b.keys
+        return done
+
+    def insert(self, row: SignalRow) -> bool:
+        """Put ``row`` in the list at its key (False: it is there already)."""
+        if self._find(row) is not None:
+            return False
+        k = self._keyed(row)
+        i = bisect_left(self.keys, k)
+        self.keys.insert(i, k)
+        self.rows.insert(i, row)
+        return True
+
+    def extend(self, rows: list[SignalRow]) -> int | None:
+        """Put a burst of rows in (those listed already are skipped); returns the lowest
+        storage index that changed, None when none went in."""
+        fresh = [r for r in rows if self._find(r) is None]
+        if not fresh:
+            return None
+        pairs = sorted((self._keyed(r), r) for r in fresh)
+        if not self.keys or pairs[0][0] > self.keys[-1]:  # arrival order: at the end
+            first = len(self.keys)
+            self.keys.extend(k for k, _ in pairs)
+            self.rows.extend(r for _, r in pairs)
+            return first
+        first = len(self.keys)
+        for k, r in pairs:
+            i = bisect_left(self.keys, k)
+            self.keys.insert(i, k)
+            self.rows.insert(i, r)
+            first = min(first, i)
+        return first
+
+    def remove(self, row: SignalRow) -> bool:
+        """Take ``row`` out of the list (found by the key it went in under)."""
+        i = self._find(row)
+        if i is None:
+            return False
+        del self.keys[i]
+        del self.rows[i]
+        row.tkey = None
+        return True
+
+
+class _Build:
+    """One budgeted build of the filtered/sorted list."""
+
+    def __init__(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
+                 key_of: Callable[[SignalRow], Key], sort: bool, total: int,
+                 gen: int) -> None:
+        self.source, self.accept, self.key_of = source, accept, key_of
+        self.sort, self.gen = sort, gen
+        self.rows: list[SignalRow] = []
+        self.keys: list[Key] = []
+        self.chunks: list[list[tuple[Any, int, SignalRow]]] = []
+        self.unsorted: list[tuple[Any, int, SignalRow]] = []  # rows keyed, not sorted yet
+        self.merge: Iterator[tuple[Any, int, SignalRow]] | None = None
+        self.seen = 0
+        self.total = total
+        self.merged = 0
+        self.exhausted = False
+
+    def progress(self) -> float:
+        if not self.sort:
+            return 0.0 if self.total == 0 else min(1.0, self.seen / self.total)
+        if not self.exhausted:
+            return 0.0 if self.total == 0 else 0.7 * min(1.0, self.seen / self.total)
+        n = sum(len(c) for c in self.chunks) or 1
+        return 0.7 + 0.3 * min(1.0, self.merged / n)
+
+    def run(self, budget: float | None) -> bool:
+        deadline = None if budget is None else time.perf_counter() + budget
+        while not self.exhausted:
+            self._scan()
+            if deadline is not None and time.perf_counter() > deadline:
+                return False
+        if not self.sort:
+            return True
+        if self.merge is None:
+            # flat (value, seq, row): compared in C, and the seq is unique, so rows never are
+            self.merge = heapq.merge(*self.chunks)
+        keys, rows, merge, gen = self.keys, self.rows, self.merge, self.gen
+        while True:
+            n = 0
+            for v, q, r in merge:
+                k = (v, q)
+                keys.append(k)
+                rows.append(r)
+                r.tkey = (gen, k)
+                n += 1
+                if n == MERGE_CHUNK:
+                    break
+            self.merged += n
+            if n < MERGE_CHUNK:
+                return True
+            if deadline is not None and time.perf_counter() > deadline:
+                return False
+
+    def _scan(self) -> None:
+        accept, key_of, source = self.accept, self.key_of, self.source
+        chunk = self.unsorted
+        n = 0
+        if accept is None:  # a sort of every row
+            for row in source:
+                n += 1
+                v, q = key_of(row)
+                chunk.append((v, q, row))
+                if n == BUILD_CHUNK:
+                    break
+        else:
+            for row in source:
+                n += 1
+                if accept(row):
+                    if self.sort:
+                        v, q = key_of(row)
+                        chunk.append((v, q, row))
+                    else:
+                        self.keys.append(key_of(row))
+                        self.rows.append(row)
+                if n == BUILD_CHUNK:
+                    break
+        self.seen += n
+        if n < BUILD_CHUNK:
+            self.exhausted = True
+        if chunk and (len(chunk) >= RUN_ROWS or self.exhausted):
+            chunk.sort()  # (value, seq, row): the seq is unique, rows never compared
+            self.chunks.append(chunk)
+            self.unsorted = []
