@@ -106,7 +106,7 @@ def device_reason() -> str | None:
     if reason is None:
         import torch
 
-        if not torch.rbln.is_available():
+        if not torch.rbln.is_available():  # type: ignore[attr-defined]
             reason = ("torch.rbln.is_available() is False: the RBLN runtime loads but no NPU "
                       "is usable here (a compile-only host, or RBLN_* settings)")
     _device.append(reason)
@@ -146,7 +146,7 @@ def map_dump(dump: dict[str, Any], region: str, *, phase: str | None = None,
     extras: list[dict[str, Any]] = []
     notes = _notes(dump)
     trace = dump.get("trace_by_op") or {}
-    base = {"region": region, "phase": phase, "backend": "rbln"}
+    base: dict[str, Any] = {"region": region, "phase": phase, "backend": "rbln"}
     if trace and resolver is None:
         resolver = SiteResolver()
 
@@ -324,7 +324,8 @@ class RblnRegion:
         if self._cap is not None:
             self._cap.__enter__()
         self.dynamo.start()
-        self._p = torch.rbln.explain(with_stack=self.with_stack)
+        self._p = torch.rbln.explain(  # type: ignore[attr-defined]
+            with_stack=self.with_stack)
         self._t0 = time.perf_counter()
         self._p.__enter__()
         return self

@@ -82,7 +82,8 @@ class SiteResolver:
         if self._by_module is None:
             files = self._module_files
             if files is None:
-                files = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+                files = [f for m in list(sys.modules.values())
+                         if isinstance(f := getattr(m, "__file__", None), str)]
             index: dict[str, list[str]] = {}
             for f in files:
                 if f and f.endswith(".py"):

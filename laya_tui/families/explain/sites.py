@@ -81,7 +81,7 @@ def _in_inductor_cache(filename: str) -> bool:
     """Under ``$TORCHINDUCTOR_CACHE_DIR`` (torch sets it once it resolves its cache folder;
     a user may name any folder, without "torchinductor" in it)."""
     root = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    return bool(root) and filename.startswith(os.path.join(os.path.abspath(root), ""))
+    return bool(root) and filename.startswith(os.path.join(os.path.abspath(root or "."), ""))
 
 
 def classify_file(filename: str) -> int:

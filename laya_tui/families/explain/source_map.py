@@ -80,12 +80,12 @@ def loaded_path(file: str, line: int | None = None, func: str | None = None) -> 
 
     global _loaded
     if _loaded[0] != len(sys.modules):
-        files = {os.path.realpath(f) for m in list(sys.modules.values())
-                 if isinstance(f := getattr(m, "__file__", None), str)}
+        files = frozenset(os.path.realpath(f) for m in list(sys.modules.values())
+                          if isinstance(f := getattr(m, "__file__", None), str))
         by_name: dict[str, list[str]] = {}
         for f in files:
             by_name.setdefault(os.path.basename(f), []).append(f)
-        _loaded = (len(sys.modules), frozenset(files), by_name)
+        _loaded = (len(sys.modules), files, by_name)
     _, files, by_name = _loaded
     real = os.path.realpath(file)
     if real in files:
