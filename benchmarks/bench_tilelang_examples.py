@@ -272,6 +272,14 @@ def _run_fresh(failing: list[dict[str, Any]], jobs: int,
         return dict(pool.map(one, failing))
 
 
+def _same(a: str, b: str) -> bool:
+    """The same diagnostic, object addresses aside (``(0x33b36780 vs. 0x33aeb0a0)``)."""
+    import re
+
+    hexes = re.compile(r"0x[0-9a-fA-F]+")
+    return hexes.sub("0x?", a) == hexes.sub("0x?", b)
+
+
 def _judge(failing: list[dict[str, Any]], results: dict[str, tuple[int, str]]
            ) -> dict[str, Any]:
     agree: list[dict[str, Any]] = []
@@ -279,7 +287,7 @@ def _judge(failing: list[dict[str, Any]], results: dict[str, tuple[int, str]]
     for cell in failing:
         code, text = results.get(cell["id"], (5, ""))
         last = text.strip().splitlines()[-1] if text.strip() else ""
-        (agree if code == 1 and last == cell["reason"] else disagree).append(
+        (agree if code == 1 and _same(last, cell["reason"]) else disagree).append(
             {"id": cell["id"], "stage": cell["stage"], "reason": cell["reason"],
              "repro_exit": code, "repro_said": last[:300]})
     return {"agree": len(agree), "disagree": disagree}

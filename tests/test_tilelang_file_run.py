@@ -389,3 +389,65 @@ def test_a_pyproject_table_wins_over_what_the_file_builds(tl: Any, tmp_path: Pat
         "pyproject tests/fixtures/run_kernels/argparse_scale.py::scale"
     assert d["arg_sources"]["N"].startswith("argparse default --n")
     assert d["outcome"] in ("built", "ran")
+
+
+@needs_cc
+def test_a_kernel_fed_by_another_kernel_is_not_checked_on_stand_in_numbers(
+        tl: Any, tmp_path: Path) -> None:
+    """plus_one's input is double's output: during the capture that is a stand-in's zeros,
+    so the file's check (against x * 2 + 1) cannot be made with it. The cell says so instead
+    of reporting a tolerance failure the file's own run does not have."""
+    import torch
+
+    status, signals = _run("chained.plus_one[c,fp32]", tmp_path)
+    low = _lowering(signals)
+    assert status == "ok" and low["detail"]["outcome"] == "built", low.get("reason")
+    assert low["detail"]["run_skipped"].startswith(
+        "the file's inputs to this kernel come from another TileLang kernel (double)")
+    assert low["detail"]["not_run"] == "inputs made by another kernel"
+    assert not [s for s in signals if s["kind"] == "tolerance"]
+    # the first kernel is checked by nothing of the file's own; and the file itself passes
+    # with TileLang's real kernels
+    cap = _capture("chained.py")
+    assert [str(b.obj) for b in cap.builds] == ["double", "plus_one"]
+    import tilelang
+
+    x = torch.randn(16, 8)
+    real = [tilelang.compile(b.func, target="c") for b in cap.builds]
+    torch.testing.assert_close(real[1](real[0](x)), x * 2 + 1)
+
+
+def test_a_run_out_of_gpu_memory_is_no_finding(tl: Any) -> None:
+    """torch's own OutOfMemoryError (and cuBLAS failing to allocate) at the run stage: the
+    kernel was not examined (status error), never a failed cell."""
+    import torch
+
+    from laya_tui.families.tilelang.cell import _unexamined
+    from laya_tui.families.tilelang.cell_state import CellState, StageFailed
+    from laya_tui.families.tilelang.diagnostics import from_exception
+
+    state = CellState("k", "cuda", "float16", None, str(RUN / "chained.py"), "jit", stage="run")
+    for exc in (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB."),
+                RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                             "`cublasCreate(handle)`")):
+        diag = from_exception(exc, stage="run", target="cuda", kernel_file=state.file)
+        assert _unexamined(state, StageFailed(diag))
+    wrong = from_exception(RuntimeError("misaligned address"), stage="run", target="cuda",
+                           kernel_file=state.file)
+    assert not _unexamined(state, StageFailed(wrong))
+
+
+def test_an_fp8_output_is_compared_within_fp8_s_own_step(tl: Any) -> None:
+    """A kernel that rounds to e4m3 differently from torch's cast is one fp8 step off (32
+    near 448): within the fp8 limit, though far past fp32's."""
+    import torch
+
+    from laya_tui.families.tilelang.reference import LIMITS
+
+    x = torch.linspace(256, 448, 97)
+    near = x.to(torch.float8_e4m3fn).float()
+    other = (x - 16).clamp(min=256).to(torch.float8_e4m3fn).float()  # one step down at most
+    diff = float((near - other).abs().max())
+    assert diff == 32.0
+    limit = LIMITS["float8_e4m3"] * max(1.0, float(near.abs().max()))
+    assert diff <= limit and diff > LIMITS["float32"] * 448

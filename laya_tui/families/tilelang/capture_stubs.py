@@ -47,6 +47,10 @@ class KernelCallRecord:
     ref_program: Any = None  # profiler.assert_allclose's reference program
     ref_options: dict[str, Any] = field(default_factory=dict)
     supply_type: Any = None
+    kernel: str = ""  # the kernel's function name
+    #: the kernel whose stand-in produced one of this call's inputs (its numbers are not the
+    #: file's: nothing may be compared on them)
+    inputs_from: str | None = None
 
 
 def torch_dtype(name: str) -> Any:
@@ -98,6 +102,10 @@ class StubKernel:
         self.config = config
         self.latency = 1.0  # a file printing TFLOPS divides by it
         self.ref_latency = 1.0
+        if not record.kernel:
+            attrs = getattr(func, "attrs", None)
+            record.kernel = str(attrs["global_symbol"]) if attrs is not None and \
+                "global_symbol" in attrs else str(getattr(func, "__name__", "a kernel"))
 
     # -- the calls a file makes on a kernel -----------------------------------------------
     def __call__(self, *tensors: Any, **kwargs: Any) -> Any:
@@ -106,6 +114,11 @@ class StubKernel:
         rec = self._record
         if not rec.inputs:
             rec.inputs = list(tensors)
+            for t in tensors:  # made by another kernel's stand-in: zeros, not the file's data
+                hit = self._registry.get(id(t))
+                if hit is not None and hit[2] is t and hit[0] is not rec:
+                    rec.inputs_from = hit[0].kernel or "another kernel"
+                    break
         outs = self._outputs(tensors)
         for i, t in enumerate(outs):
             self._registry[id(t)] = (rec, i, t)

@@ -104,6 +104,10 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
         if _unexamined(state, failed):
             state.outcome = NOT_EXAMINED
             _emit_summary(ctx, state)
+            if state.stage == "run":
+                ctx.error(f"could not run {state.name}: the GPU ran out of memory (other "
+                          f"processes may hold it; not a finding about the kernel): "
+                          f"{failed.diag.line}")
             what = "import" if state.stage == "import" else "build the kernel object of"
             ctx.error(f"could not {what} {os.path.basename(file)}: {failed.diag.exception}: "
                       f"{failed.diag.line}")
@@ -137,10 +141,19 @@ def _plain_fix(fix: str) -> str:
     return _PLAIN_FIXES.get(head, head)
 
 
+#: a run that failed for want of device memory says nothing about the kernel
+_OUT_OF_MEMORY = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
+
+
 def _unexamined(state: CellState, failed: StageFailed) -> bool:
-    """The file did not import, a factory raised, or a jit kernel refused its arguments."""
+    """The file did not import, a factory raised, a jit kernel refused its arguments, or
+    the GPU had no memory left to run it."""
     if state.stage == "import":
         return True
+    if state.stage == "run":
+        text = f"{failed.diag.exception}: {failed.diag.line}"
+        return failed.diag.exception == "OutOfMemoryError" or any(
+            k in text for k in _OUT_OF_MEMORY)
     if state.stage != "factory":
         return False
     if state.kind == "factory" or failed.diag.exception == "LookupError":

@@ -51,12 +51,20 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     inline = record is not None and bool(record.checks) and bool(record.inputs) and \
-        _on_device(record.inputs, state.device) and all(c.trusted for c in record.checks)
+        _on_device(record.inputs, state.device) and all(c.trusted for c in record.checks) \
+        and record.inputs_from is None
     if own and record is not None and (record.ref_program is not None or inline):
         kernel = built.kernel if built.kind == "kernel" else _load(func, artifact, tgt, built,
                                                                    call)
         _run_own_check(ctx, state, kernel, record, artifact.params,
                        call.out_idx if call is not None else None)
+        return
+    if example is None and record is not None and record.inputs_from is not None:
+        state.extra["run_skipped"] = (
+            f"the file's inputs to this kernel come from another TileLang kernel "
+            f"({record.inputs_from}), which the capture does not run: lowered and built only")
+        state.extra["not_run"] = "inputs made by another kernel"
+        ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     if example is None:
         state.extra["run_skipped"] = (
