@@ -118,6 +118,8 @@ def run_laya(folders: list[Path], out: Path, args: argparse.Namespace) -> tuple[
 
 def _cause(status: str, reason: str) -> str:
     if status == "error":
+        if "the GPU ran out of memory" in reason:
+            return "GPU out of memory (shared by the shards)"
         for key in ("kernel arguments unknown", "could not import",
                     "could not build the kernel object"):
             if key in reason:
@@ -148,7 +150,8 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
         low = next((s for s in p["signals"] if s["kind"] == "lowering"), None)
         d = (low or {}).get("detail") or {}
         reason = p.get("reason") or (low or {}).get("reason") or ""
-        if d.get("outcome") in REACHED:
+        # a cell that lowered and built but found no GPU memory to run reached TileLang
+        if d.get("outcome") in REACHED or (p["status"] == "error" and d.get("stage") == "run"):
             reached += p in called
             lowered += p in called and d.get("stage") not in ("factory", "import")
         if p["status"] == "skipped":

@@ -269,6 +269,19 @@ def test_a_kernel_whose_trace_raises_in_the_files_run_is_a_finding(tl: Any,
     _assert_repro(low, tmp_path)
 
 
+def test_a_typeerror_raised_by_the_kernel_s_own_body_is_a_finding(tl: Any,
+                                                                  tmp_path: Path) -> None:
+    """T.gemm(..., k_pack=2) on a TileLang without k_pack: the same TypeError as `python
+    file.py`, at the kernel's line; only a TypeError binding the kernel's own arguments
+    means laya-tui could not examine it."""
+    status, signals = _run("api_drift[cuda,fp16]", tmp_path)
+    low = _lowering(signals)
+    assert status == "failed", low.get("reason")
+    assert low["reason"] == "gemm() got an unexpected keyword argument 'k_pack'"
+    assert low["site"]["line"] == _line(RUN / "api_drift.py", "T.gemm(A_s, B_s, C_l")
+    _assert_repro(low, tmp_path)
+
+
 def test_a_helper_nothing_calls_is_skipped_with_the_exact_lines(tl: Any, tmp_path: Path) -> None:
     status, signals = _run("helper_kernel.unused_helper[c,fp32]", tmp_path)
     assert signals == []

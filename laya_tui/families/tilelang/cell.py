@@ -158,7 +158,22 @@ def _unexamined(state: CellState, failed: StageFailed) -> bool:
         return False
     if state.kind == "factory" or failed.diag.exception == "LookupError":
         return True  # a factory raised, or the kernel is gone from its file
-    return failed.diag.exception == "TypeError" and "argument" in failed.diag.line
+    return failed.diag.exception == "TypeError" and "argument" in failed.diag.line and \
+        not _raised_in_file(failed.__cause__, state.file)
+
+
+def _raised_in_file(exc: BaseException | None, path: str) -> bool:
+    """Whether ``exc`` passed through a frame of the kernel file: a TypeError raised by the
+    kernel's own body (``T.gemm(..., k_pack=2)`` on a TileLang without ``k_pack``) is a
+    finding, as ``python file.py`` shows; one raised binding the kernel's arguments never
+    enters the file (the cell calls the kernel itself)."""
+    real = os.path.realpath(path)
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == real:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _failure_files(ctx: Any, state: CellState, call: KernelCall | None) -> None:
