@@ -1,16 +1,18 @@
 """The TileLang lowering matrix: every kernel x target (c, cuda) x dtype x specialization.
 
-Each cell imports its kernel, lowers it (``tilelang.lower(..., enable_device_compile=False)``),
-builds it (the C++ compiler for ``c``, nvcc for ``cuda``), runs it where it can (``c`` on the
-CPU, ``cuda`` on a GPU) and compares it with the kernel's torch fp32 reference; a failing
-stage reports its first real diagnostic. Kernels come from ``--kernels DIR`` (default
-``./kernels``): factory modules (``gemm_kernel(N, K, *, cpu=False, dtype=...)`` plus an
-``example()``) and TileLang files written like TileLang's examples, where every
-``@tilelang.jit`` function (``@autotune`` on top too) and module-level ``PrimFunc`` is a
-kernel, built with the arguments :mod:`laya_tui.families.tilelang.kernel_args` finds (pyproject's
-``[tool.laya-tui.kernel-args]``, ``LAYA_ARGS``, the file's own literal calls, the first
-autotune config) and compared with the file's ``ref_program`` when it runs. A kernel whose
-arguments are unknown or whose file does not import ends with status ``error``.
+Each cell lowers its kernel (``tilelang.lower(..., enable_device_compile=False)``), builds it
+with the execution backend ``tilelang.compile`` would use (the C++ compiler for ``c``, a
+``tvm_ffi`` JITKernel with nvcc for ``cuda``), runs it where it can (``c`` on the CPU,
+``cuda`` on a GPU) and compares it with its reference; a failing stage reports its first
+real diagnostic. Kernels come from ``--kernels DIR`` (default ``./kernels``): factory
+modules (``gemm_kernel(N, K, *, cpu=False, dtype=...)`` plus an ``example()``, compared
+with the torch fp32 reference) and TileLang files written like TileLang's examples, where
+every ``@tilelang.jit`` function, module-level ``PrimFunc`` and PrimFunc maker is a kernel,
+examined as the file's own run builds it (:mod:`laya_tui.families.tilelang.capture`) and
+compared with the file's own check; the file's syntax tree
+(:mod:`laya_tui.families.tilelang.static_args`) and pyproject's
+``[tool.laya-tui.kernel-args]`` give what the run does not. A kernel the file calls whose
+arguments are unknown, or whose file does not import, ends with status ``error``.
 
 ``<kernel>[cpu-vs-gpu,<dtype>]`` cells run a factory kernel's cpu specialization (``c``,
 fp32) and its gpu specialization (``cuda``, fp16/bf16) on the same dtype-rounded inputs and

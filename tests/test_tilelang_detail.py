@@ -72,3 +72,18 @@ def test_o_opens_the_ir_at_the_implicated_buffer(tmp_path: Path) -> None:
     assert path == sig["detail"]["ir_before"]
     assert IR.splitlines()[line - 1].strip().startswith("C_local = T.sblock_alloc_buffer")
     assert tilelang_editor_target({"outcome": "ran"}) is None
+
+
+def test_how_the_file_builds_the_kernel_has_its_own_section(tmp_path: Path) -> None:
+    sig = _signal(tmp_path)
+    sig["detail"].update(
+        built_by={"entry": "the __main__ block", "site": "main() at line 12", "builds": 1},
+        file_run={"entries": ["the __main__ block: stopped (every kernel of the file is "
+                              "built)"], "seconds": 0.4},
+        execution_backend="tvm_ffi", out_idx=[-1], reference="the file's own check")
+    text = " ".join(_text(sig).split())  # columns collapsed to single spaces
+    assert "as the file builds it built by entry the __main__ block, site main() at line " \
+           "12, builds 1 execution_backend tvm_ffi out_idx [-1] reference the file's own " \
+           "check the file's run the __main__ block: stopped (every kernel of the file is " \
+           "built)" in text
+    assert "more detail" not in text

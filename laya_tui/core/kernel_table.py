@@ -11,8 +11,15 @@ DTYPE_NAMES = {
     "bfloat16": "bfloat16", "float64": "float64", "double": "float64", "int32": "int32",
     "int64": "int64", "int8": "int8", "int16": "int16", "uint8": "uint8", "bool": "bool",
     "float8_e4m3": "float8_e4m3", "float8_e5m2": "float8_e5m2", "fp32": "float32",
-    "fp16": "float16", "bf16": "bfloat16",
+    "fp16": "float16", "bf16": "bfloat16", "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "int4": "int4", "uint4": "uint4", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "float4_e2m1fn": "float4_e2m1fn", "int2": "int2",
 }
+
+
+#: TileLang's execution backends a kernel table may name (``execution-backend``)
+EXECUTION_BACKENDS = ("auto", "tvm_ffi", "cython", "nvrtc", "torch", "cutedsl")
 
 
 def validate_tables(value: Any, where: str) -> dict[str, dict[str, Any]]:
@@ -38,4 +45,8 @@ def validate_tables(value: Any, where: str) -> dict[str, dict[str, Any]]:
                 raise ValueError(f"{here} dtypes: unknown dtype {d!r}")
         if "dtype-arg" in table and not isinstance(table["dtype-arg"], str):
             raise ValueError(f"{here} dtype-arg: expected the name of the dtype argument")
+        backend = table.get("execution-backend")
+        if backend is not None and backend not in EXECUTION_BACKENDS:
+            raise ValueError(f"{here} execution-backend: unknown backend {backend!r} "
+                             f"(known: {', '.join(EXECUTION_BACKENDS)})")
     return value

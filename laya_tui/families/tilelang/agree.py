@@ -15,19 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from laya_tui.families.tilelang.cell import (
+from laya_tui.families.tilelang.cell_state import (
     INSTALL_HINT,
     SEED,
     CellState,
     StageFailed,
-    build_stage,
-    compare_outputs,
     factory_site,
-    launch,
-    lower_stage,
-    trace_stage,
 )
 from laya_tui.families.tilelang.discover import DTYPES
+from laya_tui.families.tilelang.run_stage import compare_outputs, launch
+from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
 #: The dtypes the gpu specialization is compared in (fp32 is the cpu specialization's own).
 AGREE_DTYPES = ("float16", "bfloat16")
@@ -104,6 +101,7 @@ def run_agreement(ctx: Any, *, kernel: str, file: str, dtype: str, factory: str 
             if spec == "cpu":  # the fp32 kernel gets the same dtype-rounded numbers
                 tensors = {k: v.float() if v.is_floating_point() else v
                            for k, v in tensors.items()}
+            assert built is not None  # ctx.skip raised above otherwise
             launch(state, func, artifact, tgt, built, tensors)
             outputs[spec] = example.actual(tensors)
         except StageFailed as failed:

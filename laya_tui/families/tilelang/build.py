@@ -156,12 +156,14 @@ def build_library(code: str, target: Any, root: str, *, link: bool = True) -> Bu
     return BuildResult(False, cmd, seconds, src, None, output, rc, linked=link)
 
 
-def load_kernel(func: Any, artifact: Any, target: Any, code: str, lib_path: str) -> Any:
-    """A callable kernel over a built library (TileLang's cython adapter, no rebuild)."""
+def load_kernel(func: Any, artifact: Any, target: Any, code: str, lib_path: str,
+                out_idx: Any = None) -> Any:
+    """A callable kernel over a built library (TileLang's cython adapter, no rebuild);
+    with ``out_idx`` it allocates and returns those outputs as ``tilelang.compile``'s does."""
     from tilelang.jit.adapter import CythonKernelAdapter
 
     adapter = CythonKernelAdapter.from_database(
-        params=artifact.params, result_idx=None, target=target, func_or_mod=func,
+        params=artifact.params, result_idx=out_idx, target=target, func_or_mod=func,
         host_kernel_source=code, device_kernel_source=artifact.kernel_source,
         kernel_lib_path=lib_path, pass_configs={})
     return adapter.func

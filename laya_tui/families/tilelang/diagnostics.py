@@ -358,4 +358,4 @@ def generated_line(source_path: str, file: str, line: int, col: int) -> str | No
                 candidates.append(text)
             current = (current[0] + 1, current[1])
     fitting = [c for c in candidates if len(c) >= col]
-    return (fitting or candidates or [None])[0]
+    return (fitting or candidates)[0] if (fitting or candidates) else None

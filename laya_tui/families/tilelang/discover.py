@@ -6,14 +6,12 @@ while it is being edited):
 
 * a **factory module** has a top-level function taking shapes and a ``cpu`` argument
   (``gemm_kernel(N, K, *, cpu=False, dtype=...)``): one cell per target x dtype x
-  specialization;
-* a **plain TileLang file**, written the way TileLang's own examples are: every
-  ``@tilelang.jit`` function (``@autotune`` stacked on it too) and every module-level
-  PrimFunc (``@T.prim_func`` or ``kernel = make(...)``) is a kernel with its own cells, one
-  per target, labelled with the dtype its arguments build it with and the specialization its
-  source uses. A file with one kernel names its cells after the file (``gemm[c,fp16,gpu]``),
-  a file with several after file and kernel (``rms_norm.rms_norm_splitk[...]``). A jit
-  kernel's arguments come from :mod:`laya_tui.families.tilelang.kernel_args`;
+  specialization (``gemm_kernel[c,bf16,gpu]``);
+* a **plain TileLang file**, written the way TileLang's own examples are
+  (:mod:`laya_tui.families.tilelang.plain_kernels`): every kernel gets one cell per target,
+  labelled with its own dtype and no specialization axis (``gemm[c,fp16]``). A file with
+  one kernel names its cells after the file, a file with several after file and kernel
+  (``rms_norm.rms_norm_splitk[c,fp32]``);
 * anything else (helpers such as ``common.py``, references) expands into nothing.
 """
 
@@ -22,41 +20,18 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-from laya_tui.families.tilelang import kernel_args as ka
+from laya_tui.families.tilelang.plain_kernels import LABELS, KernelEntry, plain_kernels
+
+__all__ = ["DTYPES", "LABELS", "SPECS", "TARGETS", "KernelEntry", "cell_label", "classify",
+           "find_kernels", "kernel_dirs", "kernel_files", "matrix_cells"]
 
 TARGETS: tuple[str, ...] = ("c", "cuda")
-#: dtype name -> the short label used in cell ids and signal details.
+#: the factories' dtype axis: dtype name -> its label
 DTYPES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 SPECS: tuple[str, ...] = ("gpu", "cpu")
-_GPU_MARKERS = ("alloc_fragment", "alloc_shared", "T.Parallel", "Pipelined", "threads=",
-                "T.gemm", "use_swizzle")
 _SKIP_FILES = {"__init__.py", "setup.py", "conftest.py"}
-
-
-@dataclass(frozen=True)
-class KernelEntry:
-    """One kernel found in a folder."""
-
-    name: str  # cell name: the factory name, or the file stem for plain files
-    file: str
-    kind: str  # "factory" | "jit" | "primfunc" | "file" (a plain file that does not parse)
-    factory: str | None = None
-    line: int | None = None  # where the factory (or the kernel object) is defined
-    dtype: str | None = None  # plain files: the dtype their source uses
-    spec: str | None = None  # plain files: "gpu" or "cpu" by the constructs used
-    broken: bool = False  # did not parse (the cells still exist and report the error)
-    obj: str | None = None  # plain files: the module attribute holding the kernel
-    key: str | None = None  # plain files: "path/file.py::kernel" (the pyproject table key)
-    args: dict[str, Any] = field(default_factory=dict)  # jit kernels: resolved arguments
-    arg_sources: dict[str, str] = field(default_factory=dict)
-    missing: tuple[str, ...] = ()  # jit kernels: required arguments nobody gives
-    dtypes: tuple[str, ...] = ()  # the pyproject table's dtypes (one cell each)
-    dtype_arg: str | None = None
-    targets: tuple[str, ...] = ()  # the pyproject table's targets
-    pass_configs: Any = None  # literal @tilelang.jit(pass_configs=...)
 
 
 def kernel_dirs(opts: dict[str, Any]) -> list[str]:
@@ -89,20 +64,6 @@ def _is_factory(fn: ast.FunctionDef) -> bool:
     return takes_cpu and (bool(shapes) or fn.name.endswith("_kernel"))
 
 
-def _decorator_text(fn: ast.FunctionDef, source: str) -> str:
-    return " ".join(ast.get_source_segment(source, d) or "" for d in fn.decorator_list)
-
-
-def _labels(source: str) -> tuple[str, str]:
-    """(dtype, spec) a plain file uses: its most frequent 16-bit dtype, if any, else float32
-    (fp32 alone is usually the accumulator); GPU constructs or not."""
-    counts = {dt: len(re.findall(rf"\b{dt}\b", source)) for dt in DTYPES}  # bfloat16 != float16
-    low = [d for d in ("float16", "bfloat16") if counts[d]]
-    dtype = max(low, key=lambda d: counts[d]) if low else "float32"
-    spec = "gpu" if any(m in source for m in _GPU_MARKERS) else "cpu"
-    return dtype, spec
-
-
 def classify(path: str, opts: dict[str, Any] | None = None) -> list[KernelEntry]:
     """The kernels one file defines (empty for helpers); plain files get their arguments
     resolved from ``opts`` (``kernel_args``, ``workspace``) and the file itself."""
@@ -126,69 +87,6 @@ def classify(path: str, opts: dict[str, Any] | None = None) -> list[KernelEntry]
     return plain_kernels(path, stem, source, tree, opts or {})
 
 
-def _has_prim_func(fn: ast.FunctionDef) -> bool:
-    return any(isinstance(n, ast.FunctionDef) and any(ka.is_prim_func_decorator(d)
-                                                      for d in n.decorator_list)
-               for n in ast.walk(fn) if n is not fn)
-
-
-def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
-                  opts: dict[str, Any]) -> list[KernelEntry]:
-    """Every ``@tilelang.jit`` function (``@autotune`` on top too) and module-level PrimFunc."""
-    module = ka.ModuleScope(tree)
-    jit_names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-                 and any(ka.is_jit_decorator(d) for d in n.decorator_list)}
-    found: list[tuple[str, ast.AST, str]] = []  # (object name, node, kind)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            decos = node.decorator_list
-            if any(ka.is_jit_decorator(d) for d in decos):
-                found.append((node.name, node, "jit"))
-            elif any(ka.is_prim_func_decorator(d) for d in decos):
-                found.append((node.name, node, "primfunc"))
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
-                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            callee = ast.unparse(node.value.func)
-            maker = module.functions.get(callee)
-            if callee in jit_names:
-                continue  # a call of a jit kernel (it runs it), not a kernel of its own
-            if (isinstance(maker, ast.FunctionDef) and _has_prim_func(maker)) or callee in (
-                    "tilelang.compile", "tl.compile", "T.prim_func", "tilelang.jit"):
-                found.append((node.targets[0].id, node, "primfunc"))
-    entries = []
-    workspace = opts.get("workspace")
-    lines = source.splitlines()
-    for obj, node, kind in found:
-        name = stem if len(found) == 1 else f"{stem}.{obj}"
-        # a kernel function is labelled by its own source; a PrimFunc built by a call
-        # (``kernel = make(64)``) by its file's
-        segment = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno]) \
-            if isinstance(node, ast.FunctionDef) else source
-        dtype, spec = _labels(segment)
-        entry = KernelEntry(name=name, file=path, kind=kind, line=node.lineno, dtype=dtype,
-                            spec=spec, obj=obj, key=ka.table_key(path, obj, workspace))
-        if kind == "jit" and isinstance(node, ast.FunctionDef):
-            sig = ka.kernel_signature(node, module)
-            res = ka.resolve(tree, sig, module, path, opts)
-            entry = replace(entry, args=res.values, arg_sources=res.sources,
-                            missing=tuple(res.missing), dtypes=tuple(res.dtypes or ()),
-                            dtype_arg=res.dtype_arg, targets=tuple(res.targets or ()),
-                            dtype=_arg_dtype(res.values, sig) or dtype,
-                            pass_configs=sig.jit_kwargs.get("pass_configs") or None)
-        entries.append(entry)
-    return entries
-
-
-def _arg_dtype(values: dict[str, Any], sig: ka.KernelSig) -> str | None:
-    """The dtype the resolved arguments build the kernel with (``dtype``, else ``*dtype``)."""
-    names = ["dtype"] + [p for p in sig.accepted if p.endswith("dtype") and "accum" not in p]
-    for n in names:
-        v = values.get(n)
-        if isinstance(v, str) and v in DTYPES:
-            return v
-    return None
-
-
 _DEF_RE = re.compile(r"^def\s+([A-Za-z]\w*)\s*\((?P<sig>[^)]*)\)", re.MULTILINE)
 
 
@@ -206,8 +104,9 @@ def _classify_text(path: str, stem: str, source: str) -> list[KernelEntry]:
     if factories:
         return factories
     if "prim_func" in source or "tilelang" in source and "jit" in source:
-        dtype, spec = _labels(source)
-        return [KernelEntry(name=stem, file=path, kind="file", dtype=dtype, spec=spec,
+        from laya_tui.families.tilelang.plain_kernels import source_dtype
+
+        return [KernelEntry(name=stem, file=path, kind="file", dtype=source_dtype(source),
                             broken=True)]
     return []
 
@@ -232,34 +131,38 @@ def find_kernels(dirs: list[str], opts: dict[str, Any] | None = None) -> list[Ke
     return found
 
 
-def cell_label(target: str, dtype: str, spec: str) -> str:
-    """``c,bf16,gpu``: the bracketed part of a cell id."""
-    return f"{target},{DTYPES.get(dtype, dtype)},{spec}"
+def cell_label(target: str, dtype: str, spec: str | None) -> str:
+    """``c,bf16,gpu`` (factories) or ``c,int8`` (plain kernels): a cell id's brackets."""
+    label = LABELS.get(dtype, dtype)
+    return f"{target},{label},{spec}" if spec else f"{target},{label}"
 
 
 def matrix_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
     """The cells of a run as plain dicts: ``{"id", "name", "deps", "kwargs"}``.
 
     Factories: target x dtype x specialization. Plain kernels: one cell per target (the
-    pyproject table's ``targets`` if it has them), labelled with the dtype their arguments
-    give (one cell per dtype of the table's ``dtypes``) and the specialization their source
-    uses.
+    pyproject table's ``targets`` if it has them), labelled with the kernel's own dtype
+    (one cell per dtype of the table's ``dtypes``).
     """
     cells = []
     for entry in find_kernels(kernel_dirs(opts), opts):
         base: dict[str, Any] = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
                                 "factory": entry.factory, "line": entry.line}
+        combos: list[tuple[str, str, str | None]]
         if entry.kind == "factory":
             combos = [(t, d, s) for t in TARGETS for d in DTYPES for s in SPECS]
         else:
             base["obj"] = entry.obj
-            if entry.kind == "jit":
+            base["key"] = entry.key
+            base["called"] = entry.called
+            if entry.kind in ("jit", "maker"):
                 base.update(args=entry.args, arg_sources=entry.arg_sources,
-                            missing=list(entry.missing), key=entry.key,
-                            dtype_arg=entry.dtype_arg, pass_configs=entry.pass_configs)
+                            missing=list(entry.missing), dtype_arg=entry.dtype_arg,
+                            pass_configs=entry.pass_configs, tuned=entry.tuned,
+                            execution_backend=entry.execution_backend)
             targets = list(entry.targets) or list(TARGETS)
             dtypes = list(entry.dtypes) or [entry.dtype or "float32"]
-            combos = [(t, d, entry.spec or "gpu") for t in targets for d in dtypes]
+            combos = [(t, d, None) for t in targets for d in dtypes]
         for target, dtype, spec in combos:
             cells.append({"id": cell_label(target, dtype, spec), "name": entry.name,
                           "deps": [entry.file],

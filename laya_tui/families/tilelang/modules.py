@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import types
@@ -57,6 +58,23 @@ def refresh(folder: str) -> bool:
     return changed
 
 
+def package_alias(folder: str) -> str | None:
+    """The private package a kernel folder with ``__init__.py`` is imported under (created,
+    without running its ``__init__``), or None for a plain folder."""
+    folder = os.path.realpath(folder)
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    refresh(folder)
+    alias = alias_for(folder)
+    if alias not in sys.modules:
+        pkg = types.ModuleType(alias)
+        pkg.__path__ = [folder]
+        pkg.__file__ = None
+        pkg.__package__ = alias
+        sys.modules[alias] = pkg
+    return alias
+
+
 def import_kernel_file(path: str) -> types.ModuleType:
     """Import (or return the current import of) the kernel module at ``path``."""
     path = os.path.realpath(path)
@@ -64,13 +82,7 @@ def import_kernel_file(path: str) -> types.ModuleType:
     stem = os.path.splitext(os.path.basename(path))[0]
     refresh(folder)
     alias = alias_for(folder)
-    if os.path.isfile(os.path.join(folder, "__init__.py")):
-        if alias not in sys.modules:
-            pkg = types.ModuleType(alias)
-            pkg.__path__ = [folder]  # type: ignore[attr-defined]
-            pkg.__file__ = None
-            pkg.__package__ = alias
-            sys.modules[alias] = pkg
+    if package_alias(folder) is not None:
         return importlib.import_module(f"{alias}.{stem}")
     name = f"{alias}_{stem}"
     mod = sys.modules.get(name)
@@ -94,10 +106,11 @@ def import_kernel_file(path: str) -> types.ModuleType:
 def loaded_files(folder: str) -> list[str]:
     """Source files of the modules currently imported from ``folder`` (for dependencies)."""
     prefix = alias_for(folder)
-    files = []
+    files: list[str] = []
     for name, mod in list(sys.modules.items()):
-        if name.startswith(prefix) and getattr(mod, "__file__", None):
-            files.append(os.path.realpath(mod.__file__))
+        file = getattr(mod, "__file__", None)
+        if name.startswith(prefix) and file:
+            files.append(os.path.realpath(file))
     return sorted(set(files))
 
 
@@ -106,9 +119,10 @@ def find_kernel_object(mod: types.ModuleType, name: str | None = None,
     """``(PrimFunc, jit object or None)`` for the kernel ``name`` of ``mod``.
 
     A ``@tilelang.jit`` function (``@autotune`` on top unwrapped to it) is traced with
-    ``args`` (``get_tir(**args)``, as ``kernel.compile(**args)`` would); a PrimFunc is taken
-    as it is. Without ``name``, the first such object at module level
-    (``tilelang.tools.compile_only``'s convention).
+    ``args`` (``get_tir(**args)``, as ``kernel.compile(**args)`` would); a maker (a function
+    returning a PrimFunc) is called with them; a PrimFunc is taken as it is. Without
+    ``name``, the first such object at module level (``tilelang.tools.compile_only``'s
+    convention).
     """
     from tilelang.jit import JITImpl
     from tilelang.language.eager import PrimFunc
@@ -125,6 +139,11 @@ def find_kernel_object(mod: types.ModuleType, name: str | None = None,
             return obj.get_tir(**(args or {})), obj
         if isinstance(obj, PrimFunc):
             return obj, None
+        if inspect.isfunction(obj):  # a maker: a function returning a PrimFunc
+            func = obj(**(args or {}))
+            if isinstance(func, PrimFunc):
+                return func, None
+            raise LookupError(f"{name}() returned a {type(func).__name__}, not a PrimFunc")
         raise LookupError(f"{name} is a {type(obj).__name__}, not a @tilelang.jit kernel or "
                           "a PrimFunc")
     for obj in vars(mod).values():

@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Relative limit per dtype: max |diff| <= LIMIT * max(1, max |reference|).
-LIMITS = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+LIMITS = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2,
+          # fp8 keeps 3 (e4m3) or 2 (e5m2) mantissa bits: one step is 1/8 (1/4) relative,
+          # and a kernel may round where torch's cast rounds to nearest
+          "float8_e4m3": 0.125, "float8_e4m3fn": 0.125, "float8_e4m3fnuz": 0.125,
+          "float8_e5m2": 0.25, "float8_e5m2fnuz": 0.25}
 
 
 @dataclass
@@ -93,8 +97,14 @@ def static_params(func: Any) -> list[ParamSpec] | None:
     return out
 
 
-def reference_example(module: Any, func: Any, seed: int) -> tuple[RefExample | None, str]:
-    """An example for ``func`` from ``module.ref_program``, or None and why not."""
+def reference_example(module: Any, func: Any, seed: int,
+                      out_idx: Any = None) -> tuple[RefExample | None, str]:
+    """An example for ``func`` from ``module.ref_program``, or None and why not.
+
+    With ``out_idx`` (the outputs ``tilelang.compile`` returns) the reference must take
+    exactly the other parameters, and the outputs must be the trailing ones: a reference
+    whose arguments cannot be told from the kernel's (a flag, a scale, a layout of its own)
+    is not guessed at."""
     ref = getattr(module, "ref_program", None)
     if not callable(ref):
         return None, "the file defines no ref_program() to compare with"
@@ -110,4 +120,12 @@ def reference_example(module: Any, func: Any, seed: int) -> tuple[RefExample | N
     if not 0 < n < len(params):
         return None, (f"ref_program takes {n} argument(s) but the kernel has {len(params)} "
                       "parameters: cannot tell inputs from outputs")
+    if out_idx is not None:
+        items = [out_idx] if isinstance(out_idx, int) else [int(i) for i in out_idx]
+        outs = sorted(i if i >= 0 else len(params) + i for i in items)
+        n_in = len(params) - len(outs)
+        if outs != list(range(n_in, len(params))) or n != n_in:
+            return None, (f"ref_program takes {n} argument(s), the kernel {n_in} input(s) "
+                          f"and returns parameters {outs}: cannot tell what the reference "
+                          "is given")
     return RefExample(params=params, n_inputs=n, ref=ref, seed=seed), ""

@@ -1,9 +1,12 @@
-"""``repro.py`` for a failing cell: the same kernel, arguments, target and pass configuration,
-lowered (and built) outside laya-tui, printing the same first diagnostic line.
+"""``repro.py`` for a failing cell: the same kernel, arguments, target, pass configuration and
+execution backend, traced, lowered and built outside laya-tui, printing the same first
+diagnostic line.
 
 The script needs TileLang (and whatever the kernel file imports), never laya-tui: the few
-helpers it needs (importing a kernel folder, the first meaningful line of an error) are
-written into it. Standard library only here.
+helpers it needs (importing a kernel folder, the first meaningful line of an error, reading
+a compiler's first error) are written into it. A cell that failed running the file's own
+check re-runs the file itself (``python file.py``) and prints the first line of what it
+raises. Standard library only here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import importlib
 import importlib.util
 import os
 import re
+import runpy
 import subprocess
 import sys
 import types
@@ -31,15 +35,18 @@ import types
 os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")  # torch-rbln without runtime
 
 KERNEL_FILE = {file!r}
-KIND = {kind!r}  # factory | jit | primfunc | file
-NAME = {name!r}  # the factory, jit function or PrimFunc attribute
-ARGS = {args!r}
+KIND = {kind!r}  # factory | jit | maker | primfunc | file
+NAME = {name!r}  # the factory, jit function, maker or PrimFunc attribute
+ARGS = {args!r}  # tensors as {{"tensor": shape, "dtype": name}}
+OUT_IDX = {out_idx!r}
 DTYPE = {dtype!r}
 CPU_SPEC = {cpu!r}  # factories: the cpu=True specialization
 TARGET = {target!r}
 PASS_CONFIGS = {pass_configs!r}
+EXECUTION_BACKEND = {backend!r}
+CALL_STYLE = {call_style!r}  # "call": the cell failed where the file calls the kernel
 STAGE = {stage!r}  # the stage the cell failed in
-BUILD_COMMAND = {command!r}  # the compiler command of the cell's build (build failures)
+BUILD_COMMAND = {command!r}  # the compiler command of the cell's cython build
 WRAPPED_SOURCE = {wrapped!r}
 EXPECTED = {first_line!r}
 CC_ERROR_RE = re.compile(
@@ -56,6 +63,15 @@ def first_line(message):
     return message.strip()[:500]
 
 
+def compiler_line(output):
+    m = CC_ERROR_RE.search(output)
+    if m:
+        return (os.path.basename(m.group("file")) + ":" + (m.group("line") or m.group("pline"))
+                + ": error: " + m.group("msg").strip())
+    errors = [ln for ln in output.splitlines() if "error" in ln.lower()]
+    return (errors[0] if errors else first_line(output)).strip()[:500]
+
+
 def import_kernel():
     folder = os.path.dirname(KERNEL_FILE)
     stem = os.path.splitext(os.path.basename(KERNEL_FILE))[0]
@@ -70,6 +86,19 @@ def import_kernel():
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def arguments():
+    out = {{}}
+    for key, value in ARGS.items():
+        if isinstance(value, dict) and "tensor" in value:
+            import torch
+
+            name = {{"float8_e4m3": "float8_e4m3fn"}}.get(value["dtype"], value["dtype"])
+            out[key] = torch.empty(value["tensor"], dtype=getattr(torch, name))
+        else:
+            out[key] = value
+    return out
 
 
 def build_function(mod):
@@ -89,10 +118,59 @@ def build_function(mod):
         v for v in vars(mod).values() if isinstance(getattr(v, "jit_impl", v), JITImpl)
         or type(v).__name__ == "PrimFunc")
     obj = getattr(obj, "jit_impl", obj)  # @autotune on top of @tilelang.jit
-    return obj.get_tir(**ARGS) if isinstance(obj, JITImpl) else obj
+    if isinstance(obj, JITImpl):
+        return obj.get_tir(**arguments())
+    if KIND == "maker":
+        return obj(**arguments())
+    return obj
+
+
+def backend_of(target):
+    from tilelang.backend.module import create_backend_context
+    from tilelang.env import env
+
+    requested = EXECUTION_BACKEND or env.get_default_execution_backend()
+    try:
+        return create_backend_context(target, None, requested).execution_backend
+    except Exception:
+        return None
+
+
+def run_the_file():
+    """The cell failed the file's own check: run the file as `python file.py` does."""
+    sys.argv = [KERNEL_FILE]
+    sys.path.insert(0, os.path.dirname(KERNEL_FILE))
+    try:
+        runpy.run_path(KERNEL_FILE, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code:
+            print(first_line(str(exc.code)))
+            return 1
+    except BaseException as exc:
+        print(first_line(str(exc) or type(exc).__name__))
+        return 1
+    print("the file ran: no longer fails; the cell said: " + EXPECTED)
+    return 0
+
+
+def call_like_the_file():
+    """The cell failed where the file calls the kernel: call it the same way."""
+    try:
+        obj = getattr(import_kernel(), NAME)
+        obj = getattr(obj, "jit_impl", obj)  # @autotune on top: its config is in ARGS
+        obj(**arguments())
+    except Exception as exc:
+        print(first_line(str(exc) or type(exc).__name__))
+        return 1
+    print("the kernel builds: no longer fails; the cell said: " + EXPECTED)
+    return 0
 
 
 def main():
+    if STAGE == "run" and KIND != "factory":
+        return run_the_file()
+    if STAGE == "factory" and CALL_STYLE == "call":
+        return call_like_the_file()
     try:
         mod = import_kernel()
         func = build_function(mod)
@@ -103,24 +181,38 @@ def main():
     from tvm.target import Target
 
     target = Target(TARGET)
+    spec = backend_of(target)
+    lowered = func
+    if spec is not None and spec.name == "tvm_ffi":
+        from tilelang.jit.abi import prepare_tvm_ffi_callee_allocated_outputs
+
+        lowered, _ = prepare_tvm_ffi_callee_allocated_outputs(
+            func, OUT_IDX,
+            supports_callee_allocated_outputs=spec.supports_callee_allocated_outputs)
     try:
         with tilelang.transform.PassContext(opt_level=3, config=PASS_CONFIGS), target:
-            tilelang.lower(func, target=target, enable_device_compile=False)
+            tilelang.lower(lowered, target=target, enable_device_compile=False)
     except Exception as exc:
         print(first_line(str(exc) or type(exc).__name__))
         return 1
-    if STAGE == "build" and BUILD_COMMAND and os.path.isfile(WRAPPED_SOURCE):
+    if STAGE == "build" and spec is not None and spec.name != "cython":
+        from tilelang.jit.kernel import JITKernel
+
+        try:
+            JITKernel(func, out_idx=OUT_IDX, execution_backend=spec.name, target=target,
+                      pass_configs=PASS_CONFIGS)
+        except Exception as exc:
+            text = str(exc)
+            if "Compilation error:" in text:
+                output = text.split("Compilation error:", 1)[1].split("\\nCommand: ", 1)[0]
+                print(compiler_line(output))
+            else:
+                print(first_line(text or type(exc).__name__))
+            return 1
+    elif STAGE == "build" and BUILD_COMMAND and os.path.isfile(WRAPPED_SOURCE):
         proc = subprocess.run(BUILD_COMMAND, shell=True, capture_output=True, text=True)
         if proc.returncode != 0:
-            out = proc.stdout + proc.stderr
-            m = CC_ERROR_RE.search(out)
-            if m:
-                print(os.path.basename(m.group("file")) + ":"
-                      + (m.group("line") or m.group("pline")) + ": error: "
-                      + m.group("msg").strip())
-            else:
-                errors = [ln for ln in out.splitlines() if "error" in ln.lower()]
-                print((errors[0] if errors else first_line(out)).strip()[:500])
+            print(compiler_line(proc.stdout + proc.stderr))
             return 1
     print("lowered" + (" and built" if STAGE == "build" else "") + ": no longer fails; the "
           "cell said: " + EXPECTED)
@@ -137,19 +229,33 @@ def write_repro(folder: str, state: Any, call: Any, cuda_target: dict[str, str] 
     os.makedirs(folder, exist_ok=True)
     diag = state.diag
     target: Any = cuda_target if state.target == "cuda" and cuda_target else state.target
-    name = call.obj if state.kind in ("jit", "primfunc") else (
-        state.kernel if state.kind == "factory" else None)
+    plain = state.kind in ("jit", "primfunc", "maker")
+    name = call.obj if plain else (state.kernel if state.kind == "factory" else None)
     command = diag.command if diag and diag.command else state.extra.get("command")
+    backend = state.extra.get("execution_backend") or getattr(call, "execution_backend", None)
     text = _TEMPLATE.format(
         cell=f"tilelang/{state.name}", first_line=(diag.line if diag else "").replace(
             '"""', "'''"),
         and_builds=" (and builds it)" if state.stage == "build" else "",
         file=os.path.realpath(state.file), kind=state.kind, name=name,
-        args=dict(call.args) if state.kind == "jit" else {}, dtype=state.dtype,
+        args=dict(call.args) if state.kind in ("jit", "maker") else {},
+        out_idx=_plain(getattr(call, "out_idx", None)), dtype=state.dtype,
         cpu=state.spec == "cpu", target=target,
-        pass_configs=state.extra.get("pass_configs") or {}, stage=state.stage,
-        command=command or "", wrapped=state.extra.get("wrapped_source") or "")
+        pass_configs=state.extra.get("pass_configs") or {}, backend=backend,
+        stage=state.stage, command=command or "",
+        call_style="call" if getattr(call, "trace_error", None) is not None else "get_tir",
+        wrapped=state.extra.get("wrapped_source") or "")
     path = os.path.join(folder, "repro.py")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+def _plain(value: Any) -> Any:
+    """``out_idx`` as literal Python (TVM arrays become lists of ints)."""
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return [int(v) for v in value]
+    except TypeError:
+        return None

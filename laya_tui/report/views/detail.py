@@ -303,6 +303,16 @@ def tilelang_sections(d: Mapping[str, Any], *, full: bool = True) -> list[Sectio
     parts += _facts("kernel arguments", [
         (str(k), f"{v!r}" + (f"   from {sources[k]}" if sources.get(k) else ""))
         for k, v in as_dict(d.get("args")).items()])
+    how: list[tuple[str, Any]] = [(k, str(d[k])) for k in ("execution_backend", "built_with",
+                                                            "out_idx", "reference")
+                                  if d.get(k) is not None]
+    built_by = d.get("built_by")
+    if isinstance(built_by, Mapping):
+        how.insert(0, ("built by", ", ".join(f"{k} {v}" for k, v in built_by.items())))
+    run = as_dict(d.get("file_run"))
+    if run.get("entries"):
+        how.append(("the file's run", "; ".join(map(str, as_list(run["entries"])))))
+    parts += _facts("as the file builds it", how)
     passes = as_dict(d.get("passes"))
     if passes.get("slowest"):
         head = (f"slowest passes ({passes.get('passes')} passes, "
@@ -373,7 +383,8 @@ _SHOWN = frozenset((
     "run_skipped", "build_cached", "kernel_site", "checks", "buffers", "command",
     "wrapped_source", "file", "drift", "args", "arg_sources", "passes", "ir_before",
     "ir_before_pass", "last_pass", "last_pass_diff", "repro", "pass_timing_report",
-    "pass_configs", "change", "class", "before", "after"))
+    "pass_configs", "change", "class", "before", "after", "built_by", "file_run",
+    "execution_backend", "built_with", "out_idx", "reference"))
 
 
 def _json(value: Any) -> str:

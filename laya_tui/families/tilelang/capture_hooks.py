@@ -1,0 +1,381 @@
+"""The interception behind :mod:`laya_tui.families.tilelang.capture` (worker side).
+
+:class:`Recorder` patches, for the length of one capture only, the places every TileLang
+build goes through: ``JITImpl.__call__``/``compile``/``get_tir`` (which kernel, with which
+arguments, called from where), ``tilelang.jit.cached`` (what ``tilelang.compile`` and every
+jit call end in: the PrimFunc, ``out_idx``, target, execution backend, pass configs),
+``JITKernel.__init__`` and ``tilelang.lower`` (direct builds), ``AutoTuner.run`` (tuning:
+with the tiling given, TileLang compiles it as given; without, the first config stands in
+for what a GPU would pick), and the file's comparisons. Everything is restored on exit.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.util
+import inspect
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from laya_tui.families.tilelang.capture import (
+    AUTOTUNE_SOURCE,
+    CHECK_SECONDS,
+    Build,
+    Capture,
+    TraceFailure,
+    bound_arguments,
+    call_site,
+    gpu_reason,
+    record_check,
+    shorten_deadline,
+)
+from laya_tui.families.tilelang.capture_stubs import (
+    KernelCallRecord,
+    ModeState,
+    StopCapture,
+    StubKernel,
+    capture_mode,
+    describe,
+)
+
+_PASS_CONFIGS_KEY = "__pass_configs__"
+_DETECTOR = "laya-tui-capture"  # the target detector a capture without a GPU adds
+
+
+class _TuneResult:
+    """What ``AutoTuner.run`` returns: the kernel and the config standing for the tuned one."""
+
+    def __init__(self, kernel: Any, config: dict[str, Any] | None) -> None:
+        self.kernel = kernel
+        self.config = config
+        self.func = getattr(kernel, "prim_func", None)
+        self.latency = 1.0  # a file printing TFLOPS divides by it
+        self.ref_latency = 1.0
+        self.libcode = ""
+
+
+class Recorder:
+    """Records the builds of one file's run into a :class:`Capture`."""
+
+    def __init__(self, path: str, cap: Capture, kernels: set[str], *,
+                 stop_when_done: bool) -> None:
+        self.path = path
+        self.cap = cap
+        self.kernels = set(kernels)
+        self.stop_when_done = stop_when_done
+        self.entry = "the import"
+        self.mod: Any = None
+        self.names: dict[int, str] = {}  # id(kernel object) -> module attribute
+        self.traced: dict[int, tuple[str | None, str, tuple, dict, str | None]] = {}
+        self.keep: list[Any] = []  # keeps traced PrimFuncs alive (their ids are keys)
+        self.stack: list[tuple[str | None, tuple, dict, str | None]] = []
+        self.registry: dict[int, tuple[KernelCallRecord, int, Any]] = {}
+        self.pending_tune: dict[str, Any] | None = None
+        self.grace = False  # the file is given CHECK_SECONDS to reach its check
+        self.traced_builds: dict[int, Build] = {}  # PrimFuncs the file traced itself
+        self.mode_state = ModeState()
+
+    # -- the file ---------------------------------------------------------------------------
+    def load(self) -> Any:
+        """Import the file afresh under a private name (package-relative imports work)."""
+        from laya_tui.families.tilelang.modules import package_alias
+
+        folder = os.path.dirname(self.path)
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        package = package_alias(folder)
+        name = f"_laya_capture_{abs(hash(self.path)) % 10**10}_{stem}"
+        if package is not None:
+            name = f"{package}._laya_capture_{stem}"
+        elif folder not in sys.path:
+            sys.path.append(folder)
+        spec = importlib.util.spec_from_file_location(name, self.path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"not an importable Python file: {self.path}")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        self.mod = mod  # kernels built while it imports are named from it as it goes
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.modules.pop(name, None)
+        self._index(mod)
+        return mod
+
+    def name_of(self, obj: Any) -> str | None:
+        """The module attribute holding ``obj`` (a jit kernel, its AutoTuneImpl, a PrimFunc)."""
+        name = self.names.get(id(obj))
+        if name is None and self.mod is not None:
+            self._index(self.mod)
+            name = self.names.get(id(obj))
+        return name
+
+    def _index(self, mod: Any) -> None:
+        for name, value in vars(mod).items():
+            self.names.setdefault(id(value), name)
+            inner = getattr(value, "jit_impl", None)
+            if inner is not None:
+                self.names.setdefault(id(inner), name)
+
+    def wrap_makers(self, mod: Any, tree: ast.Module) -> None:
+        """Record the PrimFuncs the file's makers (functions returning a nested
+        ``@T.prim_func``) return, so ``tilelang.compile(make(...))`` names its kernel."""
+        for name in self.kernels:
+            fn = getattr(mod, name, None)
+            if not inspect.isfunction(fn) or getattr(fn, "__module__", None) != mod.__name__:
+                continue
+            setattr(mod, name, self._maker(name, fn))
+
+    def _maker(self, name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            site, _ = call_site(self.path)
+            out = fn(*args, **kwargs)
+            if type(out).__name__ == "PrimFunc":
+                self.traced[id(out)] = (name, "maker", args, kwargs, site)
+                self.keep.append(out)
+            return out
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        return wrapper
+
+    def done(self) -> bool:
+        built = {b.obj for b in self.cap.builds}
+        return bool(self.kernels) and self.kernels <= built | set(self.cap.failures)
+
+    # -- builds -----------------------------------------------------------------------------
+    def _kernel_entry(self, jit: Any, args: tuple, kwargs: dict) -> tuple:
+        kwargs = dict(kwargs)
+        kwargs.update(kwargs.pop("__tune_params", {}) or {})
+        kwargs.pop("__return_compile_arguments", None)
+        site, _ = call_site(self.path)
+        return self.name_of(jit), args, kwargs, site
+
+    def _describe_call(self, obj: str | None, jit: Any, args: tuple, kwargs: dict,
+                       site: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+        sig = getattr(jit, "signature", None)
+        if sig is None:
+            try:
+                sig = inspect.signature(jit)
+            except (TypeError, ValueError):
+                sig = None
+        if sig is None:
+            values, given = dict(kwargs), set(kwargs)
+        else:
+            values, given = bound_arguments(sig, args, kwargs)
+        tuned = self.pending_tune or {}
+        out = {k: describe(v) for k, v in values.items()}
+        sources = {}
+        refined = self._static_sources(obj, site)
+        for k in out:
+            if k in (tuned.get("config") or {}):
+                sources[k] = AUTOTUNE_SOURCE
+            elif k in given:
+                sources[k] = refined.get(k) or site or "the file's call"
+            else:
+                sources[k] = "default"
+        return out, sources
+
+    def _static_sources(self, obj: str | None, site: str | None) -> dict[str, str]:
+        """The static reading of the call at ``site``: it knows "argparse default --M"."""
+        if obj is None or site is None:
+            return {}
+        try:
+            from laya_tui.families.tilelang.static_provenance import call_sources
+
+            return call_sources(self.path, obj, site)
+        except Exception:  # noqa: BLE001 - a source label must never stop the capture
+            return {}
+
+    def on_build(self, func: Any, out_idx: Any, *, target: Any = None,
+                 execution_backend: Any = None, pass_configs: Any = None,
+                 compile_flags: Any = None, traced_only: bool = False,
+                 **_: Any) -> StubKernel:
+        earlier = self.traced_builds.get(id(func))
+        if earlier is not None:  # traced by the file's own get_tir, now compiled
+            earlier.out_idx, earlier.target = out_idx, describe(target)
+            earlier.execution_backend = execution_backend
+            earlier.pass_configs = {str(getattr(k, "value", k)): v
+                                    for k, v in dict(pass_configs or {}).items()}
+            earlier.compile_flags = compile_flags
+            return StubKernel(func, out_idx, earlier.call, self.registry)
+        info = self.traced.get(id(func))
+        if info is None and self.stack:
+            obj0, a0, k0, s0 = self.stack[0]
+            info = (obj0, "jit", a0, k0, s0)
+        if info is None:
+            info = (self.name_of(func), "primfunc", (), {}, call_site(self.path)[0])
+        obj, kind, args, kwargs, site = info
+        jit = getattr(self.mod, obj, None) if obj else None
+        jit = getattr(jit, "jit_impl", jit)
+        if kind == "maker" and jit is not None:
+            jit = getattr(jit, "__wrapped__", jit)
+        values, sources = (self._describe_call(obj, jit, args, kwargs, site)
+                           if kind != "primfunc" else ({}, {}))
+        build = Build(obj=obj, kind=kind, func=func, args=values, sources=sources,
+                      out_idx=out_idx, target=describe(target),
+                      execution_backend=execution_backend, pass_configs={
+                          str(getattr(k, "value", k)): v
+                          for k, v in dict(pass_configs or {}).items()},
+                      compile_flags=compile_flags, site=site, entry=self.entry,
+                      raw=(tuple(args), dict(kwargs)), tuned=self.pending_tune,
+                      index=len(self.cap.builds))
+        self.pending_tune = None
+        self.cap.builds.append(build)
+        if traced_only:
+            self.traced_builds[id(func)] = build
+        stub = StubKernel(func, out_idx, build.call, self.registry,
+                          config=(build.tuned or {}).get("config"))
+        if self.stop_when_done and self.done() and not self.grace:
+            self.grace = True
+            done = "every kernel of the file is built"
+            if CHECK_SECONDS <= 0 or not shorten_deadline(
+                    CHECK_SECONDS, f"{done}; the file did not reach its check within "
+                                   f"{CHECK_SECONDS:g} s"):
+                raise StopCapture(done)
+        return stub
+
+    def on_trace_error(self, exc: BaseException) -> None:
+        if not self.stack:
+            return
+        obj, args, kwargs, site = self.stack[0]
+        if obj is None or obj in self.cap.failures or isinstance(exc, StopCapture):
+            return
+        jit = getattr(self.mod, obj, None)
+        jit = getattr(jit, "jit_impl", jit)
+        values, sources = self._describe_call(obj, jit, args, kwargs, site)
+        self.cap.failures[obj] = TraceFailure(obj=obj, args=values, sources=sources,
+                                              raw=(tuple(args), dict(kwargs)), site=site,
+                                              error=exc, gpu=gpu_reason(exc, self.path))
+
+    # -- the patches ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def installed(self, *, cuda_on_cpu: bool) -> Iterator[None]:
+        import tilelang
+        import torch
+        from tilelang.autotuner.tuner import AutoTuner
+        from tilelang.jit import JITImpl
+        from tilelang.jit.kernel import JITKernel
+
+        jit_mod = sys.modules["tilelang.jit"]
+        saved: list[tuple[Any, str, Any]] = []
+
+        def patch(owner: Any, name: str, value: Any) -> None:
+            if owner is None or not hasattr(owner, name):
+                return
+            saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, value)
+
+        rec = self
+        orig_call, orig_compile, orig_get_tir = JITImpl.__call__, JITImpl.compile, \
+            JITImpl.get_tir
+
+        def around(orig: Any) -> Any:
+            def wrapped(jit: Any, *args: Any, **kwargs: Any) -> Any:
+                rec.stack.append(rec._kernel_entry(jit, args, kwargs))
+                try:
+                    out = orig(jit, *args, **kwargs)
+                except BaseException as exc:
+                    rec.on_trace_error(exc)
+                    raise
+                finally:
+                    entry = rec.stack.pop()
+                if orig is orig_get_tir and type(out).__name__ == "PrimFunc":
+                    obj, a, k, site = entry
+                    rec.traced.setdefault(id(out), (obj, "jit", a, k, site))
+                    rec.keep.append(out)
+                    if not rec.stack and id(out) not in rec.traced_builds:
+                        # the file traced the kernel itself (get_tir): what it builds
+                        rec.on_build(out, getattr(jit, "out_idx", None),
+                                     target=getattr(jit, "target", None),
+                                     execution_backend=getattr(jit, "execution_backend",
+                                                               None),
+                                     pass_configs=getattr(jit, "pass_configs", None),
+                                     compile_flags=getattr(jit, "compile_flags", None),
+                                     traced_only=True)
+                return out
+            return wrapped
+
+        def cached(func: Any = None, out_idx: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return rec.on_build(func, out_idx, **kwargs)
+
+        def kernel_init(kernel: Any, func: Any = None, out_idx: Any = None, *a: Any,
+                        **kw: Any) -> None:
+            rec.on_build(func, out_idx, **kw)
+            raise StopCapture("the file constructs a JITKernel itself")
+
+        def lower(func: Any, *args: Any, **kwargs: Any) -> Any:
+            target = kwargs.get("target", args[0] if args else None)
+            rec.on_build(func, None, target=target)
+            raise StopCapture("the file calls tilelang.lower itself")
+
+        def tune(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            return rec.tune(tuner)
+
+        def compare(*args: Any, **kwargs: Any) -> Any:
+            got = record_check(rec.registry, "torch.testing.assert_close", args, kwargs,
+                               rec.path, rec.mode_state)
+            if got is NotImplemented:
+                return orig_assert(*args, **kwargs)
+            return None
+
+        orig_assert = torch.testing.assert_close
+        patch(JITImpl, "__call__", around(orig_call))
+        patch(JITImpl, "compile", around(orig_compile))
+        patch(JITImpl, "get_tir", around(orig_get_tir))
+        patch(jit_mod, "cached", cached)
+        patch(JITKernel, "__init__", kernel_init)
+        patch(tilelang, "lower", lower)
+        patch(sys.modules.get("tilelang.engine"), "lower", lower)
+        patch(AutoTuner, "run", tune)
+        patch(torch.testing, "assert_close", compare)
+        for modname in ("tilelang.testing", "tilelang.utils.tensor", "tilelang.utils"):
+            patch(sys.modules.get(modname), "torch_assert_close", compare)
+        patch(sys.modules.get("tilelang.testing"), "main", lambda *a, **k: None)
+        detectors: dict[str, Any] = {}
+        if cuda_on_cpu:
+            patch(torch.cuda, "synchronize", lambda *a, **k: None)
+            # target="auto" on a machine without a GPU: what a GPU run would detect
+            from tilelang.backend import target as targets
+
+            detectors = getattr(targets, "_TARGET_DETECTORS", {})
+            targets.register_target_detector(_DETECTOR, lambda: {"kind": "cuda",
+                                                                 "arch": "sm_90a"},
+                                             override=True)
+        mode = capture_mode(cuda_on_cpu=cuda_on_cpu, state=rec.mode_state,
+                            on_compare=lambda how, a, k: record_check(
+                                rec.registry, how, a, k, rec.path, rec.mode_state))
+        try:
+            with mode:
+                yield
+        finally:
+            for owner, name, value in reversed(saved):
+                setattr(owner, name, value)
+            detectors.pop(_DETECTOR, None)
+
+    def tune(self, tuner: Any) -> _TuneResult:
+        """``AutoTuner.run`` during the capture: tiling given -> TileLang's own direct
+        compile; else the first config (TileLang would benchmark them all on a GPU)."""
+        compile_func, _ = tuner._ensure_jit_functions()
+        configs = tuner.configs
+        if callable(configs):
+            kargs, kkwargs = tuner._kernel_parameters or ((), ())
+            configs = configs(*kargs, **dict(kkwargs))
+        configs = [dict(c) for c in (configs or [])]
+        params = list(inspect.signature(tuner.fn).parameters)
+        if tuner._kernel_parameters is not None and configs:
+            key_args, key_kwargs = tuner._kernel_parameters
+            top = [k for k in configs[0] if k != "pass_configs"]
+            fparams = list(getattr(tuner, "_function_parameters", {}) or params)
+            if any(k in configs[0] for k, _ in key_kwargs) or any(
+                    k in fparams and fparams.index(k) < len(key_args) for k in top):
+                return _TuneResult(compile_func(), None)
+        if not configs:
+            raise StopCapture("@autotune has no configs")
+        top = configs[0]
+        arg = {k: v for k, v in top.items() if k in params}
+        arg[_PASS_CONFIGS_KEY] = top.get("pass_configs")
+        self.pending_tune = {"configs": len(configs), "config": {
+            k: describe(v) for k, v in top.items()}}
+        return _TuneResult(compile_func(**arg), top)

@@ -1,0 +1,297 @@
+"""Stand-ins the capture hands a kernel file instead of compiled kernels (worker side).
+
+While :mod:`laya_tui.families.tilelang.capture` runs a file's own entry point, every kernel
+the file builds is recorded and replaced by a :class:`StubKernel`: calling it records the
+tensors the file passes and returns zero tensors shaped like the kernel's outputs, so the
+file goes on to its own check, which is recorded instead of run (``torch.testing.assert_close``
+and ``torch.allclose`` against a stub output, ``profiler.assert_allclose(ref_program)``).
+Nothing is compiled and nothing runs on a device. On a machine without a GPU,
+:class:`CudaOnCpu` lets the file build its ``.cuda()`` tensors on the CPU.
+
+torch and TileLang are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class StopCapture(BaseException):  # noqa: N818 - a control-flow signal, not an error
+    """Ends the file's entry point (time is up, every kernel is built, a stub cannot go on).
+
+    A ``BaseException``, so the file's own ``except Exception`` cannot swallow it."""
+
+
+@dataclass
+class Check:
+    """One comparison the file makes against a kernel's output."""
+
+    output: int  # index into the kernel's outputs (or its call arguments for in-place ones)
+    expected: Any  # the tensor the file compares with
+    rtol: float | None
+    atol: float | None
+    line: int | None  # where the file compares
+    how: str  # "torch.testing.assert_close" | "torch.allclose" | ...
+    in_place: bool = False  # the output is one of the call's arguments
+    trusted: bool = True  # False: the expected tensor may come from a faked heavy op
+
+
+@dataclass
+class KernelCallRecord:
+    """The first call the file makes to a built kernel: its tensors and outputs."""
+
+    inputs: list[Any] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    ref_program: Any = None  # profiler.assert_allclose's reference program
+    ref_options: dict[str, Any] = field(default_factory=dict)
+    supply_type: Any = None
+    kernel: str = ""  # the kernel's function name
+    #: the kernel whose stand-in produced one of this call's inputs (its numbers are not the
+    #: file's: nothing may be compared on them)
+    inputs_from: str | None = None
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype of a TileLang dtype name (``float8_e4m3`` -> ``torch.float8_e4m3fn``)."""
+    import torch
+
+    alias = {"float8_e4m3": "float8_e4m3fn", "float": "float32", "half": "float16",
+             "bool": "bool"}
+    return getattr(torch, alias.get(name, name), None)
+
+
+def describe(value: Any) -> Any:
+    """A JSON-able form of an argument: tensors as ``{"tensor": shape, "dtype": name}``,
+    dtypes as their names, sequences item by item; ``repr`` for anything else."""
+    try:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            return {"tensor": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
+        if isinstance(value, torch.dtype):
+            return str(value).removeprefix("torch.")
+    except ImportError:
+        pass
+    if value is None:
+        return None
+    for plain in (bool, int, float, str):  # TileLang's dtypes are a str subclass
+        if isinstance(value, plain):
+            return plain(value)
+    if isinstance(value, (list, tuple)):
+        return [describe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): describe(v) for k, v in value.items()}
+    mod = type(value).__module__ or ""
+    if mod.startswith(("tvm", "tilelang")) and str(value) and "(" not in str(value):
+        return str(value)  # a TileLang/TVM dtype or IntImm
+    return {"repr": repr(value)[:200]}
+
+
+class StubKernel:
+    """What the file gets instead of a compiled kernel while it is being captured."""
+
+    def __init__(self, func: Any, out_idx: Any, record: KernelCallRecord,
+                 registry: dict[int, tuple[KernelCallRecord, int, Any]],
+                 config: dict[str, Any] | None = None) -> None:
+        self.prim_func = func
+        self.out_idx = out_idx
+        self._record = record
+        self._registry = registry
+        self.config = config
+        self.latency = 1.0  # a file printing TFLOPS divides by it
+        self.ref_latency = 1.0
+        if not record.kernel:
+            attrs = getattr(func, "attrs", None)
+            record.kernel = str(attrs["global_symbol"]) if attrs is not None and \
+                "global_symbol" in attrs else str(getattr(func, "__name__", "a kernel"))
+
+    # -- the calls a file makes on a kernel -----------------------------------------------
+    def __call__(self, *tensors: Any, **kwargs: Any) -> Any:
+        import torch
+
+        rec = self._record
+        if not rec.inputs:
+            rec.inputs = list(tensors)
+            for t in tensors:  # made by another kernel's stand-in: zeros, not the file's data
+                hit = self._registry.get(id(t))
+                if hit is not None and hit[2] is t and hit[0] is not rec:
+                    rec.inputs_from = hit[0].kernel or "another kernel"
+                    break
+        outs = self._outputs(tensors)
+        for i, t in enumerate(outs):
+            self._registry[id(t)] = (rec, i, t)
+        for i, t in enumerate(tensors):  # an in-place kernel writes its arguments
+            if isinstance(t, torch.Tensor):
+                self._registry.setdefault(id(t), (rec, -1 - i, t))
+        if not rec.outputs:
+            rec.outputs = outs
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+    def get_profiler(self, *args: Any, **kwargs: Any) -> StubProfiler:
+        supply = kwargs.get("tensor_supply_type", args[0] if args else None)
+        self._record.supply_type = supply
+        return StubProfiler(self._record)
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        return ""
+
+    def get_host_source(self, *args: Any, **kwargs: Any) -> str:
+        return ""
+
+    def show_source(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def export_library(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        raise StopCapture(f"the file uses kernel.{name} (the capture stops there)")
+
+    # -- outputs --------------------------------------------------------------------------
+    def _outputs(self, tensors: tuple[Any, ...]) -> list[Any]:
+        import torch
+
+        func = self.prim_func
+        idx = self.out_idx
+        if idx is None:
+            return []
+        n = len(func.params)
+        wanted = [i if i >= 0 else n + i for i in ([idx] if isinstance(idx, int) else idx)]
+        names: dict[str, int] = {}
+        inputs = [p for i, p in enumerate(func.params) if i not in wanted]
+        for p, t in zip(inputs, tensors, strict=False):
+            buf = func.buffer_map.get(p)
+            if buf is None or not isinstance(t, torch.Tensor):
+                continue
+            for dim, size in zip(buf.shape, t.shape, strict=False):
+                if hasattr(dim, "name"):
+                    names[str(dim.name)] = int(size)
+        device = next((t.device for t in tensors if isinstance(t, torch.Tensor)), None)
+        if device is None:
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        outs = []
+        for i in wanted:
+            buf = func.buffer_map.get(func.params[i])
+            dtype = torch_dtype(str(buf.dtype)) if buf is not None else None
+            if buf is None or dtype is None:
+                raise StopCapture("a kernel output the capture cannot allocate")
+            shape = [int(getattr(d, "value", 0)) if hasattr(d, "value")
+                     else names.get(str(getattr(d, "name", "")), 1) for d in buf.shape]
+            outs.append(torch.zeros(shape, dtype=dtype, device=device))
+        return outs
+
+
+class StubProfiler:
+    """``kernel.get_profiler()`` during the capture: records the file's reference check."""
+
+    def __init__(self, record: KernelCallRecord) -> None:
+        self._record = record
+
+    def assert_allclose(self, reference_program: Any, *args: Any, **kwargs: Any) -> None:
+        self._record.ref_program = reference_program
+        self._record.ref_options = {k: v for k, v in kwargs.items()
+                                    if k in ("atol", "rtol", "max_mismatched_ratio")}
+
+    def do_bench(self, *args: Any, **kwargs: Any) -> float:
+        return 1.0
+
+    def run_once(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        raise StopCapture(f"the file uses profiler.{name} (the capture stops there)")
+
+
+def _to_cpu_device(value: Any) -> Any:
+    text = str(value) if value is not None else ""
+    if text.startswith("cuda"):
+        return "cpu"
+    return value
+
+
+#: ops whose CPU cost grows past their inputs' size (a GPU file's reference computations)
+HEAVY_OPS = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "baddbmm", "addmm", "einsum",
+             "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "linear",
+             "scaled_dot_product_attention", "softmax", "log_softmax", "cumsum", "sort",
+             "topk", "argsort", "tensordot", "kron", "cdist"}
+#: elements of an op's tensor inputs above which the CPU stand-in fakes its result
+HEAVY_ELEMENTS = 1 << 20
+
+
+@dataclass
+class ModeState:
+    """What the capture's torch mode did: whether a result it handed the file is fake."""
+
+    faked: int = 0  # heavy ops whose result was zeros of the right shape (no CPU compute)
+
+
+def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None = None) -> Any:
+    """A ``TorchFunctionMode`` for the capture: ``allclose`` calls go to ``on_compare``
+    (which returns a result, or ``NotImplemented`` to let torch answer), and with
+    ``cuda_on_cpu`` (a machine without a GPU) tensors the file puts on ``cuda`` are built
+    on the CPU (``.cuda()``, ``device="cuda"``, ``.to("cuda")``) and a heavy op on large
+    inputs (a GPU-sized reference matmul) returns zeros of its result's shape at once,
+    noted in ``state`` (nothing compared with such a result may be trusted)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    state = state if state is not None else ModeState()
+
+    def large(values: Any) -> bool:
+        n = 0
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                n += v.numel()
+            elif isinstance(v, (list, tuple)):
+                n += sum(t.numel() for t in v if isinstance(t, torch.Tensor))
+        return n > HEAVY_ELEMENTS
+
+    def fake(func: Any, args: Any, kwargs: Any) -> Any:
+        def meta(v: Any) -> Any:
+            if isinstance(v, torch.Tensor):
+                return v.to("meta")
+            if isinstance(v, (list, tuple)):
+                return type(v)(meta(x) for x in v)
+            return v
+
+        out = func(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+
+        def real(v: Any) -> Any:
+            if isinstance(v, torch.Tensor):
+                return torch.zeros(v.shape, dtype=v.dtype)
+            if isinstance(v, (list, tuple)):
+                return type(v)(real(x) for x in v)
+            return v
+
+        state.faked += 1
+        return real(out)
+
+    class CaptureMode(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            name = getattr(func, "__name__", "")
+            if name == "allclose":
+                got = on_compare("torch.allclose", args, kwargs)
+                if got is not NotImplemented:
+                    return got
+            if cuda_on_cpu:
+                if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+                    return args[0]
+                if "device" in kwargs:
+                    kwargs["device"] = _to_cpu_device(kwargs["device"])
+                if name == "to":
+                    args = tuple(_to_cpu_device(a) if isinstance(a, (str, torch.device))
+                                 else a for a in args)
+                if name in HEAVY_OPS and large((*args, *kwargs.values())):
+                    try:
+                        return fake(func, args, kwargs)
+                    except Exception:  # noqa: BLE001 - no meta kernel: compute it for real
+                        pass
+            return func(*args, **kwargs)
+
+    return CaptureMode()

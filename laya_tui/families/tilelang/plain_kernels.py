@@ -1,0 +1,188 @@
+"""The kernels of a TileLang file written the way TileLang's examples are (stdlib only).
+
+Every ``@tilelang.jit`` function (``@autotune`` stacked on it too), every module-level
+PrimFunc (``@T.prim_func`` or ``kernel = make(...)``) and every *maker* (a function returning
+a nested ``@T.prim_func``, compiled by the file with ``tilelang.compile(make(...))``) is a
+kernel with its own cells. Each is labelled with its own dtype (the dtype of its first
+tensor parameter with the arguments the file gives it: fp16, int8, fp8e4m3, ...) and
+says whether the file references it at all (a kernel nobody calls is a helper the file
+never builds). Arguments come from :mod:`laya_tui.families.tilelang.static_args`; the
+worker replaces them with what the file's own run builds
+(:mod:`laya_tui.families.tilelang.capture`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.families.tilelang.arg_table import table_key
+from laya_tui.families.tilelang.kernel_sig import (
+    decorator_name,
+    is_jit_decorator,
+    is_prim_func_decorator,
+    kernel_signature,
+)
+from laya_tui.families.tilelang.static_args import kernel_dtype, resolve
+from laya_tui.families.tilelang.static_calls import is_referenced
+from laya_tui.families.tilelang.static_eval import ModuleScope
+
+#: dtype name -> the short label of cell ids and signal details
+LABELS: dict[str, str] = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "int8": "int8", "uint8": "uint8", "int4": "int4", "uint4": "uint4", "int2": "int2",
+    "int16": "int16", "int32": "int32", "int64": "int64", "uint16": "uint16",
+    "uint32": "uint32", "float8_e4m3": "fp8e4m3", "float8_e4m3fn": "fp8e4m3",
+    "float8_e4m3fnuz": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float8_e5m2fnuz": "fp8e5m2",
+    "float4_e2m1fn": "fp4", "bool": "bool",
+}
+#: dtypes that label a kernel over fp32 when its source uses them (fp32 alone is usually
+#: the accumulator)
+_LOW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e4m3", "float8_e5m2", "int8",
+        "uint8", "int4", "uint4", "int2", "float4_e2m1fn")
+_TOKEN = re.compile(r"\b(" + "|".join(sorted(LABELS, key=len, reverse=True)) + r")\b")
+_COMPILERS = ("tilelang.compile", "tl.compile", "T.prim_func", "tilelang.jit")
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One kernel found in a folder."""
+
+    name: str  # cell name: the factory name, or the file stem for plain files
+    file: str
+    kind: str  # "factory" | "jit" | "primfunc" | "maker" | "file" (a plain file not parsing)
+    factory: str | None = None
+    line: int | None = None  # where the factory (or the kernel object) is defined
+    dtype: str | None = None  # plain files: the dtype the kernel is built with
+    spec: str | None = None  # factories only: "gpu" or "cpu"
+    broken: bool = False  # did not parse (the cells still exist and report the error)
+    obj: str | None = None  # plain files: the module attribute holding the kernel
+    key: str | None = None  # plain files: "path/file.py::kernel" (the pyproject table key)
+    args: dict[str, Any] = field(default_factory=dict)  # resolved arguments (static)
+    arg_sources: dict[str, str] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()  # required arguments nobody gives
+    dtypes: tuple[str, ...] = ()  # the pyproject table's dtypes (one cell each)
+    dtype_arg: str | None = None
+    targets: tuple[str, ...] = ()  # the pyproject table's targets
+    pass_configs: Any = None  # literal @tilelang.jit(pass_configs=...)
+    called: bool = True  # the file references the kernel (calls, compiles or passes it)
+    tuned: bool = False  # the file lets @autotune pick the config
+    execution_backend: str | None = None  # the table's or @tilelang.jit's, else default
+
+
+def source_dtype(segment: str) -> str:
+    """The dtype a kernel's source uses most among the low-precision ones, else fp32."""
+    counts: dict[str, int] = {}
+    for m in _TOKEN.finditer(segment):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    low = [d for d in _LOW if counts.get(d)]
+    return max(low, key=lambda d: counts[d]) if low else "float32"
+
+
+def _has_prim_func(fn: ast.FunctionDef) -> bool:
+    return any(isinstance(n, ast.FunctionDef) and any(is_prim_func_decorator(d)
+                                                      for d in n.decorator_list)
+               for n in ast.walk(fn) if n is not fn)
+
+
+def _own_nodes(fn: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of ``fn``'s body outside nested functions (their ``def`` nodes included)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _is_maker(fn: ast.FunctionDef) -> bool:
+    """A plain function returning a ``@T.prim_func`` it defines itself."""
+    own = _own_nodes(fn)
+    nested = {n.name for n in own if isinstance(n, ast.FunctionDef)
+              and any(is_prim_func_decorator(d) for d in n.decorator_list)}
+    return bool(nested) and any(isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
+                                and r.value.id in nested for r in own)
+
+
+def _foreign_jit(tree: ast.Module) -> bool:
+    """The file's bare ``jit`` comes from another library (``from triton import jit``)."""
+    return any(isinstance(n, ast.ImportFrom) and not (n.module or "").startswith("tilelang")
+               and any(a.name in ("jit", "lazy_jit") and a.asname is None for a in n.names)
+               for n in ast.walk(tree))
+
+
+def _found(tree: ast.Module, module: ModuleScope) -> list[tuple[str, ast.AST, str]]:
+    """(object name, node, kind) of every kernel in file order."""
+    foreign = _foreign_jit(tree)
+
+    def is_jit(d: ast.expr) -> bool:
+        bare = decorator_name(d) in ("jit", "lazy_jit")
+        return is_jit_decorator(d) and not (bare and foreign)
+
+    jit_names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+                 and any(is_jit(d) for d in n.decorator_list)}
+    found: list[tuple[str, ast.AST, str]] = []
+    assigned_makers: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            decos = node.decorator_list
+            if any(is_jit(d) for d in decos):
+                found.append((node.name, node, "jit"))
+            elif any(is_prim_func_decorator(d) for d in decos):
+                found.append((node.name, node, "primfunc"))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            callee = ast.unparse(node.value.func)
+            maker = module.functions.get(callee)
+            if callee in jit_names:
+                continue  # a call of a jit kernel (it runs it), not a kernel of its own
+            if (isinstance(maker, ast.FunctionDef) and _has_prim_func(maker)) \
+                    or callee in _COMPILERS:
+                found.append((node.targets[0].id, node, "primfunc"))
+                assigned_makers.add(callee)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name not in assigned_makers \
+                and not node.decorator_list and not node.name.startswith("_") \
+                and _is_maker(node) and is_referenced(module, node.name):
+            found.append((node.name, node, "maker"))
+    return sorted(found, key=lambda f: int(getattr(f[1], "lineno", 0) or 0))
+
+
+def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
+                  opts: dict[str, Any]) -> list[KernelEntry]:
+    """The kernels of one plain TileLang file with their statically resolved arguments."""
+    module = ModuleScope(tree)
+    found = _found(tree, module)
+    workspace = opts.get("workspace")
+    lines = source.splitlines()
+    entries = []
+    for obj, node, kind in found:
+        name = stem if len(found) == 1 else f"{stem}.{obj}"
+        # a kernel function is labelled by its own source; a PrimFunc built by a call
+        # (``kernel = make(64)``) by its file's
+        segment = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno]) \
+            if isinstance(node, ast.FunctionDef) else source
+        lineno = int(getattr(node, "lineno", 0) or 0)
+        entry = KernelEntry(name=name, file=path, kind=kind, line=lineno,
+                            dtype=source_dtype(segment), obj=obj,
+                            key=table_key(path, obj, workspace),
+                            called=kind == "primfunc" or is_referenced(module, obj))
+        if kind in ("jit", "maker") and isinstance(node, ast.FunctionDef):
+            sig = kernel_signature(node, module)
+            res = resolve(sig, module, path, opts)
+            backend = (res.table or {}).get("execution-backend") \
+                or sig.jit_kwargs.get("execution_backend")
+            entry = KernelEntry(**{
+                **entry.__dict__, "args": res.values, "arg_sources": res.sources,
+                "missing": tuple(res.missing), "dtypes": tuple(res.dtypes or ()),
+                "dtype_arg": res.dtype_arg, "targets": tuple(res.targets or ()),
+                "dtype": kernel_dtype(sig, res.values) or entry.dtype,
+                "pass_configs": sig.jit_kwargs.get("pass_configs") or None,
+                "tuned": res.tuned,
+                "execution_backend": backend if isinstance(backend, str) else None})
+        entries.append(entry)
+    return entries

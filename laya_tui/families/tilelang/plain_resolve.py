@@ -1,0 +1,129 @@
+"""What a plain kernel's cell builds: the kernel as the file's own run builds it, else its
+statically read arguments, else an honest outcome (worker side).
+
+* built by the file's run (:mod:`laya_tui.families.tilelang.capture`): the traced PrimFunc,
+  its arguments and their sources, ``out_idx``, pass configs and execution backend, the
+  file's own check. A ``[tool.laya-tui.kernel-args]`` table still wins (the kernel is then
+  traced again with the table's values over the captured ones);
+* its tracing raised in the file's run: traced again in the cell (the same failure is the
+  cell's diagnostic); when the reason is a GPU-only call on a machine without one, skipped
+  with that reason (it runs on a GPU host);
+* not built by the run: the static arguments
+  (:mod:`laya_tui.families.tilelang.static_args`) when they are complete; else a kernel
+  nothing in the file references is skipped with the lines to add, one whose run needs a
+  GPU first is skipped with that reason, and any other could not be examined (status
+  ``error``) with the lines to add and how the file's run ended.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from laya_tui.families.tilelang.cell_state import CellState, KernelCall, has_gpu
+
+
+def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
+    """The kernels of ``file`` its own entry points reference (what its run should build)."""
+    import ast
+
+    from laya_tui.families.tilelang.discover import classify
+    from laya_tui.families.tilelang.static_calls import referenced_from_entries
+    from laya_tui.families.tilelang.static_eval import ModuleScope
+
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            module = ModuleScope(ast.parse(f.read(), filename=file))
+    except (OSError, SyntaxError):
+        return set()
+    return {e.obj for e in classify(file, opts) if e.obj and e.called
+            and (e.kind == "primfunc" or referenced_from_entries(module, e.obj))}
+
+
+def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
+               sources: dict[str, str], missing: list[str], key: str | None,
+               dtype_arg: str | None, pass_configs: dict[str, Any] | None,
+               called: bool, execution_backend: str | None) -> KernelCall:
+    """The :class:`KernelCall` of the cell; ``ctx.skip``/``ctx.error`` when the kernel
+    cannot be examined here."""
+    from laya_tui.families.tilelang.capture import capture_file
+
+    opts = ctx.options
+    table = {k: v for k, v in args.items()  # what the user wrote for laya-tui wins
+             if str(sources.get(k, "")).startswith(("pyproject", "LAYA_ARGS"))}
+    cap = capture_file(state.file, expected_kernels(state.file, opts))
+    state.extra["file_run"] = {"entries": [f"{e}: {how}" for e, how in cap.entries],
+                               "seconds": round(cap.seconds, 3)}
+    if cap.faked:
+        state.extra["file_run"]["faked_ops"] = cap.faked
+    build = cap.pick(obj, state.dtype)
+    if build is not None:
+        call = KernelCall(obj=obj, args=dict(build.args), sources=dict(build.sources),
+                          pass_configs=dict(build.pass_configs), out_idx=build.out_idx,
+                          execution_backend=execution_backend or build.execution_backend,
+                          compile_flags=build.compile_flags, func=build.func,
+                          record=build.call, module=cap.module)
+        n = len(cap.builds_of(obj))
+        state.extra["built_by"] = {
+            "entry": build.entry, "site": build.site, "target": build.target,
+            "builds": n, **({"tuned": build.tuned} if build.tuned else {})}
+        if table or dtype_arg:  # the table wins: trace again with its values (the
+            call.func = None  # file's own check was made with other sizes: not used)
+            call.record = None
+            call.args.update(table)
+            call.sources.update({k: sources[k] for k in table})
+        _dtype_arg(call, dtype_arg, state.dtype)
+        return call
+    failure = cap.failures.get(obj)
+    if failure is not None:
+        if failure.gpu and not has_gpu():
+            ctx.skip(f"{obj} needs a GPU to be traced, so it is examined on a GPU host: "
+                     f"{failure.gpu}")
+        call = KernelCall(obj=obj, args={**failure.args, **table},
+                          sources={**failure.sources, **{k: sources[k] for k in table}},
+                          pass_configs=dict(pass_configs or {}),
+                          execution_backend=execution_backend, module=cap.module,
+                          trace_error=None if table else failure.error)
+        state.extra["built_by"] = {"entry": "the file's run", "site": failure.site,
+                                   "raised": f"{type(failure.error).__name__}"}
+        _dtype_arg(call, dtype_arg, state.dtype)
+        return call
+    if not missing and (called or table):
+        call = KernelCall(obj=obj, args=dict(args), sources=dict(sources),
+                          pass_configs=dict(pass_configs or {}),
+                          execution_backend=execution_backend)
+        if state.kind in ("jit", "maker") and cap.entries:
+            state.extra["built_by"] = {"entry": "the file's syntax tree",
+                                       "file_run": cap.how_it_ended()}
+        _dtype_arg(call, dtype_arg, state.dtype)
+        return call
+    from laya_tui.families.tilelang.arg_table import file_defaults, missing_message
+
+    defaults = _file_defaults(state.file, missing, file_defaults)
+    where = key or f"{state.file}::{obj}"
+    workspace = opts.get("workspace")
+    if not called:
+        ctx.skip(missing_message(obj, where, missing, workspace, defaults, called=False))
+    if cap.gpu_needed and not has_gpu():
+        ctx.skip(f"{obj} is built only after the file's run needs a GPU, so it is examined "
+                 f"on a GPU host: {cap.gpu_needed}")
+    ctx.error(missing_message(obj, where, missing, workspace, defaults)
+              + f"\n(the file's own run: {cap.error or cap.how_it_ended()})")
+    raise AssertionError("unreachable")  # ctx.error raises
+
+
+def _dtype_arg(call: KernelCall, dtype_arg: str | None, dtype: str) -> None:
+    if dtype_arg:
+        call.args[dtype_arg] = dtype
+        call.sources[dtype_arg] = "the cell's dtype"
+        call.func = None
+
+
+def _file_defaults(file: str, missing: list[str], finder: Any) -> dict[str, Any]:
+    import ast
+
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            return finder(ast.parse(f.read(), filename=os.path.basename(file)), missing)
+    except (OSError, SyntaxError):
+        return {}
