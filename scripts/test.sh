@@ -11,4 +11,8 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${LAYA_CHROMIUM:-}" ] \
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
     >/dev/null 2>&1 || echo "laya-tui: could not install chromium; its tests will skip" >&2
 fi
+# Lint and types first (seconds): ruff over the code, mypy (pinned in the dev extra,
+# configured in pyproject.toml) over the package.
+.venv/bin/python -m ruff check laya_tui probes kernels tests benchmarks
+.venv/bin/python -m mypy laya_tui
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
