@@ -110,7 +110,7 @@ def test_json_to_stdout_is_the_only_stdout(tmp_path):
 
 
 def test_only_glob_treats_brackets_literally():
-    from laya_tui.core.runner import matches_any
+    from laya_tui.core.cellid import matches_any
 
     assert matches_any("tilelang/gemm_kernel[c,bf16,gpu]", ["tilelang/gemm_kernel[c,bf16,gpu]"])
     assert matches_any("tilelang/gemm_kernel[c,bf16,gpu]", ["tilelang/*[c,*"])

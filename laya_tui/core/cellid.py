@@ -6,7 +6,9 @@ under one of several environments (``--env``). Standard library only.
 
 from __future__ import annotations
 
+import fnmatch
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _CELL_RE = re.compile(r"^(?P<name>[^\[]*)\[(?P<param>[^\]]*)\]$")
@@ -71,3 +73,17 @@ def family_of(probe_id: str) -> str:
 def leaf_name(probe_id: str) -> str:
     """The id without its family: ``gemm_kernel[c,bf16,gpu]``."""
     return probe_id.split("/", 1)[-1]
+
+
+def matches_any(probe_id: str, patterns: Iterable[str]) -> bool:
+    """True when ``probe_id`` equals a pattern, or matches it as a glob (``[`` literal)."""
+    for pat in patterns:
+        if probe_id == pat or probe_id.startswith(pat.rstrip("/") + "/") and "*" not in pat:
+            return True
+        if fnmatch.fnmatchcase(probe_id, _escape_brackets(pat)):
+            return True
+    return False
+
+
+def _escape_brackets(pat: str) -> str:
+    return re.sub(r"([\[\]])", r"[\1]", pat)

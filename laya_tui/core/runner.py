@@ -8,17 +8,16 @@ Pure asyncio and the standard library: nothing heavy is imported here (docs/arch
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from laya_tui.core.cellid import matches_any
 from laya_tui.core.defaults import usable_cores
 from laya_tui.core.envs import base_id, expand, worker_key
 from laya_tui.core.events import (
@@ -487,17 +486,3 @@ class Runner(EventSource):
             h.kill()
         if self._disc is not None:
             self._disc.kill()
-
-
-def matches_any(probe_id: str, patterns: Iterable[str]) -> bool:
-    """True when ``probe_id`` equals a pattern, or matches it as a glob (``[`` literal)."""
-    for pat in patterns:
-        if probe_id == pat or probe_id.startswith(pat.rstrip("/") + "/") and "*" not in pat:
-            return True
-        if fnmatch.fnmatchcase(probe_id, _escape_brackets(pat)):
-            return True
-    return False
-
-
-def _escape_brackets(pat: str) -> str:
-    return re.sub(r"([\[\]])", r"[\1]", pat)
