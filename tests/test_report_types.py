@@ -30,3 +30,39 @@ def test_a_real_result_fits_its_typed_dict() -> None:
                       seconds=0.1, deps=[], signals=[{"kind": "log", "probe": "f/p"}])
     fields = SCHEMA_DEFS["probe"].__annotations__
     assert set(res) <= set(fields) and res["status"] in STATUSES
+
+
+def test_a_watch_record_has_every_key_its_typed_dict_names() -> None:
+    from laya_tui.core.report_types import WatchRecord
+    from laya_tui.watch.records import new_record
+
+    rec = new_record("result", "fam/p", "probes/p.py")
+    required = WatchRecord.__required_keys__
+    assert set(rec) == set(required)
+
+
+def test_a_discovered_cell_has_the_keys_of_its_typed_dict(tmp_path) -> None:
+    """The runner's own discovery (in a worker) of a real probe file."""
+    import asyncio
+
+    from laya_tui.core.report_types import CellSpec
+    from laya_tui.core.runner import Runner
+    from laya_tui.core.settings import RunOptions
+
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "probes" / "p.py").write_text(
+        "from laya_tui import param, probe\n\n\n@probe('fam', params=[param('a', x=1)])\n"
+        "def cell(ctx, x):\n    return None\n")
+    runner = Runner(RunOptions(workspace=str(tmp_path), probes=[str(tmp_path / "probes")],
+                               cache_dir=str(tmp_path / "cache"), use_cache=False))
+
+    async def go():
+        try:
+            return await runner.discover()
+        finally:
+            await runner.close()
+
+    disc = asyncio.run(go())
+    assert [c["id"] for c in disc.probes] == ["fam/cell[a]"]
+    for cell in disc.probes:
+        assert set(CellSpec.__required_keys__) <= set(cell) <= set(CellSpec.__annotations__)

@@ -4,7 +4,9 @@ equal, field for field and required for required.
 
 The frozen :class:`~laya_tui.core.results.Signal` and ``ProbeResult`` are what the
 dashboard holds; these describe the plain dicts that travel between the worker, the runner,
-the cache and the report writers, for the functions that build or read one.
+the cache and the report writers, for the functions that build or read one. Two objects
+that are not in the report are typed here as well: a discovered cell (:class:`CellSpec`)
+and a watch-mode record (:class:`WatchRecord`, documented in ``laya_tui.watch.engine``).
 """
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
@@ -82,6 +84,42 @@ class ChangeDict(TypedDict):
     message: str
     subject: NotRequired[str | None]
     reason: NotRequired[str | None]
+
+
+class CellSpec(TypedDict):
+    """One probe cell as discovery found it (the worker's ``discovered`` event), the
+    runner's unit of work; ``env`` is set under ``--env``."""
+
+    id: str
+    family: str
+    file: str
+    func: str
+    param: str | None
+    params: Mapping[str, Any]
+    timeout: float | None
+    deps: list[str]
+    env: NotRequired[str]
+
+
+class WatchRecord(TypedDict):
+    """One watch-mode record; every record has every key (``laya_tui.watch.engine``)."""
+
+    type: str  # "result" | "removed" | "diagnostic" | "ready"
+    probe: str | None
+    family: str | None
+    trigger: str | None
+    seconds: float | None
+    latency: float | None
+    status: str | None
+    reason: str | None
+    previous_status: str | None
+    cached: bool
+    new: list[Mapping[str, Any]]
+    gone: list[Mapping[str, Any]]
+    changed: list[Mapping[str, Any]]
+    diagnostic: Mapping[str, Any] | None
+    result: NotRequired[Mapping[str, Any]]
+    probes: NotRequired[int]
 
 
 #: The schema's ``$defs`` name of each typed dict.

@@ -8,11 +8,14 @@ signals on the pipe).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from laya_tui.tui.model import Changes
+
+if TYPE_CHECKING:
+    from laya_tui.core.report_types import WatchRecord
 
 
 class ProbesDiscovered(Message):
@@ -96,6 +99,6 @@ class WatchToggled(Message):
 class WatchChanged(Message):
     """The watch engine re-ran a probe: ``record`` is its change record."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
+    def __init__(self, record: WatchRecord) -> None:
         super().__init__()
         self.record = record

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from laya_tui.watch.engine import Watcher
+from laya_tui.watch.engine import Record, Watcher
 
 if TYPE_CHECKING:
     from laya_tui.core.runner_like import RunnerLike
@@ -17,13 +17,13 @@ if TYPE_CHECKING:
 
 
 async def watch_factory(app: LayaApp, runner: RunnerLike, probes: list[dict[str, Any]]
-                        ) -> AsyncIterator[dict[str, Any]]:
+                        ) -> AsyncIterator[Record]:
     """Run a Watcher on the app's live runner, starting from the results already shown."""
     config = runner.config
     if config is None:
         raise RuntimeError("watch mode needs live probes, not a recorded report")
     await app.drained()  # the results the watcher starts from include the last events
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    queue: asyncio.Queue[Record] = asyncio.Queue()
     watcher = Watcher(config, runner,  # type: ignore[arg-type]
                       on_record=queue.put_nowait, initial=app.model.results(),
                       ignore_paths=[app.export_path], gate_settings=app.gate_settings)

@@ -15,12 +15,13 @@ from laya_tui.core.runner_like import RunnerLike
 from laya_tui.tui.messages import RunFailed, WatchChanged, WatchToggled
 
 if TYPE_CHECKING:
+    from laya_tui.core.report_types import WatchRecord
     from laya_tui.tui.app import LayaApp
 
 #: ``factory(app, runner, probes)`` -> async iterator of change records
 #: ``{probe, trigger, seconds, status, new, gone, changed}``; re-runs go through ``runner``.
 WatchFactory = Callable[["LayaApp", RunnerLike, list[dict[str, Any]]],
-                        AsyncIterator[dict[str, Any]]]
+                        AsyncIterator["WatchRecord"]]
 
 
 def default_watch_factory() -> WatchFactory:
@@ -88,15 +89,16 @@ class WatchControl:
             self.watching = False
             app.post_message(WatchToggled(False))
 
-    def changed(self, rec: dict[str, Any]) -> None:
+    def changed(self, rec: WatchRecord) -> None:
         """A change record: push the watcher's own results, and say what changed."""
         app = self.app
         result = rec.get("result")
         if rec.get("type") == "ready":
             app.notify(f"{rec.get('probes', 0)} probes; watching for changes", title="watch")
             return
-        if isinstance(result, dict) and rec.get("probe") in app.model.probes and \
-                app.model.probes[rec["probe"]].report_entry is not result:
+        pid = rec.get("probe")
+        if isinstance(result, dict) and pid is not None and pid in app.model.probes and \
+                app.model.probes[pid].report_entry is not result:
             # A syntax/import error saved mid-edit: the watcher's own result, no runner event.
             app.pump.push(ProbeFinished(result))
         bits = [f"{k} {len(rec[k])}" for k in ("new", "gone", "changed")

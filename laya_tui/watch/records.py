@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
+from laya_tui.core.report_types import WatchRecord
 from laya_tui.core.results import failing, signal_key
 from laya_tui.core.shapes import as_dict
 
-Record = dict[str, Any]
+#: One watch-mode record (every key always present).
+Record = WatchRecord
 
 #: Signal fields whose change makes a signal "changed" (besides ``detail.outcome``).
 COMPARED_FIELDS = ("count", "bytes", "value", "passed")
@@ -26,12 +28,15 @@ AT_FILE_LINE = re.compile(r" at (?P<file>\S+):(?P<line>\d+)$")
 
 def new_record(kind: str, pid: str | None, trigger: str | None, **fields: Any) -> Record:
     """A record with every key present (``trigger`` already relative to the workspace)."""
-    rec: Record = {"type": kind, "probe": pid, "family": None, "trigger": trigger,
-                   "seconds": None, "latency": None, "status": None, "reason": None,
-                   "previous_status": None, "cached": False, "new": [], "gone": [],
-                   "changed": [], "diagnostic": None}
+    rec: dict[str, Any] = {"type": kind, "probe": pid, "family": None, "trigger": trigger,
+                           "seconds": None, "latency": None, "status": None, "reason": None,
+                           "previous_status": None, "cached": False, "new": [], "gone": [],
+                           "changed": [], "diagnostic": None}
+    unknown = set(fields) - set(WatchRecord.__annotations__)
+    if unknown:
+        raise TypeError(f"not watch record fields: {sorted(unknown)}")
     rec.update(fields)
-    return rec
+    return cast(WatchRecord, rec)
 
 
 def _facts(sig: dict[str, Any]) -> dict[str, Any]:
