@@ -29,12 +29,11 @@ from laya_tui.core.results import (
 )
 from laya_tui.core.settings import DEFAULT_MARGIN, Settings, frozen_map
 from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
+from laya_tui.report.verdict import STATUS_KINDS, describe_failure
 
 if TYPE_CHECKING:
     from laya_tui.report.baseline import Baseline
 
-#: Probe statuses that ``--fail-on`` / ``--max`` accept beside the signal kinds.
-STATUS_KINDS: tuple[str, ...] = ("failed", "skipped")
 GATE_KINDS: tuple[str, ...] = KINDS + STATUS_KINDS
 
 
@@ -244,36 +243,6 @@ def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = N
         if env_section is not None:
             extra["env_comparison"] = env_section
     return gates, extra
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
-
-
-def describe_failure(gate: str, entry: dict[str, Any]) -> str:
-    """One line for one failure entry of ``gate`` (JUnit messages, markdown, stderr)."""
-    if "message" in entry:
-        return str(entry["message"])
-    if gate == "tolerance":
-        return (f"tolerance {entry.get('subject') or ''}: {_fmt(entry.get('value'))} > limit "
-                f"{_fmt(entry.get('limit'))}").replace("  ", " ")
-    if gate.startswith("max:"):
-        return f"{entry['kind']}: {entry['count']} occurrences > max {entry['limit']}"
-    if gate == "probe-files":
-        return f"{entry.get('file')}: {entry.get('reason')}"
-    if gate.startswith("fail-on:"):
-        kind = gate.partition(":")[2]
-        if kind in STATUS_KINDS:
-            return f"probe {kind}: {entry.get('reason') or ''}".rstrip(": ")
-        text = kind + (f" {entry['subject']}" if entry.get("subject") else "")
-        if entry.get("count", 1) != 1:
-            text += f" x{entry['count']}"
-        return text + (f": {entry['reason']}" if entry.get("reason") else "")
-    status = {"no-crash": "crashed", "no-timeout": "timeout", "no-probe-error": "raised"}
-    head = status.get(gate, gate)
-    return f"{head}: {entry.get('reason')}" if entry.get("reason") else head
 
 
 def failures_by_probe(gates: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
-from laya_tui.report.gates import describe_failure
+from laya_tui.report.verdict import describe_failure
 
 ROWS = 15
 CELL_CHARS = 140

@@ -19,13 +19,20 @@ functions (``torch_dynamo_resume_in_forward_at_27``) are named after the functio
 from __future__ import annotations
 
 import os
-import re
 import sys
 import sysconfig
 from types import CodeType, FrameType
 from typing import Any
 
-USER, INTERNAL, GENERATED, INDUCTOR = 0, 1, 2, 3
+from laya_tui.families.explain.frame_names import (
+    GENERATED,
+    INDUCTOR,
+    INTERNAL,
+    USER,
+    plain_name,
+)
+
+__all__ = ["GENERATED", "INDUCTOR", "INTERNAL", "USER", "plain_name"]
 
 #: The laya_tui package folder (this file is laya_tui/families/explain/sites.py).
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,8 +41,6 @@ _STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
 DEMO_CODE = {(os.path.join(_PACKAGE, "families", "presets.py"), "host_greedy_decode")}
 #: laya-tui files that stand for a user's model file.
 DEMO_FILES = {os.path.join(_PACKAGE, "families", "decision_model.py")}
-#: Dynamo names a resume function ``torch_dynamo_resume_in_<fn>_at_<line>``.
-_RESUME = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_\d+")
 _kinds: dict[CodeType, int] = {}
 _names: dict[CodeType, str] = {}
 _roots: list[str] | None = None
@@ -122,16 +127,6 @@ def code_kind(code: CodeType) -> int:
     if kind is None:
         kind = _kinds[code] = site_kind(code.co_filename, code.co_name)
     return kind
-
-
-def plain_name(name: str) -> str:
-    """A Dynamo resume function's name -> the function it resumes (others unchanged)."""
-    while "torch_dynamo_resume_in_" in name:
-        new = _RESUME.sub(r"\1", name)
-        if new == name:
-            break
-        name = new
-    return name
 
 
 def func_name(code: CodeType) -> str:

@@ -17,7 +17,7 @@ import re
 from types import CodeType
 from typing import Any
 
-from laya_tui.families.explain.sites import INDUCTOR, plain_name
+from laya_tui.families.explain.frame_names import INDUCTOR, plain_name
 
 _TRACE_FRAME = re.compile(r'File "(.+)", line (\d+), in (.+)\n')
 #: (code, line) of a generated frame -> its user frames, innermost first

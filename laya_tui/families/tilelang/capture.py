@@ -26,116 +26,34 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import inspect
 import os
-import signal
 import sys
 import tempfile
 import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.tilelang.capture_model import (
+    AUTOTUNE_SOURCE,
+    CAPTURE_SECONDS,
+    Build,
+    Capture,
+    TraceFailure,
+    _deadline,
+    _has_gpu,
+    bound_arguments,
+    call_site,
+    first_tensor_dtype,
+    gpu_reason,
+    record_check,
+)
 from laya_tui.families.tilelang.capture_stubs import (
-    Check,
-    KernelCallRecord,
     StopCapture,
     StubKernel,
     describe,
 )
-
-CAPTURE_SECONDS = float(os.environ.get("LAYA_TUI_TILELANG_CAPTURE_S", "60"))
-#: on a machine without a GPU: how long the file may go on, once every kernel is built,
-#: to reach its own check (``LAYA_TUI_TILELANG_CHECK_S``; 0 stops right at the last build)
-CHECK_SECONDS = float(os.environ.get("LAYA_TUI_TILELANG_CHECK_S", "5"))
-#: what a file's run raising on a machine without a GPU says when the GPU is the reason
-_GPU_WORDS = ("torch not compiled with cuda", "no cuda gpus are available", "cuda driver",
-              "cudagetdevicecount", "nvidia driver", "failed to get device properties",
-              "cuinit", "no cuda-capable device", "libcuda", "cuda is not available",
-              "found no nvidia", "device-side", "cuda error")
-_GPU_FRAMES = (os.sep + os.path.join("torch", "cuda") + os.sep, "carver" + os.sep + "arch",
-               os.sep + "cuda_driver.py")
-AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on a GPU)"
-
-
-@dataclass
-class Build:
-    """One kernel the file built, as it built it."""
-
-    obj: str | None  # the module attribute of the kernel (jit function, maker, PrimFunc)
-    kind: str  # "jit" | "maker" | "primfunc"
-    func: Any  # the traced PrimFunc
-    args: dict[str, Any]  # the arguments, JSON-able (tensors as {"tensor": shape, "dtype"})
-    sources: dict[str, str]
-    out_idx: Any
-    target: Any
-    execution_backend: str | None
-    pass_configs: dict[str, Any]
-    compile_flags: Any
-    site: str | None  # "main() at line 129"
-    entry: str  # the entry point that built it
-    raw: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})  # the call's own values
-    tuned: dict[str, Any] | None = None  # {"configs": n, "config": {...}}
-    call: KernelCallRecord = field(default_factory=KernelCallRecord)
-    index: int = 0  # the how-manieth build of the file
-
-
-@dataclass
-class TraceFailure:
-    """A kernel whose tracing raised while the file ran (a finding, or a GPU-only call)."""
-
-    obj: str
-    args: dict[str, Any]
-    sources: dict[str, str]
-    raw: tuple[tuple[Any, ...], dict[str, Any]]
-    site: str | None
-    error: BaseException
-    gpu: str | None  # why it needs a GPU, when that is the reason
-
-
-@dataclass
-class Capture:
-    """Everything one run of a file's entry points built."""
-
-    file: str
-    builds: list[Build] = field(default_factory=list)
-    failures: dict[str, TraceFailure] = field(default_factory=dict)
-    entries: list[tuple[str, str]] = field(default_factory=list)  # (entry, how it ended)
-    gpu_needed: str | None = None  # the run stopped at a GPU-only call (and where)
-    error: str | None = None  # the file did not import
-    seconds: float = 0.0
-    module: Any = None
-    faked: int = 0  # heavy ops the CPU stand-in answered with zeros (their checks unused)
-
-    def builds_of(self, obj: str | None) -> list[Build]:
-        return [b for b in self.builds if b.obj == obj]
-
-    def pick(self, obj: str | None, dtype: str | None) -> Build | None:
-        """The first build of ``obj`` whose kernel dtype is ``dtype``, else its first."""
-        builds = self.builds_of(obj)
-        for b in builds:
-            if dtype and first_tensor_dtype(b.func) == dtype:
-                return b
-        return builds[0] if builds else None
-
-    def how_it_ended(self) -> str:
-        """``the __main__ block raised ValueError at line 12: ...`` (for messages)."""
-        return "; ".join(f"{e} {how}" for e, how in self.entries) or "no entry point ran"
-
-
-def first_tensor_dtype(func: Any) -> str | None:
-    """The dtype of a PrimFunc's first buffer parameter."""
-    try:
-        for p in func.params:
-            buf = func.buffer_map.get(p)
-            if buf is not None:
-                return str(buf.dtype)
-    except Exception:  # noqa: BLE001
-        return None
-    return None
-
 
 # -- the cache -------------------------------------------------------------------------------
 
@@ -175,13 +93,6 @@ def capture_file(path: str, kernels: set[str] | None = None,
 # -- running the file ------------------------------------------------------------------------
 
 
-def _has_gpu() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def _release_device_memory() -> None:
@@ -196,23 +107,6 @@ def _release_device_memory() -> None:
         pass
 
 
-def gpu_reason(exc: BaseException, path: str) -> str | None:
-    """Why ``exc`` means the file needs a GPU here (None when it does not, or one is here)."""
-    if _has_gpu():
-        return None
-    text = f"{type(exc).__name__}: {exc}".lower()
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not (any(w in text for w in _GPU_WORDS)
-            or any(any(g in f.filename for g in _GPU_FRAMES) for f in frames)):
-        return None
-    user = [f for f in frames if os.path.realpath(f.filename) == path]
-    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-    if user:
-        f = user[-1]
-        where = f"{f.name}() at line {f.lineno}" if f.name != "<module>" else \
-            f"line {f.lineno}"
-        return f"{where} calls `{(f.line or '').strip()[:120]}`, which needs a GPU ({first})"
-    return f"the file's run needs a GPU ({first})"
 
 
 def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Callable[[], Any]]]:
@@ -324,118 +218,20 @@ def _argv(path: str) -> Iterator[None]:
             scratch.cleanup()
 
 
-@contextlib.contextmanager
-def _deadline(when: float) -> Iterator[None]:
-    """Raise :class:`StopCapture` in the main thread once ``when`` has passed."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise StopCapture(_ALARM[0])
-
-    _ALARM[0] = f"the capture's {when - time.perf_counter():.0f} s are up"
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.01, when - time.perf_counter()))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
-_ALARM = ["the capture's time is up"]
 
 
-def shorten_deadline(seconds: float, reason: str) -> bool:
-    """Bring the capture's deadline to ``seconds`` from now (if sooner); False when no
-    timer runs here (not the main thread)."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    remaining = signal.getitimer(signal.ITIMER_REAL)[0]
-    if remaining == 0 or remaining > seconds:
-        _ALARM[0] = reason
-        signal.setitimer(signal.ITIMER_REAL, max(0.01, seconds))
-    return True
 
 
-def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
-                    ) -> tuple[dict[str, Any], set[str]]:
-    """(every parameter's value, the names the call gave) for a kernel call; keywords the
-    signature does not name (the eager style's ``T.const`` shapes: ``M=1024``) kept too."""
-    params = sig.parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    known = {k: v for k, v in kwargs.items() if takes_any or k in params}
-    extra = {k: v for k, v in kwargs.items() if k not in known}
-    try:
-        bound = sig.bind_partial(*args, **known)
-    except TypeError:
-        return dict(kwargs), set(kwargs)
-    values = dict(bound.arguments)
-    for name, p in params.items():
-        if name not in values and p.default is not inspect.Parameter.empty:
-            values[name] = p.default
-        if p.kind is inspect.Parameter.VAR_KEYWORD and name in values:
-            values.update(values.pop(name))
-    given = (set(bound.arguments) | set(extra)) - {
-        n for n, p in params.items() if p.kind is inspect.Parameter.VAR_KEYWORD}
-    given |= set(known) if takes_any else set()
-    values.update(extra)
-    return values, given
 
 
-def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: str,
-                 args: tuple[Any, ...], kwargs: dict[str, Any], path: str,
-                 mode: Any = None) -> Any:
-    """A comparison the file makes: recorded when one side is a kernel output (the file's
-    own check), else ``NotImplemented`` (torch answers)."""
-    a = kwargs.get("actual", args[0] if args else None)
-    b = kwargs.get("expected", args[1] if len(args) > 1 else None)
-    for mine, other in ((a, b), (b, a)):
-        hit = registry.get(id(mine))
-        if hit is None or hit[2] is not mine:
-            continue
-        rec, idx, _ = hit
-        rtol = kwargs.get("rtol", args[2] if len(args) > 2 else None)
-        atol = kwargs.get("atol", args[3] if len(args) > 3 else None)
-        line = next((f.f_lineno for f in _frames() if os.path.realpath(
-            f.f_code.co_filename) == path), None)
-        rec.checks.append(Check(output=idx if idx >= 0 else -1 - idx, expected=other,
-                                rtol=rtol, atol=atol, line=line, how=how, in_place=idx < 0,
-                                trusted=not getattr(mode, "faked", 0)))
-        return True if how == "torch.allclose" else None
-    return NotImplemented
 
 
-def _frames() -> Iterator[Any]:
-    f: Any = sys._getframe(1)
-    while f is not None:
-        yield f
-        f = f.f_back
 
 
-def _module_level(path: str, line: int) -> str:
-    from laya_tui.families.tilelang.static_calls import module_level_label
-
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return module_level_label(ast.parse(f.read()), line)
-    except (OSError, SyntaxError):
-        return "the file's top level"
 
 
-def call_site(path: str) -> tuple[str | None, int | None]:
-    """(``main() at line 129``, 129) of the innermost frame of ``path`` calling in."""
-    for f in _frames():
-        if os.path.realpath(f.f_code.co_filename) == path:
-            name = f.f_code.co_name
-            where = _module_level(path, f.f_lineno) if name == "<module>" else f"{name}()"
-            return f"{where} at line {f.f_lineno}", f.f_lineno
-    return None, None
 
 
 __all__ = ["AUTOTUNE_SOURCE", "Build", "Capture", "TraceFailure", "bound_arguments",

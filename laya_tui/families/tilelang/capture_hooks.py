@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from laya_tui.families.tilelang.capture import (
+from laya_tui.families.tilelang.capture_model import (
     AUTOTUNE_SOURCE,
     CHECK_SECONDS,
     Build,

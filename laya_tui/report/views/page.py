@@ -16,8 +16,7 @@ from laya_tui.core.files import source_excerpt
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
-from laya_tui.report.gates import describe_failure
-from laya_tui.report.verdict import verdict_notes
+from laya_tui.report.verdict import describe_failure, verdict_notes
 from laya_tui.report.views.detail import (
     Block,
     Detail,
