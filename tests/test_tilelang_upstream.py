@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from laya_tui.families.tilelang.discover import matrix_cells
+from tests._tilelang_cells import run_folder_cell
 from tests._util import heavy_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,19 +214,7 @@ def test_discovery_of_upstream_files_imports_nothing_heavy() -> None:
 
 
 def _run(cid: str, out: Path, folder: Path = UP) -> tuple[str, list[dict[str, Any]]]:
-    from laya_tui.api import Context, Skipped, Unexamined
-    from laya_tui.families.tilelang.cell import run_cell
-
-    signals: list[dict[str, Any]] = []
-    ctx = Context("tilelang/" + cid, "tilelang", lambda e: signals.append(e["signal"]),
-                  opts={"out": str(out), "workspace": str(ROOT)}, add_dep=lambda p: None)
-    try:
-        run_cell(ctx, **_cells(folder)[cid]["kwargs"])
-    except Skipped as exc:
-        return f"skipped: {exc}", signals
-    except Unexamined as exc:
-        return f"error: {exc}", signals
-    return ("failed" if ctx.failures else "ok"), signals
+    return run_folder_cell(cid, out, folder)
 
 
 def _lowering(signals: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,36 @@
+"""TileLang cells of a kernel folder, found and run in this process the way a worker runs
+them (shared by the tests of upstream-style and file-run-style kernel files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from laya_tui.families.tilelang.discover import matrix_cells
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def folder_cells(folder: Path, **opts: Any) -> dict[str, dict[str, Any]]:
+    """``{"name[id]": cell}`` of every cell discovery finds in ``folder``."""
+    opts.setdefault("workspace", str(ROOT))
+    return {f"{c['name']}[{c['id']}]": c for c in matrix_cells({"kernels": [str(folder)],
+                                                                **opts})}
+
+
+def run_folder_cell(cid: str, out: Path, folder: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Run one cell of ``folder``: ``(status, its signals)``; a skip or a probe error gives
+    ``"skipped: reason"`` / ``"error: reason"``."""
+    from laya_tui.api import Context, Skipped, Unexamined
+    from laya_tui.families.tilelang.cell import run_cell
+
+    signals: list[dict[str, Any]] = []
+    ctx = Context("tilelang/" + cid, "tilelang", lambda e: signals.append(e["signal"]),
+                  opts={"out": str(out), "workspace": str(ROOT)}, add_dep=lambda p: None)
+    try:
+        run_cell(ctx, **folder_cells(folder)[cid]["kwargs"])
+    except Skipped as exc:
+        return f"skipped: {exc}", signals
+    except Unexamined as exc:
+        return f"error: {exc}", signals
+    return ("failed" if ctx.failures else "ok"), signals
