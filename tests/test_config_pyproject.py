@@ -60,7 +60,7 @@ def test_no_table_means_built_in_defaults(ws):
     assert st.gates.baseline is None
     assert st.gates.tolerance_margin == DEFAULT_MARGIN
     settings = prepare_gates(st)
-    assert settings.fail_on == [] and settings.max_counts == {} and settings.baseline is None
+    assert settings.fail_on == () and settings.max_counts == {} and settings.baseline is None
 
 
 def test_full_table(ws):
@@ -90,7 +90,7 @@ def test_flags_override_the_table(ws, tmp_path):
     assert st.gates.baseline is None  # --no-baseline
     assert st.outputs.junit == str(tmp_path / "j.xml")
     settings = prepare_gates(st)
-    assert settings.fail_on == ["recompile"]
+    assert settings.fail_on == ("recompile",)
     assert settings.max_counts == {"fallback": 10, "recompile": 0}  # per kind
     assert settings.tolerance_margin == 0.5
 
