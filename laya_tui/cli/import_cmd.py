@@ -10,11 +10,10 @@ TORCH_TRACE log there (or a bad flag, an unwritable output).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import NoReturn
 
-from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
+from laya_tui.core.errors import EXIT_USAGE, UsageError, internal_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,10 +57,7 @@ def main(argv: list[str]) -> int:
     except UsageError:
         raise  # printed as one line by laya_tui.cli.main (exit 2)
     except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
-        print(f"laya-tui import: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        if os.environ.get("LAYA_TUI_DEBUG"):
-            raise
-        return EXIT_INTERNAL
+        return internal_error("laya-tui import", exc)
 
 
 def _main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from laya_tui.cli.project import NothingConfigured
 from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS, default_jobs
-from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
+from laya_tui.core.errors import EXIT_USAGE, UsageError, internal_error
 from laya_tui.core.files import check_output_path
 
 if TYPE_CHECKING:
@@ -209,10 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_stdout()
         return 141
     except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
-        print(f"laya-tui: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        if os.environ.get("LAYA_TUI_DEBUG"):
-            raise
-        return EXIT_INTERNAL
+        return internal_error("laya-tui", exc)
 
 
 def _quiet_stdout() -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from typing import NoReturn
 
-from laya_tui.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
+from laya_tui.core.errors import EXIT_USAGE, UsageError, internal_error
 from laya_tui.report.merge import Input, dumps_report, load_report, merge_reports
 
 
@@ -52,10 +51,7 @@ def main(argv: list[str]) -> int:
     except UsageError:
         raise  # printed as one line by laya_tui.cli.main (exit 2)
     except Exception as exc:  # noqa: BLE001 - exit 3 with one line, never a traceback
-        print(f"laya-tui merge: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        if os.environ.get("LAYA_TUI_DEBUG"):
-            raise
-        return EXIT_INTERNAL
+        return internal_error("laya-tui merge", exc)
 
 
 def _main(argv: list[str]) -> int:
