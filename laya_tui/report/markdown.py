@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
@@ -102,11 +103,16 @@ def _not_examined(report: dict[str, Any]) -> list[str]:
     probes = [p for p in report.get("probes", []) if p.get("status") == "error"]
     if not probes:
         return []
-    lines = [f"**Could not be examined** ({len(probes)}): nothing was found about these, "
-             "fix what stopped the probe", "", "| | probe | why |", "|---|---|---|"]
+    return [f"**Could not be examined** ({len(probes)}): nothing was found about these, "
+            "fix what stopped the probe", ""] + _probe_table(probes, "why")
+
+
+def _probe_table(probes: Sequence[Mapping[str, Any]], column: str) -> list[str]:
+    """``| ⚠ | probe | first line of its reason |`` for the first ``ROWS`` probes."""
+    lines = [f"| | probe | {column} |", "|---|---|---|"]
     for p in probes[:ROWS]:
         reason = (p.get("reason") or "").splitlines()
-        lines.append(f"| ⚠ | {_code(p['id'])} | {_cell(reason[0] if reason else '')} |")
+        lines.append(f"| ⚠ | {_code(str(p['id']))} | {_cell(reason[0] if reason else '')} |")
     if len(probes) > ROWS:
         lines.append(f"| | … | {len(probes) - ROWS} more in the JSON report |")
     lines.append("")
@@ -122,15 +128,7 @@ def _ungated(report: dict[str, Any]) -> list[str]:
         return []
     kinds = dict(Counter(finding_kind(p) for p in probes).most_common())
     hint = re.sub(r"(--[a-z-]+ [\w.]+)", r"`\1`", gate_hint(len(probes)))
-    lines = [f"**{ungated_text(kinds)}**: {hint}.", "",
-             "| | probe | finding |", "|---|---|---|"]
-    for p in probes[:ROWS]:
-        reason = (p.get("reason") or "").splitlines()
-        lines.append(f"| ⚠ | {_code(str(p['id']))} | {_cell(reason[0] if reason else '')} |")
-    if len(probes) > ROWS:
-        lines.append(f"| | … | {len(probes) - ROWS} more in the JSON report |")
-    lines.append("")
-    return lines
+    return [f"**{ungated_text(kinds)}**: {hint}.", ""] + _probe_table(probes, "finding")
 
 
 def build_markdown(report: dict[str, Any]) -> str:
