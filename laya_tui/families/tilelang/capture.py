@@ -41,10 +41,9 @@ from laya_tui.families.tilelang.capture_model import (
     Build,
     Capture,
     TraceFailure,
-    _deadline,
-    _has_gpu,
     bound_arguments,
     call_site,
+    capture_deadline,
     first_tensor_dtype,
     gpu_reason,
     record_check,
@@ -54,6 +53,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     StubKernel,
     describe,
 )
+from laya_tui.families.tilelang.cell_state import has_gpu
 
 # -- the cache -------------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ def capture_file(path: str, kernels: set[str] | None = None,
         _CACHE.move_to_end(path)
         return hit[1]
     _CACHE.pop(path, None)
-    keep = 1 if _has_gpu() else _KEEP
+    keep = 1 if has_gpu() else _KEEP
     while len(_CACHE) >= keep:
         _CACHE.popitem(last=False)
     if keep == 1:
@@ -148,10 +148,10 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
     except (OSError, SyntaxError) as exc:
         cap.error = f"{type(exc).__name__}: {exc}"
         return cap
-    gpu = _has_gpu()
+    gpu = has_gpu()
     rec = Recorder(path, cap, kernels, stop_when_done=not gpu)
     deadline = t0 + budget
-    with rec.installed(cuda_on_cpu=not gpu), _argv(path), _deadline(deadline):
+    with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(deadline):
         try:
             mod = cap.module = rec.load()
         except StopCapture as stop:

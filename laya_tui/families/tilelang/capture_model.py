@@ -24,6 +24,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     KernelCallRecord,
     StopCapture,
 )
+from laya_tui.families.tilelang.cell_state import has_gpu
 
 CAPTURE_SECONDS = float(os.environ.get("LAYA_TUI_TILELANG_CAPTURE_S", "60"))
 
@@ -114,7 +115,7 @@ class Capture:
 
 def gpu_reason(exc: BaseException, path: str) -> str | None:
     """Why ``exc`` means the file needs a GPU here (None when it does not, or one is here)."""
-    if _has_gpu():
+    if has_gpu():
         return None
     text = f"{type(exc).__name__}: {exc}".lower()
     frames = traceback.extract_tb(exc.__traceback__)
@@ -132,7 +133,7 @@ def gpu_reason(exc: BaseException, path: str) -> str | None:
 
 
 @contextlib.contextmanager
-def _deadline(when: float) -> Iterator[None]:
+def capture_deadline(when: float) -> Iterator[None]:
     """Raise :class:`StopCapture` in the main thread once ``when`` has passed."""
     import threading
 
@@ -255,12 +256,3 @@ def first_tensor_dtype(func: Any) -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return None
-
-
-def _has_gpu() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001
-        return False
