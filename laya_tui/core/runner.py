@@ -36,23 +36,23 @@ from laya_tui.core.signals import KINDS
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
 
-__all__ = ["CANCELLED_REASON", "Discovery", "Runner", "WorkerDied", "WorkerHandle",
-           "matches_any"]
+__all__ = ["Discovery", "Runner", "WorkerDied", "WorkerHandle", "matches_any"]
 
 _KINDS = {k: k for k in KINDS}
-#: The reason of a run a newer change superseded (watch mode); its result is ``cancelled``.
-CANCELLED_REASON = "cancelled by a newer change"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Outcome:
-    """What one run in a worker gave the runner: the result (the report's entry), the
-    absolute paths the worker saw the cell import (its cache entry's dependency set), and
-    whether a newer change superseded it (then it is no result at all)."""
+    """What one run in a worker gave the runner: the result (the report's entry; None when
+    a newer change superseded the run: then there is no result at all) and the absolute
+    paths the worker saw the cell import (its cache entry's dependency set)."""
 
-    result: dict[str, Any]
+    result: dict[str, Any] | None
     abs_deps: tuple[str, ...] = ()
-    superseded: bool = False
+
+
+#: A run :meth:`Runner.cancel` killed, or one that finished after it was superseded.
+_SUPERSEDED = _Outcome(None)
 
 
 @dataclass
@@ -258,11 +258,11 @@ class Runner(EventSource):
         lock = self._lock.setdefault(worker_key(probe), asyncio.Lock())
         async with lock:
             outcome = await self._execute(probe)
-        if outcome.superseded:
+        result = outcome.result
+        if result is None:
             # A superseded run is no result: not cached, no ProbeFinished (the listeners
             # see the newer run next), None for the caller.
             return None
-        result = outcome.result
         deps = sorted(set(probe.get("deps", [])) | set(outcome.abs_deps))
         # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
         await self.cache.store_async(probe["id"], probe.get("params"), options,
@@ -380,6 +380,8 @@ class Runner(EventSource):
                 elif etype == Reply.STEP and event.get("probe") == pid:
                     wd.saw_step(str(event.get("step"))[:200])
                 elif etype == Reply.FINISHED and event.get("id") == pid:
+                    if pid in self._cancelled:  # it ended before the kill landed
+                        return _SUPERSEDED
                     result = make_result(
                         probe, event.get("status", "failed"), event.get("reason"),
                         seconds=round(time.perf_counter() - t0, 3),
@@ -387,16 +389,14 @@ class Runner(EventSource):
                         log_tail=log_tail(log_path), started=started, ended=time.time(),
                         error=event.get("error"))
                     result["budget"] = wd.usage()
-                    # it ended before the kill landed: still superseded, never cached
-                    return _Outcome(result, tuple(event.get("deps", [])),
-                                    superseded=pid in self._cancelled)
+                    return _Outcome(result, tuple(event.get("deps", [])))
                 else:
                     raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
         except Expired as exc:
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._superseded(probe, t0, started, signals, log_path)
+                return _SUPERSEDED
             ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
                                 signals, log_tail(log_path))
             ended["budget"] = wd.usage(exc.expiry)
@@ -405,7 +405,7 @@ class Runner(EventSource):
             handle.kill()
             await handle.close()
             if pid in self._cancelled:
-                return self._superseded(probe, t0, started, signals, log_path)
+                return _SUPERSEDED
             reason = str(exc)
             tail = log_tail(log_path) or log_tail(handle.worker_log)
             return _Outcome(self._ended(probe, "crashed", reason, t0, started, signals, tail))
@@ -418,12 +418,6 @@ class Runner(EventSource):
         return make_result(probe, status, reason, seconds=round(time.perf_counter() - t0, 3),
                            deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
                            started=started, ended=time.time())
-
-    def _superseded(self, probe: dict[str, Any], t0: float, started: float,
-                    signals: list[dict[str, Any]], log_path: str) -> _Outcome:
-        """A run :meth:`cancel` killed: what it had done, marked superseded."""
-        return _Outcome(self._ended(probe, "failed", CANCELLED_REASON, t0, started, signals,
-                                    log_tail(log_path)), superseded=True)
 
     def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
         root = os.path.realpath(self.config.workspace)
