@@ -105,12 +105,12 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
             state.outcome = NOT_EXAMINED
             _emit_summary(ctx, state)
             if state.stage == "run":
-                ctx.error(f"could not run {state.name}: the GPU ran out of memory (other "
-                          f"processes may hold it; not a finding about the kernel): "
-                          f"{failed.diag.line}")
-            what = "import" if state.stage == "import" else "build the kernel object of"
-            ctx.error(f"could not {what} {os.path.basename(file)}: {failed.diag.exception}: "
-                      f"{failed.diag.line}")
+                why = (f"could not run {state.name}: the GPU ran out of memory (other "
+                       f"processes may hold it; not a finding about the kernel)")
+            else:
+                what = "import" if state.stage == "import" else "build the kernel object of"
+                why = f"could not {what} {os.path.basename(file)}: {failed.diag.exception}"
+            ctx.error(f"{why}: {failed.diag.line}")  # raises: the cell ends here
         state.outcome = {"import": "lower-failed", "factory": "lower-failed",
                          "lower": "lower-failed", "build": "build-failed",
                          "run": "run-failed"}[state.stage]
