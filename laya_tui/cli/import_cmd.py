@@ -11,40 +11,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
 
-from laya_tui.core.errors import EXIT_USAGE, UsageError, internal_error
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"laya-tui import: error: {message} (see laya-tui import "
-                              "--help)\n")
+from laya_tui.core.errors import UsageError, internal_error
 
 
 def build_parser() -> argparse.ArgumentParser:
     """``laya-tui import`` flags (the gate flags mean what they mean for a run)."""
-    from laya_tui.cli.main import add_finding_flags, add_gate_flags
+    from laya_tui.cli.main import (
+        SubcommandParser,
+        add_finding_flags,
+        add_gate_flags,
+        add_report_flags,
+        add_workspace_flag,
+    )
 
-    ap = _Parser(prog="laya-tui import",
+    ap = SubcommandParser(prog="laya-tui import",
                  description="Read a TORCH_TRACE folder written by any torch.compile run (one "
                  "log per rank) as a laya-tui report: graph breaks, recompiles with the "
                  "failing guard, compiles with seconds and cache hits, failed exports. Exit 0: "
                  "every gate holds, 1: a gate failed, 2: no TORCH_TRACE log there.")
     ap.add_argument("trace", metavar="TRACE_DIR",
                     help="the folder TORCH_TRACE named (or one of its logs)")
-    ap.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                    help="write the report to PATH (or '-' for stdout)")
-    ap.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
-    ap.add_argument("--markdown", metavar="PATH",
-                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
-                    "when set)")
-    ap.add_argument("--html", metavar="PATH", help="also write the self-contained HTML page")
+    add_report_flags(ap, "write the report to PATH (or '-' for stdout)")
     ap.add_argument("--trace", dest="timeline", metavar="PATH",
                     help="also write the compiles' timeline as Chrome trace JSON (Perfetto)")
-    ap.add_argument("--workspace", metavar="DIR", default=".",
-                    help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
-                    "(default: the current folder)")
+    add_workspace_flag(ap)
     add_gate_flags(ap)
     add_finding_flags(ap)  # --sarif, --annotations
     return ap

@@ -25,6 +25,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"laya-tui: error: {message} (see laya-tui --help)\n")
 
 
+class SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: a bad flag is one line naming the subcommand, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_report_flags(ap: argparse.ArgumentParser, json_help: str) -> None:
+    """``--json`` and the CI files a report-writing subcommand writes (``merge``, ``import``)."""
+    ap.add_argument("--json", nargs="?", const="-", metavar="PATH", help=json_help)
+    ap.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
+    ap.add_argument("--markdown", metavar="PATH",
+                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
+                    "when set)")
+    ap.add_argument("--html", metavar="PATH", help="also write the self-contained HTML page")
+
+
+def add_workspace_flag(ap: argparse.ArgumentParser) -> None:
+    """``--workspace DIR``: where a subcommand reads its ``[tool.laya-tui]`` gate settings."""
+    ap.add_argument("--workspace", metavar="DIR", default=".",
+                    help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
+                    "(default: the current folder)")
+
+
 def add_gate_flags(ap: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The gate flags, shared by a run and ``laya-tui merge`` (they mean the same in both)."""
     ap.add_argument("--baseline", metavar="PATH",

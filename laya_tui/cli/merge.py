@@ -5,40 +5,32 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from typing import NoReturn
 
-from laya_tui.core.errors import EXIT_USAGE, UsageError, internal_error
+from laya_tui.core.errors import UsageError, internal_error
 from laya_tui.report.merge import Input, dumps_report, load_report, merge_reports
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"laya-tui merge: error: {message} (see laya-tui merge --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """``laya-tui merge`` flags (the gate flags mean what they mean for a run)."""
-    from laya_tui.cli.main import add_finding_flags, add_gate_flags
+    from laya_tui.cli.main import (
+        SubcommandParser,
+        add_finding_flags,
+        add_gate_flags,
+        add_report_flags,
+        add_workspace_flag,
+    )
 
-    ap = _Parser(prog="laya-tui merge",
+    ap = SubcommandParser(prog="laya-tui merge",
                  description="Merge laya-tui reports (shards, hosts) into one and evaluate "
                  "the gates over the whole. Exit 0: every gate holds, 1: a gate failed, "
                  "2: bad input (conflicting duplicates, another schema version).")
     ap.add_argument("reports", nargs="+", metavar="REPORT.json",
                     help="reports to merge ('-' reads one from stdin)")
-    ap.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                    help="write the merged report to PATH (or '-' for stdout)")
-    ap.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
-    ap.add_argument("--markdown", metavar="PATH",
-                    help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY "
-                    "when set)")
-    ap.add_argument("--html", metavar="PATH", help="also write the self-contained HTML page")
+    add_report_flags(ap, "write the merged report to PATH (or '-' for stdout)")
     ap.add_argument("--prefer", choices=("newest",),
                     help="a probe whose results differ between inputs: keep the newest "
                     "report's (default: an input error)")
-    ap.add_argument("--workspace", metavar="DIR", default=".",
-                    help="read gate settings from DIR/pyproject.toml [tool.laya-tui] "
-                    "(default: the current folder)")
+    add_workspace_flag(ap)
     add_gate_flags(ap)
     add_finding_flags(ap)
     return ap
