@@ -132,3 +132,24 @@ def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
         f"on a GPU host: main() at line {line} asks torch.cuda.is_available() (no GPU here) "
         "and the run then exited (1)")
     assert signals == []
+
+
+@needs_cc
+def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(tl: Any,
+                                                                 tmp_path: Path) -> None:
+    """cuda_top_level.py makes a cuda tensor at import and passes a tuple of sizes: the
+    cell fails to lower for c as TileLang's own compile does, and its repro.py (which
+    stands in for a GPU as the capture did, and passes the sizes as a tuple) agrees."""
+    import os
+    import subprocess
+
+    status, signals = _run("cuda_top_level[c,fp32]", tmp_path, [])
+    (low,) = [s for s in signals if s["kind"] == "lowering"]
+    assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
+    assert low["detail"]["args"]["sizes"] == [4, 8]
+    assert low["reason"].startswith("CPU fill only supports local and global buffers")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == low["reason"]
