@@ -153,3 +153,18 @@ def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(tl: Any,
                           text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == low["reason"]
+
+
+def test_a_failing_check_of_stand_in_results_does_not_end_the_run(tl: Any) -> None:
+    """check_then_build.py compares a sum of its first kernel's (stand-in) output, then
+    builds a second kernel: the comparison is let pass (and counted), the run goes on."""
+    import torch
+
+    cap = _capture("check_then_build.py")
+    assert cap.entries == [("the __main__ block", "ran")], cap.how_it_ended()
+    assert {b.obj for b in cap.builds} == {"triple", "halve"}
+    assert cap.unchecked == 1
+    (check,) = cap.builds_of("halve")[0].call.checks  # the direct check is recorded
+    assert check.line == _line(RUN / "check_then_build.py", "assert_close(halve(16)(x)")
+    with pytest.raises(AssertionError):  # outside the capture assert_close raises again
+        torch.testing.assert_close(torch.zeros(2), torch.ones(2))

@@ -356,7 +356,13 @@ class Recorder:
             got = record_check(rec.registry, "torch.testing.assert_close", args, kwargs,
                                rec.path, rec.mode_state)
             if got is NotImplemented:
-                return orig_assert(*args, **kwargs)
+                try:
+                    return orig_assert(*args, **kwargs)
+                except AssertionError:
+                    # tensors the file computed from stand-in outputs (a backward through
+                    # them): its comparison means nothing here, and the run goes on to
+                    # the kernels a GPU run builds after it
+                    rec.cap.unchecked += 1
             return None
 
         orig_assert = torch.testing.assert_close
