@@ -188,7 +188,10 @@ class MainScreen(Screen[None]):
                         f"{'▼' if t.sort_reverse else '▲'}")
         if not self.tree_shown:
             line.append("  ·  z: tree", style="italic")
-        self.query_one("#table-status", Static).update(line, layout=False)
+        status = self.query("#table-status")
+        if not status:  # the app is closing: a table step's callback outlived the line
+            return
+        status.first(Static).update(line, layout=False)
         t.empty_text = self._empty_text()
 
     def _empty_text(self) -> str:
