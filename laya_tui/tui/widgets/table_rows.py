@@ -113,8 +113,8 @@ class RowOrder:
     def _drop_build(self) -> None:
         b, self._build = self._build, None
         if b is not None:  # (a filter's lists are the ones shown: their caller drops them)
-            self.discard(b.entries, b.scanned,
-                         *(x for x in (b.rows, b.keys) if x is not self.rows and x is not self.keys))
+            own = [x for x in (b.rows, b.keys) if x is not self.rows and x is not self.keys]
+            self.discard(b.entries, b.scanned, *own)
 
     def discard(self, *lists: list[Any]) -> None:
         """Lists no longer used: long ones are freed over the next steps (:meth:`sweep`).
