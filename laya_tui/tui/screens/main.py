@@ -10,7 +10,9 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input, Static, Tree
 
 from laya_tui.core.signals import KINDS
@@ -56,6 +58,12 @@ class MainScreen(Screen[None]):
         Binding("o", "open_editor", "Edit site", show=False,
                 tooltip="open the signal's call site in $EDITOR at its line"),
     ]
+
+    #: Screen's own ``focused`` repaints the whole screen on every focus change (a full
+    #: frame: every widget's lines cut and composed again, ~15 ms); the widgets that gain
+    #: and lose the focus repaint themselves (Widget._on_focus/_on_blur), so nothing else
+    #: on the screen needs it.
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     def __init__(self) -> None:
         super().__init__(id="main")
