@@ -15,7 +15,11 @@ from typing import ClassVar
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -167,6 +171,9 @@ class ProbeTree(Tree[NodeData]):
         self._status_styles: dict[str, Style] = {}
         self._needs: dict[str, int] = {}
         self.label_width: int | None = None  # the width labels are fitted to
+        self._focus_restyle = False  # the style update under way is for a focus change
+        self._paint_style: Style | None = None  # rich_style during one render_lines
+        self._painted_width = 0  # the width of the last resize Tree handled itself
 
     def status_style(self, name: str) -> Style:
         """The rich style of a status (from the ``probe-tree--STATUS`` component class)."""
@@ -176,9 +183,52 @@ class ProbeTree(Tree[NodeData]):
             self._status_styles[name] = style
         return style
 
+    def watch_has_focus(self, has_focus: bool) -> None:
+        self._focus_restyle = True
+        try:
+            super().watch_has_focus(has_focus)
+        finally:
+            self._focus_restyle = False
+
     def notify_style_update(self) -> None:
         self._status_styles = {}
+        if self._focus_restyle:
+            # Tree's own update rebuilds every line and lays the screen out again; the
+            # focus only changes colours (Tree's :focus rules, #tree:focus's border) and
+            # the tree's line cache is keyed on the pseudo-classes: a repaint is enough,
+            # and lines already drawn in this focus state come from the cache.
+            Widget.notify_style_update(self)
+            self.refresh()
+            return
         super().notify_style_update()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Tree.render_line takes rich_style for every line, each a walk over every
+        # ancestor's styles (most of a repaint of the tree): once per paint here
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
+    def render_line(self, y: int) -> Strip:
+        style = self._paint_style
+        if style is None:
+            return super().render_line(y)
+        scroll_x, scroll_y = self.scroll_offset
+        return self._render_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
+
+    def _on_resize(self, event: events.Resize) -> None:
+        # Tree's own handler clears every cached line and lays the tree out again; the
+        # lines are cached by width, and only the height changed when the panes beside
+        # it move (the filter box shown or hidden): a repaint is enough then
+        if event.size.width == self._painted_width and self._painted_width:
+            event.prevent_default()  # Tree._on_resize would run after this one
+            self._line_cache.grow(event.size.height)
+            self.refresh()
+            return
+        self._painted_width = event.size.width
+        super()._on_resize(event)
 
     def width_needed(self) -> int:
         """Cells the tree needs to show every label without its reason: it depends on the
