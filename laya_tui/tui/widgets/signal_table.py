@@ -19,7 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -85,6 +85,7 @@ class SignalTable(ScrollView, can_focus=True):
         self.empty_text = "no signals"
         self.layout_cols = ColumnLayout()
         self._styles: dict[str, Style] | None = None
+        self._paint_style: Style | None = None  # rich_style during one render_lines
         self._cursor_row: SignalRow | None = None
         self._first_changed = 0  # see _after_change
         #: seconds of work per step taking streamed rows in (the app's event budget)
@@ -454,9 +455,18 @@ class SignalTable(ScrollView, can_focus=True):
             self._styles[name] = style
         return style
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # the base style once per paint, not per line: rich_style walks every ancestor's
+        # styles (about a third of a repaint's cost when taken per line)
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base = self.rich_style
+        base = self._paint_style or self.rich_style
         widths = self.layout_cols.fit(width)
         if y == 0:
             return self._header(widths, width, base)
