@@ -18,13 +18,8 @@ from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
 from laya_tui.report.verdict import describe_failure, verdict_notes
 from laya_tui.report.views.detail import (
-    Block,
     Detail,
-    Facts,
     FileHead,
-    Plot,
-    ProbeLog,
-    Section,
     Source,
     buffer_lines,
     log_text,
@@ -33,6 +28,7 @@ from laya_tui.report.views.detail import (
 )
 from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND, outcome_mark, status_word
 from laya_tui.report.views.matrix import build_matrix
+from laya_tui.report.views.packed import Packer, Strings, excerpt_key, file_key
 from laya_tui.report.views.signals import (
     COLUMNS,
     SORT_KEYS,
@@ -57,26 +53,42 @@ _SORTED_BY_VALUE = ("kind", "count", "bytes", "value")
 
 
 class _Reader:
-    """Source excerpts and file heads, read once each, within the caps."""
+    """Source excerpts and file heads, read once each, within the caps: the excerpts once
+    every detail is packed, the failing signals' sites (and where probes raised) first, so
+    the cap leaves out only passing ones."""
 
     def __init__(self, workspace: str | None) -> None:
         self.workspace = os.path.abspath(workspace or ".")
         self.excerpts: dict[str, Any] = {}
         self.files: dict[str, Any] = {}
+        self._first: dict[str, Source] = {}
+        self._rest: dict[str, Source] = {}
 
     def _path(self, file: str) -> str:
         return file if os.path.isabs(file) else os.path.join(self.workspace, file)
 
-    def excerpt(self, src: Source) -> str:
-        key = f"{src.file}:{src.line}"
-        if key not in self.excerpts and len(self.excerpts) < MAX_EXCERPTS:
+    def note(self, detail: Detail, first: bool) -> None:
+        """Read what ``detail``'s sections point at (``first``: before the others)."""
+        for sec in detail.sections:
+            if isinstance(sec, Source):
+                key = excerpt_key(sec)
+                if key not in self._first:
+                    (self._first if first else self._rest).setdefault(key, sec)
+            elif isinstance(sec, FileHead):
+                self._file(sec)
+
+    def read_excerpts(self) -> None:
+        """Read the noted excerpts, failing sites first, up to :data:`MAX_EXCERPTS`."""
+        for key, src in [*self._first.items(), *(
+                (k, v) for k, v in self._rest.items() if k not in self._first)]:
+            if len(self.excerpts) >= MAX_EXCERPTS:
+                break
             found = source_excerpt(self._path(src.file), src.line, src.context)
             self.excerpts[key] = None if found is None else {
                 "start": found[1], "line": src.line, "text": printable(found[0])}
-        return key
 
-    def file(self, head: FileHead) -> str:
-        key = f"{head.path}:{head.lines}"
+    def _file(self, head: FileHead) -> None:
+        key = file_key(head)
         if key not in self.files and len(self.files) < MAX_FILES:
             try:
                 with open(self._path(head.path), encoding="utf-8", errors="replace") as fh:
@@ -87,42 +99,6 @@ class _Reader:
                 text = "\n".join(lines[: head.lines])
                 self.files[key] = {"text": printable(text), "total": len(lines),
                                    "hl": sorted(buffer_lines(text, head.names))}
-        return key
-
-
-def _failing_sites_first(probes: list[dict[str, Any]], read: _Reader) -> None:
-    """Read the excerpts of the failing signals' sites (and where probes raised) before the
-    others, so the cap leaves out only passing ones."""
-    for p in probes:
-        pid = str(p.get("id", ""))
-        details = [probe_detail(p, signals=0)] + [
-            signal_detail(sig, pid) for sig in as_list(p.get("signals"))
-            if isinstance(sig, dict) and failing(sig)]
-        for detail in details:
-            for sec in detail.sections:
-                if isinstance(sec, Source):
-                    read.excerpt(sec)
-
-
-def _section(sec: Section, read: _Reader) -> list[Any]:
-    """One section as the page's script reads it: ``[type, title, ...]``."""
-    if isinstance(sec, Facts):
-        return ["f", sec.title, [list(r) for r in sec.rows]]
-    if isinstance(sec, Source):
-        return ["src", sec.title, sec.where, read.excerpt(sec)]
-    if isinstance(sec, Block):
-        return ["b", sec.title, sec.text, sec.lang, sec.dim]
-    if isinstance(sec, ProbeLog):
-        return ["log", sec.title, sec.probe]
-    if isinstance(sec, FileHead):
-        return ["file", sec.title, printable(sec.path), read.file(sec), sec.note]
-    if isinstance(sec, Plot):
-        return ["plot", sec.title, [list(p) for p in sec.points], sec.first]
-    raise TypeError(f"unknown section {sec!r}")
-
-
-def _detail(detail: Detail, read: _Reader) -> list[Any]:
-    return [_section(s, read) for s in detail.sections]
 
 
 def _gates(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -171,24 +147,6 @@ def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, A
             "notes": [printable(t) for t in verdict_notes(report)]}
 
 
-def _signal_rows(probes: list[dict[str, Any]], index: int,
-                 details: dict[str, Any], read: _Reader) -> list[list[Any]]:
-    """``[probe index, signal index, failing, css, *cells, *sort values]`` per signal."""
-    rows = []
-    pid = str(probes[index].get("id", ""))
-    has_log = bool(str(probes[index].get("log_tail") or "").strip())
-    classes = {"regression": "reg", "improvement": "imp", "note": "note"}
-    for si, sig in enumerate(as_list(probes[index].get("signals"))):
-        if not isinstance(sig, dict):
-            continue
-        d = sig.get("detail")
-        cls = classes.get(str(d.get("class")), "") if isinstance(d, dict) else ""
-        rows.append([index, si, int(failing(sig)), cls, *signal_cells(sig, pid),
-                     *(_scalar(SORT_KEYS[c](sig, pid)) for c in _SORTED_BY_VALUE)])
-        details[f"s{index}.{si}"] = _detail(signal_detail(sig, pid, has_log=has_log), read)
-    return rows
-
-
 def _scalar(value: Any) -> Any:
     """A sort value the script compares: a number, a string or null (absent, first)."""
     if isinstance(value, tuple):  # the value column: (rank, number, text)
@@ -198,13 +156,49 @@ def _scalar(value: Any) -> Any:
     return value
 
 
-def _table(probes: list[dict[str, Any]], details: dict[str, Any],
-           read: _Reader) -> dict[str, Any]:
-    rows: list[list[Any]] = []
-    for pi in range(len(probes)):
-        rows += _signal_rows(probes, pi, details, read)
-    present = {r[4] for r in rows}
-    needs = column_needs([tuple(r[4:4 + len(COLUMNS)]) for r in rows])
+_ROW_CLASSES = {"regression": "reg", "improvement": "imp", "note": "note"}
+
+
+def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
+           rows_of: dict[tuple[int, int], int]) -> dict[str, Any]:
+    """The signal table, a column at a time (``cells[c][row]``: a string id), and each
+    row's detail packed; ``rows_of`` gets each ``(probe index, signal index)``'s row."""
+    text, add = pack.strings, pack.strings.add
+    cells: list[list[int]] = [[] for _ in COLUMNS]
+    sort: list[list[Any]] = [[] for _ in _SORTED_BY_VALUE]
+    sort_keys = [SORT_KEYS[c] for c in _SORTED_BY_VALUE]
+    fails: list[int] = []
+    css: list[int] = []
+    details: list[list[int]] = []
+    per_probe: list[int] = []
+    index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}
+    for pi, p in enumerate(probes):
+        pid = str(p.get("id", ""))
+        has_log = bool(str(p.get("log_tail") or "").strip())
+        before = len(fails)
+        for si, sig in enumerate(as_list(p.get("signals"))):
+            if not isinstance(sig, dict):
+                continue
+            rows_of[(pi, si)] = len(fails)
+            ids: list[int] = []
+            add(ids, signal_cells(sig, pid))
+            for column, i in zip(cells, ids, strict=True):
+                column.append(i)
+            for column, key in zip(sort, sort_keys, strict=True):
+                column.append(_scalar(key(sig, pid)))
+            bad = failing(sig)
+            fails.append(int(bad))
+            d = sig.get("detail")
+            css.append(text(_ROW_CLASSES.get(str(d.get("class")), "")
+                            if isinstance(d, dict) else ""))
+            detail = signal_detail(sig, pid, has_log=has_log)
+            read.note(detail, bad)
+            details.append(pack.detail(detail, index))
+        per_probe.append(len(fails) - before)
+    table = pack.strings.table
+    kinds = {table[i] for i in cells[0]}
+    needs = column_needs(list(zip(*([table[i] for i in c] for c in cells), strict=True))
+                         if fails else [])
     shown = sum(1 for n in needs if n)
     widths = [w + CELL_PADDING if w else 0
               for w in column_widths(needs, PAGE_CHARS - CELL_PADDING * shown)]
@@ -214,28 +208,33 @@ def _table(probes: list[dict[str, Any]], details: dict[str, Any],
                          "sort": _SORTED_BY_VALUE.index(c.key)
                          if c.key in _SORTED_BY_VALUE else None}
                         for i, c in enumerate(COLUMNS)],
-            "rows": rows, "kinds": [k for k in KINDS if k in present]}
+            "kinds": [k for k in KINDS if k in kinds], "probe_rows": per_probe,
+            "cells": cells, "sort": sort, "failing": fails, "css": css, "details": details}
 
 
-def _probes(probes: list[dict[str, Any]], details: dict[str, Any],
-            read: _Reader) -> list[list[Any]]:
-    """``[id, family, status word, css, seconds text, seconds, signals, reason, failing]``."""
+def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[list[Any]]:
+    """``[id, family, status word, css, seconds text, seconds, signals, reason, failing,
+    packed detail]``."""
     out = []
-    for pi, p in enumerate(probes):
+    index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}
+    for p in probes:
         sigs = as_list(p.get("signals"))
         seconds = p.get("seconds") if isinstance(p.get("seconds"), (int, float)) else None
         status = str(p.get("status") or "")
+        detail = probe_detail(p, signals=len(sigs))
+        read.note(detail, True)
         out.append([printable(p.get("id")), printable(p.get("family")), status_word(status),
                     f"st-{status}", (human_seconds(seconds) + ("  cached" if p.get("cached")
                                                                else "")) if seconds is not None
                     else "", seconds, len(sigs), one_line(p.get("reason"), 300),
-                    int(status in FAILING_STATUSES)])
-        details[f"p{pi}"] = _detail(probe_detail(p, signals=len(sigs)), read)
+                    int(status in FAILING_STATUSES), pack.detail(detail, index)])
     return out
 
 
-def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    lowering = ((sig, str(p.get("id")), str(p.get("family")), f"s{pi}.{si}")
+def _matrix(probes: list[dict[str, Any]],
+            rows_of: dict[tuple[int, int], int]) -> dict[str, Any] | None:
+    """Kernels x columns; a cell opens its signal's row (a number) or its probe (``p3``)."""
+    lowering = ((sig, str(p.get("id")), str(p.get("family")), rows_of[(pi, si)])
                 for pi, p in enumerate(probes)
                 for si, sig in enumerate(as_list(p.get("signals"))) if isinstance(sig, dict))
     index = {str(p.get("id")): pi for pi, p in enumerate(probes)}
@@ -245,7 +244,7 @@ def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     rows = []
     for kernel in view.kernels:
-        cells: list[list[str] | None] = []
+        cells: list[list[Any] | None] = []
         for col in view.columns:
             cell = view.cell(kernel, col)
             if cell is None:
@@ -260,8 +259,9 @@ def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
             "legend": [list(x) for x in MATRIX_LEGEND]}
 
 
-def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
-    """``[open, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
+def _tolerance(probes: list[dict[str, Any]],
+               rows_of: dict[tuple[int, int], int]) -> list[list[Any]]:
+    """``[signal row, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
     out = []
     for pi, p in enumerate(probes):
         for si, s in enumerate(as_list(p.get("signals"))):
@@ -270,7 +270,7 @@ def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
             d = as_dict(s.get("detail"))
             argmax = "" if d.get("argmax_match") is None else (
                 f"{d['argmax_match']}" + (f" / {d['rows']}" if d.get("rows") is not None else ""))
-            out.append([f"s{pi}.{si}", int(s.get("passed") is False), printable(p.get("id")),
+            out.append([rows_of[(pi, si)], int(s.get("passed") is False), printable(p.get("id")),
                         one_line(s.get("subject")), number(s.get("value")),
                         number(s.get("limit")), "NO" if s.get("passed") is False else
                         "yes" if s.get("passed") is True else "", argmax,
@@ -293,19 +293,20 @@ def _environment(report: Mapping[str, Any]) -> list[list[Any]]:
 
 def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
               title: str = "laya-tui report", workspace: str | None = None) -> dict[str, Any]:
-    """Everything the page's script draws, formatted."""
+    """Everything the page's script draws, formatted; the texts of the signal tables and
+    the details in one string table (``strings``), details packed (``views/packed.py``)."""
     read = _Reader(workspace)
+    pack = Packer(Strings())
     probes = [p for p in as_list(report.get("probes")) if isinstance(p, dict)]
-    _failing_sites_first(probes, read)
-    details: dict[str, Any] = {}
+    rows_of: dict[tuple[int, int], int] = {}
     data: dict[str, Any] = {
         "header": _header(report, title, len(probes)),
         "gates": _gates(report),
-        "probes": _probes(probes, details, read),
+        "probes": _probes(probes, pack, read),
         "logs": [log_text(str(p.get("log_tail") or ""), None) for p in probes],
-        "signals": _table(probes, details, read),
-        "matrix": _matrix(probes),
-        "tolerance": _tolerance(probes),
+        "signals": _table(probes, pack, read, rows_of),
+        "matrix": _matrix(probes, rows_of),
+        "tolerance": _tolerance(probes, rows_of),
         "environment": _environment(report),
         "errors": [[printable(f"{e.get('file')}:{e['line']}" if e.get("line") else
                               e.get("file")), printable(e.get("error"))]
@@ -314,7 +315,6 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
     }
     if diff is not None:
         dprobes = [p for p in as_list(diff.get("probes")) if isinstance(p, dict)]
-        ddetails: dict[str, Any] = {}
         sec = as_dict(diff.get("diff"))
         pr = as_dict(sec.get("probes"))
         versions = ", ".join(f"{k} {v.get('before')} → {v.get('after')}" for k, v in
@@ -326,12 +326,12 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
                        f"; {pr.get('compared', '?')} probe(s) compared ({pr.get('before', '?')}"
                        f" before, {pr.get('after', '?')} after)"],
             "versions": printable(versions), "gates": _gates(diff),
-            "signals": _table(dprobes, ddetails, read),
+            "signals": _table(dprobes, pack, read, {}),
             "probes": [printable(p.get("id")) for p in dprobes],
-            "logs": [log_text(str(p.get("log_tail") or ""), None) for p in dprobes],
-            "details": ddetails}
-    data["details"] = details
+            "logs": [log_text(str(p.get("log_tail") or ""), None) for p in dprobes]}
+    read.read_excerpts()
+    data["strings"] = pack.strings.table
+    data["shapes"] = pack.shapes
     data["excerpts"] = read.excerpts
     data["files"] = read.files
     return data
-
