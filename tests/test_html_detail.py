@@ -28,7 +28,8 @@ from laya_tui.report.views.detail import (
     probe_detail,
     signal_detail,
 )
-from laya_tui.report.views.packed import sections
+from laya_tui.report.views.packed import sections, unpack
+from laya_tui.report.views.page import page_data
 from tests._browser import INSTALL_HINT, Browser, find_chromium
 from tests._tui import DEMO_REPORT, DEMO_WS, RECORDED, REPO, TILELANG_REPORT
 
@@ -103,6 +104,40 @@ def _expected(report: dict[str, Any]) -> tuple[list[Any], list[Any]]:
         of_signals += [sections(signal_detail(s, pid, has_log=has_log), index)
                        for s in sigs if isinstance(s, dict)]
     return json.loads(json.dumps(of_probes)), json.loads(json.dumps(of_signals))
+
+
+def _odd_signals() -> dict[str, Any]:
+    """Plain signals whose values differ only in type, repeat, hold lists or NaN, or whose
+    sites are odd: the page packs them from each distinct value once."""
+    site = {"file": "probes/flood.py", "line": 5, "func": "forward"}
+    sigs = [{"kind": "fallback", "subject": f"op{i}", "count": c, "bytes": b, "site": s,
+             "reason": r, "fix": f, "value": v}
+            for i, (c, b, s, r, f, v) in enumerate([
+                (1, 1024, site, "r", "pad", None), (True, 1024.0, site, "r", "pad", None),
+                (1.0, 1024, {**site, "line": 5.0}, "r", "pad", None),
+                (True, 1024.0, site, "r", "", None),
+                (1.0, 1024, {**site, "line": True}, "r\nsecond", "pad", None),
+                (None, None, {**site, "line": 5.0}, "", None, 0.5),
+                (2, 3, {"file": "a.py"}, "x" * 400, "pad", float("nan")),
+                (2, 3, {"file": ["a.py"]}, "r", "pad", [1, 2]), (2, 3, "site", 7, 0, "v"),
+                (2, 3, None, "r\x00", "pad", {"a": 1}), (1, 1024, site, "r", "pad", None)])]
+    probe = {"id": "flood/odd", "family": "flood", "status": "ok", "seconds": 1.0,
+             "signals": sigs, "log_tail": "x"}
+    other = {"id": "flood/other", "family": "flood", "status": "ok", "seconds": 1.0,
+             "signals": [dict(s) for s in sigs], "log_tail": ""}
+    return {"probes": [probe, other]}
+
+
+def test_the_packed_rows_are_the_view_models_sections(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_show import big_report
+
+    reports = [r for r, _ in _reports(tmp_path)] + [big_report(3000), _odd_signals()]
+    for report in reports:
+        data = page_data(report)
+        _, of_signals = _expected(report)
+        got = [unpack(p, data["shapes"], data["strings"]) for p in data["signals"]["details"]]
+        assert json.loads(json.dumps(got)) == of_signals
 
 
 def test_every_packed_detail_unpacks_to_the_view_models_sections(browser, tmp_path):

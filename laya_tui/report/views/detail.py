@@ -135,37 +135,67 @@ def _source(title: str, site: Any, context: int) -> list[Section]:
     return [Source(title, site_text(site), str(site["file"]), line, context)]
 
 
+#: A signal's own fields that its detail lists as facts, in this order, each under its own
+#: name (the detail's facts from ``detail`` come between the reason and the value, its
+#: stages before the fix).
+OWN_FACTS: tuple[str, ...] = ("reason", "value", "count", "bytes", "seconds", "fix")
+
+
+def own_fact(field: str, value: Any, *, limited: bool = False) -> str:
+    """The text of the fact that field ``field`` of a signal gives for ``value``; empty when
+    the detail lists none (absent, an empty reason or fix, a value beside a ``limit``:
+    the tolerance section shows that one)."""
+    if value is None:
+        return ""
+    if field in ("reason", "fix"):
+        return printable(value) if value else ""
+    if field == "value":
+        return "" if limited else plain(value)
+    if field == "count":
+        return printable(number(value))
+    if field == "bytes":
+        return printable(exact_bytes(value))
+    if field == "seconds":
+        return printable(human_seconds(value))
+    raise KeyError(field)
+
+
+def plain_signal(sig: SignalLike) -> bool:
+    """Whether a signal's detail is only its :data:`OWN_FACTS`, its call site and the log
+    tail: no ``detail`` to show, no limit, not a tolerance (most of a 100,000-signal
+    flood; the page builds those from each distinct value once, ``views/page.py``)."""
+    d = sig.get("detail")
+    return not (isinstance(d, dict) and d) and "limit" not in sig and str(
+        sig.get("kind") or "?") != "tolerance"
+
+
+def _own(sig: SignalLike, fields: tuple[str, ...], limited: bool) -> list[tuple[str, Any]]:
+    out = []
+    for field in fields:
+        text = own_fact(field, sig.get(field), limited=limited)
+        if text:
+            out.append((field, text))
+    return out
+
+
 def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
                   full: bool = True) -> Detail:
     """The sections of one signal of cell ``probe`` (``full``: the full-screen detail and
     the page; else the dashboard's pane, with shorter excerpts; ``has_log``: the probe
-    wrote a log tail, shown last). Built once per row of a 100,000-signal page: the fields
-    are read once each."""
+    wrote a log tail, shown last)."""
     get = sig.get
     d = get("detail")
     if not isinstance(d, dict):
         d = {}
     kind = str(get("kind") or "?")
     limited = "limit" in sig
-    facts: list[tuple[str, Any]] = []
-    reason, value, count, size, seconds, fix = (get("reason"), get("value"), get("count"),
-                                                get("bytes"), get("seconds"), get("fix"))
-    if reason:
-        facts.append(("reason", printable(reason)))
+    facts = _own(sig, OWN_FACTS[:1], limited)
     if d:
         facts += _detail_facts(sig, d)
-    if value is not None and not limited:
-        facts.append(("value", value))
-    if count is not None:
-        facts.append(("count", number(count)))
-    if size is not None:
-        facts.append(("bytes", exact_bytes(size)))
-    if seconds is not None:
-        facts.append(("seconds", human_seconds(seconds)))
+    facts += _own(sig, OWN_FACTS[1:5], limited)
     if d:
         facts += _stage_facts(d)
-    if fix:
-        facts.append(("fix", printable(fix)))
+    facts += _own(sig, OWN_FACTS[5:], limited)
     if d and d.get("change"):  # a diff's change record
         facts += [("change", f"{d['change']} ({d.get('class', '')})"),
                   ("before", _json(d.get("before")) if d.get("before") else None),

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from laya_tui.report.views.detail import (
+    OWN_FACTS,
     Block,
     Detail,
     Facts,
@@ -25,8 +26,12 @@ from laya_tui.report.views.detail import (
     ProbeLog,
     Section,
     Source,
+    own_fact,
+    plain_signal,
+    signal_detail,
 )
-from laya_tui.report.views.text import printable
+from laya_tui.report.views.signals import SignalLike
+from laya_tui.report.views.text import printable, site_key
 
 
 def excerpt_key(sec: Source) -> str:
@@ -85,6 +90,12 @@ def _join(shape: tuple[Any, ...], texts: Any) -> list[Any]:
     return list(shape)  # log
 
 
+def unpack(packed: list[int], shapes: list[Any], strings: list[str]) -> list[list[Any]]:
+    """A packed detail's sections (page.js's ``unpack``, in Python)."""
+    texts = iter([strings[i] for i in packed[1:]])
+    return [_join(tuple(part), texts) for part in shapes[packed[0]]]
+
+
 class Strings:
     """The page's string table: ``strings(text)`` is the id of ``text``, added once."""
 
@@ -134,3 +145,56 @@ class Packer:
         out = [found]
         self.strings.add(out, texts)
         return out
+
+
+class PlainDetails:
+    """Packed details of plain signals (``views.detail.plain_signal``: their own facts,
+    their call site, the log tail) from each distinct value once: a fact's text is
+    ``own_fact``'s, kept by (field, value); the shape and the call site's texts are those
+    of ``signal_detail`` on the first row of their kind (the same facts, site, probe and
+    log), which that row's packing checks."""
+
+    def __init__(self, pack: Packer) -> None:
+        self.pack = pack
+        self._texts: dict[tuple[Any, ...], int] = {}
+        #: (facts shown, site key, probe, has log) -> (shape, call-site text ids, Detail)
+        self._kinds: dict[tuple[Any, ...], tuple[int, list[int], Detail]] = {}
+
+    def detail(self, sig: SignalLike, probe: str, has_log: bool,
+               probe_index: Mapping[str, int]) -> tuple[list[int], Detail, bool] | None:
+        """``sig``'s packed detail, the ``Detail`` of the first row of its kind (what it
+        points at is the same) and whether this is that row; None when it is not plain or
+        holds a value that is not hashable (then pack ``signal_detail``)."""
+        if not plain_signal(sig):
+            return None
+        ids: list[int] = []
+        shown: list[str] = []
+        texts, strings = self._texts, self.pack.strings
+        for field in OWN_FACTS:
+            value = sig.get(field)
+            if value is None:
+                continue
+            key = (field, value, type(value))
+            try:
+                found = texts.get(key)
+            except TypeError:
+                return None
+            if found is None:
+                text = own_fact(field, value)
+                found = texts[key] = strings(text) if text else -1
+            if found >= 0:
+                ids.append(found)
+                shown.append(field)
+        site = sig.get("site")
+        where = site_key(site)
+        if where is None and site is not None:
+            return None
+        kind = (tuple(shown), where, probe, has_log)
+        known = self._kinds.get(kind)
+        if known is not None:
+            return [known[0], *ids, *known[1]], known[2], False
+        detail = signal_detail(sig, probe, has_log=has_log)
+        packed = self.pack.detail(detail, probe_index)
+        if packed[1:1 + len(ids)] == ids:  # its facts first, then the call site's texts
+            self._kinds[kind] = (packed[0], packed[1 + len(ids):], detail)
+        return packed, detail, True

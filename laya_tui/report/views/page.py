@@ -1,9 +1,9 @@
 """What the HTML page shows, as data its script only draws (``report/page.js``): the header,
 the gates, a diff's changes, the lowering matrix with its legend, the probes, the signals
-(each row's cells, sort values and failing flag), every detail panel as sections, the source
-excerpts and files those point at (read now, where the page is written), the tolerance
-checks and the environment. Every text is formatted and printable here. Standard library
-only.
+(each row's cells, sort values and failing flag, a column at a time), every detail panel
+(packed: ``views/packed.py``), the source excerpts and files those point at (read now, where
+the page is written), the tolerance checks and the environment. Every text is formatted and
+printable here. Standard library only.
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ from laya_tui.report.views.detail import (
 )
 from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND, outcome_mark, status_word
 from laya_tui.report.views.matrix import build_matrix
-from laya_tui.report.views.packed import Packer, Strings, excerpt_key, file_key
+from laya_tui.report.views.packed import (
+    Packer,
+    PlainDetails,
+    Strings,
+    excerpt_key,
+    file_key,
+)
 from laya_tui.report.views.signals import (
     COLUMNS,
     SORT_KEYS,
@@ -148,11 +154,15 @@ def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, A
 
 
 def _scalar(value: Any) -> Any:
-    """A sort value the script compares: a number, a string or null (absent, first)."""
+    """A sort value the script compares: a number (a whole one as an int: shorter), a
+    string or null (absent, first)."""
     if isinstance(value, tuple):  # the value column: (rank, number, text)
-        return None if value[0] == 0 else value[1] if value[0] == 1 else value[2]
-    if isinstance(value, float) and value == float("-inf"):
-        return None
+        value = None if value[0] == 0 else value[1] if value[0] == 1 else value[2]
+    if type(value) is float:
+        if value == float("-inf"):
+            return None
+        if value.is_integer() and abs(value) < 2 ** 53:
+            return int(value)
     return value
 
 
@@ -164,14 +174,16 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
     """The signal table, a column at a time (``cells[c][row]``: a string id), and each
     row's detail packed; ``rows_of`` gets each ``(probe index, signal index)``'s row."""
     text, add = pack.strings, pack.strings.add
-    cells: list[list[int]] = [[] for _ in COLUMNS]
-    sort: list[list[Any]] = [[] for _ in _SORTED_BY_VALUE]
+    flat: list[int] = []  # the rows' cells one row after another, cut in columns at the end
+    flat_sort: list[Any] = []
     sort_keys = [SORT_KEYS[c] for c in _SORTED_BY_VALUE]
     fails: list[int] = []
     css: list[int] = []
     details: list[list[int]] = []
     per_probe: list[int] = []
     index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}
+    plain = PlainDetails(pack)
+    no_class = text("")
     for pi, p in enumerate(probes):
         pid = str(p.get("id", ""))
         has_log = bool(str(p.get("log_tail") or "").strip())
@@ -180,21 +192,27 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
             if not isinstance(sig, dict):
                 continue
             rows_of[(pi, si)] = len(fails)
-            ids: list[int] = []
-            add(ids, signal_cells(sig, pid))
-            for column, i in zip(cells, ids, strict=True):
-                column.append(i)
-            for column, key in zip(sort, sort_keys, strict=True):
-                column.append(_scalar(key(sig, pid)))
+            add(flat, signal_cells(sig, pid))
+            flat_sort += [_scalar(key(sig, pid)) for key in sort_keys]
             bad = failing(sig)
             fails.append(int(bad))
             d = sig.get("detail")
-            css.append(text(_ROW_CLASSES.get(str(d.get("class")), "")
-                            if isinstance(d, dict) else ""))
-            detail = signal_detail(sig, pid, has_log=has_log)
-            read.note(detail, bad)
-            details.append(pack.detail(detail, index))
+            css.append(text(_ROW_CLASSES.get(str(d.get("class")), ""))
+                       if isinstance(d, dict) else no_class)
+            fast = plain.detail(sig, pid, has_log, index)
+            if fast is None:
+                detail = signal_detail(sig, pid, has_log=has_log)
+                read.note(detail, bad)
+                details.append(pack.detail(detail, index))
+            else:
+                packed, like, new = fast
+                details.append(packed)
+                if new or bad:  # what it points at: once per kind, first when failing
+                    read.note(like, bad)
         per_probe.append(len(fails) - before)
+    ncol, nsort = len(COLUMNS), len(sort_keys)
+    cells = [flat[c::ncol] for c in range(ncol)]
+    sort = [flat_sort[c::nsort] for c in range(nsort)]
     table = pack.strings.table
     kinds = {table[i] for i in cells[0]}
     needs = column_needs(list(zip(*([table[i] for i in c] for c in cells), strict=True))
