@@ -195,7 +195,9 @@ function filteredSignals(ctx, id) {
   let limit = PAGE;
   const more = el("button", {onclick: () => { limit += PAGE * 4; draw(); }}, "show more");
   const all = Array.from({length: ctx.n}, (_, i) => i);
-  const haystack = i => (ctx.probes[ctx.probeOf[i]] + "\u0000" + T.cells.map(c => S[c[i]]).join("\u0000")).toLowerCase();
+  let hay = null;  // what the text filter searches, each row's once (on the first query)
+  const haystack = i => (hay || (hay = all.map(j => (ctx.probes[ctx.probeOf[j]] + "\u0000" +
+    T.cells.map(c => S[c[j]]).join("\u0000")).toLowerCase())))[i];
   function draw() {
     const q = text.value.toLowerCase(), k = kind.value, f = onlyFail.checked;
     const kid = S.indexOf(k), kinds = T.cells[KIND];

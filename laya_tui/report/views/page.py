@@ -161,12 +161,14 @@ def _scalar(value: Any) -> Any:
     if type(value) is float:
         if value == float("-inf"):
             return None
-        if value.is_integer() and abs(value) < 2 ** 53:
+        if value.is_integer() and -_EXACT < value < _EXACT:
             return int(value)
     return value
 
 
 _ROW_CLASSES = {"regression": "reg", "improvement": "imp", "note": "note"}
+#: Whole numbers below this are exact as floats (the script's numbers).
+_EXACT = 2 ** 53
 
 
 def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
@@ -176,7 +178,7 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
     text, add = pack.strings, pack.strings.add
     flat: list[int] = []  # the rows' cells one row after another, cut in columns at the end
     flat_sort: list[Any] = []
-    sort_keys = [SORT_KEYS[c] for c in _SORTED_BY_VALUE]
+    sort_by = [(c, SORT_KEYS[c]) for c in _SORTED_BY_VALUE]
     fails: list[int] = []
     css: list[int] = []
     details: list[list[int]] = []
@@ -193,7 +195,10 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
                 continue
             rows_of[(pi, si)] = len(fails)
             add(flat, signal_cells(sig, pid))
-            flat_sort += [_scalar(key(sig, pid)) for key in sort_keys]
+            for field, key in sort_by:  # a whole number sorts as itself: no call for it
+                value = sig.get(field)
+                flat_sort.append(value if type(value) is int and -_EXACT < value < _EXACT
+                                 else _scalar(key(sig, pid)))
             bad = failing(sig)
             fails.append(int(bad))
             d = sig.get("detail")
@@ -210,7 +215,7 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
                 if new or bad:  # what it points at: once per kind, first when failing
                     read.note(like, bad)
         per_probe.append(len(fails) - before)
-    ncol, nsort = len(COLUMNS), len(sort_keys)
+    ncol, nsort = len(COLUMNS), len(sort_by)
     cells = [flat[c::ncol] for c in range(ncol)]
     sort = [flat_sort[c::nsort] for c in range(nsort)]
     table = pack.strings.table
