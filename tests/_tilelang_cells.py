@@ -18,15 +18,17 @@ def folder_cells(folder: Path, **opts: Any) -> dict[str, dict[str, Any]]:
                                                                 **opts})}
 
 
-def run_folder_cell(cid: str, out: Path, folder: Path) -> tuple[str, list[dict[str, Any]]]:
+def run_folder_cell(cid: str, out: Path, folder: Path,
+                    add_dep: Any = None) -> tuple[str, list[dict[str, Any]]]:
     """Run one cell of ``folder``: ``(status, its signals)``; a skip or a probe error gives
-    ``"skipped: reason"`` / ``"error: reason"``."""
+    ``"skipped: reason"`` / ``"error: reason"``. ``add_dep`` receives the files it depends on."""
     from laya_tui.api import Context, Skipped, Unexamined
     from laya_tui.families.tilelang.cell import run_cell
 
     signals: list[dict[str, Any]] = []
     ctx = Context("tilelang/" + cid, "tilelang", lambda e: signals.append(e["signal"]),
-                  opts={"out": str(out), "workspace": str(ROOT)}, add_dep=lambda p: None)
+                  opts={"out": str(out), "workspace": str(ROOT)},
+                  add_dep=add_dep or (lambda p: None))
     try:
         run_cell(ctx, **folder_cells(folder)[cid]["kwargs"])
     except Skipped as exc:

@@ -45,6 +45,7 @@ from laya_tui.families.tilelang.capture_model import (
     call_site,
     capture_deadline,
     first_tensor_dtype,
+    foreign_key,
     gpu_reason,
     record_check,
 )
@@ -71,14 +72,22 @@ def _stamp(path: str) -> tuple[int, int, str]:
 
 
 def capture_file(path: str, kernels: set[str] | None = None,
-                 seconds: float | None = None) -> Capture:
-    """The capture of ``path`` (run once per process and file content)."""
+                 seconds: float | None = None, want: str | None = None) -> Capture:
+    """The capture of ``path`` (run once per process and file content). ``want`` names
+    another file's kernel (:func:`foreign_key`) the run should go on to build: a capture
+    cut short once the file's own kernels were built runs again until it builds that."""
     path = os.path.realpath(path)
     stamp = _stamp(path)
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == stamp:
-        _CACHE.move_to_end(path)
-        return hit[1]
+        cap = hit[1]
+        if want is None or not cap.stopped_when_done or cap.builds_of(want) \
+                or want in cap.failures:
+            _CACHE.move_to_end(path)
+            return cap
+        kernels = (kernels or set()) | {want}
+    elif want is not None:
+        kernels = (kernels or set()) | {want}
     _CACHE.pop(path, None)
     keep = 1 if has_gpu() else _KEEP
     while len(_CACHE) >= keep:
@@ -93,8 +102,6 @@ def capture_file(path: str, kernels: set[str] | None = None,
 # -- running the file ------------------------------------------------------------------------
 
 
-
-
 def _release_device_memory() -> None:
     import gc
 
@@ -105,8 +112,6 @@ def _release_device_memory() -> None:
         torch.cuda.empty_cache()
     except Exception:  # noqa: BLE001
         pass
-
-
 
 
 def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Callable[[], Any]]]:
@@ -162,6 +167,10 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
                 raise
             cap.gpu_needed = gpu_reason(exc, path)
             cap.error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+            if cap.gpu_needed is None and rec.asked_gpu and not (
+                    isinstance(exc, SystemExit) and exc.code in (0, None)):
+                cap.gpu_needed = (f"{rec.asked_gpu} asks torch.cuda.is_available() (no GPU "
+                                  f"here) and importing the file then stops ({cap.error})")
             mod = None
         if mod is not None:
             if cap.builds:
@@ -171,7 +180,14 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
                 if rec.done() or time.perf_counter() > deadline:
                     break
                 rec.entry = entry
-                cap.entries.append((entry, _run_entry(run, path, cap)))
+                how = _run_entry(run, path, cap)
+                cap.entries.append((entry, how))
+                if rec.asked_gpu and cap.gpu_needed is None and (
+                        how.startswith("raised") or how.startswith("exited") and how not in (
+                            "exited (0)", "exited (None)")):
+                    # it asked for a GPU, got none and stopped: what a GPU run gets past
+                    cap.gpu_needed = (f"{rec.asked_gpu} asks torch.cuda.is_available() (no "
+                                      f"GPU here) and the run then {how}")
     cap.seconds = time.perf_counter() - t0
     cap.faked = rec.mode_state.faked
     return cap
@@ -218,22 +234,7 @@ def _argv(path: str) -> Iterator[None]:
             scratch.cleanup()
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 __all__ = ["AUTOTUNE_SOURCE", "Build", "Capture", "TraceFailure", "bound_arguments",
-           "call_site", "capture_file", "describe", "first_tensor_dtype", "gpu_reason",
+           "call_site", "capture_file", "describe", "first_tensor_dtype", "foreign_key",
+           "gpu_reason",
            "record_check", "StubKernel"]

@@ -52,7 +52,8 @@ AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on 
 class Build:
     """One kernel the file built, as it built it."""
 
-    obj: str | None  # the module attribute of the kernel (jit function, maker, PrimFunc)
+    obj: str | None  # the module attribute of the kernel (jit function, maker, PrimFunc),
+    # or ``/path/lib.py::name`` for a kernel another file defines (see :func:`foreign_key`)
     kind: str  # "jit" | "maker" | "primfunc"
     func: Any  # the traced PrimFunc
     args: dict[str, Any]  # the arguments, JSON-able (tensors as {"tensor": shape, "dtype"})
@@ -68,6 +69,7 @@ class Build:
     tuned: dict[str, Any] | None = None  # {"configs": n, "config": {...}}
     call: KernelCallRecord = field(default_factory=KernelCallRecord)
     index: int = 0  # the how-manieth build of the file
+    module: Any = None  # another file's kernel: its module as this run imported it
 
 
 @dataclass
@@ -81,6 +83,7 @@ class TraceFailure:
     site: str | None
     error: BaseException
     gpu: str | None  # why it needs a GPU, when that is the reason
+    module: Any = None  # another file's kernel: its module as this run imported it
 
 
 @dataclass
@@ -96,6 +99,8 @@ class Capture:
     seconds: float = 0.0
     module: Any = None
     faked: int = 0  # heavy ops the CPU stand-in answered with zeros (their checks unused)
+    stopped_when_done: bool = False  # the run was cut short once its own kernels were built
+    unchecked: int = 0  # the file's assert_close calls on stand-in results, let pass
 
     def builds_of(self, obj: str | None) -> list[Build]:
         return [b for b in self.builds if b.obj == obj]
@@ -111,6 +116,12 @@ class Capture:
     def how_it_ended(self) -> str:
         """``the __main__ block raised ValueError at line 12: ...`` (for messages)."""
         return "; ".join(f"{e} {how}" for e, how in self.entries) or "no entry point ran"
+
+
+def foreign_key(file: str, name: str) -> str:
+    """How a capture names the builds of kernel ``name`` defined in ``file`` (a file the
+    running one imports)."""
+    return f"{os.path.realpath(file)}::{name}"
 
 
 def gpu_reason(exc: BaseException, path: str) -> str | None:

@@ -229,6 +229,27 @@ class ModeState:
     faked: int = 0  # heavy ops whose result was zeros of the right shape (no CPU compute)
 
 
+def cpu_generator() -> Any:
+    """``torch.Generator`` for a capture without a GPU: ``device="cuda"`` makes a CPU one
+    (the file's tensors are on the CPU there too); still a ``torch.Generator``."""
+    import torch
+
+    base: Any = torch.Generator
+
+    class Generator(base):
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return base.__new__(cls, device=_to_cpu_device(device))
+
+    return Generator
+
+
+def stand_in_bench(*args: Any, **kwargs: Any) -> Any:
+    """TileLang's ``do_bench`` during a capture: the file's timing of stand-ins and of its
+    torch reference means nothing there (and needs a GPU), so 1 ms at once (``"all"``: one
+    sample)."""
+    return [1.0] if kwargs.get("return_mode") == "all" else 1.0
+
+
 def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None = None) -> Any:
     """A ``TorchFunctionMode`` for the capture: ``allclose`` calls go to ``on_compare``
     (which returns a result, or ``NotImplemented`` to let torch answer), and with
@@ -260,9 +281,18 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
 
         out = func(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
 
+        # inputs that need a gradient: the zeros hang off them (a backward through the
+        # stand-in runs and gives zeros, as the file's .backward() expects a graph)
+        grads = [t for t in (*args, *kwargs.values())
+                 if isinstance(t, torch.Tensor) and t.requires_grad]
+        tie: Any = sum(t.sum() * 0 for t in grads) if grads else None
+
         def real(v: Any) -> Any:
             if isinstance(v, torch.Tensor):
-                return torch.zeros(v.shape, dtype=v.dtype)
+                zeros = torch.zeros(v.shape, dtype=v.dtype)
+                if tie is not None and zeros.is_floating_point():
+                    zeros = zeros + tie.to(zeros.dtype)
+                return zeros
             if isinstance(v, (list, tuple)):
                 return type(v)(real(x) for x in v)
             return v

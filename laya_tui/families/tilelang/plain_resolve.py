@@ -8,7 +8,10 @@ statically read arguments, else an honest outcome (worker side).
 * its tracing raised in the file's run: traced again in the cell (the same failure is the
   cell's diagnostic); when the reason is a GPU-only call on a machine without one, skipped
   with that reason (it runs on a GPU host);
-* not built by the run: the static arguments
+* not built by its own run (a library module without an entry point): the run of a file
+  beside it that imports it (:mod:`laya_tui.families.tilelang.importers`), when that run
+  builds the kernel (its arguments' sources name that file);
+* built by no run: the static arguments
   (:mod:`laya_tui.families.tilelang.static_args`) when they are complete; else a kernel
   nothing in the file references is skipped with the lines to add, one whose run needs a
   GPU first is skipped with that reason, and any other could not be examined (status
@@ -56,17 +59,23 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
                                "seconds": round(cap.seconds, 3)}
     if cap.faked:
         state.extra["file_run"]["faked_ops"] = cap.faked
-    build = cap.pick(obj, state.dtype)
+    if cap.unchecked:
+        state.extra["file_run"]["checks_let_pass"] = cap.unchecked
+    build, failure, name, by = cap.pick(obj, state.dtype), cap.failures.get(obj), obj, None
+    if build is None and failure is None:  # a library module: the files importing it
+        cap, name, by = _built_elsewhere(ctx, state, obj, opts, cap)
+        build, failure = cap.pick(name, state.dtype), cap.failures.get(name)
     if build is not None:
         call = KernelCall(obj=obj, args=dict(build.args), sources=dict(build.sources),
                           pass_configs=dict(build.pass_configs), out_idx=build.out_idx,
                           execution_backend=execution_backend or build.execution_backend,
                           compile_flags=build.compile_flags, func=build.func,
-                          record=build.call, module=cap.module)
-        n = len(cap.builds_of(obj))
+                          record=build.call, module=build.module or cap.module)
+        n = len(cap.builds_of(name))
         state.extra["built_by"] = {
             "entry": build.entry, "site": build.site, "target": build.target,
-            "builds": n, **({"tuned": build.tuned} if build.tuned else {})}
+            "builds": n, **({"tuned": build.tuned} if build.tuned else {}),
+            **({"file": by} if by else {})}
         if table or dtype_arg:  # the table wins: trace again with its values (the
             call.func = None  # file's own check was made with other sizes: not used)
             call.record = None
@@ -74,7 +83,6 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
             call.sources.update({k: sources[k] for k in table})
         _dtype_arg(call, dtype_arg, state.dtype)
         return call
-    failure = cap.failures.get(obj)
     if failure is not None:
         if failure.gpu and not has_gpu():
             ctx.skip(f"{obj} needs a GPU to be traced, so it is examined on a GPU host: "
@@ -82,10 +90,12 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
         call = KernelCall(obj=obj, args={**failure.args, **table},
                           sources={**failure.sources, **{k: sources[k] for k in table}},
                           pass_configs=dict(pass_configs or {}),
-                          execution_backend=execution_backend, module=cap.module,
+                          execution_backend=execution_backend,
+                          module=failure.module or cap.module,
                           trace_error=None if table else failure.error)
         state.extra["built_by"] = {"entry": "the file's run", "site": failure.site,
-                                   "raised": f"{type(failure.error).__name__}"}
+                                   "raised": f"{type(failure.error).__name__}",
+                                   **({"file": by} if by else {})}
         _dtype_arg(call, dtype_arg, state.dtype)
         return call
     if not missing and (called or table):
@@ -110,6 +120,25 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     ctx.error(missing_message(obj, where, missing, workspace, defaults)
               + f"\n(the file's own run: {cap.error or cap.how_it_ended()})")
     raise AssertionError("unreachable")  # ctx.error raises
+
+
+def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: dict[str, Any],
+                     own: Any) -> tuple[Any, str, str | None]:
+    """(capture, build name, importing file) of the first file beside ``state.file`` whose
+    own run builds ``obj`` (or raises tracing it); ``(own, obj, None)`` when none does."""
+    from laya_tui.families.tilelang.capture import capture_file, foreign_key
+    from laya_tui.families.tilelang.importers import importers_of
+
+    key = foreign_key(state.file, obj)
+    for other in importers_of(state.file):
+        cap = capture_file(other, expected_kernels(other, opts), want=key)
+        if cap.builds_of(key) or key in cap.failures:
+            ctx.depends_on(other)  # its run is where the arguments come from
+            state.extra["file_run"] = {
+                "file": other, "entries": [f"{e}: {how}" for e, how in cap.entries],
+                "seconds": round(cap.seconds, 3)}
+            return cap, key, other
+    return own, obj, None
 
 
 def _dtype_arg(call: KernelCall, dtype_arg: str | None, dtype: str) -> None:

@@ -2,11 +2,13 @@
 execution backend, traced, lowered and built outside laya-tui, printing the same first
 diagnostic line.
 
-The script needs TileLang (and whatever the kernel file imports), never laya-tui: the few
-helpers it needs (importing a kernel folder, the first meaningful line of an error, reading
-a compiler's first error) are written into it. A cell that failed running the file's own
-check re-runs the file itself (``python file.py``) and prints the first line of what it
-raises. Standard library only here.
+On a machine without a GPU it stands in for one as the cell's capture did (target "auto"
+is an sm_90a GPU, ``cuda`` tensors are made on the CPU), so a kernel file whose top level
+needs CUDA reproduces there too. The script needs TileLang (and whatever the kernel file
+imports), never laya-tui: the few helpers it needs (importing a kernel folder, the first
+meaningful line of an error, reading a compiler's first error) are written into it. A cell
+that failed running the file's own check re-runs the file itself (``python file.py``) and
+prints the first line of what it raises. Standard library only here.
 """
 
 from __future__ import annotations
@@ -88,6 +90,39 @@ def import_kernel():
     return mod
 
 
+def no_gpu_stand_ins():
+    """No GPU here: what the cell's capture stood in for too, so the kernel is traced as a
+    GPU run traces it: target "auto" detects an sm_90a GPU, and tensors the kernel file
+    puts on "cuda" are made on the CPU. Nothing changes where a GPU is."""
+    try:
+        import torch
+        from tilelang.backend import target as targets
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        return
+    targets.register_target_detector(
+        "repro-no-gpu", lambda: {{"kind": "cuda", "arch": "sm_90a"}}, override=True)
+    from torch.overrides import TorchFunctionMode
+
+    def cpu(value):
+        return "cpu" if str(value).startswith("cuda") else value
+
+    class CudaOnCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {{}})
+            name = getattr(func, "__name__", "")
+            if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+                return args[0]
+            if "device" in kwargs:
+                kwargs["device"] = cpu(kwargs["device"])
+            if name == "to":
+                args = tuple(cpu(a) if isinstance(a, (str, torch.device)) else a for a in args)
+            return func(*args, **kwargs)
+
+    CudaOnCpu().__enter__()
+
+
 def arguments():
     out = {{}}
     for key, value in ARGS.items():
@@ -118,8 +153,9 @@ def build_function(mod):
         v for v in vars(mod).values() if isinstance(getattr(v, "jit_impl", v), JITImpl)
         or type(v).__name__ == "PrimFunc")
     obj = getattr(obj, "jit_impl", obj)  # @autotune on top of @tilelang.jit
-    if isinstance(obj, JITImpl):
-        return obj.get_tir(**arguments())
+    if isinstance(obj, JITImpl):  # its arguments are hashable: a sequence was a tuple
+        return obj.get_tir(**{{k: tuple(v) if isinstance(v, list) else v
+                              for k, v in arguments().items()}})
     if KIND == "maker":
         return obj(**arguments())
     return obj
@@ -169,6 +205,7 @@ def call_like_the_file():
 def main():
     if STAGE == "run" and KIND != "factory":
         return run_the_file()
+    no_gpu_stand_ins()
     if STAGE == "factory" and CALL_STYLE == "call":
         return call_like_the_file()
     try:

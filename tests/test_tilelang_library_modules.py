@@ -1,0 +1,170 @@
+"""A library module's kernel (no entry point of its own) is examined as the file importing
+it builds it (tests/fixtures/run_kernels/row_lib.py, built by uses_row_lib.py): its
+arguments and their sources, the importing file's own check, the dependency on that file,
+and TileLang's own compile of the same call agreeing; alone in its folder it could not be
+examined, as before."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laya_tui.families.tilelang.importers import importers_of
+from tests._tilelang_cells import run_folder_cell
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "tests" / "fixtures" / "run_kernels"
+
+needs_cc = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                              reason="no C++ compiler on PATH: target c builds with it")
+
+
+@pytest.fixture(scope="module")
+def tl() -> Any:
+    return pytest.importorskip("tilelang", reason="tilelang not installed: pip install "
+                                                  "'laya-tui[tilelang]'")
+
+
+def _line(path: Path, needle: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln)
+
+
+def test_the_importing_files_are_found_statically(tmp_path: Path) -> None:
+    assert importers_of(str(RUN / "row_lib.py")) == [str(RUN / "uses_row_lib.py")]
+    (tmp_path / "lib.py").write_text("X = 1\n")
+    (tmp_path / "a.py").write_text("from lib import X\n")
+    (tmp_path / "test_a.py").write_text("import lib\n")
+    (tmp_path / "b.py").write_text("from . import lib\n")
+    (tmp_path / "c.py").write_text("import library\n")
+    (tmp_path / "broken.py").write_text("import lib(\n")
+    assert [Path(p).name for p in importers_of(str(tmp_path / "lib.py"))] == [
+        "a.py", "b.py", "test_a.py"]
+
+
+@needs_cc
+def test_a_library_kernel_is_built_as_the_importing_file_builds_it(
+        tl: Any, tmp_path: Path) -> None:
+    deps: list[str] = []
+    status, signals = _run("row_lib[c,fp32]", tmp_path, deps)
+    (low,) = [s for s in signals if s["kind"] == "lowering"]
+    d = low["detail"]
+    site = f"uses_row_lib.py: main() at line {_line(RUN / 'uses_row_lib.py', 'row_lib.sums(')}"
+    assert status == "ok", low.get("reason")
+    assert d["args"] == {"M": 12, "N": 20, "block_M": 3, "dtype": "float32"}
+    assert d["arg_sources"] == {"M": site, "N": site, "block_M": site, "dtype": "default"}
+    assert d["built_by"]["file"] == str(RUN / "uses_row_lib.py")
+    assert d["built_by"]["site"] == site
+    assert d["outcome"] == "ran" and d["reference"] == "the file's own check"
+    tol = [s for s in signals if s["kind"] == "tolerance"]
+    assert tol and all(s["passed"] for s in tol)
+    assert str(RUN / "uses_row_lib.py") in deps  # an edit of the importer re-runs the cell
+    # TileLang's own compile of the same call builds and computes the same sums
+    import torch
+
+    sys.path.insert(0, str(RUN))
+    try:
+        import row_lib  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(RUN))
+    kernel = tl.compile(row_lib.row_sum.get_tir(12, 20, 3), out_idx=[1], target="c")
+    x = torch.randn(12, 20)
+    torch.testing.assert_close(kernel(x), x.sum(dim=1), rtol=1e-4, atol=1e-4)
+
+
+def test_alone_in_its_folder_it_could_not_be_examined(tl: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "k"
+    folder.mkdir()
+    shutil.copy(RUN / "row_lib.py", folder / "row_lib.py")
+    status, signals = _run("row_lib[c,fp32]", tmp_path, [], folder=folder)
+    assert status.startswith("error: kernel arguments unknown: row_sum needs M, N"), status
+    assert "(the file's own run: no entry point ran)" in status
+    assert signals == []
+
+
+def _run(cid: str, out: Path, deps: list[str], folder: Path = RUN
+         ) -> tuple[str, list[dict[str, Any]]]:
+    return run_folder_cell(cid, out, folder, add_dep=deps.append)
+
+
+# -- GPU questions a file's run asks on a machine without a GPU ---------------------------------
+
+
+def _capture(name: str) -> Any:
+    from laya_tui.families.tilelang.capture import capture_file
+    from laya_tui.families.tilelang.plain_resolve import expected_kernels
+
+    path = str(RUN / name)
+    return capture_file(path, expected_kernels(path, {}))
+
+
+def test_the_run_gets_past_a_files_gpu_questions_to_its_kernel(tl: Any) -> None:
+    """nvcc's compute capability (the capture's sm_90a), a CUDA generator, a backward
+    through a GPU-sized reference (faked: zeros, still a graph) and do_bench timings."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the file's run asks it")
+    cap = _capture("gpu_checks.py")
+    assert cap.entries == [("the __main__ block", "ran")], cap.how_it_ended()
+    (build,) = cap.builds_of("double")
+    line = _line(RUN / "gpu_checks.py", "y = double(8, 6)(x)")
+    assert build.args == {"M": 8, "N": 6, "dtype": "float32"}
+    assert build.sources["M"] == f"main() at line {line}"
+    assert cap.faked == 1  # the reference matmul: the file's checks are not trusted
+    assert torch.cuda.is_available() is False  # every patch is gone after the capture
+    assert torch.Generator is torch._C.Generator
+
+
+def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
+                                                                 tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: exits_without_gpu.py runs here")
+    status, signals = _run("exits_without_gpu[c,fp32]", tmp_path, [])
+    line = _line(RUN / "exits_without_gpu.py", "if not torch.cuda.is_available()")
+    assert status == (
+        "skipped: negate is built only after the file's run needs a GPU, so it is examined "
+        f"on a GPU host: main() at line {line} asks torch.cuda.is_available() (no GPU here) "
+        "and the run then exited (1)")
+    assert signals == []
+
+
+@needs_cc
+def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(tl: Any,
+                                                                 tmp_path: Path) -> None:
+    """cuda_top_level.py makes a cuda tensor at import and passes a tuple of sizes: the
+    cell fails to lower for c as TileLang's own compile does, and its repro.py (which
+    stands in for a GPU as the capture did, and passes the sizes as a tuple) agrees."""
+    import os
+    import subprocess
+
+    status, signals = _run("cuda_top_level[c,fp32]", tmp_path, [])
+    (low,) = [s for s in signals if s["kind"] == "lowering"]
+    assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
+    assert low["detail"]["args"]["sizes"] == [4, 8]
+    assert low["reason"].startswith("CPU fill only supports local and global buffers")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == low["reason"]
+
+
+def test_a_failing_check_of_stand_in_results_does_not_end_the_run(tl: Any) -> None:
+    """check_then_build.py compares a sum of its first kernel's (stand-in) output, then
+    builds a second kernel: the comparison is let pass (and counted), the run goes on."""
+    import torch
+
+    cap = _capture("check_then_build.py")
+    assert cap.entries == [("the __main__ block", "ran")], cap.how_it_ended()
+    assert {b.obj for b in cap.builds} == {"triple", "halve"}
+    assert cap.unchecked == 1
+    (check,) = cap.builds_of("halve")[0].call.checks  # the direct check is recorded
+    assert check.line == _line(RUN / "check_then_build.py", "assert_close(halve(16)(x)")
+    with pytest.raises(AssertionError):  # outside the capture assert_close raises again
+        torch.testing.assert_close(torch.zeros(2), torch.ones(2))
