@@ -9,7 +9,7 @@ printable here. Standard library only.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from laya_tui.core.files import source_excerpt
@@ -171,10 +171,19 @@ _ROW_CLASSES = {"regression": "reg", "improvement": "imp", "note": "note"}
 _EXACT = 2 ** 53
 
 
-def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
-           rows_of: dict[tuple[int, int], int]) -> dict[str, Any]:
+def _rows(probes: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int]]:
+    """``(probe, signal, row)`` of each signal (a dict), the row its table gives it."""
+    row = 0
+    for p in probes:
+        for sig in as_list(p.get("signals")):
+            if isinstance(sig, dict):
+                yield p, sig, row
+                row += 1
+
+
+def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> dict[str, Any]:
     """The signal table, a column at a time (``cells[c][row]``: a string id), and each
-    row's detail packed; ``rows_of`` gets each ``(probe index, signal index)``'s row."""
+    row's detail packed; row ``n`` is the ``n``-th signal of :func:`_rows`."""
     text, add = pack.strings, pack.strings.add
     flat: list[int] = []  # the rows' cells one row after another, cut in columns at the end
     flat_sort: list[Any] = []
@@ -186,14 +195,13 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader,
     index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}
     plain = PlainDetails(pack)
     no_class = text("")
-    for pi, p in enumerate(probes):
+    for p in probes:
         pid = str(p.get("id", ""))
         has_log = bool(str(p.get("log_tail") or "").strip())
         before = len(fails)
-        for si, sig in enumerate(as_list(p.get("signals"))):
+        for sig in as_list(p.get("signals")):
             if not isinstance(sig, dict):
                 continue
-            rows_of[(pi, si)] = len(fails)
             add(flat, signal_cells(sig, pid))
             for field, key in sort_by:  # a whole number sorts as itself: no call for it
                 value = sig.get(field)
@@ -254,12 +262,10 @@ def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[l
     return out
 
 
-def _matrix(probes: list[dict[str, Any]],
-            rows_of: dict[tuple[int, int], int]) -> dict[str, Any] | None:
+def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Kernels x columns; a cell opens its signal's row (a number) or its probe (``p3``)."""
-    lowering = ((sig, str(p.get("id")), str(p.get("family")), rows_of[(pi, si)])
-                for pi, p in enumerate(probes)
-                for si, sig in enumerate(as_list(p.get("signals"))) if isinstance(sig, dict))
+    lowering = ((sig, str(p.get("id")), str(p.get("family")), row)
+                for p, sig, row in _rows(probes))
     index = {str(p.get("id")): pi for pi, p in enumerate(probes)}
     view = build_matrix(lowering, ((str(p.get("id")), str(p.get("family")),
                                     str(p.get("status"))) for p in probes))
@@ -282,18 +288,15 @@ def _matrix(probes: list[dict[str, Any]],
             "legend": [list(x) for x in MATRIX_LEGEND]}
 
 
-def _tolerance(probes: list[dict[str, Any]],
-               rows_of: dict[tuple[int, int], int]) -> list[list[Any]]:
+def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
     """``[signal row, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
     out = []
-    for pi, p in enumerate(probes):
-        for si, s in enumerate(as_list(p.get("signals"))):
-            if not isinstance(s, dict) or s.get("kind") != "tolerance":
-                continue
+    for p, s, row in _rows(probes):
+        if s.get("kind") == "tolerance":
             d = as_dict(s.get("detail"))
             argmax = "" if d.get("argmax_match") is None else (
                 f"{d['argmax_match']}" + (f" / {d['rows']}" if d.get("rows") is not None else ""))
-            out.append([rows_of[(pi, si)], int(s.get("passed") is False), printable(p.get("id")),
+            out.append([row, int(s.get("passed") is False), printable(p.get("id")),
                         one_line(s.get("subject")), number(s.get("value")),
                         number(s.get("limit")), "NO" if s.get("passed") is False else
                         "yes" if s.get("passed") is True else "", argmax,
@@ -321,15 +324,14 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
     read = _Reader(workspace)
     pack = Packer(Strings())
     probes = [p for p in as_list(report.get("probes")) if isinstance(p, dict)]
-    rows_of: dict[tuple[int, int], int] = {}
     data: dict[str, Any] = {
         "header": _header(report, title, len(probes)),
         "gates": _gates(report),
         "probes": _probes(probes, pack, read),
         "logs": [log_text(str(p.get("log_tail") or ""), None) for p in probes],
-        "signals": _table(probes, pack, read, rows_of),
-        "matrix": _matrix(probes, rows_of),
-        "tolerance": _tolerance(probes, rows_of),
+        "signals": _table(probes, pack, read),
+        "matrix": _matrix(probes),
+        "tolerance": _tolerance(probes),
         "environment": _environment(report),
         "errors": [[printable(f"{e.get('file')}:{e['line']}" if e.get("line") else
                               e.get("file")), printable(e.get("error"))]
@@ -349,7 +351,7 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
                        f"; {pr.get('compared', '?')} probe(s) compared ({pr.get('before', '?')}"
                        f" before, {pr.get('after', '?')} after)"],
             "versions": printable(versions), "gates": _gates(diff),
-            "signals": _table(dprobes, pack, read, {}),
+            "signals": _table(dprobes, pack, read),
             "probes": [printable(p.get("id")) for p in dprobes],
             "logs": [log_text(str(p.get("log_tail") or ""), None) for p in dprobes]}
     read.read_excerpts()
