@@ -183,7 +183,7 @@ function signalTable(ctx, rows) {
   return t;
 }
 function filteredSignals(ctx, id) {
-  const PAGE = 500, T = ctx.table, ncol = T.columns.length;
+  const PAGE = 500, T = ctx.table;
   const kind = el("select", {id: id + "-kind"}, el("option", {value: ""}, "every kind"), T.kinds.map(k => el("option", {value: k}, k)));
   const text = el("input", {id: id + "-text", type: "search", placeholder: "filter by text in any column", size: 30});
   const onlyFail = el("input", {type: "checkbox", id: id + "-failing"});
@@ -200,7 +200,7 @@ function filteredSignals(ctx, id) {
     T.cells.map(c => S[c[j]]).join("\u0000")).toLowerCase())))[i];
   function draw() {
     const q = text.value.toLowerCase(), k = kind.value, f = onlyFail.checked;
-    const kid = S.indexOf(k), kinds = T.cells[KIND];
+    const kid = k ? S.indexOf(k) : -1, kinds = T.cells[KIND];
     let list = !k && !f && !q ? all : all.filter(i => {
       if (k && kinds[i] !== kid) return false; if (f && !T.failing[i]) return false;
       return !q || haystack(i).includes(q); });
