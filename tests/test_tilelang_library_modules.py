@@ -168,3 +168,26 @@ def test_a_failing_check_of_stand_in_results_does_not_end_the_run(tl: Any) -> No
     assert check.line == _line(RUN / "check_then_build.py", "assert_close(halve(16)(x)")
     with pytest.raises(AssertionError):  # outside the capture assert_close raises again
         torch.testing.assert_close(torch.zeros(2), torch.ones(2))
+
+
+@needs_cc
+def test_a_check_the_file_catches_itself_still_fails_and_its_repro_agrees(
+        tl: Any, tmp_path: Path) -> None:
+    """caught_check.py prints its failing check and exits 0 (TileLang's gdn examples do):
+    the cell fails the file's own check, and repro.py (the file run as ``python file.py``)
+    reports that failure too instead of "no longer fails"."""
+    import os
+    import subprocess
+
+    status, signals = _run("caught_check[c,fp32]", tmp_path, [])
+    (low,) = [s for s in signals if s["kind"] == "lowering"]
+    assert status == "failed" and low["detail"]["outcome"] == "run-failed"
+    assert low["detail"]["reference"] == "the file's own check"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    plain = subprocess.run([sys.executable, str(RUN / "caught_check.py")],
+                           capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert plain.returncode == 0 and "failed Tensor-likes are not close!" in plain.stdout
+    proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "Tensor-likes are not close!"

@@ -304,3 +304,57 @@ def test_live_gates_with_a_baseline_read_every_signal():
     run(model, pid, _gate_signals())
     assert model.probes[pid]._gate_view is None
     assert model.gates() == evaluate_all(copy.deepcopy(model.results()), settings)[0]
+
+
+def test_a_sort_keeps_the_collectors_work_small_and_frees_old_lists_in_slices():
+    """A sort's keys hold no row (the collector untracks them: a full collection does not
+    walk 20,000 tuples); rows put in or taken out later (keyed ``(value, seq)``) land
+    among the sort's ``(value, seq, index)`` keys where a full sort puts them; the list
+    shown before is freed a slice per sweep, the one shown never."""
+    import gc
+
+    from laya_tui.tui.widgets import table_rows
+    from laya_tui.tui.widgets.table_rows import RowOrder
+
+    model = RunModel()
+    n = 20_000
+    run(model, "fam/p", [fb(f"s{(i * 7919) % 613}", count=(i * 31) % 97) for i in range(n)])
+    rows = list(model.rows.values())
+    order = RowOrder()
+
+    def key(row):
+        return (row.sig["count"], row.seq)
+
+    def sort() -> None:
+        order.begin(iter(rows), None, key, sort=True, reverse=False, total=len(rows))
+        while not order.step(0.0):
+            pass
+
+    order.begin(iter(rows), None, key, sort=True, reverse=False, total=len(rows))
+    build = order._build
+    assert build is not None
+    while not build.exhausted:  # every row scanned and keyed, the runs not merged yet
+        order.step(0.0)
+    gc.collect()
+    assert len(build.entries) == n and not any(gc.is_tracked(e) for e in build.entries)
+    while not order.step(0.0):
+        pass
+    first = order.keys
+    assert order.keys == sorted(order.keys) and [order.at(i) for i in range(n)] == sorted(
+        rows, key=key)
+    late = run(model, "fam/q", [fb("late", count=50), fb("early", count=0)]).added
+    for row in late:
+        assert order.insert(row)
+    moved = rows[123]
+    assert order.remove(moved) and order.index_of(moved) is None
+    shown = [order.at(i) for i in range(len(order))]
+    assert shown == sorted([r for r in rows if r is not moved] + late, key=key)
+    assert all(order.index_of(r) == i for i, r in enumerate(shown))
+    sort()  # a new sort: the list shown before goes to the trash, the new one is shown
+    assert order.trash and any(t is first for t in order.trash)
+    assert all(order.keys is not t and order.rows is not t for t in order.trash)
+    before = len(first)
+    order.sweep(0.0)  # one slice
+    assert before - len(first) == table_rows.SWEEP_CHUNK
+    order.sweep(None)
+    assert not order.trash and not first and len(order) == n

@@ -49,6 +49,7 @@ class SignalRow:
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
     tkey: Any = None  # the table's sort key for it (set by the table)
+    tgen: int = -1  # the table's list generation ``tkey`` belongs to
     hay: str | None = None  # what the text filter searches (set by the table)
 
 

@@ -170,6 +170,7 @@ class SignalTable(ScrollView, can_focus=True):
             self.order.reverse = self.sort_reverse
             self._measure()
             self._after_change(keep, announce=True)
+            self._schedule()  # frees the list shown before, a slice per tick
             return
         source: Iterator[SignalRow] = (r for _, seg in segments for r in seg)
         self.order.begin(source, self.accepts if self.filter.active else None, self._key_of(),
@@ -273,8 +274,9 @@ class SignalTable(ScrollView, can_focus=True):
 
     def _schedule(self) -> None:
         if not self.is_mounted:
+            self.order.sweep(None)
             return
-        if (self._pending or self.order.building) and not self._scheduled:
+        if (self._pending or self.order.building or self.order.trash) and not self._scheduled:
             self._scheduled = True
             # a timer, not call_later: the loop runs other callbacks (and frames) first
             self.set_timer(PENDING_TICK_S, self._continue)
@@ -282,6 +284,10 @@ class SignalTable(ScrollView, can_focus=True):
     def _continue(self) -> None:
         self._scheduled = False
         keep = self._cursor_row
+        if not (self.order.building or self._pending):
+            self.order.sweep(self.budget)  # only lists no longer shown are left to free
+            self._schedule()
+            return
         if self.order.building:
             self._step_build(keep)
         elif self._pending:

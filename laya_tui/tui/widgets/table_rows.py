@@ -15,6 +15,7 @@ Two shapes (docs/architecture.md, 'The dashboard'):
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from bisect import bisect_left, bisect_right
@@ -26,13 +27,19 @@ from typing import Any
 from laya_tui.report.views.signals import haystack
 from laya_tui.tui.model import SignalRow
 
-Key = tuple[Any, int]
+#: ``(value, seq)``; a sort lists a row under its entry ``(value, seq, index)``: the seq
+#: is unique, so both shapes order alike and a row's key finds its place in either
+Key = tuple[Any, ...]
 #: rows tested (and keyed) per step of a build; the time budget is checked between steps
 BUILD_CHUNK = 512
 #: rows merged per step of a sort's merge
 MERGE_CHUNK = 1024
 #: rows sorted together into one run before the runs are merged (fewer runs: a cheaper merge)
 RUN_ROWS = 8_192
+#: items freed per step of releasing a list no longer shown (:meth:`RowOrder.sweep`)
+SWEEP_CHUNK = 16_384
+#: from this many rows in scope a build's lists are kept out of the collector's sight
+FREEZE_ABOVE = 10_000
 _seq = attrgetter("seq")
 
 
@@ -83,12 +90,14 @@ class RowOrder:
         self.reverse = False
         self.key_of: Callable[[SignalRow], Key] | None = None
         self._build: _Build | None = None
-        #: bumped by every build: a row's ``tkey`` is ``(gen, key)``, the key it is listed
-        #: under in that generation; ``list_gen`` is the generation of the list shown (a
-        #: row of another generation is not in it)
+        #: bumped by every build: a row's ``tkey`` is the key it is listed under in
+        #: generation ``tgen``; ``list_gen`` is the generation of the list shown (a row of
+        #: another generation is not in it)
         self.gen = 0
         self.list_gen = 0
         self._pending_reverse = False
+        #: lists no longer shown, freed a slice per step (:meth:`sweep`), not at once
+        self.trash: list[list[Any]] = []
 
     # -- shape ------------------------------------------------------------------------------
     def show_segments(self, segments: list[tuple[str, list[SignalRow]]]) -> None:
@@ -97,8 +106,37 @@ class RowOrder:
         self._seg_of = {pid: i for i, (pid, _) in enumerate(segments)}
         self._dirty = True
         self.listed = False
+        self._drop_build()
+        self.discard(self.rows, self.keys)
         self.rows, self.keys = [], []
-        self._build = None
+
+    def _drop_build(self) -> None:
+        b, self._build = self._build, None
+        if b is not None:  # (a filter's lists are the ones shown: their caller drops them)
+            own = [x for x in (b.rows, b.keys) if x is not self.rows and x is not self.keys]
+            self.discard(b.entries, b.scanned, *own)
+
+    def discard(self, *lists: list[Any]) -> None:
+        """Lists no longer used: long ones are freed over the next steps (:meth:`sweep`).
+
+        Freeing 200,000 sort keys at once holds the loop for tens of milliseconds; a
+        slice per step does not."""
+        for items in lists:
+            if len(items) > SWEEP_CHUNK and not any(items is t for t in self.trash):
+                self.trash.append(items)
+
+    def sweep(self, budget: float | None) -> None:
+        """Free discarded lists, a slice at a time, for about ``budget`` seconds (None:
+        all of them)."""
+        deadline = None if budget is None else time.perf_counter() + budget
+        trash = self.trash
+        while trash:
+            items = trash[-1]
+            del items[-SWEEP_CHUNK:]
+            if not items:
+                trash.pop()
+            if deadline is not None and time.perf_counter() > deadline:
+                return
 
     def touch(self) -> None:
         """The model's lists grew (rows streamed in)."""
@@ -156,15 +194,15 @@ class RowOrder:
     def _find(self, row: SignalRow) -> int | None:
         """The storage index of ``row`` in the list, by the key it went in under."""
         t = row.tkey
-        if t is None or t[0] != self.list_gen:
+        if t is None or row.tgen != self.list_gen:
             return None
-        i = bisect_left(self.keys, t[1])
+        i = bisect_left(self.keys, t)
         return i if i < len(self.rows) and self.rows[i] is row else None
 
     def _keyed(self, row: SignalRow) -> Key:
         assert self.key_of is not None
         k = self.key_of(row)
-        row.tkey = (self.list_gen, k)
+        row.tkey, row.tgen = k, self.list_gen
         return k
 
     # -- the list: built in steps, then kept by bisection ---------------------------------
@@ -179,16 +217,18 @@ class RowOrder:
         gen = self.gen
 
         def keyed(row: SignalRow) -> Key:
-            k = key_of(row)
-            row.tkey = (gen, k)
+            k = row.tkey = key_of(row)
+            row.tgen = gen
             return k
 
+        self._drop_build()
+        if not sort:
+            self.discard(self.rows, self.keys)
         self._build = _Build(source, accept, keyed if not sort else key_of, sort, total, gen)
         if not sort:  # grows in display order: shown from the first step on
             self.listed, self.key_of, self.reverse = True, key_of, reverse
             self.list_gen = gen
-            self.rows, self.keys = [], []
-            self._build.rows, self._build.keys = self.rows, self.keys
+            self.rows, self.keys = self._build.rows, self._build.keys  # (frozen with it)
         self._pending_reverse = reverse
 
     @property
@@ -211,9 +251,11 @@ class RowOrder:
         done = b.run(budget)
         if done:
             self._build = None
+            self.discard(b.entries, b.scanned)
             if b.sort:
                 self.listed, self.key_of, self.list_gen = True, b.key_of, b.gen
                 self.reverse = self._pending_reverse
+                self.discard(self.rows, self.keys)
                 self.rows, self.keys = b.rows, b.keys
         return done
 
@@ -254,12 +296,26 @@ class RowOrder:
             return False
         del self.keys[i]
         del self.rows[i]
-        row.tkey = None
+        row.tkey, row.tgen = None, -1
         return True
 
 
 class _Build:
-    """One budgeted build of the filtered/sorted list."""
+    """One budgeted build of the filtered/sorted list.
+
+    What it allocates is shaped for the cyclic garbage collector, which pauses the loop
+    for a walk of every container it tracks (docs/architecture.md, 'The dashboard'):
+
+    * a sort keys rows as flat ``(value, seq, index)`` tuples, ``index`` naming the row in
+      :attr:`scanned`: a tuple of atoms is untracked at the collector's first pass (one
+      holding the row stays tracked: 200,000 of them made every full collection during a
+      sort a 150-260 ms pause);
+    * the runs are slices of one list (:attr:`entries`), sorted in place, not a list each;
+    * with :data:`FREEZE_ABOVE` rows or more, the lists that grow to one item per row
+      (``rows``, ``keys``, ``scanned``, ``entries``) are moved out of the collector's sight
+      when they are created (``gc.freeze()``), as the model's rows are (``tui/pump.py``):
+      a full collection walked each of them, 200,000 items, over again (40-80 ms each).
+    """
 
     def __init__(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
                  key_of: Callable[[SignalRow], Key], sort: bool, total: int,
@@ -268,21 +324,25 @@ class _Build:
         self.sort, self.gen = sort, gen
         self.rows: list[SignalRow] = []
         self.keys: list[Key] = []
-        self.chunks: list[list[tuple[Any, int, SignalRow]]] = []
-        self.unsorted: list[tuple[Any, int, SignalRow]] = []  # rows keyed, not sorted yet
-        self.merge: Iterator[tuple[Any, int, SignalRow]] | None = None
+        #: a sort's rows in the order they were scanned (an entry's index names one)
+        self.scanned: list[SignalRow] = []
+        #: a sort's ``(value, seq, index)`` entries; ``runs`` are the sorted slices of it
+        self.entries: list[tuple[Any, int, int]] = []
+        self.runs: list[tuple[int, int]] = []
+        self.merge: Iterator[tuple[Any, int, int]] | None = None
         self.seen = 0
         self.total = total
         self.merged = 0
         self.exhausted = False
+        if total >= FREEZE_ABOVE:
+            gc.freeze()
 
     def progress(self) -> float:
         if not self.sort:
             return 0.0 if self.total == 0 else min(1.0, self.seen / self.total)
         if not self.exhausted:
             return 0.0 if self.total == 0 else 0.7 * min(1.0, self.seen / self.total)
-        n = sum(len(c) for c in self.chunks) or 1
-        return 0.7 + 0.3 * min(1.0, self.merged / n)
+        return 0.7 + 0.3 * min(1.0, self.merged / (len(self.entries) or 1))
 
     def run(self, budget: float | None) -> bool:
         deadline = None if budget is None else time.perf_counter() + budget
@@ -292,17 +352,20 @@ class _Build:
                 return False
         if not self.sort:
             return True
+        entries = self.entries
         if self.merge is None:
-            # flat (value, seq, row): compared in C, and the seq is unique, so rows never are
-            self.merge = heapq.merge(*self.chunks)
-        keys, rows, merge, gen = self.keys, self.rows, self.merge, self.gen
+            # flat (value, seq, index): compared in C, the seq is unique
+            at = entries.__getitem__  # (not islice: it would step over every entry before a)
+            self.merge = heapq.merge(*(map(at, range(a, b)) for a, b in self.runs))
+        keys, rows, merge, gen, scanned = self.keys, self.rows, self.merge, self.gen, \
+            self.scanned
         while True:
             n = 0
-            for v, q, r in merge:
-                k = (v, q)
-                keys.append(k)
+            for e in merge:  # the entry is the row's key: no tuple more per row
+                keys.append(e)
+                r = scanned[e[2]]
                 rows.append(r)
-                r.tkey = (gen, k)
+                r.tkey, r.tgen = e, gen
                 n += 1
                 if n == MERGE_CHUNK:
                     break
@@ -314,13 +377,14 @@ class _Build:
 
     def _scan(self) -> None:
         accept, key_of, source = self.accept, self.key_of, self.source
-        chunk = self.unsorted
+        entries, scanned = self.entries, self.scanned
         n = 0
         if accept is None:  # a sort of every row
             for row in source:
                 n += 1
                 v, q = key_of(row)
-                chunk.append((v, q, row))
+                entries.append((v, q, len(scanned)))
+                scanned.append(row)
                 if n == BUILD_CHUNK:
                     break
         else:
@@ -329,7 +393,8 @@ class _Build:
                 if accept(row):
                     if self.sort:
                         v, q = key_of(row)
-                        chunk.append((v, q, row))
+                        entries.append((v, q, len(scanned)))
+                        scanned.append(row)
                     else:
                         self.keys.append(key_of(row))
                         self.rows.append(row)
@@ -338,7 +403,8 @@ class _Build:
         self.seen += n
         if n < BUILD_CHUNK:
             self.exhausted = True
-        if chunk and (len(chunk) >= RUN_ROWS or self.exhausted):
-            chunk.sort()  # (value, seq, row): the seq is unique, rows never compared
-            self.chunks.append(chunk)
-            self.unsorted = []
+        start = self.runs[-1][1] if self.runs else 0
+        end = len(entries)
+        if end > start and (end - start >= RUN_ROWS or self.exhausted):
+            entries[start:end] = sorted(entries[start:end])  # in place: no list per run
+            self.runs.append((start, end))
