@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_show.py [--signals N] [--paints N] [--no-html]
        python benchmarks/bench_show.py --keys [--signals N] [--repeats N] [--before TREE]
+       python benchmarks/bench_show.py --html [--signals N] [--repeats N] [--before TREE]
 
 1. First paint: ``laya-tui show REPORT`` on a pseudo-terminal (160x45), exec to the first
    frame with the tree and the footer, for the 7-probe demo report and for a report of one
@@ -10,9 +11,11 @@ Usage: python benchmarks/bench_show.py [--signals N] [--paints N] [--no-html]
    measured here in the same run), as a ratio.
 2. Loaded: in the headless Textual driver, the time from start until all N rows are in the
    table of ``show`` over the big report (the live figure is bench_tui.py's ingest).
-3. HTML: size of the page and its load time in headless Chromium (navigation to the load
-   event, the page's script has built every section by then) for the recorded reports of
-   every family together and for the big report.
+3. HTML: size of the page, its Python build (``build_html``, wall and CPU seconds, in a
+   fresh process) and its load time in headless Chromium (navigation to the load event, the
+   page's script has built every section by then) for the recorded reports of every family
+   together and for the big report; ``--html`` runs only this, with ``--before TREE`` an
+   earlier checkout built and loaded interleaved.
 4. ``--keys``: ``show`` over the big report (say ``--signals 200000``): the load's longest
    loop stall, then the keypress-to-paint latency of benchmarks/_keys.py's key sequence,
    in fresh processes, with ``--before TREE`` an earlier checkout interleaved.
@@ -191,29 +194,73 @@ def keys_rows(args: argparse.Namespace, big_path: Path) -> None:
               f"{stalls} ms (target < 50 ms)")
 
 
-def html_figures(reports: dict[str, dict], tmp: Path) -> None:
+def build_child(report_path: Path, out: Path) -> None:
+    """Build the page of the report at ``report_path`` into ``out`` (this process's tree, a
+    fresh interpreter), print its build time as JSON: wall and CPU seconds of build_html."""
+    import laya_tui
     from laya_tui.report.html import build_html
+
+    report = json.loads(report_path.read_text())
+    t0, c0 = time.perf_counter(), time.process_time()
+    text = build_html(report, workspace=str(REPO))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out.write_text(text, encoding="utf-8")
+    tree = str(Path(laya_tui.__file__).parents[1])
+    print(json.dumps({"wall": wall, "cpu": cpu, "tree": tree}))
+
+
+def html_figures(reports: dict[str, dict], tmp: Path, before: Path | None = None,
+                 repeats: int = 1) -> None:
+    """Per report and tree: the page's size, its Python build (wall and CPU, in a fresh
+    process) and its load in headless Chromium (median of 3 per repeat), the trees
+    interleaved."""
     from tests._browser import Browser, find_chromium
 
     binary = find_chromium()
+    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    if before is not None:
+        trees.append((f"before ({before})", before.resolve()))
     for name, report in reports.items():
-        t0 = time.perf_counter()
-        text = build_html(report, workspace=str(REPO))
-        built = time.perf_counter() - t0
-        path = tmp / f"{name}.html"
-        path.write_text(text)
+        src = tmp / f"{name}.json"
+        src.write_text(json.dumps(report))
         nsig = sum(len(p["signals"]) for p in report["probes"])
-        line = (f"  {name}: {len(report['probes'])} probes, {nsig:,} signals -> "
-                f"{path.stat().st_size / 1024:,.0f} KiB (written in {built:.2f} s)")
-        if binary is None:
-            print(line + "; no Chromium (apt-get install -y chromium): load not measured")
-            continue
-        loads = []
-        with Browser(binary) as b:
-            for _ in range(3):
-                loads.append(b.open(path.as_uri(), timeout=120))
-                assert b.console_errors() == [], b.console_errors()
-        print(line + f"; Chromium load {statistics.median(loads):.2f} s (median of 3)")
+        got: dict[str, dict[str, list[float]]] = {}
+        for _ in range(repeats):
+            for label, tree in trees:
+                path = tmp / f"{name}-{'before' if tree else 'this'}.html"
+                env = dict(os.environ, PYTHONPATH=str(tree or REPO))
+                cmd = [sys.executable, __file__, "--build-child", str(src), str(path),
+                       *(["--tree", str(tree)] if tree else [])]
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if out.returncode:
+                    raise RuntimeError(f"{label}: {out.stderr[-2000:]}")
+                built = json.loads(out.stdout.splitlines()[-1])
+                assert Path(built["tree"]) == (tree or REPO), (label, built["tree"])
+                g = got.setdefault(label, {"wall": [], "cpu": [], "load": [], "mib": []})
+                g["wall"].append(built["wall"])
+                g["cpu"].append(built["cpu"])
+                g["mib"].append(path.stat().st_size / 2**20)
+                if binary is not None:
+                    with Browser(binary) as b:
+                        loads = []
+                        for _ in range(3):
+                            loads.append(b.open(path.as_uri(), timeout=180))
+                            assert b.console_errors() == [], b.console_errors()
+                    g["load"].append(statistics.median(loads))
+        print(f"  {name}: {len(report['probes'])} probes, {nsig:,} signals "
+              f"(load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        for label, g in got.items():
+            med = {k: statistics.median(v) if v else None for k, v in g.items()}
+            load = (f"Chromium load {med['load']:.2f} s (median of 3 x {repeats})"
+                    if med["load"] is not None else
+                    "no Chromium (apt-get install -y chromium): load not measured")
+            print(f"    {label}: {med['mib']:.1f} MiB, built in {med['wall']:.2f} s wall "
+                  f"{med['cpu']:.2f} s CPU; {load}")
+        if len(got) == 2:
+            (_, a), (_, b0) = got.items()
+            ratio = {k: statistics.median(a[k]) / statistics.median(b0[k])
+                     for k in ("mib", "wall", "cpu", "load") if a[k] and b0[k]}
+            print("    this / before: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratio.items()))
 
 
 def main() -> None:
@@ -221,16 +268,25 @@ def main() -> None:
     ap.add_argument("--signals", type=int, default=100_000)
     ap.add_argument("--paints", type=int, default=3)
     ap.add_argument("--no-html", action="store_true")
+    ap.add_argument("--html", action="store_true",
+                    help="only: the HTML pages (size, Python build, Chromium load), "
+                         "--repeats times, beside --before")
     ap.add_argument("--keys", action="store_true",
                     help="only: show's load of the big report and the key latency "
                          "(benchmarks/_keys.py), --repeats times, beside --before")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--before", type=Path, metavar="TREE",
-                    help="with --keys: an earlier checkout measured interleaved")
+                    help="with --keys or --html: an earlier checkout measured interleaved")
     ap.add_argument("--why", action="store_true")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--build-child", type=Path, nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.build_child is not None:
+        if args.tree is not None:
+            sys.path.insert(0, str(args.tree))
+        build_child(*args.build_child)
+        return
     if args.child is not None:
         if args.tree is not None:
             sys.path.insert(0, str(args.tree))
@@ -244,6 +300,11 @@ def main() -> None:
         print(f"big report: {args.signals:,} signals, {big_path.stat().st_size / 2**20:.1f} MiB")
         if args.keys:
             keys_rows(args, big_path)
+            return
+        pages = {"every-family": every_family(), f"{args.signals}-signals": big}
+        if args.html:
+            print("HTML page:")
+            html_figures(pages, tmp, args.before, args.repeats)
             return
         live, demo, show_big = [], [], []
         for _ in range(args.paints):
@@ -261,7 +322,7 @@ def main() -> None:
               f"CPU; headless driver)")
         if not args.no_html:
             print("HTML page:")
-            html_figures({"every-family": every_family(), f"{args.signals}-signals": big}, tmp)
+            html_figures(pages, tmp)
 
 
 if __name__ == "__main__":

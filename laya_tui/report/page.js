@@ -2,6 +2,7 @@
 // every text, sort value and detail section; this script only lays them out).
 "use strict";
 const D = JSON.parse(document.getElementById("laya-data").textContent);
+const S = D.strings;  // the texts of the signal tables and details (report/views/packed.py)
 const app = document.getElementById("app");
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -51,6 +52,18 @@ function plot(points, first) {
     v.setAttribute("class", "first"); svg.append(v); }
   return svg;
 }
+// a packed detail [shape, text ids...] -> its sections, as views/packed.py's sections()
+function unpack(packed) {
+  let at = 1;
+  const next = () => S[packed[at++]];
+  return D.shapes[packed[0]].map(t => {
+    if (t[0] === "f") return ["f", t[1], t[2].map(label => [label, next()])];
+    if (t[0] === "src") return ["src", t[1], next(), next()];
+    if (t[0] === "b") return ["b", t[1], next(), t[2], t[3]];
+    if (t[0] === "file") return ["file", t[1], next(), next(), t[2]];
+    return t;  // log, plot: all in the shape
+  });
+}
 function section(sec, ctx) {
   const [type, title] = sec, head = title ? el("h4", {}, title) : null;
   if (type === "f") return [head, facts(sec[2])];
@@ -80,15 +93,18 @@ function showDetail(title, badge, failingNow, sections, ctx, subject) {
   detail.dataset.subject = subject;
   detail.scrollIntoView({block: "nearest"});
 }
-function openSignal(ctx, key) {
-  const row = ctx.byKey.get(key); if (!row) return;
-  showDetail(row[5] + "   " + ctx.probes[row[0]], row[4], row[2], ctx.details[key], ctx, "signal:" + key);
+const KIND = 0, SUBJECT = 1;  // columns of the signal table (views/signals.py COLUMNS)
+function openSignal(ctx, i) {
+  if (!(i >= 0 && i < ctx.n)) return;
+  showDetail(ctx.cell(i, SUBJECT) + "   " + ctx.probes[ctx.probeOf[i]], ctx.cell(i, KIND), ctx.table.failing[i],
+    unpack(ctx.table.details[i]), ctx, "signal:" + i);
 }
 function openProbe(pi) {
   const p = D.probes[pi];
-  showDetail(p[0], p[2], p[8], D.details["p" + pi], MAIN, "probe:" + p[0]);
+  showDetail(p[0], p[2], p[8], unpack(p[9]), MAIN, "probe:" + p[0]);
 }
-function open(ctx, key) { if (key.startsWith("p")) openProbe(+key.slice(1)); else openSignal(ctx, key); }
+// a matrix cell opens its signal's row (a number) or its probe ("p3")
+function open(ctx, to) { if (typeof to === "string") openProbe(+to.slice(1)); else openSignal(ctx, to); }
 
 // -- sections ----------------------------------------------------------------------------
 function header() {
@@ -148,18 +164,17 @@ function probesSection() {
   draw();
   return [el("h2", {}, "Probes"), el("div", {class: "controls"}, status, text), el("div", {class: "scroll"}, table)];
 }
-// a row: [probe index, signal index, failing, css, ...cells (9), ...sort values (kind, count, bytes, value)]
-const CELLS = 4;
-function signalTable(ctx, keys) {
+// the signal table, a column at a time: cells[c][row] is a string id, sort[s][row] a value
+function signalTable(ctx, rows) {
   const cols = ctx.table.columns.map((c, i) => [c, i]).filter(([c]) => c.used);
   const body = el("tbody");
   const t = el("table", {class: "signals fixed"}, el("colgroup", {}, cols.map(([c]) => el("col", {style: "width:" + c.width + "%"}))),
     el("thead", {}, el("tr", {}, cols.map(([c]) => el("th", {class: c.numeric ? "num" : null}, c.label)))), body);
-  for (const key of keys) {
-    const r = ctx.byKey.get(key);
-    const tr = el("tr", {class: "clickable" + (r[2] ? " failing" : "") + (r[3] ? " " + r[3] : ""), "data-key": key, onclick: () => openSignal(ctx, key)});
-    for (const [c, i] of cols) {
-      const v = r[CELLS + i];
+  for (const i of rows) {
+    const css = S[ctx.table.css[i]];
+    const tr = el("tr", {class: "clickable" + (ctx.table.failing[i] ? " failing" : "") + (css ? " " + css : ""), "data-key": i, onclick: () => openSignal(ctx, i)});
+    for (const [c, ci] of cols) {
+      const v = ctx.cell(i, ci);
       const shown = c.key === "site" || c.key === "probe" ? el("code", {}, v) : v;
       tr.append(el("td", {class: c.numeric ? "num" : c.wide ? null : "nowrap", "data-col": c.key}, c.wide ? el("div", {class: "clip"}, shown) : shown));
     }
@@ -168,7 +183,7 @@ function signalTable(ctx, keys) {
   return t;
 }
 function filteredSignals(ctx, id) {
-  const PAGE = 500, T = ctx.table, ncol = T.columns.length;
+  const PAGE = 500, T = ctx.table;
   const kind = el("select", {id: id + "-kind"}, el("option", {value: ""}, "every kind"), T.kinds.map(k => el("option", {value: k}, k)));
   const text = el("input", {id: id + "-text", type: "search", placeholder: "filter by text in any column", size: 30});
   const onlyFail = el("input", {type: "checkbox", id: id + "-failing"});
@@ -179,16 +194,22 @@ function filteredSignals(ctx, id) {
   const holder = el("div", {class: "scroll"});
   let limit = PAGE;
   const more = el("button", {onclick: () => { limit += PAGE * 4; draw(); }}, "show more");
-  const keys = T.rows.map(r => "s" + r[0] + "." + r[1]);
+  const all = Array.from({length: ctx.n}, (_, i) => i);
+  let hay = null;  // what the text filter searches, each row's once (on the first query)
+  const haystack = i => (hay || (hay = all.map(j => (ctx.probes[ctx.probeOf[j]] + "\u0000" +
+    T.cells.map(c => S[c[j]]).join("\u0000")).toLowerCase())))[i];
   function draw() {
     const q = text.value.toLowerCase(), k = kind.value, f = onlyFail.checked;
-    let list = keys.filter(key => { const r = ctx.byKey.get(key);
-      if (k && r[CELLS] !== k) return false; if (f && !r[2]) return false;
-      return !q || (ctx.probes[r[0]] + "\u0000" + r.slice(CELLS, CELLS + ncol).join("\u0000")).toLowerCase().includes(q); });
+    const kid = k ? S.indexOf(k) : -1, kinds = T.cells[KIND];
+    let list = !k && !f && !q ? all : all.filter(i => {
+      if (k && kinds[i] !== kid) return false; if (f && !T.failing[i]) return false;
+      return !q || haystack(i).includes(q); });
     if (sort.value !== "") { const ci = T.columns.findIndex(c => c.key === sort.value), c = T.columns[ci];
-      const at = c.sort === null ? CELLS + ci : CELLS + ncol + c.sort, s = rev.checked ? -1 : 1;
-      list = list.slice().sort((a, b) => cmp(low(ctx.byKey.get(a)[at]), low(ctx.byKey.get(b)[at])) * s); }
-    count.textContent = list.length.toLocaleString("en") + " of " + keys.length.toLocaleString("en") + " signals" + (list.length > limit ? " (first " + limit + " shown)" : "");
+      const keyOf = c.sort === null ? i => low(ctx.cell(i, ci)) : i => low(T.sort[c.sort][i]), s = rev.checked ? -1 : 1;
+      const key = new Array(ctx.n);
+      for (const i of list) key[i] = keyOf(i);
+      list = list.slice().sort((a, b) => cmp(key[a], key[b]) * s); }
+    count.textContent = list.length.toLocaleString("en") + " of " + ctx.n.toLocaleString("en") + " signals" + (list.length > limit ? " (first " + limit + " shown)" : "");
     holder.replaceChildren(signalTable(ctx, list.slice(0, limit)));
     more.hidden = list.length <= limit;
   }
@@ -198,13 +219,15 @@ function filteredSignals(ctx, id) {
   return el("div", {id: id}, el("div", {class: "controls"}, kind, text, el("label", {}, onlyFail, " only failing"), sort,
     el("label", {}, rev, " reverse"), count), holder, more);
 }
-function context(table, probes, logs, details) {
-  const byKey = new Map(table.rows.map(r => ["s" + r[0] + "." + r[1], r]));
-  return {table, probes, logs, details, byKey};
+function context(table, probes, logs) {
+  const n = table.failing.length, probeOf = new Int32Array(n);
+  let at = 0;
+  table.probe_rows.forEach((count, pi) => { probeOf.fill(pi, at, at + count); at += count; });
+  return {table, probes, logs, n, probeOf, cell: (i, ci) => S[table.cells[ci][i]]};
 }
-const MAIN = context(D.signals, D.probes.map(p => p[0]), D.logs, D.details);
+const MAIN = context(D.signals, D.probes.map(p => p[0]), D.logs);
 function diffSection() {
-  const X = D.diff, ctx = context(X.signals, X.probes, X.logs, X.details);
+  const X = D.diff, ctx = context(X.signals, X.probes, X.logs);
   return [el("h2", {}, "Changes"), el("p", {id: "diff-counts"}, el("span", {class: "reg"}, X.counts[0]), ", ",
     el("span", {class: "imp"}, X.counts[1]), ", ", el("span", {class: "note"}, X.counts[2]), X.counts[3]),
     X.versions ? el("p", {class: "dim"}, "versions: " + X.versions) : null, filteredSignals(ctx, "changes")];

@@ -122,13 +122,12 @@ class Detail:
 
 
 def _facts(title: str | None, pairs: list[tuple[str, Any]]) -> list[Section]:
-    rows = tuple((label, plain(v)) for label, v in pairs if v is not None and v != "")
+    rows = tuple([(label, plain(v)) for label, v in pairs if v is not None and v != ""])
     return [Facts(title, rows)] if rows else []
 
 
 def _source(title: str, site: Any, context: int) -> list[Section]:
-    site = as_dict(site)
-    if not site.get("file"):
+    if not isinstance(site, dict) or not site.get("file"):
         return []
     line = site.get("line")
     if not isinstance(line, int) or isinstance(line, bool):
@@ -136,42 +135,78 @@ def _source(title: str, site: Any, context: int) -> list[Section]:
     return [Source(title, site_text(site), str(site["file"]), line, context)]
 
 
+#: A signal's own fields that its detail lists as facts, in this order, each under its own
+#: name (the detail's facts from ``detail`` come between the reason and the value, its
+#: stages before the fix).
+OWN_FACTS: tuple[str, ...] = ("reason", "value", "count", "bytes", "seconds", "fix")
+
+
+def own_fact(field: str, value: Any, *, limited: bool = False) -> str:
+    """The text of the fact that field ``field`` of a signal gives for ``value``; empty when
+    the detail lists none (absent, an empty reason or fix, a value beside a ``limit``:
+    the tolerance section shows that one)."""
+    if value is None:
+        return ""
+    if field in ("reason", "fix"):
+        return printable(value) if value else ""
+    if field == "value":
+        return "" if limited else plain(value)
+    if field == "count":
+        return printable(number(value))
+    if field == "bytes":
+        return printable(exact_bytes(value))
+    if field == "seconds":
+        return printable(human_seconds(value))
+    raise KeyError(field)
+
+
+def plain_signal(sig: SignalLike) -> bool:
+    """Whether a signal's detail is only its :data:`OWN_FACTS`, its call site and the log
+    tail: no ``detail`` to show, no limit, not a tolerance (most of a 100,000-signal
+    flood; the page builds those from each distinct value once, ``views/page.py``)."""
+    d = sig.get("detail")
+    return not (isinstance(d, dict) and d) and "limit" not in sig and str(
+        sig.get("kind") or "?") != "tolerance"
+
+
+def _own(sig: SignalLike, fields: tuple[str, ...], limited: bool) -> list[tuple[str, Any]]:
+    out = []
+    for field in fields:
+        text = own_fact(field, sig.get(field), limited=limited)
+        if text:
+            out.append((field, text))
+    return out
+
+
 def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
                   full: bool = True) -> Detail:
     """The sections of one signal of cell ``probe`` (``full``: the full-screen detail and
     the page; else the dashboard's pane, with shorter excerpts; ``has_log``: the probe
     wrote a log tail, shown last)."""
-    d = as_dict(sig.get("detail"))
-    kind = str(sig.get("kind") or "?")
     get = sig.get
-    facts: list[tuple[str, Any]] = []
-    if get("reason"):
-        facts.append(("reason", printable(get("reason"))))
+    d = get("detail")
+    if not isinstance(d, dict):
+        d = {}
+    kind = str(get("kind") or "?")
+    limited = "limit" in sig
+    facts = _own(sig, OWN_FACTS[:1], limited)
     if d:
         facts += _detail_facts(sig, d)
-    if get("value") is not None and "limit" not in sig:
-        facts.append(("value", get("value")))
-    if get("count") is not None:
-        facts.append(("count", number(get("count"))))
-    if get("bytes") is not None:
-        facts.append(("bytes", exact_bytes(get("bytes"))))
-    if get("seconds") is not None:
-        facts.append(("seconds", human_seconds(get("seconds"))))
+    facts += _own(sig, OWN_FACTS[1:5], limited)
     if d:
         facts += _stage_facts(d)
-    if get("fix"):
-        facts.append(("fix", printable(get("fix"))))
-    if d.get("change"):  # a diff's change record
+    facts += _own(sig, OWN_FACTS[5:], limited)
+    if d and d.get("change"):  # a diff's change record
         facts += [("change", f"{d['change']} ({d.get('class', '')})"),
                   ("before", _json(d.get("before")) if d.get("before") else None),
                   ("after", _json(d.get("after")) if d.get("after") else None)]
     parts: list[Section] = _facts(None, facts)
-    if d.get("checks"):
+    if d and d.get("checks"):
         parts += _facts("checks", [
             (str(name), f"{number(c.get('value'))} vs limit {number(c.get('limit'))}"
              + ("" if c.get("passed") is None else "  ok" if c.get("passed") else "  FAIL"))
             for name, c in as_dict(d.get("checks")).items() if isinstance(c, dict)])
-    if kind == "tolerance" or "limit" in sig:
+    if kind == "tolerance" or limited:
         parts += _tolerance(sig, d, full)
     parts += _source("call site", get("site"), 12 if full else 4)
     if d:

@@ -1,15 +1,15 @@
 """What the HTML page shows, as data its script only draws (``report/page.js``): the header,
 the gates, a diff's changes, the lowering matrix with its legend, the probes, the signals
-(each row's cells, sort values and failing flag), every detail panel as sections, the source
-excerpts and files those point at (read now, where the page is written), the tolerance
-checks and the environment. Every text is formatted and printable here. Standard library
-only.
+(each row's cells, sort values and failing flag, a column at a time), every detail panel
+(packed: ``views/packed.py``), the source excerpts and files those point at (read now, where
+the page is written), the tolerance checks and the environment. Every text is formatted and
+printable here. Standard library only.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from laya_tui.core.files import source_excerpt
@@ -18,13 +18,8 @@ from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
 from laya_tui.report.verdict import describe_failure, verdict_notes
 from laya_tui.report.views.detail import (
-    Block,
     Detail,
-    Facts,
     FileHead,
-    Plot,
-    ProbeLog,
-    Section,
     Source,
     buffer_lines,
     log_text,
@@ -33,6 +28,13 @@ from laya_tui.report.views.detail import (
 )
 from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND, outcome_mark, status_word
 from laya_tui.report.views.matrix import build_matrix
+from laya_tui.report.views.packed import (
+    Packer,
+    PlainDetails,
+    Strings,
+    excerpt_key,
+    file_key,
+)
 from laya_tui.report.views.signals import (
     COLUMNS,
     SORT_KEYS,
@@ -57,26 +59,42 @@ _SORTED_BY_VALUE = ("kind", "count", "bytes", "value")
 
 
 class _Reader:
-    """Source excerpts and file heads, read once each, within the caps."""
+    """Source excerpts and file heads, read once each, within the caps: the excerpts once
+    every detail is packed, the failing signals' sites (and where probes raised) first, so
+    the cap leaves out only passing ones."""
 
     def __init__(self, workspace: str | None) -> None:
         self.workspace = os.path.abspath(workspace or ".")
         self.excerpts: dict[str, Any] = {}
         self.files: dict[str, Any] = {}
+        self._first: dict[str, Source] = {}
+        self._rest: dict[str, Source] = {}
 
     def _path(self, file: str) -> str:
         return file if os.path.isabs(file) else os.path.join(self.workspace, file)
 
-    def excerpt(self, src: Source) -> str:
-        key = f"{src.file}:{src.line}"
-        if key not in self.excerpts and len(self.excerpts) < MAX_EXCERPTS:
+    def note(self, detail: Detail, first: bool) -> None:
+        """Read what ``detail``'s sections point at (``first``: before the others)."""
+        for sec in detail.sections:
+            if isinstance(sec, Source):
+                key = excerpt_key(sec)
+                if key not in self._first:
+                    (self._first if first else self._rest).setdefault(key, sec)
+            elif isinstance(sec, FileHead):
+                self._file(sec)
+
+    def read_excerpts(self) -> None:
+        """Read the noted excerpts, failing sites first, up to :data:`MAX_EXCERPTS`."""
+        for key, src in [*self._first.items(), *(
+                (k, v) for k, v in self._rest.items() if k not in self._first)]:
+            if len(self.excerpts) >= MAX_EXCERPTS:
+                break
             found = source_excerpt(self._path(src.file), src.line, src.context)
             self.excerpts[key] = None if found is None else {
                 "start": found[1], "line": src.line, "text": printable(found[0])}
-        return key
 
-    def file(self, head: FileHead) -> str:
-        key = f"{head.path}:{head.lines}"
+    def _file(self, head: FileHead) -> None:
+        key = file_key(head)
         if key not in self.files and len(self.files) < MAX_FILES:
             try:
                 with open(self._path(head.path), encoding="utf-8", errors="replace") as fh:
@@ -87,42 +105,6 @@ class _Reader:
                 text = "\n".join(lines[: head.lines])
                 self.files[key] = {"text": printable(text), "total": len(lines),
                                    "hl": sorted(buffer_lines(text, head.names))}
-        return key
-
-
-def _failing_sites_first(probes: list[dict[str, Any]], read: _Reader) -> None:
-    """Read the excerpts of the failing signals' sites (and where probes raised) before the
-    others, so the cap leaves out only passing ones."""
-    for p in probes:
-        pid = str(p.get("id", ""))
-        details = [probe_detail(p, signals=0)] + [
-            signal_detail(sig, pid) for sig in as_list(p.get("signals"))
-            if isinstance(sig, dict) and failing(sig)]
-        for detail in details:
-            for sec in detail.sections:
-                if isinstance(sec, Source):
-                    read.excerpt(sec)
-
-
-def _section(sec: Section, read: _Reader) -> list[Any]:
-    """One section as the page's script reads it: ``[type, title, ...]``."""
-    if isinstance(sec, Facts):
-        return ["f", sec.title, [list(r) for r in sec.rows]]
-    if isinstance(sec, Source):
-        return ["src", sec.title, sec.where, read.excerpt(sec)]
-    if isinstance(sec, Block):
-        return ["b", sec.title, sec.text, sec.lang, sec.dim]
-    if isinstance(sec, ProbeLog):
-        return ["log", sec.title, sec.probe]
-    if isinstance(sec, FileHead):
-        return ["file", sec.title, printable(sec.path), read.file(sec), sec.note]
-    if isinstance(sec, Plot):
-        return ["plot", sec.title, [list(p) for p in sec.points], sec.first]
-    raise TypeError(f"unknown section {sec!r}")
-
-
-def _detail(detail: Detail, read: _Reader) -> list[Any]:
-    return [_section(s, read) for s in detail.sections]
 
 
 def _gates(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -171,40 +153,83 @@ def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, A
             "notes": [printable(t) for t in verdict_notes(report)]}
 
 
-def _signal_rows(probes: list[dict[str, Any]], index: int,
-                 details: dict[str, Any], read: _Reader) -> list[list[Any]]:
-    """``[probe index, signal index, failing, css, *cells, *sort values]`` per signal."""
-    rows = []
-    pid = str(probes[index].get("id", ""))
-    has_log = bool(str(probes[index].get("log_tail") or "").strip())
-    classes = {"regression": "reg", "improvement": "imp", "note": "note"}
-    for si, sig in enumerate(as_list(probes[index].get("signals"))):
-        if not isinstance(sig, dict):
-            continue
-        d = sig.get("detail")
-        cls = classes.get(str(d.get("class")), "") if isinstance(d, dict) else ""
-        rows.append([index, si, int(failing(sig)), cls, *signal_cells(sig, pid),
-                     *(_scalar(SORT_KEYS[c](sig, pid)) for c in _SORTED_BY_VALUE)])
-        details[f"s{index}.{si}"] = _detail(signal_detail(sig, pid, has_log=has_log), read)
-    return rows
-
-
 def _scalar(value: Any) -> Any:
-    """A sort value the script compares: a number, a string or null (absent, first)."""
+    """A sort value the script compares: a number (a whole one as an int: shorter), a
+    string or null (absent, first)."""
     if isinstance(value, tuple):  # the value column: (rank, number, text)
-        return None if value[0] == 0 else value[1] if value[0] == 1 else value[2]
-    if isinstance(value, float) and value == float("-inf"):
-        return None
+        value = None if value[0] == 0 else value[1] if value[0] == 1 else value[2]
+    if type(value) is float:
+        if value == float("-inf"):
+            return None
+        if value.is_integer() and -_EXACT < value < _EXACT:
+            return int(value)
     return value
 
 
-def _table(probes: list[dict[str, Any]], details: dict[str, Any],
-           read: _Reader) -> dict[str, Any]:
-    rows: list[list[Any]] = []
-    for pi in range(len(probes)):
-        rows += _signal_rows(probes, pi, details, read)
-    present = {r[4] for r in rows}
-    needs = column_needs([tuple(r[4:4 + len(COLUMNS)]) for r in rows])
+_ROW_CLASSES = {"regression": "reg", "improvement": "imp", "note": "note"}
+#: Whole numbers below this are exact as floats (the script's numbers).
+_EXACT = 2 ** 53
+
+
+def _rows(probes: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int]]:
+    """``(probe, signal, row)`` of each signal (a dict), the row its table gives it."""
+    row = 0
+    for p in probes:
+        for sig in as_list(p.get("signals")):
+            if isinstance(sig, dict):
+                yield p, sig, row
+                row += 1
+
+
+def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> dict[str, Any]:
+    """The signal table, a column at a time (``cells[c][row]``: a string id), and each
+    row's detail packed; row ``n`` is the ``n``-th signal of :func:`_rows`."""
+    text, add = pack.strings, pack.strings.add
+    flat: list[int] = []  # the rows' cells one row after another, cut in columns at the end
+    flat_sort: list[Any] = []
+    sort_by = [(c, SORT_KEYS[c]) for c in _SORTED_BY_VALUE]
+    fails: list[int] = []
+    css: list[int] = []
+    details: list[list[int]] = []
+    per_probe: list[int] = []
+    index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}
+    plain = PlainDetails(pack)
+    no_class = text("")
+    for p in probes:
+        pid = str(p.get("id", ""))
+        has_log = bool(str(p.get("log_tail") or "").strip())
+        before = len(fails)
+        for sig in as_list(p.get("signals")):
+            if not isinstance(sig, dict):
+                continue
+            add(flat, signal_cells(sig, pid))
+            for field, key in sort_by:  # a whole number sorts as itself: no call for it
+                value = sig.get(field)
+                flat_sort.append(value if type(value) is int and -_EXACT < value < _EXACT
+                                 else _scalar(key(sig, pid)))
+            bad = failing(sig)
+            fails.append(int(bad))
+            d = sig.get("detail")
+            css.append(text(_ROW_CLASSES.get(str(d.get("class")), ""))
+                       if isinstance(d, dict) else no_class)
+            fast = plain.detail(sig, pid, has_log, index)
+            if fast is None:
+                detail = signal_detail(sig, pid, has_log=has_log)
+                read.note(detail, bad)
+                details.append(pack.detail(detail, index))
+            else:
+                packed, like, new = fast
+                details.append(packed)
+                if new or bad:  # what it points at: once per kind, first when failing
+                    read.note(like, bad)
+        per_probe.append(len(fails) - before)
+    ncol, nsort = len(COLUMNS), len(sort_by)
+    cells = [flat[c::ncol] for c in range(ncol)]
+    sort = [flat_sort[c::nsort] for c in range(nsort)]
+    table = pack.strings.table
+    kinds = {table[i] for i in cells[0]}
+    needs = column_needs(list(zip(*([table[i] for i in c] for c in cells), strict=True))
+                         if fails else [])
     shown = sum(1 for n in needs if n)
     widths = [w + CELL_PADDING if w else 0
               for w in column_widths(needs, PAGE_CHARS - CELL_PADDING * shown)]
@@ -214,30 +239,33 @@ def _table(probes: list[dict[str, Any]], details: dict[str, Any],
                          "sort": _SORTED_BY_VALUE.index(c.key)
                          if c.key in _SORTED_BY_VALUE else None}
                         for i, c in enumerate(COLUMNS)],
-            "rows": rows, "kinds": [k for k in KINDS if k in present]}
+            "kinds": [k for k in KINDS if k in kinds], "probe_rows": per_probe,
+            "cells": cells, "sort": sort, "failing": fails, "css": css, "details": details}
 
 
-def _probes(probes: list[dict[str, Any]], details: dict[str, Any],
-            read: _Reader) -> list[list[Any]]:
-    """``[id, family, status word, css, seconds text, seconds, signals, reason, failing]``."""
+def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[list[Any]]:
+    """``[id, family, status word, css, seconds text, seconds, signals, reason, failing,
+    packed detail]``."""
     out = []
-    for pi, p in enumerate(probes):
+    index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}
+    for p in probes:
         sigs = as_list(p.get("signals"))
         seconds = p.get("seconds") if isinstance(p.get("seconds"), (int, float)) else None
         status = str(p.get("status") or "")
+        detail = probe_detail(p, signals=len(sigs))
+        read.note(detail, True)
         out.append([printable(p.get("id")), printable(p.get("family")), status_word(status),
                     f"st-{status}", (human_seconds(seconds) + ("  cached" if p.get("cached")
                                                                else "")) if seconds is not None
                     else "", seconds, len(sigs), one_line(p.get("reason"), 300),
-                    int(status in FAILING_STATUSES)])
-        details[f"p{pi}"] = _detail(probe_detail(p, signals=len(sigs)), read)
+                    int(status in FAILING_STATUSES), pack.detail(detail, index)])
     return out
 
 
 def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    lowering = ((sig, str(p.get("id")), str(p.get("family")), f"s{pi}.{si}")
-                for pi, p in enumerate(probes)
-                for si, sig in enumerate(as_list(p.get("signals"))) if isinstance(sig, dict))
+    """Kernels x columns; a cell opens its signal's row (a number) or its probe (``p3``)."""
+    lowering = ((sig, str(p.get("id")), str(p.get("family")), row)
+                for p, sig, row in _rows(probes))
     index = {str(p.get("id")): pi for pi, p in enumerate(probes)}
     view = build_matrix(lowering, ((str(p.get("id")), str(p.get("family")),
                                     str(p.get("status"))) for p in probes))
@@ -245,7 +273,7 @@ def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     rows = []
     for kernel in view.kernels:
-        cells: list[list[str] | None] = []
+        cells: list[list[Any] | None] = []
         for col in view.columns:
             cell = view.cell(kernel, col)
             if cell is None:
@@ -261,16 +289,14 @@ def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
-    """``[open, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
+    """``[signal row, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
     out = []
-    for pi, p in enumerate(probes):
-        for si, s in enumerate(as_list(p.get("signals"))):
-            if not isinstance(s, dict) or s.get("kind") != "tolerance":
-                continue
+    for p, s, row in _rows(probes):
+        if s.get("kind") == "tolerance":
             d = as_dict(s.get("detail"))
             argmax = "" if d.get("argmax_match") is None else (
                 f"{d['argmax_match']}" + (f" / {d['rows']}" if d.get("rows") is not None else ""))
-            out.append([f"s{pi}.{si}", int(s.get("passed") is False), printable(p.get("id")),
+            out.append([row, int(s.get("passed") is False), printable(p.get("id")),
                         one_line(s.get("subject")), number(s.get("value")),
                         number(s.get("limit")), "NO" if s.get("passed") is False else
                         "yes" if s.get("passed") is True else "", argmax,
@@ -293,17 +319,17 @@ def _environment(report: Mapping[str, Any]) -> list[list[Any]]:
 
 def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
               title: str = "laya-tui report", workspace: str | None = None) -> dict[str, Any]:
-    """Everything the page's script draws, formatted."""
+    """Everything the page's script draws, formatted; the texts of the signal tables and
+    the details in one string table (``strings``), details packed (``views/packed.py``)."""
     read = _Reader(workspace)
+    pack = Packer(Strings())
     probes = [p for p in as_list(report.get("probes")) if isinstance(p, dict)]
-    _failing_sites_first(probes, read)
-    details: dict[str, Any] = {}
     data: dict[str, Any] = {
         "header": _header(report, title, len(probes)),
         "gates": _gates(report),
-        "probes": _probes(probes, details, read),
+        "probes": _probes(probes, pack, read),
         "logs": [log_text(str(p.get("log_tail") or ""), None) for p in probes],
-        "signals": _table(probes, details, read),
+        "signals": _table(probes, pack, read),
         "matrix": _matrix(probes),
         "tolerance": _tolerance(probes),
         "environment": _environment(report),
@@ -314,7 +340,6 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
     }
     if diff is not None:
         dprobes = [p for p in as_list(diff.get("probes")) if isinstance(p, dict)]
-        ddetails: dict[str, Any] = {}
         sec = as_dict(diff.get("diff"))
         pr = as_dict(sec.get("probes"))
         versions = ", ".join(f"{k} {v.get('before')} → {v.get('after')}" for k, v in
@@ -326,12 +351,12 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
                        f"; {pr.get('compared', '?')} probe(s) compared ({pr.get('before', '?')}"
                        f" before, {pr.get('after', '?')} after)"],
             "versions": printable(versions), "gates": _gates(diff),
-            "signals": _table(dprobes, ddetails, read),
+            "signals": _table(dprobes, pack, read),
             "probes": [printable(p.get("id")) for p in dprobes],
-            "logs": [log_text(str(p.get("log_tail") or ""), None) for p in dprobes],
-            "details": ddetails}
-    data["details"] = details
+            "logs": [log_text(str(p.get("log_tail") or ""), None) for p in dprobes]}
+    read.read_excerpts()
+    data["strings"] = pack.strings.table
+    data["shapes"] = pack.shapes
     data["excerpts"] = read.excerpts
     data["files"] = read.files
     return data
-

@@ -12,10 +12,25 @@ from laya_tui.core.logtext import printable
 from laya_tui.core.signals import format_site
 
 __all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line",
-           "pass_seconds", "plain", "printable", "short_site", "site_text", "yes_no"]
+           "pass_seconds", "plain", "printable", "short_site", "site_key", "site_text", "yes_no"]
+
+#: one_line's texts so far, by (text, limit): a flood repeats its kinds, reasons and fixes.
+_LINES: dict[tuple[str, int], str] = {}
+
 
 def one_line(text: Any, limit: int = 300) -> str:
     """The first line of ``text`` (printable), at most ``limit`` characters."""
+    if type(text) is str and len(text) <= 1000:
+        found = _LINES.get((text, limit))
+        if found is None:
+            if len(_LINES) >= 65536:
+                _LINES.clear()
+            found = _LINES[(text, limit)] = _one_line(text, limit)
+        return found
+    return _one_line(text, limit)
+
+
+def _one_line(text: Any, limit: int) -> str:
     if text is None:
         return ""
     s = printable(text)
@@ -32,11 +47,16 @@ def human_bytes(n: int | float | None) -> str:
     if not isinstance(n, (int, float)) or isinstance(n, bool):
         return ""
     value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    size = abs(value)  # (a division by a power of two is exact: as dividing step by step)
+    if size < 1024:
+        return f"{int(value)} B"
+    if size < 1 << 20:
+        return f"{value / 1024:.1f} KiB"
+    if size < 1 << 30:
+        return f"{value / (1 << 20):.1f} MiB"
+    if size < 1 << 40:
+        return f"{value / (1 << 30):.1f} GiB"
+    return f"{value / (1 << 40):.1f} TiB"
 
 
 def exact_bytes(n: Any) -> str:
@@ -97,9 +117,37 @@ def yes_no(value: Any) -> str:
     return "yes" if value is True else "no" if value is False else ""
 
 
+#: Call sites written so far, by :func:`site_key`: a 100,000-signal report has a few hundred.
+_SITES: dict[tuple[Any, ...], str] = {}
+
+
+def site_key(site: Any) -> tuple[Any, ...] | None:
+    """What :func:`site_text` reads of a call site, as a key (the types too: 1, 1.0 and
+    True differ); None when it is no mapping or holds a field that is no scalar."""
+    if type(site) is not dict and not isinstance(site, Mapping):
+        return None
+    file, line, func = site.get("file", ""), site.get("line"), site.get("func")
+    key = (file, line, func, type(file), type(line), type(func))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def site_text(site: Any) -> str:
     """``file:line(func)`` of a call site (printable), or an empty string."""
-    return printable(format_site(dict(site))) if isinstance(site, Mapping) else ""
+    key = site_key(site)
+    if key is None and not isinstance(site, Mapping):
+        return ""
+    if key is None:
+        return printable(format_site(dict(site)))
+    text = _SITES.get(key)
+    if text is None:
+        if len(_SITES) >= 4096:
+            _SITES.clear()
+        text = _SITES[key] = printable(format_site(dict(site)))
+    return text
 
 
 def short_site(site: Any) -> str:
