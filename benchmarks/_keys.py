@@ -78,6 +78,7 @@ class KeyTimes:
     last: float
     cpu: float = 0.0  # the loop thread's CPU from the key to its last frame
     first_cpu: float = 0.0  # the loop thread's CPU from the key to its first frame
+    stall_cpu: float = 0.0  # the longest loop stall (loop-thread CPU) while its work ran
 
 
 @dataclass
@@ -137,8 +138,10 @@ async def key_latencies(app: Any, sequence: tuple[tuple[str, str], ...] = SEQUEN
     run = KeyRun()
     for key, what in sequence:
         seen = len(beat.callbacks.slow)
+        beats = len(beat.cpu_late)
         first, last, cpu, first_cpu = await _press(app, clock, key)
-        run.keys.append(KeyTimes(key, what, first, last, cpu, first_cpu))
+        run.keys.append(KeyTimes(key, what, first, last, cpu, first_cpu,
+                                 max(beat.cpu_late[beats:], default=0.0)))
         if why:
             for cpu, name in beat.callbacks.slow[seen:]:
                 print(f"    {key:>8}: callback {cpu * 1000:.0f} ms CPU {name}", flush=True)
@@ -154,14 +157,16 @@ async def key_latencies(app: Any, sequence: tuple[tuple[str, str], ...] = SEQUEN
 def print_keys(title: str, runs: list[KeyRun]) -> None:
     """Per key: median over runs of the first and the last frame, then the worst."""
     print(f"{title}: keypress -> first frame / -> last frame (wall), and the loop thread's "
-          f"CPU until the first / the last frame, median of {len(runs)} (ms)")
+          f"CPU until the first / the last frame, median of {len(runs)}; the longest loop "
+          f"stall in loop-thread CPU while the key's work ran, max of {len(runs)} (ms)")
     for i, (key, what) in enumerate(SEQUENCE):
         first = statistics.median(r.keys[i].first for r in runs) * 1000
         last = statistics.median(r.keys[i].last for r in runs) * 1000
         fcpu = statistics.median(r.keys[i].first_cpu for r in runs) * 1000
         cpu = statistics.median(r.keys[i].cpu for r in runs) * 1000
+        stall = max(r.keys[i].stall_cpu for r in runs) * 1000
         print(f"  {key:>8}  {what:<46} {first:7.0f} / {last:7.0f}   cpu {fcpu:5.0f} / "
-              f"{cpu:5.0f}")
+              f"{cpu:5.0f}   stall cpu {stall:4.0f}")
     worst = max((k for r in runs for k in r.keys), key=lambda k: k.first)
     worst_cpu = max((k for r in runs for k in r.keys), key=lambda k: k.first_cpu)
     stalls = [r.stall * 1000 for r in runs]
@@ -175,6 +180,8 @@ def print_keys(title: str, runs: list[KeyRun]) -> None:
               f"{max(k.first for k in nav) * 1000:.0f} ms, last frame max "
               f"{max(k.last for k in nav) * 1000:.0f} ms, CPU max "
               f"{max(k.cpu for k in nav) * 1000:.0f} ms")
+    stalled = max((k for r in runs for k in r.keys), key=lambda k: k.stall_cpu)
     print(f"  longest loop stall while the keys were pressed: "
           f"{', '.join(f'{s:.0f}' for s in stalls)} ms (loop-thread CPU "
-          f"{', '.join(f'{c:.0f}' for c in cpu)} ms; target < 50 ms)")
+          f"{', '.join(f'{c:.0f}' for c in cpu)} ms, the longest in {stalled.key}: "
+          f"{stalled.what}; target < 50 ms)")
