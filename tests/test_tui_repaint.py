@@ -74,14 +74,27 @@ async def test_the_tree_is_restyled_not_rebuilt_on_focus_and_on_a_height_change(
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_the_filter_box_opens_over_the_panes_above_the_footer(size):
+async def test_the_filter_box_opens_over_the_panes_above_the_footer(size, monkeypatch):
     app = recorded_app()
+    moved: set = set()  # widgets whose place in the compositor's map changed (repainted)
+    orig = Compositor.reflow
+
+    def reflow(self, parent, size):
+        old = dict(self._full_map)
+        result = orig(self, parent, size)
+        moved.update(w for w, g in self._full_map.items() if old.get(w) != g)
+        return result
+
     async with app.run_test(size=size) as pilot:
         await _settled(app, pilot)
         main = app.main_screen
         panes = {w: main.query_one(w).region for w in ("#tree", "#signals", "#detail")}
+        monkeypatch.setattr(Compositor, "reflow", reflow)
         await pilot.press("slash")
         await pilot.pause()
+        # neither the panes nor the summary were placed anew (the compositor numbers a
+        # container's children: a box after them would have renumbered every one)
+        assert not moved & {main.tree, main.table, main.detail, main.query_one("#summary")}
         box = main.query_one("#filter", Input)
         assert main.focused is box
         width, height = size

@@ -326,13 +326,17 @@ class MainScreen(Screen[None]):
         self._set_filter(text="", kind=None, only_failing=False)
 
     def _filter_box(self) -> tuple[Input, AwaitMount | None]:
-        """The filter box, mounted hidden when it is not yet (and the await of that)."""
+        """The filter box, mounted hidden when it is not yet (and the await of that).
+
+        It is the screen's first child: the compositor numbers a container's widgets from
+        its last placement back, and the box's layer comes after the panes' when the box
+        comes after them, so showing it would renumber every pane and repaint them all."""
         box = self.filter_input
         if box is not None:
             return box, None
         box = Input(placeholder="filter: text in any column (Enter keeps it, Esc clears)",
                     id="filter", classes="-hidden")
-        return box, self.mount(box, before=self.query_one(KeyFooter))
+        return box, self.mount(box, before=0)
 
     def _premount_filter(self) -> None:
         """Mount the filter box, hidden, once the first frame is out: mounted by ``/``
