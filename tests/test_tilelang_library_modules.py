@@ -135,19 +135,22 @@ def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
 
 
 @needs_cc
-def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(tl: Any,
-                                                                 tmp_path: Path) -> None:
-    """cuda_top_level.py makes a cuda tensor at import and passes a tuple of sizes: the
-    cell fails to lower for c as TileLang's own compile does, and its repro.py (which
-    stands in for a GPU as the capture did, and passes the sizes as a tuple) agrees."""
+@pytest.mark.parametrize(("cid", "arg", "value", "outcome"), [
+    ("cuda_top_level[c,fp32]", "sizes", [4, 8], "lower-failed"),
+    ("dtype_bits[c,fp16]", "dtype", "float16", "build-failed")])
+def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(
+        tl: Any, tmp_path: Path, cid: str, arg: str, value: Any, outcome: str) -> None:
+    """cuda_top_level.py makes a cuda tensor at import and passes a tuple of sizes;
+    dtype_bits.py's kernel reads ``dtype.bits`` of the TileLang dtype it is given: each cell
+    fails for c, and its repro.py (which stands in for a GPU as the capture did,
+    passes sequences as tuples and dtype names as TileLang dtypes) agrees."""
     import os
     import subprocess
 
-    status, signals = _run("cuda_top_level[c,fp32]", tmp_path, [])
+    status, signals = _run(cid, tmp_path, [])
     (low,) = [s for s in signals if s["kind"] == "lowering"]
-    assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
-    assert low["detail"]["args"]["sizes"] == [4, 8]
-    assert low["reason"].startswith("CPU fill only supports local and global buffers")
+    assert status == "failed" and low["detail"]["outcome"] == outcome
+    assert low["detail"]["args"][arg] == value
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)

@@ -131,9 +131,23 @@ def arguments():
 
             name = {{"float8_e4m3": "float8_e4m3fn"}}.get(value["dtype"], value["dtype"])
             out[key] = torch.empty(value["tensor"], dtype=getattr(torch, name))
+        elif isinstance(value, str):
+            out[key] = as_dtype(value)
         else:
             out[key] = value
     return out
+
+
+def as_dtype(text):
+    """A dtype name as TileLang's dtype (a str subclass, so a kernel taking the plain name
+    gets it too; one reading `dtype.bits` needs it): the cell wrote the file's dtype
+    objects by name."""
+    try:
+        from tilelang import language as T
+
+        return T.dtype(text)
+    except Exception:
+        return text
 
 
 def build_function(mod):
