@@ -194,3 +194,20 @@ def test_a_check_the_file_catches_itself_still_fails_and_its_repro_agrees(
                           text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "Tensor-likes are not close!"
+
+
+def test_a_file_whose_import_needs_a_gpu_is_skipped_as_needing_one(tl: Any,
+                                                                    tmp_path: Path) -> None:
+    """imports_need_gpu.py asks CUDA for its device at import: its kernel's arguments are
+    plain literals in main(), yet nothing can import the file without a GPU, so the cell
+    is skipped with that reason (it was "could not import": no finding either way)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: imports_need_gpu.py imports here")
+    status, signals = _run("imports_need_gpu[c,fp32]", tmp_path, [])
+    assert status.startswith(
+        "skipped: copy_rows's file needs a GPU to be imported, so it is examined on a GPU "
+        "host: "), status
+    assert "Torch not compiled with CUDA enabled" in status
+    assert signals == []

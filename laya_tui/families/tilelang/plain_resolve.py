@@ -98,6 +98,9 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
                                    **({"file": by} if by else {})}
         _dtype_arg(call, dtype_arg, state.dtype)
         return call
+    if cap.error and cap.gpu_needed and not has_gpu():  # as `python file.py` fails here
+        ctx.skip(f"{obj}'s file needs a GPU to be imported, so it is examined on a GPU host: "
+                 f"{cap.gpu_needed}")
     if not missing and (called or table):
         call = KernelCall(obj=obj, args=dict(args), sources=dict(sources),
                           pass_configs=dict(pass_configs or {}),
