@@ -85,8 +85,7 @@ def capture_file(path: str, kernels: set[str] | None = None,
                 or want in cap.failures:
             _CACHE.move_to_end(path)
             return cap
-        kernels = (kernels or set()) | {want}
-    elif want is not None:
+    if want is not None:
         kernels = (kernels or set()) | {want}
     _CACHE.pop(path, None)
     keep = 1 if has_gpu() else _KEEP
@@ -167,10 +166,9 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
                 raise
             cap.gpu_needed = gpu_reason(exc, path)
             cap.error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            if cap.gpu_needed is None and rec.asked_gpu and not (
-                    isinstance(exc, SystemExit) and exc.code in (0, None)):
-                cap.gpu_needed = (f"{rec.asked_gpu} asks torch.cuda.is_available() (no GPU "
-                                  f"here) and importing the file then stops ({cap.error})")
+            if not (isinstance(exc, SystemExit) and exc.code in (0, None)):
+                _stopped_without_gpu(cap, rec.asked_gpu,
+                                     f"importing the file then stops ({cap.error})")
             mod = None
         if mod is not None:
             if cap.builds:
@@ -182,15 +180,19 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
                 rec.entry = entry
                 how = _run_entry(run, path, cap)
                 cap.entries.append((entry, how))
-                if rec.asked_gpu and cap.gpu_needed is None and (
-                        how.startswith("raised") or how.startswith("exited") and how not in (
-                            "exited (0)", "exited (None)")):
-                    # it asked for a GPU, got none and stopped: what a GPU run gets past
-                    cap.gpu_needed = (f"{rec.asked_gpu} asks torch.cuda.is_available() (no "
-                                      f"GPU here) and the run then {how}")
+                if how.startswith("raised") or how.startswith("exited") and how not in (
+                        "exited (0)", "exited (None)"):
+                    _stopped_without_gpu(cap, rec.asked_gpu, f"the run then {how}")
     cap.seconds = time.perf_counter() - t0
     cap.faked = rec.mode_state.faked
     return cap
+
+
+def _stopped_without_gpu(cap: Capture, asked: str | None, then: str) -> None:
+    """The file asked ``torch.cuda.is_available()`` (at ``asked``), got no GPU and stopped:
+    what a GPU run gets past, so its kernels need a GPU here."""
+    if asked and cap.gpu_needed is None:
+        cap.gpu_needed = f"{asked} asks torch.cuda.is_available() (no GPU here) and {then}"
 
 
 def _run_entry(run: Callable[[], Any], path: str, cap: Capture) -> str:

@@ -28,6 +28,7 @@ from laya_tui.families.tilelang.capture_model import (
     TraceFailure,
     bound_arguments,
     call_site,
+    foreign_key,
     gpu_reason,
     record_check,
     shorten_deadline,
@@ -46,6 +47,13 @@ from laya_tui.families.tilelang.capture_stubs import (
 _PASS_CONFIGS_KEY = "__pass_configs__"
 _DETECTOR = "laya-tui-capture"  # the target detector a capture without a GPU adds
 _ARCH = "9.0"  # the compute capability it answers (an H100/H200: sm_90a)
+
+
+def _python_function(jit: Any) -> Any:
+    """The Python function behind a jit kernel (or its AutoTuneImpl)."""
+    fn = getattr(jit, "jit_impl", jit)
+    fn = getattr(fn, "func", fn)
+    return getattr(fn, "orig_func", fn)
 
 
 class _TuneResult:
@@ -120,16 +128,14 @@ class Recorder:
     def home_key(self, jit: Any) -> str | None:
         """``/path/lib.py::name`` when ``jit`` (a jit kernel or its AutoTuneImpl) is defined
         in another file than the one running, else None (its builds are that file's)."""
-        fn = getattr(jit, "jit_impl", jit)
-        fn = getattr(fn, "func", fn)
-        fn = getattr(fn, "orig_func", fn)
+        fn = _python_function(jit)
         code, name = getattr(fn, "__code__", None), getattr(fn, "__name__", None)
         if code is None or not name:
             return None
         file = os.path.realpath(code.co_filename)
         if file == self.path or not os.path.isfile(file):
             return None
-        key = f"{file}::{name}"
+        key = foreign_key(file, name)
         self.foreign.setdefault(key, jit)
         return key
 
@@ -285,8 +291,7 @@ class Recorder:
         ``ref_program``); None for the file's own kernels (the capture's module)."""
         if obj is None or "::" not in obj or jit is None:
             return None
-        fn = getattr(getattr(jit, "func", jit), "orig_func", getattr(jit, "func", jit))
-        return inspect.getmodule(fn)
+        return inspect.getmodule(_python_function(jit))
 
     # -- the patches ------------------------------------------------------------------------
     @contextlib.contextmanager
