@@ -3,6 +3,8 @@ the editor command, and the virtual table's sorting and filtering."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from laya_tui.core import cellid
@@ -46,6 +48,22 @@ def test_rerun_updates_changed_rows_and_drops_gone_ones():
     assert [r.run for r in model.probes["fam/p"].runs] == [1, 2]
 
 
+def test_occurrences_are_counted_per_run_and_per_probe():
+    model = RunModel()
+    run(model, "fam/p", [fb("a"), fb("a"), fb("a")])
+    run(model, "fam/q", [fb("a")])  # the same ident in another probe: a row of its own
+    p = model.probes["fam/p"]
+    keys = list(p.keys)
+    assert len(set(keys)) == 3 and len(model.probes["fam/q"].rows) == 1
+    fewer = run(model, "fam/p", [fb("a"), fb("a", count=2)])
+    assert [r.key for r in fewer.removed] == [keys[2]] and fewer.added == []
+    assert [r.key for r in fewer.updated] == [keys[1]]
+    more = run(model, "fam/p", [fb("a"), fb("a", count=2), fb("a"), fb("a")])
+    assert [r.key for r in more.added][:1] == [keys[2]]  # the third occurrence's key again
+    assert len(more.added) == 2 and more.removed == [] and len(p.rows) == 4
+    assert len(model.rows) == 5 and model.kind_counts["fallback"] == 5
+
+
 def test_finished_without_streamed_signals_ingests_the_result():
     model = RunModel()
     changes = Changes()
@@ -86,6 +104,31 @@ def test_pump_drains_in_time_boxed_slices():
     rest = pump.drain()
     assert pump.pending == 0 and len(rest.added) == 50_000 - 255
     assert len(model.rows) == 50_000
+
+
+def test_a_slice_asked_for_right_after_another_waits_for_a_timer():
+    """Textual's timer runs a late tick at once, in the same loop pass: the pump folds no
+    second slice then, it asks for a redrain timer (which yields to the loop first)."""
+    timers: list[tuple[float, object]] = []
+
+    class Interval:
+        def pause(self) -> None: ...
+        def resume(self) -> None: ...
+
+    pump = EventPump(RunModel(), budget=0.0)
+    pump.start(lambda *a, **k: Interval(), lambda delay, cb: timers.append((delay, cb)))
+    pump.push(ProbeStarted("f/flood", "f", 1.0))
+    for i in range(1_000):
+        pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}"}))
+    pump.tick()
+    left = pump.pending
+    assert left == 1_001 - 128 and len(timers) == 1  # one slice, a redrain asked for
+    pump.tick()  # at once, as a late interval would: nothing folded, no second timer
+    assert pump.pending == left and len(timers) == 1
+    delay, redrain = timers.pop()
+    time.sleep(delay)
+    redrain()  # type: ignore[operator]
+    assert pump.pending == left - 128
 
 
 def test_human_bytes_and_cells():

@@ -101,6 +101,7 @@ class LayaApp(App[int]):
         self._clock: Any = None
         self._runner_lock = asyncio.Lock()
         self._gates_job: int | None = None  # the model's gate generation being evaluated
+        self._posting = 0  # changes handed to call_soon, not yet posted (_post_changes)
 
     # -- lifecycle ----------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -179,6 +180,20 @@ class LayaApp(App[int]):
         self.exit(0)
 
     def _post_changes(self, changes: Changes) -> None:
+        """Hand the pump's changes to the widgets in a later loop pass than the drain that
+        folded them: the app's message loop runs every queued message in one pass, so the
+        drain, the table's update and a repaint would otherwise hold the loop together
+        (docs/architecture.md, 'The dashboard')."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not running (a test driving the pump by hand)
+            self.post_message(RunUpdated(changes))
+            return
+        self._posting += 1
+        loop.call_soon(self._post_now, changes)
+
+    def _post_now(self, changes: Changes) -> None:
+        self._posting -= 1
         self.post_message(RunUpdated(changes))
 
     def on_run_updated(self, message: RunUpdated) -> None:
@@ -222,7 +237,7 @@ class LayaApp(App[int]):
     def updates_pending(self) -> bool:
         """Runner events not yet in the model, or folded in but not yet on the widgets
         (the signal table takes a burst of rows in over several ticks)."""
-        if self.pump.pending or self.pump.holding:
+        if self.pump.pending or self.pump.holding or self._posting:
             return True
         try:
             return bool(self.main_screen.table.pending)

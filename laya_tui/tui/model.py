@@ -51,6 +51,8 @@ class SignalRow:
     tkey: Any = None  # the table's sort key for it (set by the table)
     tgen: int = -1  # the table's list generation ``tkey`` belongs to
     hay: str | None = None  # what the text filter searches (set by the table)
+    run: int = -1  # the probe run (RunModel's run number) it was last seen in
+    occ: int = 0  # on an ident's first row: how often the ident came in that run so far
 
 
 @dataclass
@@ -87,7 +89,6 @@ class ProbeState:
     error: dict[str, Any] | None = None
     result: ProbeResult | None = None
     report_entry: dict[str, Any] | None = None
-    keys: dict[str, None] = field(default_factory=dict)
     #: its signal rows in arrival order (``seq``): the table shows these lists as they are
     rows: list[SignalRow] = field(default_factory=list)
     #: discovery order among the probes (the table's order across probes)
@@ -95,8 +96,8 @@ class ProbeState:
     #: its rows per signal kind
     kinds: Counter[str] = field(default_factory=Counter)
     runs: list[RunPoint] = field(default_factory=list)
-    _live: set[str] = field(default_factory=set)
-    _occ: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    _run: int = 0  # this run's number (RunModel's, unique): rows seen in it carry it
+    _live: int = 0  # rows seen in this run
     _streamed: int = 0
     _in_run: bool = False
     _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
@@ -108,6 +109,11 @@ class ProbeState:
     @property
     def finished(self) -> bool:
         return self.result is not None and not self._in_run
+
+    @property
+    def keys(self) -> list[str]:
+        """Its rows' keys in arrival order."""
+        return [r.key for r in self.rows]
 
     def first_failing(self) -> SignalRow | None:
         """Its first failing signal row (what Enter on a failing probe opens)."""
@@ -145,6 +151,7 @@ class RunModel:
         self.run_started: float | None = None
         self.run_seconds: float = 0.0
         self._seq = 0
+        self._runs = 0  # probe runs begun (a row's ``run`` names one)
         self._gates: list[GateDict] | None = None
         self._gates_gen = 0  # bumped whenever the results the gates read change
         #: the signal kinds the gates read (None: all of them): GateSettings.kinds_read
@@ -215,8 +222,8 @@ class RunModel:
         st.started_at = started_at if started_at is not None else time.time()
         st.reason = None
         st._in_run = True
-        st._live = set()
-        st._occ = Counter()
+        self._runs += 1
+        st._run, st._live = self._runs, 0
         st._streamed = 0
         st._checks = []
         st._signals = []
@@ -224,10 +231,16 @@ class RunModel:
         st._gate_seen = 0
 
     def _ingest(self, st: ProbeState, raw: dict[str, Any], changes: Changes) -> None:
+        """One signal of ``st``'s run into its row: the row of the same key (kind, subject,
+        reason, occurrence) is updated in place, a new key adds a row.
+
+        A probe's rows are its only per-signal store: which rows this run saw and how often
+        an ident came are marks on the rows (``run``, ``occ``), not sets and counters of
+        their own, whose resizes at 200,000 rows held the loop for tens of milliseconds in
+        one event (docs/architecture.md, 'The dashboard')."""
         ident = signal_key(raw, st.id)  # identity and "failing" read off the dict: cheaper
         kind = ident[1]
         sig = Signal.from_dict(raw)  # the UI keeps a frozen snapshot, not the runner's dict
-        st._occ[ident] += 1
         st._signals.append(sig)
         if kind == "tolerance" or kind == "timing":
             st._checks.append(sig)
@@ -235,14 +248,21 @@ class RunModel:
         kinds = self.gate_kinds
         if kinds is not None and kind in kinds:
             st._gate_sigs.append(raw)  # the gates read the report's dicts
-        key = "\x1f".join(ident) + f"\x1f{st._occ[ident]}"
-        st._live.add(key)
-        row = self.rows.get(key)
+        base = "\x1f".join(ident)
+        key = base + "\x1f1"
+        rows = self.rows
+        first = rows.get(key)
+        if first is not None and first.run == st._run:  # the ident came before in this run
+            first.occ += 1
+            key = f"{base}\x1f{first.occ}"
+            row = rows.get(key)
+        else:
+            row = first
+        st._live += 1
         if row is None:
             self._seq += 1
             row = SignalRow(key, st.id, st.family, sig, self._seq, failing(raw))
-            self.rows[key] = row
-            st.keys[key] = None
+            rows[key] = row
             st.rows.append(row)
             st.kinds[kind] += 1
             self.kind_counts[kind] += 1
@@ -252,6 +272,10 @@ class RunModel:
             row.failing = failing(raw)
             row.cells = row.hay = None  # its sort key (tkey) stays: the table finds it by that
             changes.updated.append(row)
+        if row.run != st._run:
+            row.run = st._run
+            if first is None or row is first:  # the ident's first row
+                row.occ = 1
 
     def _finish(self, result: dict[str, Any], changes: Changes) -> None:
         pid = result["id"]
@@ -263,15 +287,14 @@ class RunModel:
         if st._streamed == 0:
             for sig in result.get("signals", []):
                 self._ingest(st, sig, changes)
-        gone = [] if len(st._live) == len(st.keys) else [k for k in st.keys if k not in st._live]
-        for key in gone:
-            row = self.rows.pop(key)
-            del st.keys[key]
+        gone = [] if st._live == len(st.rows) else [r for r in st.rows if r.run != st._run]
+        for row in gone:
+            del self.rows[row.key]
             st.kinds[row.sig.kind] -= 1
             self.kind_counts[row.sig.kind] -= 1
             changes.removed.append(row)
         if gone:
-            st.rows = [r for r in st.rows if r.key in st.keys]
+            st.rows = [r for r in st.rows if r.run == st._run]
         st._in_run = False
         st.report_entry = result
         st.result = ProbeResult.from_dict(result, tuple(st._signals))

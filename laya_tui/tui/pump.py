@@ -25,6 +25,10 @@ FLOOD_FRAME_S = 0.1
 #: While events wait after a drain slice, the next slice runs this soon (not a whole
 #: flush interval later): the loop serves other callbacks and frames in between.
 REDRAIN_S = 0.002
+#: a slice asked for sooner than this after the last one ended runs as a redrain instead
+#: (Textual's timer does not yield for a wait under half a millisecond: a late clock ran two
+#: slices, and the loop stalled for both, in one pass)
+BACK_TO_BACK_S = 0.001
 
 
 class Interval(Protocol):
@@ -54,6 +58,7 @@ class EventPump:
         self._posted_at = 0.0
         self._redrain_set = False  # a short timer for the next slice is pending
         self._rows_since_freeze = 0
+        self._ended = -1.0  # perf_counter when the last slice ended
 
     def start(self, set_interval: Callable[..., Interval],
               set_timer: Callable[[float, Callable[[], None]], Any]) -> None:
@@ -94,6 +99,17 @@ class EventPump:
 
     def tick(self) -> None:
         """One slice of the clock: fold, then post (at most every ``FLOOD_FRAME_S``)."""
+        if time.perf_counter() - self._ended < BACK_TO_BACK_S and self._set_timer is not None:
+            if not self._redrain_set:
+                self._redrain_set = True
+                self._set_timer(REDRAIN_S, self._redrain)
+            return
+        try:
+            self._slice()
+        finally:
+            self._ended = time.perf_counter()
+
+    def _slice(self) -> None:
         changes = self.drain(self._held)
         self._held = None
         if self._buf and not self._redrain_set and self._set_timer is not None:

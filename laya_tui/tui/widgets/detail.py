@@ -163,7 +163,7 @@ def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -
     result = {"id": st.id, "status": st.status, "reason": st.reason, "seconds": st.seconds,
               "cached": st.cached, "file": st.file, "log_tail": st.log_tail,
               "error": st.error, "deps": list(st.result.deps) if st.result else []}
-    detail = probe_detail(result, signals=len(st.keys), full=full)
+    detail = probe_detail(result, signals=len(st.rows), full=full)
     return Renderer(workspace).detail(detail, probe_head=True)
 
 
@@ -251,7 +251,7 @@ class DetailPane(VerticalScroll):
         self.scroll_home(animate=False)
 
     def show_probe(self, st: ProbeState, workspace: str | None) -> None:
-        token = ("probe", st.id, st.status, st.reason, st.seconds, st.result, len(st.keys))
+        token = ("probe", st.id, st.status, st.reason, st.seconds, st.result, len(st.rows))
         if token == self._token:
             return
         self.subject, self._token = ("probe", st.id), token

@@ -192,6 +192,6 @@ def _not_run(model: RunModel, result: dict[str, Any]) -> str | None:
     st = model.probes.get(result.get("id", ""))
     sigs = result.get("signals")
     if st is not None and st.report_entry is result and isinstance(sigs, list) \
-            and len(sigs) == len(st.keys) and not st.kinds.get("lowering"):
+            and len(sigs) == len(st.rows) and not st.kinds.get("lowering"):
         return None
     return not_run(result)
