@@ -211,3 +211,22 @@ def test_a_file_whose_import_needs_a_gpu_is_skipped_as_needing_one(tl: Any,
         "host: "), status
     assert "Torch not compiled with CUDA enabled" in status
     assert signals == []
+
+
+def test_a_run_stopped_by_a_gpu_library_before_the_build_is_skipped_as_needing_a_gpu(
+        tl: Any, tmp_path: Path) -> None:
+    """main_needs_triton_gpu.py's main() calls a Triton op before it builds its kernel; with
+    no GPU, Triton's "0 active drivers" ends the run there: the kernel is skipped as needing
+    a GPU, quoting that line (it was "kernel arguments unknown": the tool's failure)."""
+    import os
+
+    if os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has a GPU driver: main_needs_triton_gpu.py runs here")
+    status, signals = _run("main_needs_triton_gpu[c,fp32]", tmp_path, [])
+    line = _line(RUN / "main_needs_triton_gpu.py", 'raise RuntimeError("0 active')
+    assert status == (
+        "skipped: scale_rows is built only after the file's run needs a GPU, so it is "
+        f"examined on a GPU host: l2norm_fwd() at line {line} calls `raise RuntimeError(\"0 "
+        'active drivers ([]). There should only be one.")`, which needs a GPU (0 active '
+        "drivers ([]). There should only be one.)"), status
+    assert signals == []

@@ -38,11 +38,13 @@ CHECK_SECONDS = float(os.environ.get("LAYA_TUI_TILELANG_CHECK_S", "5"))
 _GPU_WORDS = ("torch not compiled with cuda", "no cuda gpus are available", "cuda driver",
               "cudagetdevicecount", "nvidia driver", "failed to get device properties",
               "cuinit", "no cuda-capable device", "libcuda", "cuda is not available",
-              "found no nvidia", "device-side", "cuda error")
+              "found no nvidia", "device-side", "cuda error",
+              "0 active drivers",  # triton without a GPU ("There should only be one.")
+              "cuda_home environment variable is not set")  # a CUDA extension built here
 
 
 _GPU_FRAMES = (os.sep + os.path.join("torch", "cuda") + os.sep, "carver" + os.sep + "arch",
-               os.sep + "cuda_driver.py")
+               os.sep + "cuda_driver.py", os.path.join("triton", "runtime", "driver.py"))
 
 
 AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on a GPU)"
