@@ -119,6 +119,30 @@ def test_the_run_gets_past_a_files_gpu_questions_to_its_kernel(tl: Any) -> None:
     assert torch.Generator is torch._C.Generator
 
 
+def test_a_gpu_sized_reference_stops_the_run_instead_of_filling_the_memory(tl: Any) -> None:
+    """big_reference.py's reference makes a 4 GiB score matrix (a GPU run computes it on
+    the GPU): the stand-in stops the run there, with the kernel the file built before it
+    (a capture that went on had the OOM killer end the worker: 'crashed', no finding)."""
+    import resource
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the file's reference runs there")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cap = _capture("big_reference.py")
+    ((entry, how),) = cap.entries
+    assert entry == "the __main__ block" and how == (
+        "stopped (the file's torch einsum makes a 4.0 GiB result, computed on the GPU in a "
+        "GPU run: too big for this machine's memory)")
+    (build,) = cap.builds_of("copy_rows")
+    assert build.args == {"M": 8192, "N": 64, "dtype": "float32"}
+    assert build.sources["M"] == \
+        f"main() at line {_line(RUN / 'big_reference.py', 'kernel = copy_rows(')}"
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 1024, grown_mib
+
+
 def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
                                                                  tmp_path: Path) -> None:
     import torch

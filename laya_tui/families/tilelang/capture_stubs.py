@@ -220,6 +220,10 @@ HEAVY_OPS = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "baddbmm", "add
              "topk", "argsort", "tensordot", "kron", "cdist"}
 #: elements of an op's tensor inputs above which the CPU stand-in fakes its result
 HEAVY_ELEMENTS = 1 << 20
+#: bytes of a faked result above which the capture stops instead: the zeros and what the
+#: file computes from them would not fit a CPU machine (an attention reference at sequence
+#: 16,384 makes a 17 GiB score matrix; the kernel's OOM killer ended the worker)
+STAND_IN_MAX_BYTES = 1 << 30
 
 
 @dataclass
@@ -227,6 +231,16 @@ class ModeState:
     """What the capture's torch mode did: whether a result it handed the file is fake."""
 
     faked: int = 0  # heavy ops whose result was zeros of the right shape (no CPU compute)
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
 
 
 def cpu_generator() -> Any:
@@ -280,6 +294,12 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
             return v
 
         out = func(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+        size = sum(t.numel() * t.element_size() for t in _tensors(out))
+        if size > STAND_IN_MAX_BYTES:
+            raise StopCapture(
+                f"the file's torch {getattr(func, '__name__', 'op')} makes a "
+                f"{size / 2**30:.1f} GiB result, computed on the GPU in a GPU run: too big "
+                "for this machine's memory")
 
         # inputs that need a gradient: the zeros hang off them (a backward through the
         # stand-in runs and gives zeros, as the file's .backward() expects a graph)
