@@ -41,6 +41,8 @@ PENDING_TICK_S = 0.005
 #: seconds of one step of a build (a filter or a sort of every row): well under the 50 ms a
 #: keypress may wait, over the streaming budget so 200,000 rows take few steps
 BUILD_BUDGET_S = 0.015
+#: steps of a build in a row that wait for a repaint due first (see SignalTable._continue)
+YIELD_TO_PAINT = 2
 #: seconds between two measurements of the columns while rows stream in
 MEASURE_EVERY_S = 0.5
 _KINDS = frozenset(KINDS)
@@ -93,6 +95,7 @@ class SignalTable(ScrollView, can_focus=True):
         self._pending: deque[SignalRow] = deque()
         self._deferred: list[tuple[list[SignalRow], list[SignalRow], list[SignalRow]]] = []
         self._scheduled = False
+        self._yielded = 0  # steps in a row that waited for a repaint (_continue)
         self._measured_at = 0.0
         #: called after rows waiting (or a build) were taken in on a later tick
         self.on_taken: Callable[[], None] | None = None
@@ -282,8 +285,22 @@ class SignalTable(ScrollView, can_focus=True):
             # a timer, not call_later: the loop runs other callbacks (and frames) first
             self.set_timer(PENDING_TICK_S, self._continue)
 
+    def _paint_due(self) -> bool:
+        """The screen has a repaint or a layout waiting (Textual internals, guarded)."""
+        screen = self.screen
+        return bool(getattr(screen, "_layout_required", False)
+                    or getattr(screen, "_dirty_widgets", None))
+
     def _continue(self) -> None:
         self._scheduled = False
+        if self.order.building and self._yielded < YIELD_TO_PAINT and self._paint_due():
+            # A repaint is due (the key's own frame, the last step's rows): let it run in a
+            # loop pass of its own first. A step and a repaint in one pass held the loop for
+            # both (Esc: the filter box hidden and the table refocused, then a sort step).
+            self._yielded += 1
+            self._schedule()
+            return
+        self._yielded = 0
         keep = self._cursor_row
         if not (self.order.building or self._pending):
             self.order.sweep(self.budget)  # only lists no longer shown are left to free
