@@ -286,10 +286,13 @@ class SignalTable(ScrollView, can_focus=True):
             self.set_timer(PENDING_TICK_S, self._continue)
 
     def _paint_due(self) -> bool:
-        """The screen has a repaint or a layout waiting (Textual internals, guarded)."""
+        """The screen has a layout or another widget's repaint waiting (Textual internals,
+        guarded): the table's own repaint after its last step does not count, or a filter
+        growing would wait for a frame at every step."""
         screen = self.screen
-        return bool(getattr(screen, "_layout_required", False)
-                    or getattr(screen, "_dirty_widgets", None))
+        if getattr(screen, "_layout_required", False):
+            return True
+        return any(w is not self for w in getattr(screen, "_dirty_widgets", None) or ())
 
     def _continue(self) -> None:
         self._scheduled = False
