@@ -161,13 +161,15 @@ def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
 @needs_cc
 @pytest.mark.parametrize(("cid", "arg", "value", "outcome"), [
     ("cuda_top_level[c,fp32]", "sizes", [4, 8], "lower-failed"),
-    ("dtype_bits[c,fp16]", "dtype", "float16", "build-failed")])
+    ("dtype_bits[c,fp16]", "dtype", "float16", "build-failed"),
+    ("compiles_at_import[c,fp32]", "M", 64, "lower-failed")])
 def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(
         tl: Any, tmp_path: Path, cid: str, arg: str, value: Any, outcome: str) -> None:
     """cuda_top_level.py makes a cuda tensor at import and passes a tuple of sizes;
-    dtype_bits.py's kernel reads ``dtype.bits`` of the TileLang dtype it is given: each cell
-    fails for c, and its repro.py (which stands in for a GPU as the capture did,
-    passes sequences as tuples and dtype names as TileLang dtypes) agrees."""
+    dtype_bits.py's kernel reads ``dtype.bits`` of the TileLang dtype it is given;
+    compiles_at_import.py builds its kernel at import: each cell fails for c, and its
+    repro.py (which stands in for a GPU as the capture did, passes sequences as tuples and
+    dtype names as TileLang dtypes, and stops the file's import at a build) agrees."""
     import os
     import subprocess
 

@@ -3,9 +3,10 @@ execution backend, traced, lowered and built outside laya-tui, printing the same
 diagnostic line.
 
 On a machine without a GPU it stands in for one as the cell's capture did (target "auto"
-is an sm_90a GPU, ``cuda`` tensors are made on the CPU), so a kernel file whose top level
-needs CUDA reproduces there too. The script needs TileLang (and whatever the kernel file
-imports), never laya-tui: the few helpers it needs (importing a kernel folder, the first
+is an sm_90a GPU, ``cuda`` tensors are made on the CPU, and a build in the file's top level
+ends its import there, as it ended the capture's), so a kernel file whose top level needs
+CUDA or builds a kernel reproduces there too. The script needs TileLang (and whatever the
+kernel file imports), never laya-tui: the few helpers it needs (importing a kernel folder, the first
 meaningful line of an error, reading a compiler's first error) are written into it. A cell
 that failed running the file's own check re-runs the file itself (``python file.py``) and
 prints the first line of what it raises. Standard library only here.
@@ -74,6 +75,37 @@ def compiler_line(output):
     return (errors[0] if errors else first_line(output)).strip()[:500]
 
 
+STOOD_IN = []  # [True] once no_gpu_stand_ins stood in for a GPU
+
+
+class BuiltAtImport(BaseException):
+    """The kernel file builds a kernel at import: without a GPU that build cannot run, so
+    the file's top level stops there (what it defined before stays), as the cell's capture
+    stopped it."""
+
+
+def builds_stop_the_import():
+    """Without a GPU: TileLang's build entry points end the import (undo: call the result)."""
+    if not STOOD_IN:
+        return lambda: None
+    import tilelang
+    from tilelang.jit import JITImpl
+    from tilelang.jit.kernel import JITKernel
+
+    def stop(*args, **kwargs):
+        raise BuiltAtImport()
+
+    saved = [(JITImpl, "__call__", JITImpl.__call__), (JITImpl, "compile", JITImpl.compile),
+             (JITKernel, "__init__", JITKernel.__init__), (tilelang, "compile", tilelang.compile)]
+    for owner, name, _ in saved:
+        setattr(owner, name, stop)
+
+    def undo():
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+    return undo
+
+
 def import_kernel():
     folder = os.path.dirname(KERNEL_FILE)
     stem = os.path.splitext(os.path.basename(KERNEL_FILE))[0]
@@ -86,7 +118,13 @@ def import_kernel():
     spec = importlib.util.spec_from_file_location("_repro_" + stem, KERNEL_FILE)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    undo = builds_stop_the_import()
+    try:
+        spec.loader.exec_module(mod)
+    except BuiltAtImport:
+        pass
+    finally:
+        undo()
     return mod
 
 
@@ -121,6 +159,7 @@ def no_gpu_stand_ins():
             return func(*args, **kwargs)
 
     CudaOnCpu().__enter__()
+    STOOD_IN.append(True)
 
 
 def arguments():
