@@ -119,24 +119,16 @@ def test_the_run_gets_past_a_files_gpu_questions_to_its_kernel(tl: Any) -> None:
     assert torch.Generator is torch._C.Generator
 
 
-def test_a_gpu_sized_reference_stops_the_run_instead_of_filling_the_memory(
-        tl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_gpu_sized_reference_stops_the_run_instead_of_filling_the_memory(tl: Any) -> None:
     """big_reference.py's reference makes a 4 GiB score matrix (a GPU run computes it on
-    the GPU). Past the limit (a quarter of the machine's memory; 1 GiB here, so the test
-    needs no large machine) the stand-in stops the run there, with the kernel the file built
-    before it (a capture that went on had the OOM killer end the worker: 'crashed')."""
-    import os
+    the GPU): the stand-in stops the run there, with the kernel the file built before it
+    (a capture that went on had the OOM killer end the worker: 'crashed', no finding)."""
     import resource
 
     import torch
 
-    from laya_tui.families.tilelang import capture_stubs
-
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the file's reference runs there")
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    assert capture_stubs.STAND_IN_MAX_BYTES == memory // 4
-    monkeypatch.setattr(capture_stubs, "STAND_IN_MAX_BYTES", 1 << 30)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cap = _capture("big_reference.py")
     ((entry, how),) = cap.entries

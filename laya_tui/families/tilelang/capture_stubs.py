@@ -13,7 +13,6 @@ torch and TileLang are imported inside the functions.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,21 +220,10 @@ HEAVY_OPS = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "baddbmm", "add
              "topk", "argsort", "tensordot", "kron", "cdist"}
 #: elements of an op's tensor inputs above which the CPU stand-in fakes its result
 HEAVY_ELEMENTS = 1 << 20
-
-
-def _memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 16 << 30
-
-
-#: bytes of a faked result above which the capture stops instead, a quarter of this
-#: machine's memory: the zeros and what the file computes from them would not fit (an
-#: attention reference at sequence 16,384 makes a 16 GiB score matrix, and the OOM killer
-#: ended the worker); the 1.5-4 GiB references of TileLang's gemm_sp and fp8 indexer
-#: examples fit a 24 GiB machine and are let through
-STAND_IN_MAX_BYTES = _memory_bytes() // 4
+#: bytes of a faked result above which the capture stops instead: the zeros and what the
+#: file computes from them would not fit a CPU machine (an attention reference at sequence
+#: 16,384 makes a 17 GiB score matrix; the kernel's OOM killer ended the worker)
+STAND_IN_MAX_BYTES = 1 << 30
 
 
 @dataclass
