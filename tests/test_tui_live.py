@@ -134,8 +134,7 @@ async def test_watch_reruns_the_edited_probe(tmp_path):
         assert st.status == "failed" and len(st.runs) >= 2
         assert st.runs[0].tolerances["logits"][0] == 0.0123
         assert st.runs[-1].tolerances["logits"][0] == 0.5
-        row = next(app.model.rows[k] for k in st.keys
-                   if app.model.rows[k].sig.get("subject") == "logits")
+        row = next(r for r in st.rows if r.sig.get("subject") == "logits")
         assert row.failing and row.sig["value"] == 0.5
         await pilot.press("w")
         await pilot.pause()

@@ -38,12 +38,12 @@ def test_rerun_updates_changed_rows_and_drops_gone_ones():
     model = RunModel()
     first = run(model, "fam/p", [fb("a"), fb("b"), fb("a")])  # duplicate keys get #1, #2
     assert len(first.added) == 3 and len({r.key for r in first.added}) == 3
-    keys = list(model.probes["fam/p"].keys)
+    keys = [r.key for r in model.probes["fam/p"].rows]
     second = run(model, "fam/p", [fb("a"), fb("a", count=5)])
     assert second.added == []
     assert [r.key for r in second.updated] == [keys[2]]  # the second "a" changed its count
     assert [r.sig["subject"] for r in second.removed] == ["b"]
-    assert list(model.probes["fam/p"].keys) == [keys[0], keys[2]]
+    assert [r.key for r in model.probes["fam/p"].rows] == [keys[0], keys[2]]
     assert model.kind_counts["fallback"] == 2
     assert [r.run for r in model.probes["fam/p"].runs] == [1, 2]
 
@@ -53,7 +53,7 @@ def test_occurrences_are_counted_per_run_and_per_probe():
     run(model, "fam/p", [fb("a"), fb("a"), fb("a")])
     run(model, "fam/q", [fb("a")])  # the same ident in another probe: a row of its own
     p = model.probes["fam/p"]
-    keys = list(p.keys)
+    keys = [r.key for r in p.rows]
     assert len(set(keys)) == 3 and len(model.probes["fam/q"].rows) == 1
     fewer = run(model, "fam/p", [fb("a"), fb("a", count=2)])
     assert [r.key for r in fewer.removed] == [keys[2]] and fewer.added == []
@@ -72,7 +72,7 @@ def test_finished_without_streamed_signals_ingests_the_result():
                                "signals": [{"kind": "log", "reason": "before"}],
                                "log_tail": "boom"}), changes)
     st = model.probes["f/x"]
-    assert st.status == "crashed" and st.log_tail == "boom" and len(st.keys) == 1
+    assert st.status == "crashed" and st.log_tail == "boom" and len(st.rows) == 1
     assert changes.structure and changes.finished == ["f/x"]
 
 
@@ -202,7 +202,7 @@ def test_table_sorts_on_raw_values_and_filters():
     table.filter, table.sort_column = TableFilter(), None
     table.rebuild()
     assert table.row_count == len(model.rows) and not table.order.listed
-    assert table.keys() == [k for st in model.probes.values() for k in st.keys]
+    assert table.keys() == [r.key for st in model.probes.values() for r in st.rows]
 
 
 def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(monkeypatch):

@@ -97,7 +97,6 @@ class ProbeState:
     kinds: Counter[str] = field(default_factory=Counter)
     runs: list[RunPoint] = field(default_factory=list)
     _run: int = 0  # this run's number (RunModel's, unique): rows seen in it carry it
-    _live: int = 0  # rows seen in this run
     _streamed: int = 0
     _in_run: bool = False
     _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
@@ -109,11 +108,6 @@ class ProbeState:
     @property
     def finished(self) -> bool:
         return self.result is not None and not self._in_run
-
-    @property
-    def keys(self) -> list[str]:
-        """Its rows' keys in arrival order."""
-        return [r.key for r in self.rows]
 
     def first_failing(self) -> SignalRow | None:
         """Its first failing signal row (what Enter on a failing probe opens)."""
@@ -223,7 +217,7 @@ class RunModel:
         st.reason = None
         st._in_run = True
         self._runs += 1
-        st._run, st._live = self._runs, 0
+        st._run = self._runs
         st._streamed = 0
         st._checks = []
         st._signals = []
@@ -258,7 +252,6 @@ class RunModel:
             row = rows.get(key)
         else:
             row = first
-        st._live += 1
         if row is None:
             self._seq += 1
             row = SignalRow(key, st.id, st.family, sig, self._seq, failing(raw))
@@ -287,7 +280,8 @@ class RunModel:
         if st._streamed == 0:
             for sig in result.get("signals", []):
                 self._ingest(st, sig, changes)
-        gone = [] if st._live == len(st.rows) else [r for r in st.rows if r.run != st._run]
+        # each signal ingested in this run marked a row of its own (_gate_seen counts them)
+        gone = [] if st._gate_seen == len(st.rows) else [r for r in st.rows if r.run != st._run]
         for row in gone:
             del self.rows[row.key]
             st.kinds[row.sig.kind] -= 1
