@@ -276,11 +276,11 @@ def _run_fresh(failing: list[dict[str, Any]], jobs: int,
 
 
 def _same(a: str, b: str) -> bool:
-    """The same diagnostic, object addresses aside (``(0x33b36780 vs. 0x33aeb0a0)``)."""
-    import re
+    """The same diagnostic, what changes between processes aside (object addresses, the
+    fragment TileLang's layout inference happens to name first)."""
+    from laya_tui.families.tilelang.diagnostics import same_diagnostic
 
-    hexes = re.compile(r"0x[0-9a-fA-F]+")
-    return hexes.sub("0x?", a) == hexes.sub("0x?", b)
+    return same_diagnostic(a, b)
 
 
 def _judge(failing: list[dict[str, Any]], results: dict[str, tuple[int, str]]

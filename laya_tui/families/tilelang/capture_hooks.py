@@ -31,6 +31,7 @@ from laya_tui.families.tilelang.capture_model import (
     foreign_key,
     gpu_reason,
     record_check,
+    run_globals,
     shorten_deadline,
 )
 from laya_tui.families.tilelang.capture_stubs import (
@@ -90,6 +91,7 @@ class Recorder:
         self.mode_state = ModeState()
         self.foreign: dict[str, Any] = {}  # "file::name" -> a kernel another file defines
         self.asked_gpu: str | None = None  # where the file asked torch.cuda.is_available()
+        self.after_import: dict[str, Any] = {}  # the module's globals once it imported
 
     # -- the file ---------------------------------------------------------------------------
     def load(self) -> Any:
@@ -115,6 +117,7 @@ class Recorder:
         finally:
             sys.modules.pop(name, None)
         self._index(mod)
+        self.after_import = dict(vars(mod))
         return mod
 
     def name_of(self, obj: Any) -> str | None:
@@ -257,7 +260,8 @@ class Recorder:
                           for k, v in dict(pass_configs or {}).items()},
                       compile_flags=compile_flags, site=site, entry=self.entry,
                       raw=(tuple(args), dict(kwargs)), tuned=self.pending_tune,
-                      index=len(self.cap.builds), module=self._home_module(obj, jit))
+                      index=len(self.cap.builds), module=self._home_module(obj, jit),
+                      run_globals=self._run_globals(obj, jit))
         self.pending_tune = None
         self.cap.builds.append(build)
         if traced_only:
@@ -284,7 +288,14 @@ class Recorder:
         self.cap.failures[obj] = TraceFailure(obj=obj, args=values, sources=sources,
                                               raw=(tuple(args), dict(kwargs)), site=site,
                                               error=exc, gpu=gpu_reason(exc, self.path),
-                                              module=self._home_module(obj, jit))
+                                              module=self._home_module(obj, jit),
+                                              run_globals=self._run_globals(obj, jit))
+
+    def _run_globals(self, obj: str | None, jit: Any) -> dict[str, Any]:
+        """The globals the file's run set that the file's own kernel ``obj`` reads."""
+        if obj is None or "::" in obj or jit is None:
+            return {}
+        return run_globals(_python_function(jit), self.mod, self.after_import)
 
     def _home_module(self, obj: str | None, jit: Any) -> Any:
         """The module defining another file's kernel, as this run imported it (its

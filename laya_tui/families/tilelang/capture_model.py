@@ -72,6 +72,7 @@ class Build:
     call: KernelCallRecord = field(default_factory=KernelCallRecord)
     index: int = 0  # the how-manieth build of the file
     module: Any = None  # another file's kernel: its module as this run imported it
+    run_globals: dict[str, Any] = field(default_factory=dict)  # see :func:`run_globals`
 
 
 @dataclass
@@ -86,6 +87,7 @@ class TraceFailure:
     error: BaseException
     gpu: str | None  # why it needs a GPU, when that is the reason
     module: Any = None  # another file's kernel: its module as this run imported it
+    run_globals: dict[str, Any] = field(default_factory=dict)  # see :func:`run_globals`
 
 
 @dataclass
@@ -257,6 +259,34 @@ def call_site(path: str) -> tuple[str | None, int | None]:
             where = _module_level(path, f.f_lineno) if name == "<module>" else f"{name}()"
             return f"{where} at line {f.f_lineno}", f.f_lineno
     return None, None
+
+
+def run_globals(fn: Any, mod: Any, after_import: dict[str, Any]) -> dict[str, Any]:
+    """The module globals ``fn`` (a kernel's Python function) reads that the file's run set
+    after its import (``H = 1`` in the ``__main__`` block): the values it was traced with,
+    which importing the file alone does not give (``repro.py`` sets them). Literal values
+    only (numbers, strings, their lists); the rest is left out."""
+    code = getattr(fn, "__code__", None)
+    if code is None or mod is None:
+        return {}
+    names: set[str] = set()
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        todo.extend(k for k in c.co_consts if inspect.iscode(k))
+    now = vars(mod)
+    out: dict[str, Any] = {}
+    for name in sorted(names):
+        if name not in now or (name in after_import and after_import[name] is now[name]):
+            continue
+        value = now[name]
+        try:
+            if ast.literal_eval(repr(value)) == value:
+                out[name] = value
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+            continue
+    return out
 
 
 def first_tensor_dtype(func: Any) -> str | None:

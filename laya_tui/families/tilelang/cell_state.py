@@ -47,6 +47,7 @@ class KernelCall:
     record: Any = None  # the file's call of the built kernel (capture_stubs.KernelCallRecord)
     module: Any = None  # the module the file's run imported (its ref_program)
     trace_error: BaseException | None = None  # the file's own call of the kernel raised
+    run_globals: dict[str, Any] = field(default_factory=dict)  # globals the file's run set
 
 
 def dtype_label(dtype: str) -> str:

@@ -31,6 +31,19 @@ _TILEOP_FRAME_RE = re.compile(r"in tvm::tl::(?P<op>\w+)Node::Lower\b")
 _NOISE_PREFIXES = ("Traceback", "File ", "  File", "[", "During handling", "The above")
 MAX_TEXT = 8000
 
+#: Parts of a diagnostic that change between processes, not with the kernel: object
+#: addresses, and the fragment TileLang's layout inference names (it names the first fragment
+#: without a layout in a hash map keyed by object address, ``use_list_`` in
+#: layout_inference.cc, so which one comes first follows the process's memory history).
+PROCESS_DEPENDENT = (r"0x[0-9a-fA-F]+",
+                     r"(?<=The layout for fragment )\S+(?= can not be inferred)")
+_PROCESS_DEPENDENT_RE = re.compile("|".join(PROCESS_DEPENDENT))
+
+
+def same_diagnostic(a: str, b: str) -> bool:
+    """Whether two first lines are the same diagnostic, process-dependent parts aside."""
+    return _PROCESS_DEPENDENT_RE.sub("?", a) == _PROCESS_DEPENDENT_RE.sub("?", b)
+
 
 @dataclass
 class Diagnostic:

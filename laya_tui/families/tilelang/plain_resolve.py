@@ -70,11 +70,13 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
                           pass_configs=dict(build.pass_configs), out_idx=build.out_idx,
                           execution_backend=execution_backend or build.execution_backend,
                           compile_flags=build.compile_flags, func=build.func,
-                          record=build.call, module=build.module or cap.module)
+                          record=build.call, module=build.module or cap.module,
+                          run_globals=dict(build.run_globals))
         n = len(cap.builds_of(name))
         state.extra["built_by"] = {
             "entry": build.entry, "site": build.site, "target": build.target,
             "builds": n, **({"tuned": build.tuned} if build.tuned else {}),
+            **({"globals": build.run_globals} if build.run_globals else {}),
             **({"file": by} if by else {})}
         if table or dtype_arg:  # the table wins: trace again with its values (the
             call.func = None  # file's own check was made with other sizes: not used)
@@ -92,7 +94,8 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
                           pass_configs=dict(pass_configs or {}),
                           execution_backend=execution_backend,
                           module=failure.module or cap.module,
-                          trace_error=None if table else failure.error)
+                          trace_error=None if table else failure.error,
+                          run_globals=dict(failure.run_globals))
         state.extra["built_by"] = {"entry": "the file's run", "site": failure.site,
                                    "raised": f"{type(failure.error).__name__}",
                                    **({"file": by} if by else {})}

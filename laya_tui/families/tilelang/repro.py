@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from laya_tui.families.tilelang.diagnostics import PROCESS_DEPENDENT
+
 _TEMPLATE = '''#!/usr/bin/env python3
 """Reproduce {cell}: {first_line}
 
@@ -41,6 +43,7 @@ KERNEL_FILE = {file!r}
 KIND = {kind!r}  # factory | jit | maker | primfunc | file
 NAME = {name!r}  # the factory, jit function, maker or PrimFunc attribute
 ARGS = {args!r}  # tensors as {{"tensor": shape, "dtype": name}}
+RUN_GLOBALS = {run_globals!r}  # module globals the file's run set before the build
 OUT_IDX = {out_idx!r}
 DTYPE = {dtype!r}
 CPU_SPEC = {cpu!r}  # factories: the cpu=True specialization
@@ -76,6 +79,19 @@ def compiler_line(output):
 
 
 STOOD_IN = []  # [True] once no_gpu_stand_ins stood in for a GPU
+PROCESS_DEPENDENT = re.compile({process_dependent!r})
+
+
+def say(line):
+    """Print the failure's first line; where it differs from the cell's only in what changes
+    between processes (an address, the fragment layout inference names first), say so."""
+    same = PROCESS_DEPENDENT.sub("?", line) == PROCESS_DEPENDENT.sub("?", EXPECTED)
+    named = [m.group(0) for m in PROCESS_DEPENDENT.finditer(EXPECTED) if "0x" not in m.group(0)]
+    if line != EXPECTED and same and named and not all(n in line for n in named):
+        print("the same failure as the cell's, naming another fragment: TileLang names the "
+              "first one without a layout in an order that follows memory addresses, which "
+              "changes between processes (the cell named " + ", ".join(named) + ")")
+    print(line)
 
 
 class BuiltAtImport(BaseException):
@@ -113,7 +129,9 @@ def import_kernel():
         pkg = types.ModuleType("_repro_kernels")
         pkg.__path__ = [folder]
         sys.modules["_repro_kernels"] = pkg
-        return importlib.import_module("_repro_kernels." + stem)
+        mod = importlib.import_module("_repro_kernels." + stem)
+        vars(mod).update(RUN_GLOBALS)
+        return mod
     sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location("_repro_" + stem, KERNEL_FILE)
     mod = importlib.util.module_from_spec(spec)
@@ -125,6 +143,7 @@ def import_kernel():
         pass
     finally:
         undo()
+    vars(mod).update(RUN_GLOBALS)  # what the file's __main__ block set (`H = 1`)
     return mod
 
 
@@ -263,13 +282,13 @@ def run_the_file():
         runpy.run_path(KERNEL_FILE, run_name="__main__")
     except SystemExit as exc:
         if exc.code:
-            print(first_line(str(failed[0]) if failed else str(exc.code)))
+            say(first_line(str(failed[0]) if failed else str(exc.code)))
             return 1
     except BaseException as exc:
-        print(first_line(str(exc) or type(exc).__name__))
+        say(first_line(str(exc) or type(exc).__name__))
         return 1
     if failed:  # the file caught its own failing check and went on
-        print(first_line(str(failed[0])))
+        say(first_line(str(failed[0])))
         return 1
     print("the file ran: no longer fails; the cell said: " + EXPECTED)
     return 0
@@ -282,7 +301,7 @@ def call_like_the_file():
         obj = getattr(obj, "jit_impl", obj)  # @autotune on top: its config is in ARGS
         obj(**arguments())
     except Exception as exc:
-        print(first_line(str(exc) or type(exc).__name__))
+        say(first_line(str(exc) or type(exc).__name__))
         return 1
     print("the kernel builds: no longer fails; the cell said: " + EXPECTED)
     return 0
@@ -298,7 +317,7 @@ def main():
         mod = import_kernel()
         func = build_function(mod)
     except Exception as exc:
-        print(first_line(str(exc) or type(exc).__name__))
+        say(first_line(str(exc) or type(exc).__name__))
         return 1
     import tilelang
     from tvm.target import Target
@@ -316,7 +335,7 @@ def main():
         with tilelang.transform.PassContext(opt_level=3, config=PASS_CONFIGS), target:
             tilelang.lower(lowered, target=target, enable_device_compile=False)
     except Exception as exc:
-        print(first_line(str(exc) or type(exc).__name__))
+        say(first_line(str(exc) or type(exc).__name__))
         return 1
     if STAGE == "build" and spec is not None and spec.name != "cython":
         from tilelang.jit.kernel import JITKernel
@@ -328,14 +347,14 @@ def main():
             text = str(exc)
             if "Compilation error:" in text:
                 output = text.split("Compilation error:", 1)[1].split("\\nCommand: ", 1)[0]
-                print(compiler_line(output))
+                say(compiler_line(output))
             else:
-                print(first_line(text or type(exc).__name__))
+                say(first_line(text or type(exc).__name__))
             return 1
     elif STAGE == "build" and BUILD_COMMAND and os.path.isfile(WRAPPED_SOURCE):
         proc = subprocess.run(BUILD_COMMAND, shell=True, capture_output=True, text=True)
         if proc.returncode != 0:
-            print(compiler_line(proc.stdout + proc.stderr))
+            say(compiler_line(proc.stdout + proc.stderr))
             return 1
     print("lowered" + (" and built" if STAGE == "build" else "") + ": no longer fails; the "
           "cell said: " + EXPECTED)
@@ -362,6 +381,8 @@ def write_repro(folder: str, state: Any, call: Any, cuda_target: dict[str, str] 
         and_builds=" (and builds it)" if state.stage == "build" else "",
         file=os.path.realpath(state.file), kind=state.kind, name=name,
         args=dict(call.args) if state.kind in ("jit", "maker") else {},
+        run_globals=dict(getattr(call, "run_globals", None) or {}),
+        process_dependent="|".join(PROCESS_DEPENDENT),
         out_idx=_plain(getattr(call, "out_idx", None)), dtype=state.dtype,
         cpu=state.spec == "cpu", target=target,
         pass_configs=state.extra.get("pass_configs") or {}, backend=backend,

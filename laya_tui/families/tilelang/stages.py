@@ -71,6 +71,8 @@ def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
             raise call.trace_error
         state.stage = "import"
         mod = state.module = import_kernel_file(state.file)
+        if call is not None and call.run_globals:  # what the file's __main__ block set
+            vars(mod).update(call.run_globals)
         folder = os.path.dirname(state.file)
         if not os.path.isfile(os.path.join(folder, "__init__.py")):
             # A plain folder's modules load by path, out of the worker's import tracking
