@@ -6,6 +6,7 @@ examined, as before."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -119,28 +120,68 @@ def test_the_run_gets_past_a_files_gpu_questions_to_its_kernel(tl: Any) -> None:
     assert torch.Generator is torch._C.Generator
 
 
-def test_a_gpu_sized_reference_stops_the_run_instead_of_filling_the_memory(tl: Any) -> None:
+GIB = 1 << 30
+
+
+def test_a_gpu_sized_reference_stops_the_run_instead_of_filling_the_memory(
+        tl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """big_reference.py's reference makes a 4 GiB score matrix (a GPU run computes it on
-    the GPU): the stand-in stops the run there, with the kernel the file built before it
-    (a capture that went on had the OOM killer end the worker: 'crashed', no finding)."""
+    the GPU): past the process's memory budget (3 GiB here) the stand-in stops the run
+    there, with the kernel the file built before it (a capture that went on had the OOM
+    killer end the worker: 'crashed', no finding)."""
     import resource
 
     import torch
 
+    from laya_tui.families.tilelang import capture_stubs
+
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the file's reference runs there")
+    monkeypatch.setattr(capture_stubs, "memory_budget", lambda: 3 * GIB)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cap = _capture("big_reference.py")
     ((entry, how),) = cap.entries
-    assert entry == "the __main__ block" and how == (
+    assert entry == "the __main__ block"
+    assert how.startswith(
         "stopped (the file's torch einsum makes a 4.0 GiB result, computed on the GPU in a "
-        "GPU run: too big for this machine's memory)")
+        "GPU run: too big for this machine's memory (with the "), how
+    assert how.endswith(" GiB the run holds, more than the 3.0 GiB (1/4 of this machine's "
+                        "memory) a capture may use))"), how
     (build,) = cap.builds_of("copy_rows")
     assert build.args == {"M": 8192, "N": 64, "dtype": "float32"}
     assert build.sources["M"] == \
         f"main() at line {_line(RUN / 'big_reference.py', 'kernel = copy_rows(')}"
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mib < 1024, grown_mib
+
+
+@pytest.mark.parametrize(("headroom", "built"), [(4 * GIB, True), (-GIB, False)])
+def test_a_reference_over_1_gib_is_faked_while_the_process_stays_in_its_budget(
+        tl: Any, monkeypatch: pytest.MonkeyPatch, headroom: int, built: bool) -> None:
+    """reference_first.py computes a 1.1 GiB topk before it builds its kernel (gemm_sp's
+    examples do): within the budget the stand-in makes it as zeros and the run goes on to
+    the kernel, sized from the result's shape; past it the run stops there, unbuilt."""
+    import torch
+
+    from laya_tui.families.tilelang import capture, capture_stubs
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the file's reference runs there")
+    assert 0 < capture_stubs.memory_budget() <= os.sysconf("SC_PHYS_PAGES") * os.sysconf(
+        "SC_PAGE_SIZE") // 4
+    held = capture_stubs.resident_bytes()
+    monkeypatch.setattr(capture_stubs, "memory_budget", lambda: held + headroom)
+    monkeypatch.setattr(capture, "_CACHE", type(capture._CACHE)())
+    cap = _capture("reference_first.py")
+    ((entry, how),) = cap.entries
+    if built:
+        assert how == "ran", how
+        (build,) = cap.builds_of("keep_rows")
+        assert build.args == {"M": 12288, "N": 8, "dtype": "float32"}
+        assert cap.faked == 2  # the scores matmul, then the topk over them
+    else:
+        assert how.startswith("stopped (the file's torch topk makes a 1.1 GiB result"), how
+        assert cap.builds_of("keep_rows") == []
 
 
 def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
@@ -162,14 +203,17 @@ def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
 @pytest.mark.parametrize(("cid", "arg", "value", "outcome"), [
     ("cuda_top_level[c,fp32]", "sizes", [4, 8], "lower-failed"),
     ("dtype_bits[c,fp16]", "dtype", "float16", "build-failed"),
-    ("compiles_at_import[c,fp32]", "M", 64, "lower-failed")])
+    ("compiles_at_import[c,fp32]", "M", 64, "lower-failed"),
+    ("main_sets_global[c,fp32]", "batch", 2, "lower-failed")])
 def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(
         tl: Any, tmp_path: Path, cid: str, arg: str, value: Any, outcome: str) -> None:
     """cuda_top_level.py makes a cuda tensor at import and passes a tuple of sizes;
     dtype_bits.py's kernel reads ``dtype.bits`` of the TileLang dtype it is given;
-    compiles_at_import.py builds its kernel at import: each cell fails for c, and its
-    repro.py (which stands in for a GPU as the capture did, passes sequences as tuples and
-    dtype names as TileLang dtypes, and stops the file's import at a build) agrees."""
+    compiles_at_import.py builds its kernel at import; main_sets_global.py's kernel reads a
+    global only its __main__ block sets: each cell fails for c, and its repro.py (which
+    stands in for a GPU as the capture did, passes sequences as tuples and dtype names as
+    TileLang dtypes, stops the file's import at a build and sets the globals the run set
+    before the build) agrees."""
     import os
     import subprocess
 
@@ -177,6 +221,8 @@ def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(
     (low,) = [s for s in signals if s["kind"] == "lowering"]
     assert status == "failed" and low["detail"]["outcome"] == outcome
     assert low["detail"]["args"][arg] == value
+    if cid.startswith("main_sets_global"):  # H, not B or D (the kernel does not read them)
+        assert low["detail"]["built_by"]["globals"] == {"H": 3}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)

@@ -13,6 +13,8 @@ torch and TileLang are imported inside the functions.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,10 +222,51 @@ HEAVY_OPS = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "baddbmm", "add
              "topk", "argsort", "tensordot", "kron", "cdist"}
 #: elements of an op's tensor inputs above which the CPU stand-in fakes its result
 HEAVY_ELEMENTS = 1 << 20
-#: bytes of a faked result above which the capture stops instead: the zeros and what the
-#: file computes from them would not fit a CPU machine (an attention reference at sequence
-#: 16,384 makes a 17 GiB score matrix; the kernel's OOM killer ended the worker)
+#: bytes of a faked result up to which the CPU stand-in always makes it; a larger one is made
+#: only while the run's process stays within :func:`memory_budget` with it (an attention
+#: reference at sequence 16,384 makes a 17 GiB score matrix, a softmax of it another: the
+#: kernel's OOM killer ended the worker), else the capture stops there
 STAND_IN_MAX_BYTES = 1 << 30
+#: the share of the machine's memory a capture's process may hold with a faked result
+MEMORY_SHARE = 4
+
+
+def memory_budget() -> int:
+    """Bytes a capture's process may hold: a quarter of the machine's memory, or of its
+    cgroup's limit where that is lower."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+            text = f.read().strip()
+        if text.isdigit():
+            total = min(total, int(text))
+    except OSError:
+        pass
+    return total // MEMORY_SHARE
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now (Linux: /proc/self/statm; elsewhere its peak)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def too_big(size: int) -> str | None:
+    """Why a faked result of ``size`` bytes may not be made here (None: it may)."""
+    if size <= STAND_IN_MAX_BYTES:
+        return None
+    held, budget = resident_bytes(), memory_budget()
+    if held + size <= budget:
+        return None
+    return (f"with the {held / 2**30:.1f} GiB the run holds, more than the "
+            f"{budget / 2**30:.1f} GiB (1/{MEMORY_SHARE} of this machine's memory) a capture "
+            "may use")
 
 
 @dataclass
@@ -295,11 +338,12 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
 
         out = func(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
         size = sum(t.numel() * t.element_size() for t in _tensors(out))
-        if size > STAND_IN_MAX_BYTES:
+        why = too_big(size)
+        if why is not None:
             raise StopCapture(
                 f"the file's torch {getattr(func, '__name__', 'op')} makes a "
                 f"{size / 2**30:.1f} GiB result, computed on the GPU in a GPU run: too big "
-                "for this machine's memory")
+                f"for this machine's memory ({why})")
 
         # inputs that need a gradient: the zeros hang off them (a backward through the
         # stand-in runs and gives zeros, as the file's .backward() expects a graph)
