@@ -424,3 +424,28 @@ async def test_a_flood_is_drained_slice_after_slice_not_once_per_flush_interval(
         await pilot.pause()
         assert not app.pump.pending
         assert app.model.kind_counts["fallback"] == n
+
+
+async def test_the_screens_repaint_marks_its_loop_pass_and_the_pump_waits_on_it(tmp_path):
+    """The main screen's update marks the loop pass it ran in (the pump, the table's build
+    steps and the widgets' update then wait for a later pass); the flood still drains."""
+    import asyncio
+
+    n = 5_000
+    app = recorded_app(report=_flood_report(tmp_path, n), budget=0.0)
+    marks: list[bool] = []
+    mark = app.painted_pass.mark
+
+    def counted() -> None:
+        marks.append(app.painted_pass.painted())
+        mark()
+
+    app.painted_pass.mark = counted  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(1000):
+            if app.model.kind_counts.get("fallback") == n and not app.pump.pending:
+                break
+            await asyncio.sleep(0.01)
+        await pilot.pause()
+        assert app.model.kind_counts["fallback"] == n
+    assert marks and app.pump.painted == app.painted_pass.painted

@@ -27,6 +27,7 @@ from laya_tui.core.report_types import GateDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.tui.editor import open_site
+from laya_tui.tui.loop_pass import PaintedPass
 from laya_tui.tui.messages import (
     ProbesDiscovered,
     ReportExported,
@@ -93,9 +94,10 @@ class LayaApp(App[int]):
             self.model.source = report_info.get("label")
             gates = (report_info.get("report") or {}).get("gates")
             self.model.fixed_gates = gates if isinstance(gates, list) else None
+        self.painted_pass = PaintedPass()
         self.pump = EventPump(self.model, budget=budget, flush_interval=flush_interval,
-                              freeze_every=freeze_every,
-                              post=self._post_changes)
+                              freeze_every=freeze_every, post=self._post_changes,
+                              painted=self.painted_pass.painted)
         self.runner: RunnerLike | None = None
         self.probe_specs: dict[str, dict[str, Any]] = {}
         self._clock: Any = None
@@ -192,7 +194,10 @@ class LayaApp(App[int]):
         self._posting += 1
         loop.call_soon(self._post_now, changes)
 
-    def _post_now(self, changes: Changes) -> None:
+    def _post_now(self, changes: Changes, waited: int = 0) -> None:
+        if self.painted_pass.painted() and waited < 2:  # the widgets' update after a repaint
+            asyncio.get_running_loop().call_soon(self._post_now, changes, waited + 1)
+            return
         self._posting -= 1
         self.post_message(RunUpdated(changes))
 

@@ -44,8 +44,12 @@ class EventPump:
 
     def __init__(self, model: RunModel, *, budget: float = 0.008,
                  post: Callable[[Changes], None] | None = None,
-                 flush_interval: float = 1 / 30, freeze_every: int = 2_000) -> None:
+                 flush_interval: float = 1 / 30, freeze_every: int = 2_000,
+                 painted: Callable[[], bool] = lambda: False) -> None:
         self.model = model
+        #: whether this loop pass has repainted the screen (a slice then waits for the
+        #: next pass: the two in one pass held the loop for both)
+        self.painted = painted
         self.budget = budget
         self.post = post or (lambda changes: None)
         self.flush_interval = flush_interval
@@ -99,7 +103,8 @@ class EventPump:
 
     def tick(self) -> None:
         """One slice of the clock: fold, then post (at most every ``FLOOD_FRAME_S``)."""
-        if time.perf_counter() - self._ended < BACK_TO_BACK_S and self._set_timer is not None:
+        if self._set_timer is not None and (
+                time.perf_counter() - self._ended < BACK_TO_BACK_S or self.painted()):
             if not self._redrain_set:
                 self._redrain_set = True
                 self._set_timer(REDRAIN_S, self._redrain)

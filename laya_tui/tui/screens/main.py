@@ -72,6 +72,14 @@ class MainScreen(Screen[None]):
         self.tree_shown = True
         self._detail_due = False  # a detail update waits for the next frame
 
+    def _on_timer_update(self) -> None:
+        """Textual's screen update (its repaint timer), marked for the loop pass it ran in
+        (:mod:`laya_tui.tui.loop_pass`)."""
+        try:
+            super()._on_timer_update()
+        finally:
+            self.laya.painted_pass.mark()
+
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """Runs before Screen's own handler: the first time, skip its restyle of every
         widget, which were all styled as they mounted a moment ago and restyled on each
