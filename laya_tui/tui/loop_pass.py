@@ -2,7 +2,7 @@
 
 asyncio runs every callback that is ready at the start of a pass before it polls again, so
 a repaint (Textual's screen update, 30-45 ms at 160x45 while rows stream in) and a pump
-slice, a table build step or the widgets' update that happen to be ready together hold the
+slice or the widgets' update that happen to be ready together hold the
 loop for all of them. Work that can wait asks :meth:`PaintedPass.painted` and, when the pass
 has painted, goes to a later pass (docs/architecture.md, 'The dashboard')."""
 

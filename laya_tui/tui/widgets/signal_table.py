@@ -294,15 +294,9 @@ class SignalTable(ScrollView, can_focus=True):
             return True
         return any(w is not self for w in getattr(screen, "_dirty_widgets", None) or ())
 
-    def _painted_pass(self) -> bool:
-        """This loop pass repainted the screen already (the app's PaintedPass)."""
-        marker = getattr(self.app, "painted_pass", None)
-        return bool(marker is not None and marker.painted())
-
     def _continue(self) -> None:
         self._scheduled = False
-        if self.order.building and self._yielded < YIELD_TO_PAINT and (
-                self._paint_due() or self._painted_pass()):
+        if self.order.building and self._yielded < YIELD_TO_PAINT and self._paint_due():
             # A repaint is due (the key's own frame, the last step's rows): let it run in a
             # loop pass of its own first. A step and a repaint in one pass held the loop for
             # both (Esc: the filter box hidden and the table refocused, then a sort step).
