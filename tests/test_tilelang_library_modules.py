@@ -184,6 +184,38 @@ def test_a_reference_over_1_gib_is_faked_while_the_process_stays_in_its_budget(
         assert cap.builds_of("keep_rows") == []
 
 
+def test_a_faked_result_frees_the_earlier_captures_before_it_gives_up(
+        tl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the worker's earlier captures keep (their modules and tensors) must not decide
+    whether a file reaches its kernel: past the budget, the capture drops them and looks
+    again (here they 'hold' 3 GiB until dropped), then makes the 1.1 GiB result."""
+    import torch
+
+    from laya_tui.families.tilelang import capture, capture_stubs
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the file's reference runs there")
+    real = capture_stubs.resident_bytes
+    held = real()
+    released: list[int] = []
+    drop = capture._release_captures
+
+    def release() -> None:
+        released.append(len(capture._CACHE))
+        drop()
+
+    monkeypatch.setattr(capture_stubs, "memory_budget", lambda: held + 2 * GIB)
+    monkeypatch.setattr(capture_stubs, "resident_bytes",
+                        lambda: real() + (0 if released else 3 * GIB))
+    monkeypatch.setattr(capture, "_release_captures", release)
+    monkeypatch.setattr(capture, "_CACHE", type(capture._CACHE)(
+        {"/earlier.py": ((0, 0, ""), capture.Capture(file="/earlier.py"))}))
+    cap = _capture("reference_first.py")
+    assert released == [1] and "/earlier.py" not in capture._CACHE
+    assert cap.entries == [("the __main__ block", "ran")], cap.how_it_ended()
+    assert cap.builds_of("keep_rows") and cap.faked == 2
+
+
 def test_a_file_stopping_without_a_gpu_is_skipped_as_needing_one(tl: Any,
                                                                  tmp_path: Path) -> None:
     import torch

@@ -101,6 +101,14 @@ def capture_file(path: str, kernels: set[str] | None = None,
 # -- running the file ------------------------------------------------------------------------
 
 
+def _release_captures() -> None:
+    """Drop the captures this process keeps (a faked result needs their memory)."""
+    import gc
+
+    _CACHE.clear()
+    gc.collect()
+
+
 def _release_device_memory() -> None:
     import gc
 
@@ -154,6 +162,7 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
         return cap
     gpu = has_gpu()
     rec = Recorder(path, cap, kernels, stop_when_done=not gpu)
+    rec.mode_state.release = _release_captures
     deadline = t0 + budget
     with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(deadline):
         try:

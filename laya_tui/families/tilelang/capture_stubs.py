@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -274,6 +275,9 @@ class ModeState:
     """What the capture's torch mode did: whether a result it handed the file is fake."""
 
     faked: int = 0  # heavy ops whose result was zeros of the right shape (no CPU compute)
+    #: frees what earlier captures of the process keep (their modules and tensors), so a
+    #: faked result's room does not depend on which files the worker ran before
+    release: Callable[[], None] | None = None
 
 
 def _tensors(value: Any) -> list[Any]:
@@ -339,6 +343,9 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
         out = func(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
         size = sum(t.numel() * t.element_size() for t in _tensors(out))
         why = too_big(size)
+        if why is not None and state.release is not None:
+            state.release()
+            why = too_big(size)
         if why is not None:
             raise StopCapture(
                 f"the file's torch {getattr(func, '__name__', 'op')} makes a "
