@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from laya_tui.core.errors import EXIT_USAGE, UsageError
@@ -236,7 +237,13 @@ class LayaApp(App[int]):
             self.main_screen.refresh_summary()
 
     def _tick(self) -> None:
-        self.main_screen.tick()
+        """The running clock (every second while a probe runs)."""
+        if not self.screen_stack:
+            return
+        try:
+            self.main_screen.tick()
+        except NoMatches:  # the app is closing: the clock fired after the widgets went
+            pass
 
     @property
     def updates_pending(self) -> bool:
