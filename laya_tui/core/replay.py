@@ -7,7 +7,6 @@ replays the probe's recorded result again (a new run in the probe's history).
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -22,12 +21,11 @@ from laya_tui.core.events import (
     ProbeStarted,
     SignalEmitted,
 )
+from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.core.runner import Discovery
 
 #: A fixed start time, so nothing in a replay depends on the clock.
 RECORDED_START = 1_700_000_000.0
-#: Recordings with more signals than this are frozen out of the garbage collector's scans.
-FREEZE_ABOVE = 10_000
 
 
 def load_report(source: str | Path | dict[str, Any]) -> dict[str, Any]:
@@ -48,10 +46,9 @@ class RecordedRunner(EventSource):
         self.delay = delay
         self.chunk = chunk
         self._results = {p["id"]: p for p in self.report.get("probes", [])}
-        if sum(len(p.get("signals", [])) for p in self._results.values()) > FREEZE_ABOVE:
-            # A large recording is immutable and lives as long as the app: keep it out of
-            # the cyclic collector's full scans (the app does the same for live rows).
-            gc.freeze()
+        # A large recording is immutable and lives as long as the app: keep it out of the
+        # cyclic collector's scans (the app does the same for live rows).
+        freeze_if_large(sum(len(p.get("signals", [])) for p in self._results.values()))
         self.workers: dict[str, Any] = {}
         self.killed = False
         self.closed = False
@@ -81,6 +78,7 @@ class RecordedRunner(EventSource):
         """Replay one probe's recorded events."""
         recorded = self._results[probe["id"]]
         result = dict(recorded, signals=list(recorded.get("signals", [])))
+        freeze_if_large(len(result["signals"]))  # the copy is new: young collections walk it
         self.on_event(ProbeStarted(result["id"], result["family"], RECORDED_START))
         for i, sig in enumerate(result.get("signals", [])):
             self.on_event(SignalEmitted(result["id"], sig))

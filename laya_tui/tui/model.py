@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
+from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
 from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
 
@@ -292,6 +293,7 @@ class RunModel:
         st._in_run = False
         st.report_entry = result
         st.result = ProbeResult.from_dict(result, tuple(st._signals))
+        freeze_if_large(len(st.result.signals))  # a new tuple of every signal: keep it old
         st._signals = []
         st.status = result.get("status", "failed")
         st.reason = result.get("reason")

@@ -15,7 +15,6 @@ Two shapes (docs/architecture.md, 'The dashboard'):
 
 from __future__ import annotations
 
-import gc
 import heapq
 import time
 from bisect import bisect_left, bisect_right
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.report.views.signals import haystack
 from laya_tui.tui.model import SignalRow
 
@@ -38,8 +38,6 @@ MERGE_CHUNK = 1024
 RUN_ROWS = 8_192
 #: items freed per step of releasing a list no longer shown (:meth:`RowOrder.sweep`)
 SWEEP_CHUNK = 16_384
-#: from this many rows in scope a build's lists are kept out of the collector's sight
-FREEZE_ABOVE = 10_000
 _seq = attrgetter("seq")
 
 
@@ -311,7 +309,7 @@ class _Build:
       holding the row stays tracked: 200,000 of them made every full collection during a
       sort a 150-260 ms pause);
     * the runs are slices of one list (:attr:`entries`), sorted in place, not a list each;
-    * with :data:`FREEZE_ABOVE` rows or more, the lists that grow to one item per row
+    * with ``core.gc_sight.FREEZE_ABOVE`` rows or more, the lists that grow to one item per row
       (``rows``, ``keys``, ``scanned``, ``entries``) are moved out of the collector's sight
       when they are created (``gc.freeze()``), as the model's rows are (``tui/pump.py``):
       a full collection walked each of them, 200,000 items, over again (40-80 ms each).
@@ -334,8 +332,7 @@ class _Build:
         self.total = total
         self.merged = 0
         self.exhausted = False
-        if total >= FREEZE_ABOVE:
-            gc.freeze()
+        freeze_if_large(total)
 
     def progress(self) -> float:
         if not self.sort:
