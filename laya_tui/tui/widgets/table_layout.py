@@ -11,6 +11,7 @@ a row drawn later that needs a hidden column shows it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from rich.cells import cell_len, set_cell_size
@@ -39,12 +40,18 @@ def row_text(row: SignalRow) -> tuple[str, ...]:
 
 
 def sample_indices(n: int) -> list[int]:
-    """Which of ``n`` rows to measure: all of a few, else the first and last few hundred and
-    some spread between."""
+    """Which of ``n`` rows to measure: all of a few, else the first and last hundred and
+    a spread between.
+
+    The spread sits on a grid whose step is a power of two (about ``SAMPLE / 2`` points):
+    as rows stream in, the grid keeps its points (a doubled step keeps every other one),
+    so a re-measure formats only the rows new to it, not a fresh spread of a few hundred
+    (10-20 ms a measure at 200,000 rows, in the pass before a repaint).
+    """
     if n <= MEASURE_ALL:
         return list(range(n))
     edge = SAMPLE // 4
-    step = max(1, (n - 2 * edge) // (SAMPLE - 2 * edge))
+    step = 1 << max(0, math.ceil(math.log2(n / (SAMPLE - 2 * edge))))
     return sorted({*range(edge), *range(n - edge, n), *range(edge, n - edge, step)})
 
 
