@@ -131,39 +131,36 @@ def test_a_slice_asked_for_right_after_another_waits_for_a_timer():
     assert pump.pending == left - 128
 
 
-def test_a_slice_waits_for_the_next_loop_pass_after_a_repaint():
-    """A repaint and a slice ready in one loop pass held the loop for both: after the
-    screen's update marks the pass (PaintedPass), a tick folds nothing and asks for a
-    redrain; in the next pass the mark is gone."""
-    import asyncio
+def test_a_slice_waits_when_other_heavy_work_just_ended():
+    """A repaint (or the widgets' update) and a slice one after another held the loop for
+    both: right after another's work ends (LoopPass.worked), a tick folds nothing and asks
+    for a redrain; its own slice does not count, and a moment later the slice runs."""
+    import time as _time
 
-    from laya_tui.tui.loop_pass import PaintedPass
+    from laya_tui.tui.loop_pass import ADJACENT_S, LoopPass
 
-    async def main() -> tuple[bool, bool, int, int]:
-        marker = PaintedPass()
-        timers: list[tuple[float, object]] = []
+    passes = LoopPass()
+    timers: list[tuple[float, object]] = []
 
-        class Interval:
-            def pause(self) -> None: ...
-            def resume(self) -> None: ...
+    class Interval:
+        def pause(self) -> None: ...
+        def resume(self) -> None: ...
 
-        pump = EventPump(RunModel(), budget=0.0, painted=marker.painted)
-        pump.start(lambda *a, **k: Interval(), lambda delay, cb: timers.append((delay, cb)))
-        pump.push(ProbeStarted("f/flood", "f", 1.0))
-        for i in range(1_000):
-            pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}"}))
-        marker.mark()  # the screen repainted in this pass
-        same_pass = marker.painted()
-        pump.tick()
-        waited = pump.pending
-        await asyncio.sleep(0)  # the next pass
-        later = marker.painted()
-        timers.pop()[1]()  # type: ignore[operator]  # the redrain, in a later pass
-        return same_pass, later, waited, pump.pending
-
-    same_pass, later, waited, left = asyncio.run(main())
-    assert same_pass and not later
-    assert waited == 1_001 and left == 1_001 - 128
+    pump = EventPump(RunModel(), budget=0.0, busy=lambda: passes.just_worked("pump"),
+                     worked=lambda: passes.worked("pump"))
+    pump.start(lambda *a, **k: Interval(), lambda delay, cb: timers.append((delay, cb)))
+    pump.push(ProbeStarted("f/flood", "f", 1.0))
+    for i in range(1_000):
+        pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}"}))
+    assert not passes.just_worked("pump")
+    passes.worked("paint")  # the screen repainted just now
+    assert passes.just_worked("pump") and not passes.just_worked("paint")
+    pump.tick()
+    assert pump.pending == 1_001 and len(timers) == 1  # nothing folded: a redrain instead
+    _time.sleep(ADJACENT_S * 2)
+    timers.pop()[1]()  # type: ignore[operator]  # the redrain, a moment later
+    assert pump.pending == 1_001 - 128
+    assert passes.just_worked("paint") and not passes.just_worked("pump")  # its own slice
 
 
 def test_human_bytes_and_cells():

@@ -441,21 +441,25 @@ async def test_a_flood_is_drained_slice_after_slice_not_once_per_flush_interval(
             screen_type.tree = tree  # type: ignore[method-assign]
 
 
-async def test_the_screens_repaint_marks_its_loop_pass_and_the_pump_waits_on_it(tmp_path):
-    """The main screen's update marks the loop pass it ran in (the pump, the table's build
-    steps and the widgets' update then wait for a later pass); the flood still drains."""
+async def test_heavy_callbacks_mark_their_end_and_the_screens_update_waits_after_one(
+        tmp_path, monkeypatch):
+    """The repaint, the pump's slices and the widgets' update each tell the loop pass when
+    they end; a screen update right after another's work waits a moment (twice at most,
+    then it paints anyway); the flood still drains."""
     import asyncio
+
+    from laya_tui.tui import loop_pass
 
     n = 5_000
     app = recorded_app(report=_flood_report(tmp_path, n), budget=0.0)
-    marks: list[bool] = []
-    mark = app.painted_pass.mark
+    owners: list[str] = []
+    worked = app.loop_pass.worked
 
-    def counted() -> None:
-        marks.append(app.painted_pass.painted())
-        mark()
+    def counted(by: str) -> None:
+        owners.append(by)
+        worked(by)
 
-    app.painted_pass.mark = counted  # type: ignore[method-assign]
+    app.loop_pass.worked = counted  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(1000):
             if app.model.kind_counts.get("fallback") == n and not app.pump.pending:
@@ -463,4 +467,19 @@ async def test_the_screens_repaint_marks_its_loop_pass_and_the_pump_waits_on_it(
             await asyncio.sleep(0.01)
         await pilot.pause()
         assert app.model.kind_counts["fallback"] == n
-    assert marks and app.pump.painted == app.painted_pass.painted
+        assert {"paint", "pump", "apply"} <= set(owners)
+        screen = app.main_screen
+        for _ in range(100):  # no update of the screen's own waiting now
+            if screen._update_waits == 0:
+                break
+            await asyncio.sleep(0.005)
+        monkeypatch.setattr(loop_pass, "ADJACENT_S", 60.0)  # every work counts as just done
+        paints = owners.count("paint")
+        app.loop_pass.worked("apply")
+        screen._on_timer_update()
+        assert owners.count("paint") == paints and screen._update_waits == 1  # it waited
+        for _ in range(100):
+            if owners.count("paint") > paints:
+                break
+            await asyncio.sleep(0.005)
+        assert owners.count("paint") == paints + 1 and screen._update_waits == 0

@@ -28,7 +28,7 @@ from laya_tui.core.report_types import GateDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.tui.editor import open_site
-from laya_tui.tui.loop_pass import PaintedPass
+from laya_tui.tui.loop_pass import MAX_WAITS, LoopPass, later
 from laya_tui.tui.messages import (
     ProbesDiscovered,
     ReportExported,
@@ -95,10 +95,11 @@ class LayaApp(App[int]):
             self.model.source = report_info.get("label")
             gates = (report_info.get("report") or {}).get("gates")
             self.model.fixed_gates = gates if isinstance(gates, list) else None
-        self.painted_pass = PaintedPass()
+        self.loop_pass = LoopPass()
         self.pump = EventPump(self.model, budget=budget, flush_interval=flush_interval,
                               freeze_every=freeze_every, post=self._post_changes,
-                              painted=self.painted_pass.painted)
+                              busy=lambda: self.loop_pass.just_worked("pump"),
+                              worked=lambda: self.loop_pass.worked("pump"))
         self.runner: RunnerLike | None = None
         self.probe_specs: dict[str, dict[str, Any]] = {}
         self._clock: Any = None
@@ -196,8 +197,8 @@ class LayaApp(App[int]):
         loop.call_soon(self._post_now, changes)
 
     def _post_now(self, changes: Changes, waited: int = 0) -> None:
-        if self.painted_pass.painted() and waited < 2:  # the widgets' update after a repaint
-            asyncio.get_running_loop().call_soon(self._post_now, changes, waited + 1)
+        if self.loop_pass.just_worked("apply") and waited < MAX_WAITS:  # not right after
+            later(self._post_now, changes, waited + 1)
             return
         self._posting -= 1
         self.post_message(RunUpdated(changes))
@@ -206,6 +207,7 @@ class LayaApp(App[int]):
         for screen in self.screen_stack:
             if isinstance(screen, ShowsChanges):
                 screen.apply_changes(message.changes)
+        self.loop_pass.worked("apply")  # a repaint due now waits a moment
         if self._clock is not None:
             if self.model.running():
                 self._clock.resume()

@@ -45,11 +45,14 @@ class EventPump:
     def __init__(self, model: RunModel, *, budget: float = 0.008,
                  post: Callable[[Changes], None] | None = None,
                  flush_interval: float = 1 / 30, freeze_every: int = 2_000,
-                 painted: Callable[[], bool] = lambda: False) -> None:
+                 busy: Callable[[], bool] = lambda: False,
+                 worked: Callable[[], None] = lambda: None) -> None:
         self.model = model
-        #: whether this loop pass has repainted the screen (a slice then waits for the
-        #: next pass: the two in one pass held the loop for both)
-        self.painted = painted
+        #: whether other heavy work (a repaint, the widgets' update) just ended: a slice
+        #: then waits (the two together held the loop for both; ``tui.loop_pass``)
+        self.busy = busy
+        #: told when a slice ends (a repaint due then waits a moment)
+        self.worked = worked
         self.budget = budget
         self.post = post or (lambda changes: None)
         self.flush_interval = flush_interval
@@ -104,7 +107,7 @@ class EventPump:
     def tick(self) -> None:
         """One slice of the clock: fold, then post (at most every ``FLOOD_FRAME_S``)."""
         if self._set_timer is not None and (
-                time.perf_counter() - self._ended < BACK_TO_BACK_S or self.painted()):
+                time.perf_counter() - self._ended < BACK_TO_BACK_S or self.busy()):
             if not self._redrain_set:
                 self._redrain_set = True
                 self._set_timer(REDRAIN_S, self._redrain)
@@ -113,6 +116,7 @@ class EventPump:
             self._slice()
         finally:
             self._ended = time.perf_counter()
+            self.worked()
 
     def _slice(self) -> None:
         changes = self.drain(self._held)

@@ -16,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, Tree
 
 from laya_tui.core.signals import KINDS
+from laya_tui.tui.loop_pass import MAX_WAITS, later
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
 from laya_tui.tui.widgets.detail import DetailPane
@@ -71,14 +72,21 @@ class MainScreen(Screen[None]):
         self._shown_once = False
         self.tree_shown = True
         self._detail_due = False  # a detail update waits for the next frame
+        self._update_waits = 0  # times the screen's update let other work go first
 
     def _on_timer_update(self) -> None:
-        """Textual's screen update (its repaint timer), marked for the loop pass it ran in
-        (:mod:`laya_tui.tui.loop_pass`)."""
+        """Textual's screen update (its repaint timer); right after a pump slice or the
+        widgets' update it waits a moment (:mod:`laya_tui.tui.loop_pass`)."""
+        passes = self.laya.loop_pass
+        if passes.just_worked("paint") and self._update_waits < MAX_WAITS:
+            self._update_waits += 1
+            later(self._on_timer_update)
+            return
+        self._update_waits = 0
         try:
             super()._on_timer_update()
         finally:
-            self.laya.painted_pass.mark()
+            passes.worked("paint")
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """Runs before Screen's own handler: the first time, skip its restyle of every
