@@ -18,7 +18,9 @@ Usage: python benchmarks/bench_show.py [--signals N] [--paints N] [--no-html]
    earlier checkout built and loaded interleaved.
 4. ``--keys``: ``show`` over the big report (say ``--signals 200000``): the load's longest
    loop stall, then the keypress-to-paint latency of benchmarks/_keys.py's key sequence,
-   in fresh processes, with ``--before TREE`` an earlier checkout interleaved.
+   in fresh processes, with ``--before TREE`` an earlier checkout interleaved; and the
+   longest stall of ``laya-tui show FILE``'s load, the file read and parsed by its loader
+   thread after the first frame.
 """
 
 from __future__ import annotations
@@ -122,17 +124,23 @@ def first_paint(args: list[str], cwd: Path, timeout: float = 60.0) -> float:
     return painted
 
 
-async def loaded(report: dict, n: int, *, keys: bool = False, why: bool = False
+async def loaded(report: dict | Path, n: int, *, keys: bool = False, why: bool = False
                  ) -> tuple[float, float, float, Any]:
     """(seconds from the app's start until all n rows of ``show`` are in the table, the
     longest event-loop stall meanwhile (wall, and the loop thread's CPU), seen by a 5 ms
-    heartbeat; with ``keys``, the _keys.SEQUENCE pressed in the loaded app, else None)."""
+    heartbeat; with ``keys``, the _keys.SEQUENCE pressed in the loaded app, else None).
+    ``report``: a parsed report (``build_saved_app``, as ``laya-tui diff`` opens one) or
+    a path, read and parsed after the first frame by the loader thread, as
+    ``laya-tui show PATH`` does (``build_lazy_app``)."""
     from _loop import Heartbeat
 
-    from laya_tui.cli.show import build_saved_app
+    from laya_tui.cli.show import build_lazy_app, build_saved_app
 
     t0 = time.perf_counter()
-    app = build_saved_app(report, label="bench", workspace=str(REPO))
+    if isinstance(report, Path):
+        app = build_lazy_app(str(report), workspace=str(REPO))
+    else:
+        app = build_saved_app(report, label="bench", workspace=str(REPO))
     beat = Heartbeat()
     pressed = None
     async with app.run_test(size=(160, 45)) as pilot:
@@ -151,8 +159,13 @@ async def loaded(report: dict, n: int, *, keys: bool = False, why: bool = False
     return total, beat.worst, max(beat.cpu_late, default=0.0), pressed
 
 
-def keys_child(path: Path, n: int, why: bool) -> None:
-    """One ``show`` load of the report at ``path`` plus the key sequence, as JSON."""
+def keys_child(path: Path, n: int, why: bool, lazy: bool = False) -> None:
+    """One ``show`` load of the report at ``path`` plus the key sequence, as JSON; with
+    ``lazy``, only the load of the file as ``laya-tui show PATH`` reads it."""
+    if lazy:
+        total, stall, cpu, _ = asyncio.run(loaded(path, n))
+        print(json.dumps({"seconds": total, "stall": stall, "stall_cpu": cpu}))
+        return
     report = json.loads(path.read_text())
     total, stall, cpu, pressed = asyncio.run(loaded(report, n, keys=True, why=why))
     print(json.dumps({"seconds": total, "stall": stall, "stall_cpu": cpu,
@@ -168,20 +181,24 @@ def keys_rows(args: argparse.Namespace, big_path: Path) -> None:
     if args.before:
         trees.append((f"before ({args.before})", args.before.resolve()))
     got: dict[str, list[Any]] = {}
+    files: dict[str, list[Any]] = {}
     for _ in range(args.repeats):
         for label, tree in trees:
-            cmd = [sys.executable, __file__, "--child", str(big_path), "--signals",
-                   str(args.signals), *(["--why"] if args.why else [])]
-            env = dict(os.environ)
-            if tree is not None:
-                cmd += ["--tree", str(tree)]
-                env["PYTHONPATH"] = str(tree)
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if out.returncode:
-                raise RuntimeError(f"{label}: {out.stderr[-2000:]}")
-            if args.why:
-                print(f"-- {label}:\n" + "\n".join(out.stdout.splitlines()[:-1]))
-            got.setdefault(label, []).append(json.loads(out.stdout.splitlines()[-1]))
+            for lazy in (False, True):
+                cmd = [sys.executable, __file__, "--child", str(big_path), "--signals",
+                       str(args.signals), *(["--why"] if args.why else []),
+                       *(["--lazy"] if lazy else [])]
+                env = dict(os.environ)
+                if tree is not None:
+                    cmd += ["--tree", str(tree)]
+                    env["PYTHONPATH"] = str(tree)
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if out.returncode:
+                    raise RuntimeError(f"{label}: {out.stderr[-2000:]}")
+                if args.why and not lazy:
+                    print(f"-- {label}:\n" + "\n".join(out.stdout.splitlines()[:-1]))
+                (files if lazy else got).setdefault(label, []).append(
+                    json.loads(out.stdout.splitlines()[-1]))
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for label, runs in got.items():
         keyruns = [KeyRun([KeyTimes(**k) for k in g["keys"]["keys"]], g["keys"]["stall"],
@@ -192,6 +209,12 @@ def keys_rows(args: argparse.Namespace, big_path: Path) -> None:
                            for g in runs)
         print(f"  the load itself (all rows in the table): {loads} s, longest loop stall "
               f"{stalls} ms (target < 50 ms)")
+        runs = files[label]
+        loads = ", ".join(f"{g['seconds']:.1f}" for g in runs)
+        stalls = ", ".join(f"{g['stall'] * 1000:.0f} ({g['stall_cpu'] * 1000:.0f} CPU)"
+                           for g in runs)
+        print(f"  `laya-tui show FILE` (the file read and parsed by the loader thread, then "
+              f"the rows): {loads} s, longest loop stall {stalls} ms (target < 50 ms)")
 
 
 def build_child(report_path: Path, out: Path) -> None:
@@ -279,6 +302,7 @@ def main() -> None:
                     help="with --keys or --html: an earlier checkout measured interleaved")
     ap.add_argument("--why", action="store_true")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--lazy", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--build-child", type=Path, nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -290,7 +314,7 @@ def main() -> None:
     if args.child is not None:
         if args.tree is not None:
             sys.path.insert(0, str(args.tree))
-        keys_child(args.child, args.signals, args.why)
+        keys_child(args.child, args.signals, args.why, args.lazy)
         return
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
