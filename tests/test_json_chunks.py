@@ -85,7 +85,11 @@ def test_a_thread_parsing_a_large_report_lets_the_main_thread_run():
     for name, parse in (("whole", json.loads), ("pieces", json_chunks.loads)):
         done = threading.Event()
         result: list[object] = []
-        worker = threading.Thread(target=lambda p=parse: (result.append(p(text)), done.set()))
+        def work(p=parse, out=result, ended=done) -> None:
+            out.append(p(text))
+            ended.set()
+
+        worker = threading.Thread(target=work)
         worker.start()
         while not done.is_set():
             time.sleep(0.001)

@@ -483,3 +483,40 @@ async def test_heavy_callbacks_mark_their_end_and_the_screens_update_waits_after
                 break
             await asyncio.sleep(0.005)
         assert owners.count("paint") == paints + 1 and screen._update_waits == 0
+        # a waiting update and the repaint timer's own: one paint, not two back to back
+        paints = owners.count("paint")
+        app.loop_pass.worked("apply")
+        screen._on_timer_update()
+        waiting = screen._update_later
+        assert waiting is not None and owners.count("paint") == paints
+        monkeypatch.setattr(loop_pass, "ADJACENT_S", 0.0)
+        screen._on_timer_update()  # the timer's: it paints, the waiting one is dropped
+        assert owners.count("paint") == paints + 1 and screen._update_later is None
+        assert waiting.cancelled()
+
+
+async def test_a_report_in_hand_warms_the_detail_imports_before_the_first_frame(tmp_path,
+                                                                                monkeypatch):
+    """Its rows stream in with the first frames, which a warm-up thread beside them made
+    slower (the interpreter lock shared); without a report in hand (a live run, a file
+    still to read) the warm-up starts after the first frame, as before."""
+    from laya_tui.cli.show import build_saved_app
+    from laya_tui.tui.app import LayaApp
+
+    started: list[tuple[str, int]] = []
+    start = LayaApp._start_warm_imports
+
+    def spy(self: LayaApp) -> None:
+        started.append((self.report_info and self.report_info.get("label") or "live",
+                        len(self.screen_stack)))
+        start(self)
+
+    monkeypatch.setattr(LayaApp, "_start_warm_imports", spy)
+    report = json.loads(_flood_report(tmp_path, 10).read_text())
+    saved = build_saved_app(report, label="saved", workspace=str(tmp_path))
+    async with saved.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+    async with recorded_app(report=_flood_report(tmp_path, 10)).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+    assert started[0] == ("saved", 0)  # before any screen: during start-up
+    assert started[-1][0] == "live" and started[-1][1] >= 1  # after the first frame

@@ -43,6 +43,6 @@ class LoopPass:
         return self._worked_by != me and time.perf_counter() - self._worked_at < ADJACENT_S
 
 
-def later(callback: Callable[..., object], *args: object) -> None:
+def later(callback: Callable[..., object], *args: object) -> asyncio.TimerHandle:
     """Run ``callback(*args)`` :data:`WAIT_S` from now (a timer: after what is due)."""
-    asyncio.get_running_loop().call_later(WAIT_S, callback, *args)
+    return asyncio.get_running_loop().call_later(WAIT_S, callback, *args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -73,14 +74,18 @@ class MainScreen(Screen[None]):
         self.tree_shown = True
         self._detail_due = False  # a detail update waits for the next frame
         self._update_waits = 0  # times the screen's update let other work go first
+        self._update_later: asyncio.TimerHandle | None = None  # the update waiting
 
     def _on_timer_update(self) -> None:
         """Textual's screen update (its repaint timer); right after a pump slice or the
         widgets' update it waits a moment (:mod:`laya_tui.tui.loop_pass`)."""
         passes = self.laya.loop_pass
+        if self._update_later is not None:  # one update at a time: the timer's or the wait's
+            self._update_later.cancel()
+            self._update_later = None
         if passes.just_worked("paint") and self._update_waits < MAX_WAITS:
             self._update_waits += 1
-            later(self._on_timer_update)
+            self._update_later = later(self._on_timer_update)
             return
         self._update_waits = 0
         try:
