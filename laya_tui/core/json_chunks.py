@@ -93,13 +93,9 @@ def _object(s: str, idx: int, depth: int) -> tuple[dict[str, Any], int]:
         if s[idx:idx + 1] != ":":
             raise _NotFollowed
         out[key], idx = _value(s, _skip(s, idx + 1), depth + 1)
-        idx = _skip(s, idx)
-        c = s[idx:idx + 1]
-        if c == "}":
-            return out, idx + 1
-        if c != ",":
-            raise _NotFollowed
-        idx = _skip(s, idx + 1)
+        done, idx = _after_item(s, idx, "}")
+        if done:
+            return out, idx
 
 
 def _array(s: str, idx: int, depth: int) -> tuple[list[Any], int]:
@@ -112,13 +108,21 @@ def _array(s: str, idx: int, depth: int) -> tuple[list[Any], int]:
             idx = _take_chunk(s, idx, out)
         value, idx = _value(s, idx, depth + 1)
         out.append(value)
-        idx = _skip(s, idx)
-        c = s[idx:idx + 1]
-        if c == "]":
-            return out, idx + 1
-        if c != ",":
-            raise _NotFollowed
-        idx = _skip(s, idx + 1)
+        done, idx = _after_item(s, idx, "]")
+        if done:
+            return out, idx
+
+
+def _after_item(s: str, idx: int, close: str) -> tuple[bool, int]:
+    """After a container's item: (True, the index past ``close``) at the container's end,
+    (False, the next item's index) after a comma."""
+    idx = _skip(s, idx)
+    c = s[idx:idx + 1]
+    if c == close:
+        return True, idx + 1
+    if c != ",":
+        raise _NotFollowed
+    return False, _skip(s, idx + 1)
 
 
 def _take_chunk(s: str, idx: int, out: list[Any]) -> int:
