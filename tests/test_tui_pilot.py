@@ -468,6 +468,13 @@ async def test_heavy_callbacks_mark_their_end_and_the_screens_update_waits_after
         await pilot.pause()
         assert app.model.kind_counts["fallback"] == n
         assert {"paint", "pump", "apply"} <= set(owners)
+        table = app.main_screen.table
+        table.set_sort("subject")  # a build of every row, in steps
+        for _ in range(400):
+            if not table.order.building:
+                break
+            await asyncio.sleep(0.01)
+        assert not table.order.building and "build" in owners
         screen = app.main_screen
         for _ in range(100):  # no update of the screen's own waiting now
             if screen._update_waits == 0:

@@ -3,10 +3,12 @@
 asyncio runs every callback that is ready at the start of a pass before it polls again;
 timers that fell due during a long callback join a later pass, and a sleeping task (a
 heartbeat, a key's handler) needs two passes to wake. So a repaint (Textual's screen update,
-30-45 ms at 160x45 for the first frames with rows), a pump slice and the widgets' update
-that follow one another hold the loop, and a key, for all of them. Each of the three, when
-another ended less than :data:`ADJACENT_S` ago, runs :data:`WAIT_S` later instead, at most
-:data:`MAX_WAITS` times (docs/architecture.md, 'The dashboard').
+30-45 ms at 160x45 for the first frames with rows), a pump slice, the widgets' update and
+a step of the table's build (a sort, a filter) that follow one another hold the loop, and
+a key, for all of them. Each notes when it ends; the repaint, the slice and the update,
+when another's work ended less than :data:`ADJACENT_S` ago, run :data:`WAIT_S` later
+instead, at most :data:`MAX_WAITS` times (a build step does not wait: a repaint follows each
+of its steps; docs/architecture.md, 'The dashboard').
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class LoopPass:
         self._worked_by = ""
 
     def worked(self, by: str) -> None:
-        """A heavy callback (``by``: "paint", "pump", "apply") ends now."""
+        """A heavy callback (``by``: "paint", "pump", "apply", "build") ends now."""
         self._worked_at = time.perf_counter()
         self._worked_by = by
 

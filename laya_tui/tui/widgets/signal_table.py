@@ -320,6 +320,9 @@ class SignalTable(ScrollView, can_focus=True):
                                    self.index_of(keep) is None)
         if self.on_taken is not None:
             self.on_taken()
+        passes = getattr(self.app, "loop_pass", None)
+        if passes is not None:
+            passes.worked("build")  # the repaint this step asks for waits a moment
         self._schedule()
 
     def _take_pending(self, budget: float | None) -> int | None:
