@@ -43,6 +43,37 @@ def test_a_report_parsed_in_chunks_equals_json_loads(monkeypatch, indent):
     assert len(calls) > 10 and max(calls) < len(text) // 10
 
 
+@pytest.mark.parametrize("doc", [
+    # many probes: an array's tail meets boundaries of the next probe's array
+    {"probes": [{"id": f"p{i}", "signals": [{"kind": "k", "subject": f"s{j}"}
+                                            for j in range(400)]} for i in range(6)]},
+    # items whose nested lists of objects hold most of the boundaries
+    {"probes": [{"id": "p", "signals": [{"k": i, "d": [{"x": j} for j in range(30)]}
+                                        for i in range(300)]}]},
+])
+def test_parsing_in_chunks_stays_linear(monkeypatch, doc):
+    """Boundaries that are not the array's own (a later array's, a nested list's) are
+    retried a bounded number of times per array, not once per item: either shape took
+    thousands of json.loads calls over the array's tail (4 s for a 21 MB report of ten
+    probes, minutes for the nested one)."""
+    monkeypatch.setattr(json_chunks, "CHUNK", 2_000)
+    text = json.dumps(doc)
+    calls: list[int] = []
+    loads = json.loads
+
+    def counted(s: str, *a, **k):
+        calls.append(len(s))
+        return loads(s, *a, **k)
+
+    monkeypatch.setattr(json_chunks.json, "loads", counted)
+    assert json_chunks.loads(text) == doc
+    arrays = len(doc["probes"])
+    # at most 8 failed tries per piece taken, and one run of them per array's end; each
+    # try parses at most twice the chunk
+    assert len(calls) <= 9 * (len(text) // 2_000 + arrays)
+    assert max(calls) <= 2 * 2_000 + 2
+
+
 @pytest.mark.parametrize("text", [
     '[1, 2, {"a": [3, {"b": 4}]}, "x", null, true, NaN]',
     '{"a": {"b": {"c": {"d": {"e": [1, {"f": 2}]}}}}}',

@@ -103,9 +103,10 @@ def _array(s: str, idx: int, depth: int) -> tuple[list[Any], int]:
     idx = _skip(s, idx)
     if s[idx:idx + 1] == "]":
         return out, idx + 1
+    chunked = depth + 1 == WALK_DEPTH  # its items are parsed whole: a chunk at a time
     while True:
-        if depth + 1 == WALK_DEPTH and s[idx:idx + 1] == "{":
-            idx = _take_chunk(s, idx, out)
+        if chunked and s[idx:idx + 1] == "{":
+            idx, chunked = _take_chunks(s, idx, out), False  # the tail: an item at a time
         value, idx = _value(s, idx, depth + 1)
         out.append(value)
         done, idx = _after_item(s, idx, "]")
@@ -125,24 +126,28 @@ def _after_item(s: str, idx: int, close: str) -> tuple[bool, int]:
     return False, _skip(s, idx + 1)
 
 
-def _take_chunk(s: str, idx: int, out: list[Any]) -> int:
-    """Parse whole objects from ``idx`` (an object's start) up to a boundary about
-    :data:`CHUNK` on, into ``out``; the index of the next object (``idx`` if none).
+def _take_chunks(s: str, idx: int, out: list[Any]) -> int:
+    """Parse whole objects from ``idx`` (an object's start) into ``out``, a piece of about
+    :data:`CHUNK` characters per ``json.loads``, while a boundary of the array's own follows
+    within twice that; the index of the first object not taken (the array's tail, which the
+    caller parses an item at a time).
 
     A piece that parses as an array on its own ends at a boundary between the array's own
     elements: one cut inside a string leaves it unterminated, one inside a nested value
-    leaves its brackets open, and both fail to parse (then the next boundary is tried).
+    leaves its brackets open, and both fail to parse (then the next boundary is tried, 8 at
+    most). The search runs past the array's end into the rest of the text, hence the bound:
+    each array retries at most once, over at most 8 pieces of 2 x CHUNK.
     """
     start = idx
     while True:
-        m = _NEXT_OBJECT.search(s, start + CHUNK)
-        tries = 0
-        while m is not None and tries < 8:
-            end = m.start() + 1
+        m = _NEXT_OBJECT.search(s, start + CHUNK, start + 2 * CHUNK)
+        for _ in range(8):
+            if m is None:
+                return start
             try:
-                part = json.loads("[" + s[start:end] + "]")
+                part = json.loads("[" + s[start:m.start() + 1] + "]")
             except ValueError:
-                m, tries = _NEXT_OBJECT.search(s, m.end()), tries + 1
+                m = _NEXT_OBJECT.search(s, m.end(), start + 2 * CHUNK)
                 continue
             out.extend(part)
             start = m.end() - 1  # the next object's "{"
