@@ -453,3 +453,15 @@ def test_an_fp8_output_is_compared_within_fp8_s_own_step(tl: Any) -> None:
     assert diff == 32.0
     limit = LIMITS["float8_e4m3"] * max(1.0, float(near.abs().max()))
     assert diff <= limit and diff > LIMITS["float32"] * 448
+
+
+def test_a_required_option_is_an_unknown_argument_not_none() -> None:
+    """``add_argument("--n", required=True)`` gives no value without the user's command
+    line (``python file.py`` exits with a usage error). It was read as argparse's None, and
+    the kernel was traced with N=None: a "lowering failed" finding about a kernel the tool
+    never examined. Now the arguments are missing, and the cell could not be examined."""
+    cells = _cells(ROOT / "tests" / "fixtures" / "required_args")
+    assert set(cells) == {"required_options[c,fp32]", "required_options[cuda,fp32]"}
+    for cell in cells.values():
+        assert cell["kwargs"]["missing"] == ["N", "block"]
+        assert "N" not in cell["kwargs"]["args"]

@@ -146,6 +146,16 @@ def is_referenced(module: ModuleScope, name: str) -> bool:
 # -- scopes -----------------------------------------------------------------------------------
 
 
+def _required(flags: list[str], kw: dict[str, Any]) -> bool:
+    """An option ``python file.py`` cannot run without (``required=True``, or a positional
+    one without ``nargs="?"``/``"*"``): its value is the user's, argparse has no default."""
+    required, nargs = kw.get("required"), kw.get("nargs")
+    if isinstance(required, ast.Constant):
+        return required.value is True
+    positional = not any(f.startswith("-") for f in flags)
+    return positional and not (isinstance(nargs, ast.Constant) and nargs.value in ("?", "*"))
+
+
 def argparse_options(nodes: list[ast.AST]) -> dict[str, dict[str, tuple[str, ast.expr | None]]]:
     """``ns = parser.parse_args()`` -> {ns: {dest: (option string, default expression)}}."""
     parsers: dict[str, dict[str, tuple[str, ast.expr | None]]] = {}
@@ -159,6 +169,8 @@ def argparse_options(nodes: list[ast.AST]) -> dict[str, dict[str, tuple[str, ast
                 if not flags:
                     continue
                 kw: dict[str, Any] = {k.arg: k.value for k in sub.keywords if k.arg}
+                if _required(flags, kw):
+                    continue  # no value without the user's command line: left unknown
                 longs = [f for f in flags if f.startswith("--")] or flags
                 dest = kw["dest"].value if isinstance(kw.get("dest"), ast.Constant) else \
                     longs[0].lstrip("-").replace("-", "_")
