@@ -26,10 +26,8 @@ def _report(n: int) -> dict:
             "errors": [], "environment": {"python": "3.11"}}
 
 
-@pytest.mark.parametrize("indent", [None, 2])
-def test_a_report_parsed_in_chunks_equals_json_loads(monkeypatch, indent):
-    monkeypatch.setattr(json_chunks, "CHUNK", 300)  # many chunks in a small document
-    text = json.dumps(_report(2_000), indent=indent, ensure_ascii=False)
+def _count_loads(monkeypatch) -> list[int]:
+    """The length of every text json_chunks hands to json.loads, as it is called."""
     calls: list[int] = []
     loads = json.loads
 
@@ -38,7 +36,16 @@ def test_a_report_parsed_in_chunks_equals_json_loads(monkeypatch, indent):
         return loads(s, *a, **k)
 
     monkeypatch.setattr(json_chunks.json, "loads", counted)
-    assert json_chunks.loads(text) == loads(text)
+    return calls
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_report_parsed_in_chunks_equals_json_loads(monkeypatch, indent):
+    monkeypatch.setattr(json_chunks, "CHUNK", 300)  # many chunks in a small document
+    text = json.dumps(_report(2_000), indent=indent, ensure_ascii=False)
+    expected = json.loads(text)
+    calls = _count_loads(monkeypatch)
+    assert json_chunks.loads(text) == expected
     # pieces, not the whole text in one call
     assert len(calls) > 10 and max(calls) < len(text) // 10
 
@@ -58,14 +65,7 @@ def test_parsing_in_chunks_stays_linear(monkeypatch, doc):
     probes, minutes for the nested one)."""
     monkeypatch.setattr(json_chunks, "CHUNK", 2_000)
     text = json.dumps(doc)
-    calls: list[int] = []
-    loads = json.loads
-
-    def counted(s: str, *a, **k):
-        calls.append(len(s))
-        return loads(s, *a, **k)
-
-    monkeypatch.setattr(json_chunks.json, "loads", counted)
+    calls = _count_loads(monkeypatch)
     assert json_chunks.loads(text) == doc
     arrays = len(doc["probes"])
     # at most 8 failed tries per piece taken, and one run of them per array's end; each
