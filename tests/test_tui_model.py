@@ -278,6 +278,86 @@ def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(
     assert subjects == sorted(subjects, key=str.lower)
 
 
+def test_a_kept_sort_serves_a_filter_and_comes_back_at_once_when_it_is_cleared(monkeypatch):
+    """A finished sort of every row is kept: a filter on the same sort scans it in its
+    order (no sort, no new keys) and is shown as it grows; clearing the filter or reversing
+    the sort shows the kept one again with no build. A row streamed in or changed drops it
+    (the list a filter still scans is freed only after that filter), and the next clear
+    sorts again, with those rows in their places."""
+    from laya_tui.tui.widgets import signal_table
+
+    model = RunModel()
+    n = 20_000
+    run(model, "fam/p", [fb(f"s{(i * 7919) % n}", count=(i * 31) % 97) for i in range(n)])
+    table = _table(model)
+    monkeypatch.setattr(signal_table, "BUILD_BUDGET_S", 0.0)  # one chunk per step
+    table.budget, table.step_unmounted = 0.0, True
+    order = table.order
+
+    def finish() -> None:
+        while table.building:
+            table._step_build(None)
+
+    def want(reverse: bool = False, accepted: bool = False) -> list[str]:
+        rows = sorted(model.rows.values(), key=lambda r: (r.sig["count"], r.seq),
+                      reverse=reverse)
+        return [r.key for r in rows if not accepted or table.accepts(r)]
+
+    def placed() -> None:  # every row shown is found where it is shown
+        shown = [table.row_at(i) for i in range(table.row_count)]
+        assert all(table.index_of(r) == i for i, r in enumerate(shown) if r is not None)
+
+    table.sort_column = "count"
+    table.rebuild()
+    finish()
+    full, shelf = table.keys(), order.shelf
+    assert full == want() and shelf is not None and order.rows is shelf.rows
+    table.filter = TableFilter(text="s1")
+    table.rebuild()
+    build = order._build
+    assert build is not None and not build.sort and build.reads is shelf.rows
+    table._step_build(None)
+    assert 0 < table.row_count < n  # shown as it grows, already in the sort's order
+    finish()
+    assert table.keys() == want(accepted=True) and not build.entries
+    placed()
+    out = next(r for r in model.rows.values() if not table.accepts(r))
+    assert table.index_of(out) is None
+    table.filter = TableFilter()  # cleared: the kept sort, at once
+    table.rebuild()
+    assert not table.building and order.rows is shelf.rows and table.keys() == full
+    table.sort_reverse = True  # reversed: at once too
+    table.rebuild()
+    assert not table.building and table.keys() == full[::-1]
+    placed()
+    assert not any(t is shelf.rows or t is shelf.keys for t in order.trash)
+    # a row streamed in while a filter scans the kept sort: the sort is dropped, the list
+    # it scans stays whole until the filter is done (the trash swept in between)
+    table.filter = TableFilter(text="s1")
+    table.rebuild()
+    table._step_build(None)
+    late = run(model, "fam/q", [fb("s1-late", count=50), fb("t-late", count=3)]).added
+    table.apply(late, [], [], structure=True)
+    assert order.shelf is None and table.building
+    order.sweep(None)
+    finish()
+    assert table.keys() == want(reverse=True, accepted=True)
+    assert table.index_of(late[0]) is not None and table.index_of(late[1]) is None
+    placed()
+    table.filter = TableFilter()  # nothing kept fits: sorted again, both late rows in
+    table.rebuild()
+    assert table.building
+    finish()
+    assert table.keys() == want(reverse=True) and order.shelf is not None
+    changed = run(model, "fam/q", [fb("s1-late", count=0), fb("t-late", count=3)]).updated
+    assert len(changed) == 1
+    table.apply([], changed, [])  # a changed row drops the kept sort too, and moves
+    assert order.shelf is None and table.keys() == want(reverse=True)
+    order.sweep(None)
+    assert table.keys() == want(reverse=True)
+    placed()
+
+
 def test_matrix_cells_from_lowering_signals_and_statuses():
     view = matrix_view(_recorded_model(TILELANG_REPORT))
     assert sorted(view.kernels) == ["add_ln_kernel", "attn_kernel", "gemm_geglu_kernel",

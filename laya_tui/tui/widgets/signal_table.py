@@ -176,10 +176,20 @@ class SignalTable(ScrollView, can_focus=True):
             self._after_change(keep, announce=True)
             self._schedule()  # frees the list shown before, a slice per tick
             return
-        source: Iterator[SignalRow] = (r for _, seg in segments for r in seg)
-        self.order.begin(source, self.accepts if self.filter.active else None, self._key_of(),
-                         sort=self.sort_column is not None, reverse=self.sort_reverse,
-                         total=sum(len(s) for _, s in segments))
+        column, order = self.sort_column, self.order
+        if column is not None and not self.filter.active and order.restore(
+                column, segments, self.sort_reverse):  # the sort kept: shown at once
+            self._measure()
+            self._after_change(keep, announce=True)
+            self._schedule()
+            return
+        if column is None or not self.filter.active or not order.filter_shelf(
+                column, segments, self.accepts, self.sort_reverse):
+            source: Iterator[SignalRow] = (r for _, seg in segments for r in seg)
+            order.begin(source, self.accepts if self.filter.active else None, self._key_of(),
+                        sort=column is not None, reverse=self.sort_reverse,
+                        total=sum(len(s) for _, s in segments),
+                        shelve=None if self.filter.active else (column, segments))
         if self.is_mounted:  # the key's own frame first ("sorting… 0%"), the work after it
             self._after_change(keep, announce=False)
             self._schedule()
@@ -189,6 +199,8 @@ class SignalTable(ScrollView, can_focus=True):
     def _step_build(self, keep: SignalRow | None, first: bool = False) -> None:
         done = self.order.step(self._budget(build=True))
         if done:
+            if self._deferred:
+                self.order.forget_shelf()  # rows changed while it was sorted
             for added, updated, removed in self._deferred:
                 self._apply_listed(added, updated, removed)
             self._deferred.clear()
@@ -214,6 +226,8 @@ class SignalTable(ScrollView, can_focus=True):
         """
         added, updated, removed = list(added), list(updated), list(removed)
         keep = self._cursor_row
+        if added or updated or removed or structure:
+            self.order.forget_shelf()  # a kept sort no longer holds every row in its place
         if self.order.building:
             self._deferred.append((added, updated, removed))
             return
