@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 
@@ -502,28 +503,37 @@ async def test_heavy_callbacks_mark_their_end_and_the_screens_update_waits_after
         assert waiting.cancelled()
 
 
-async def test_a_report_in_hand_warms_the_detail_imports_before_the_first_frame(tmp_path,
-                                                                                monkeypatch):
+async def test_a_report_in_hand_warms_the_detail_imports_before_the_app_starts(tmp_path,
+                                                                               monkeypatch):
     """Its rows stream in with the first frames, which a warm-up thread beside them made
-    slower (the interpreter lock shared); without a report in hand (a live run, a file
-    still to read) the warm-up starts after the first frame, as before."""
+    slower (the interpreter lock shared), and start-up left that thread no idle moment: with
+    a report in hand the imports run before the loop starts, in no thread. Without one (a
+    live run, a file still to read) the thread starts after the first frame, as before."""
+    import threading
+
     from laya_tui.cli.show import build_saved_app
-    from laya_tui.tui.app import LayaApp
+    from laya_tui.tui import app as app_module
 
-    started: list[tuple[str, int]] = []
-    start = LayaApp._start_warm_imports
+    calls: list[tuple[str, bool]] = []
+    warm = app_module.warm_imports
 
-    def spy(self: LayaApp) -> None:
-        started.append((self.report_info and self.report_info.get("label") or "live",
-                        len(self.screen_stack)))
-        start(self)
+    def spy() -> None:
+        calls.append((threading.current_thread().name, bool(running)))
+        warm()
 
-    monkeypatch.setattr(LayaApp, "_start_warm_imports", spy)
+    running: list[bool] = []
+    monkeypatch.setattr(app_module, "warm_imports", spy)
     report = json.loads(_flood_report(tmp_path, 10).read_text())
     saved = build_saved_app(report, label="saved", workspace=str(tmp_path))
+    assert calls == [("MainThread", False)]  # in the constructor: before the loop runs
     async with saved.run_test(size=SIZE) as pilot:
+        running.append(True)
         await pilot.pause()
+    assert calls == [("MainThread", False)]  # and once: no thread after the first frame
     async with recorded_app(report=_flood_report(tmp_path, 10)).run_test(size=SIZE) as pilot:
         await pilot.pause()
-    assert started[0] == ("saved", 0)  # before any screen: during start-up
-    assert started[-1][0] == "live" and started[-1][1] >= 1  # after the first frame
+        for _ in range(100):
+            if len(calls) > 1:
+                break
+            await asyncio.sleep(0.01)
+    assert calls[1] == ("laya-warm-imports", True)  # a thread, after the first frame

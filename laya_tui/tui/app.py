@@ -106,7 +106,14 @@ class LayaApp(App[int]):
         self._runner_lock = asyncio.Lock()
         self._gates_job: int | None = None  # the model's gate generation being evaluated
         self._posting = 0  # changes handed to call_soon, not yet posted (_post_changes)
-        self._warming = False  # warm_imports' thread started
+        self._warming = False  # warm_imports run or its thread started
+        if report_info is not None and report_info.get("report") is not None:
+            # A report in hand: its rows stream in with the first frames. The warm-up's
+            # thread beside them slowed them (the interpreter lock shared: 52-72 ms stalls
+            # at 21-38 ms of the loop's CPU), and start-up leaves it no idle moment: ~0.1 s
+            # here, before the loop starts, instead.
+            warm_imports()
+            self._warming = True
 
     # -- lifecycle ----------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -130,22 +137,14 @@ class LayaApp(App[int]):
         finally:
             gc.enable()
 
-    def on_load(self) -> None:
-        """Before the screens mount: with a report in hand, start the imports' warm-up.
-
-        Its rows stream in with the first frames, which the warm-up's thread beside them
-        would slow (the interpreter lock shared: 50-60 ms frames at 40 ms of their own
-        CPU); during start-up nothing waits on the loop yet. Otherwise (a live run, a file
-        still to read) it starts after the first frame."""
-        if self.report_info is not None and self.report_info.get("report") is not None:
-            self._start_warm_imports()
-
     def _first_frame_drawn(self) -> None:
         gc.freeze()
         gc.enable()
         self._start_warm_imports()
 
     def _start_warm_imports(self) -> None:
+        """After the first frame (a live run, a file still to read): the detail's and the
+        gates' imports in a thread."""
         if not self._warming:
             self._warming = True
             threading.Thread(target=warm_imports, name="laya-warm-imports",
