@@ -211,6 +211,18 @@ def _table(model: RunModel, scope=ALL) -> SignalTable:
     return table
 
 
+def _stepped_table(monkeypatch, n: int) -> tuple[RunModel, SignalTable]:
+    """A probe of ``n`` scattered rows and a table over it that builds one chunk per step."""
+    from laya_tui.tui.widgets import signal_table
+
+    model = RunModel()
+    run(model, "fam/p", [fb(f"s{(i * 7919) % n}", count=(i * 31) % 97) for i in range(n)])
+    table = _table(model)
+    monkeypatch.setattr(signal_table, "BUILD_BUDGET_S", 0.0)  # one chunk per step
+    table.budget, table.step_unmounted = 0.0, True
+    return model, table
+
+
 def test_table_sorts_on_raw_values_and_filters():
     model = _recorded_model()
     table = _table(model)
@@ -241,14 +253,8 @@ def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(
     """Past one chunk the filtered/sorted list is built a step at a time (a zero budget:
     one chunk per step) and merged; the order is the one sorted() gives, streamed rows go
     to their place, and a row of a re-run moves by its new value."""
-    model = RunModel()
     n = 10_000
-    run(model, "fam/p", [fb(f"s{(i * 7919) % n}", count=(i * 31) % 97) for i in range(n)])
-    table = _table(model)
-    from laya_tui.tui.widgets import signal_table
-
-    monkeypatch.setattr(signal_table, "BUILD_BUDGET_S", 0.0)  # one chunk per step
-    table.budget, table.step_unmounted = 0.0, True
+    model, table = _stepped_table(monkeypatch, n)
     table.sort_column = "count"
     table.rebuild()
     assert table.building and table.row_count == 0 and table.busy_text().startswith("sorting")
@@ -284,14 +290,8 @@ def test_a_kept_sort_serves_a_filter_and_comes_back_at_once_when_it_is_cleared(m
     the sort shows the kept one again with no build. A row streamed in or changed drops it
     (the list a filter still scans is freed only after that filter), and the next clear
     sorts again, with those rows in their places."""
-    from laya_tui.tui.widgets import signal_table
-
-    model = RunModel()
     n = 20_000
-    run(model, "fam/p", [fb(f"s{(i * 7919) % n}", count=(i * 31) % 97) for i in range(n)])
-    table = _table(model)
-    monkeypatch.setattr(signal_table, "BUILD_BUDGET_S", 0.0)  # one chunk per step
-    table.budget, table.step_unmounted = 0.0, True
+    model, table = _stepped_table(monkeypatch, n)
     order = table.order
 
     def finish() -> None:
