@@ -169,27 +169,25 @@ class SignalTable(ScrollView, can_focus=True):
         self._pending.clear()  # the scope's lists hold every row, waiting ones too
         self._deferred.clear()
         segments = self.segments_of()
-        if not self.filter.active and self.sort_column is None:
-            self.order.show_segments(segments)
-            self.order.reverse = self.sort_reverse
+        column, order, filtered = self.sort_column, self.order, self.filter.active
+        if not filtered and column is None:
+            order.show_segments(segments)
+            order.reverse = self.sort_reverse
+            at_once = True
+        else:  # the sort kept: shown again at once
+            at_once = not filtered and order.restore(column, segments, self.sort_reverse)
+        if at_once:
             self._measure()
             self._after_change(keep, announce=True)
             self._schedule()  # frees the list shown before, a slice per tick
             return
-        column, order = self.sort_column, self.order
-        if column is not None and not self.filter.active and order.restore(
-                column, segments, self.sort_reverse):  # the sort kept: shown at once
-            self._measure()
-            self._after_change(keep, announce=True)
-            self._schedule()
-            return
-        if column is None or not self.filter.active or not order.filter_shelf(
+        if column is None or not filtered or not order.filter_shelf(
                 column, segments, self.accepts, self.sort_reverse):
             source: Iterator[SignalRow] = (r for _, seg in segments for r in seg)
-            order.begin(source, self.accepts if self.filter.active else None, self._key_of(),
+            order.begin(source, self.accepts if filtered else None, self._key_of(),
                         sort=column is not None, reverse=self.sort_reverse,
                         total=sum(len(s) for _, s in segments),
-                        shelve=None if self.filter.active else (column, segments))
+                        shelve=None if filtered else (column, segments))
         if self.is_mounted:  # the key's own frame first ("sorting… 0%"), the work after it
             self._after_change(keep, announce=False)
             self._schedule()
