@@ -197,7 +197,8 @@ def test_a_bad_kernel_args_table_is_a_one_line_usage_error(tmp_path: Path) -> No
 
 def test_factory_cells_are_unchanged() -> None:
     """The repo's own factories keep their ids and their parameters (cache keys)."""
-    cells = matrix_cells({"kernels": [str(KERNELS)], "workspace": str(ROOT)})
+    cells = [c for c in matrix_cells({"kernels": [str(KERNELS)], "workspace": str(ROOT)})
+             if c["id"] != "file"]  # common.py and reference.py: a cell each saying why
     assert len(cells) == 60
     for c in cells:
         assert set(c["kwargs"]) == {"kernel", "file", "kind", "factory", "line", "target",

@@ -1,0 +1,207 @@
+"""Kernel files written the way repositories other than TileLang's examples write them
+(tests/fixtures/anywhere): a maker returning a maker, ``T.macro`` pieces assembled in a
+closure, ``tilelang.compile(program)`` and ``tilelang.JITKernel(prim)`` on a built PrimFunc,
+a kernel compiled in a module's ``__init__``, two kernels built one after the other with
+``kernel.params`` read in between; and files without kernels (one that builds nothing, one
+without TileLang, one that does not import). Every file is accounted for, every kernel is
+found from what the file's run builds, and every cell agrees with TileLang's own compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._tilelang_cells import folder_cells, run_folder_cell
+
+ROOT = Path(__file__).resolve().parents[1]
+ANY = ROOT / "tests" / "fixtures" / "anywhere"
+PROBES = str(ROOT / "probes" / "tilelang_matrix.py")
+#: kernel cell -> (the file's check as laya-tui names it, its line's text)
+KERNELS = {
+    "maker_of_maker": "torch.testing.assert_close(c, ref_scaled_add",
+    "macro_closure": "torch.testing.assert_close(b, a * 3.0)",
+    "module_init": "assert torch.allclose(",
+    "two_kernels.tl_mul_relu_fwd": "torch.testing.assert_close(fwd(",
+    "two_kernels.tl_mul_relu_bwd": "torch.testing.assert_close(bwd(",
+    "fragment_nested": None,  # TileLang refuses it for `c`: no run
+}
+
+
+def _line(file: str, needle: str) -> int:
+    text = (ANY / f"{file}.py").read_text().splitlines()
+    return next(i for i, ln in enumerate(text, 1) if needle in ln)
+
+
+@pytest.fixture(scope="module")
+def tl() -> Any:
+    return pytest.importorskip("tilelang", reason="tilelang not installed: pip install "
+                                                  "'laya-tui[tilelang]'")
+
+
+def test_every_file_yields_cells_or_one_saying_why() -> None:
+    cells = folder_cells(ANY)
+    assert {c.split("[")[0].split(".")[0] for c in cells} == {p.stem for p in ANY.glob("*.py")}
+    kernels = {c.split("[")[0] for c in cells if not c.endswith("[file]")}
+    assert kernels == set(KERNELS) | {"broken_import"}
+    for name in KERNELS:  # one cell per target, nothing else
+        assert {c for c in cells if c.startswith(name + "[")} == {
+            f"{name}[c,{'fp16' if name == 'fragment_nested' else 'fp32'}]",
+            f"{name}[cuda,{'fp16' if name == 'fragment_nested' else 'fp32'}]"}
+    files = {c: cells[c]["kwargs"]["note"] for c in cells if c.endswith("[file]")}
+    assert files == {"builds_nothing[file]": None,  # imports TileLang: its run tells
+                     "plain_helpers[file]": "has no TileLang import: nothing in it to examine"}
+    kinds = {c.split("[")[0]: cells[c]["kwargs"]["kind"] for c in cells}
+    assert kinds["maker_of_maker"] == kinds["module_init"] == "nested"
+    assert kinds["macro_closure"] == kinds["fragment_nested"] == "nested"
+
+
+def test_the_capture_names_what_the_run_builds_at_any_depth(tl: Any) -> None:
+    import tilelang
+    from tilelang.jit.kernel import JITKernel
+
+    from laya_tui.families.tilelang.capture import capture_file
+    from laya_tui.families.tilelang.plain_resolve import expected_kernels
+
+    init = JITKernel.__init__
+    built = {}
+    for file in ("maker_of_maker", "macro_closure", "module_init", "two_kernels"):
+        path = str(ANY / f"{file}.py")
+        cap = capture_file(path, expected_kernels(path, {}))
+        assert cap.entries[-1][1] == "ran", cap.entries  # no stop at a JITKernel or .params
+        for b in cap.builds:
+            built[b.obj] = b
+    assert JITKernel.__init__ is init  # restored
+    assert set(built) == {"scaled_add", "build_row_scale", "make_bias_relu",
+                          "tl_mul_relu_fwd", "tl_mul_relu_bwd"}
+    # the arguments of the outermost call, where the file made it
+    b = built["scaled_add"]
+    assert b.args == {"N": 64, "block": 16}
+    assert b.site == f"the __main__ block at line {_line('maker_of_maker', 'program = ')}"
+    assert b.func.orig_func.__qualname__ == "scaled_add.<locals>.kernel_func.<locals>.main"
+    assert built["make_bias_relu"].site == \
+        f"__init__() at line {_line('module_init', 'tilelang.compile(')}"
+    assert built["build_row_scale"].out_idx == [1]  # JITKernel(prim, out_idx=[1], ...)
+    # each file's own check recorded, at its line
+    cells = {"scaled_add": "maker_of_maker", "build_row_scale": "macro_closure",
+             "make_bias_relu": "module_init", "tl_mul_relu_fwd": "two_kernels.tl_mul_relu_fwd",
+             "tl_mul_relu_bwd": "two_kernels.tl_mul_relu_bwd"}
+    for name, b in built.items():
+        (check,) = b.call.checks
+        cell = cells[name]
+        assert check.line == _line(cell.split(".")[0], str(KERNELS[cell])), name
+    # after the capture, JITKernel builds real kernels again
+    k = JITKernel(built["scaled_add"].func, out_idx=[2], target="c", execution_backend="cython")
+    assert type(k) is JITKernel and tilelang is not None
+
+
+def test_kernel_params_are_tilelangs_own(tl: Any) -> None:
+    """``kernel.params`` on a captured kernel answers what TileLang's compiled kernel
+    gives, so a file reading it goes on to its next kernel."""
+    import tilelang
+
+    from laya_tui.families.tilelang.capture import capture_file
+    from laya_tui.families.tilelang.capture_stubs import StubKernel
+
+    cap = capture_file(str(ANY / "two_kernels.py"))
+    for b in cap.builds:
+        real = tilelang.compile(b.func, out_idx=b.out_idx, target="c", execution_backend="cython")
+        stub = StubKernel(b.func, b.out_idx, b.call, {})
+        assert [(list(p.shape), str(p.dtype)) for p in stub.params] == \
+            [(list(p.shape), str(p.dtype)) for p in real.params]
+
+
+@pytest.mark.parametrize("target", ["c", "cuda"])
+def test_cells_agree_with_tilelangs_own_compile(tl: Any, tmp_path: Path, target: str) -> None:
+    """A ``c`` cell fails exactly when ``tilelang.compile(..., target="c")`` does, with its
+    first line, and otherwise runs the kernel and compares it under the file's own check; a
+    ``cuda`` cell builds (no GPU here: built, not run) when TileLang's CUDA codegen does."""
+    import tilelang
+    import torch
+
+    from laya_tui.families.tilelang.capture import capture_file
+
+    for name, needle in KERNELS.items():
+        dtype = "fp16" if name == "fragment_nested" else "fp32"
+        status, signals = run_folder_cell(f"{name}[{target},{dtype}]", tmp_path, ANY)
+        (low,) = [s for s in signals if s["kind"] == "lowering"]
+        file, _, obj = name.partition(".")
+        build = next(b for b in capture_file(str(ANY / f"{file}.py")).builds
+                     if b.obj == (obj or b.obj))
+        tgt: Any = "c" if target == "c" else {"kind": "cuda", "arch": "sm_90a"}
+        try:
+            if target == "c":
+                tilelang.compile(build.func, out_idx=build.out_idx, target=tgt,
+                                 execution_backend="cython")
+            else:  # what tilelang.compile does before nvcc, under the target's context
+                from tvm.target import Target
+
+                with Target(tgt) as t:
+                    tilelang.lower(build.func, target=t, enable_device_compile=False)
+        except Exception as exc:  # noqa: BLE001 - TileLang's own refusal
+            first = str(exc).strip().splitlines()[0]
+            assert (status, low["detail"]["outcome"]) == ("failed", "lower-failed"), name
+            assert first in low["reason"], (name, low["reason"])
+            continue
+        assert status == "ok", (name, low.get("reason"))
+        if target == "cuda":
+            assert low["detail"]["outcome"] == "built" and low["detail"]["not_run"], name
+            continue
+        assert low["detail"]["outcome"] == "ran", name
+        (tol,) = [s for s in signals if s["kind"] == "tolerance"]
+        how = "torch.allclose" if "allclose" in str(needle) else "torch.testing.assert_close"
+        assert tol["passed"] and tol["detail"]["check"].startswith(
+            f"{how} at line {_line(file, str(needle))}"), (name, tol)
+    assert torch is not None
+
+
+def test_files_without_kernel_cells_say_why(tl: Any, tmp_path: Path) -> None:
+    def status(cid: str) -> str:
+        return run_folder_cell(cid, tmp_path, ANY)[0]
+
+    assert status("plain_helpers[file]") == \
+        "skipped: plain_helpers.py has no TileLang import: nothing in it to examine"
+    assert status("builds_nothing[file]") == (
+        "skipped: builds_nothing.py imports TileLang but defines no kernel laya-tui can find "
+        "and builds none when run (the __main__ block ran)")
+    # its kernel is found by reading; the import error is the file's own `python file.py`
+    assert status("broken_import[c,fp32]").startswith(
+        "error: could not import broken_import.py: ModuleNotFoundError: No module named "
+        "'not_a_module_anywhere'")
+
+
+def test_cli_lists_and_reports_every_file(tl: Any, tmp_path: Path) -> None:
+    """As an installed user runs it on their own folder: --list names every file, and the
+    report has a cell for each with its reason; the import error fails the verdict."""
+    kdir = tmp_path / "kernels"
+    shutil.copytree(ANY, kdir)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    listed = subprocess.run([sys.executable, "-m", "laya_tui", "--list", "--probes", PROBES,
+                             "--kernels", str(kdir)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300, env=env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    ids = [ln.split()[0] for ln in listed.stdout.splitlines() if ln.startswith("tilelang/")]
+    assert {i.split("/")[1].split("[")[0].split(".")[0] for i in ids} == \
+        {p.stem for p in ANY.glob("*.py")}
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--jobs", "1",
+         "--probes", PROBES, "--kernels", str(kdir), "--only", "tilelang/*[file]",
+         "--only", "tilelang/broken_import[c,*", "--only", "tilelang/module_init[c,*",
+         "--no-cache", "--json", str(out), "--out", str(tmp_path / "o"),
+         "--cache-dir", str(tmp_path / "c")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    doc = json.loads(out.read_text())
+    got = {p["id"]: p["status"] for p in doc["probes"] if p["family"] == "tilelang"}
+    assert got == {"tilelang/builds_nothing[file]": "skipped",
+                   "tilelang/plain_helpers[file]": "skipped",
+                   "tilelang/broken_import[c,fp32]": "error",
+                   "tilelang/module_init[c,fp32]": "ok"}, proc.stderr[-3000:]
+    assert proc.returncode == 1 and "verdict: FAIL" in proc.stderr
+    assert "plain_helpers.py has no TileLang import" in json.dumps(doc)
