@@ -264,13 +264,16 @@ def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(
 
 def test_a_failing_check_of_stand_in_results_does_not_end_the_run(tl: Any) -> None:
     """check_then_build.py compares a sum of its first kernel's (stand-in) output, then
-    builds a second kernel: the comparison is let pass (and counted), the run goes on."""
+    builds a second kernel: the comparison is recorded as the first kernel's check (the
+    sum made again on its real output), the run goes on."""
     import torch
 
     cap = _capture("check_then_build.py")
     assert cap.entries == [("the __main__ block", "ran")], cap.how_it_ended()
     assert {b.obj for b in cap.builds} == {"triple", "halve"}
-    assert cap.unchecked == 1
+    assert cap.unchecked == 0
+    (derived,) = cap.builds_of("triple")[0].call.checks
+    assert derived.line == _line(RUN / "check_then_build.py", "assert_close(total")
     (check,) = cap.builds_of("halve")[0].call.checks  # the direct check is recorded
     assert check.line == _line(RUN / "check_then_build.py", "assert_close(halve(16)(x)")
     with pytest.raises(AssertionError):  # outside the capture assert_close raises again

@@ -214,24 +214,42 @@ def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[
 def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: str,
                  args: tuple[Any, ...], kwargs: dict[str, Any], path: str,
                  mode: Any = None) -> Any:
-    """A comparison the file makes: recorded when one side is a kernel output (the file's
-    own check), else ``NotImplemented`` (torch answers)."""
-    a = kwargs.get("actual", args[0] if args else None)
-    b = kwargs.get("expected", args[1] if len(args) > 1 else None)
-    for mine, other in ((a, b), (b, a)):
-        hit = registry.get(id(mine))
-        if hit is None or hit[2] is not mine:
-            continue
-        rec, idx, _ = hit
-        rtol = kwargs.get("rtol", args[2] if len(args) > 2 else None)
-        atol = kwargs.get("atol", args[3] if len(args) > 3 else None)
-        line = next((f.f_lineno for f in _frames() if os.path.realpath(
-            f.f_code.co_filename) == path), None)
-        rec.checks.append(Check(output=idx if idx >= 0 else -1 - idx, expected=other,
-                                rtol=rtol, atol=atol, line=line, how=how, in_place=idx < 0,
-                                trusted=not getattr(mode, "faked", 0)))
-        return True if how == "torch.allclose" else None
-    return NotImplemented
+    """A comparison the file makes (``how``: the check's real name, or ``"assert"`` for the
+    truth of a tensor): recorded on the kernel whose outputs one side derives from (the
+    file's own check), answered as passing so the run goes on; else ``NotImplemented``
+    (torch answers). ``registry`` is the capture's map of stand-in tensors (unused: the
+    tensors carry their own :mod:`laya_tui.families.tilelang.own_checks` nodes)."""
+    from laya_tui.families.tilelang import own_checks as oc
+
+    frames = oc.file_frames(path)
+    line, where = oc.where(frames)
+    if how == "assert":
+        want = oc.wanted_truth(path, line) if line is not None and \
+            oc.asked_by_file(path) else None
+        node = oc.node_of(args[0]) if args else None
+        if want is None or node is None:
+            return NotImplemented
+        spec = oc.Spec(how, node, None, {}, want)
+    else:
+        found = oc.spec_of(how, args, kwargs)
+        if found is None:
+            return NotImplemented
+        spec = found
+    owner = oc.the_record(spec)
+    if owner is None:
+        return NotImplemented
+    rec, call = owner
+    first = oc.first_output(spec.actual) or oc.first_output(spec.expected)
+    index = first.index if first is not None else 0
+    rec.checks.append(Check(output=index if index >= 0 else -1 - index,
+                            expected=spec.expected, rtol=spec.options.get("rtol"),
+                            atol=spec.options.get("atol"), line=line, how=how,
+                            in_place=index < 0, trusted=not getattr(mode, "faked", 0),
+                            actual=spec.actual, call=call, options=spec.options,
+                            where=where, want=spec.want))
+    if how == "assert":
+        return spec.want
+    return True if how == "torch.allclose" else None
 
 
 def _frames() -> Iterator[Any]:

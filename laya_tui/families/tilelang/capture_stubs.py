@@ -28,23 +28,38 @@ class StopCapture(BaseException):  # noqa: N818 - a control-flow signal, not an 
 
 @dataclass
 class Check:
-    """One comparison the file makes against a kernel's output."""
+    """One comparison the file makes against a kernel's output (see
+    :mod:`laya_tui.families.tilelang.own_checks`)."""
 
     output: int  # index into the kernel's outputs (or its call arguments for in-place ones)
-    expected: Any  # the tensor the file compares with
+    expected: Any  # the tensor the file compares with (a node when derived from outputs)
     rtol: float | None
     atol: float | None
     line: int | None  # where the file compares
-    how: str  # "torch.testing.assert_close" | "torch.allclose" | ...
+    how: str  # the check's real name: "torch.testing.assert_close" | "torch.allclose" | ...
     in_place: bool = False  # the output is one of the call's arguments
     trusted: bool = True  # False: the expected tensor may come from a faked heavy op
+    actual: Any = None  # the compared kernel value: a node over the kernel's outputs
+    call: int = 0  # which of the file's distinct calls of the kernel it checks
+    options: dict[str, Any] = field(default_factory=dict)  # as the file passed them
+    where: str = ""  # " (in check_close(), called at line 27)" for a helper's check
+    want: bool = True  # a plain assert: the truth the file's run needs
+
+    @property
+    def label(self) -> str:
+        """``torch.allclose at line 22 (in check_close(), called at line 27)``."""
+        return f"{self.how} at line {self.line}{self.where}"
+
+
+#: distinct calls of one kernel whose inputs a capture keeps (its checks replay them)
+MAX_CALLS = 4
 
 
 @dataclass
 class KernelCallRecord:
-    """The first call the file makes to a built kernel: its tensors and outputs."""
+    """The calls the file makes to a built kernel: their tensors and outputs."""
 
-    inputs: list[Any] = field(default_factory=list)
+    inputs: list[Any] = field(default_factory=list)  # the first call's
     outputs: list[Any] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     ref_program: Any = None  # profiler.assert_allclose's reference program
@@ -54,6 +69,8 @@ class KernelCallRecord:
     #: the kernel whose stand-in produced one of this call's inputs (its numbers are not the
     #: file's: nothing may be compared on them)
     inputs_from: str | None = None
+    #: the inputs of each distinct call (up to :data:`MAX_CALLS`; the first is ``inputs``)
+    calls: list[list[Any]] = field(default_factory=list)
 
 
 def torch_dtype(name: str) -> Any:
@@ -114,6 +131,8 @@ class StubKernel:
     def __call__(self, *tensors: Any, **kwargs: Any) -> Any:
         import torch
 
+        from laya_tui.families.tilelang.own_checks import Leaf, tag
+
         rec = self._record
         if not rec.inputs:
             rec.inputs = list(tensors)
@@ -122,12 +141,21 @@ class StubKernel:
                 if hit is not None and hit[2] is t and hit[0] is not rec:
                     rec.inputs_from = hit[0].kernel or "another kernel"
                     break
+        call = next((n for n, ins in enumerate(rec.calls) if len(ins) == len(tensors) and all(
+            a is b for a, b in zip(ins, tensors, strict=True))), None)
+        if call is None and len(rec.calls) < MAX_CALLS:
+            rec.calls.append(list(tensors))
+            call = len(rec.calls) - 1
         outs = self._outputs(tensors)
         for i, t in enumerate(outs):
             self._registry[id(t)] = (rec, i, t)
+            if call is not None:  # its checks are made again with the real kernel
+                tag(t, Leaf(rec, call, i))
         for i, t in enumerate(tensors):  # an in-place kernel writes its arguments
             if isinstance(t, torch.Tensor):
                 self._registry.setdefault(id(t), (rec, -1 - i, t))
+                if call is not None and not outs:
+                    tag(t, Leaf(rec, call, -1 - i))
         if not rec.outputs:
             rec.outputs = outs
         if not outs:
@@ -137,7 +165,7 @@ class StubKernel:
     def get_profiler(self, *args: Any, **kwargs: Any) -> StubProfiler:
         supply = kwargs.get("tensor_supply_type", args[0] if args else None)
         self._record.supply_type = supply
-        return StubProfiler(self._record)
+        return StubProfiler(self._record, self)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         return ""
@@ -191,8 +219,10 @@ class StubKernel:
 class StubProfiler:
     """``kernel.get_profiler()`` during the capture: records the file's reference check."""
 
-    def __init__(self, record: KernelCallRecord) -> None:
+    def __init__(self, record: KernelCallRecord, kernel: Any = None) -> None:
         self._record = record
+        self.func = kernel  # TileLang's profiler.func: the kernel itself
+        self.adapter = kernel
 
     def assert_allclose(self, reference_program: Any, *args: Any, **kwargs: Any) -> None:
         self._record.ref_program = reference_program
@@ -321,7 +351,13 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
     import torch
     from torch.overrides import TorchFunctionMode
 
+    from laya_tui.families.tilelang.own_checks import Op, after_op, node_of, wrap
+
     state = state if state is not None else ModeState()
+
+    def ask(truth: Any) -> bool | None:
+        got = on_compare("assert", (truth,), {})
+        return None if got is NotImplemented else bool(got)
 
     def large(values: Any) -> bool:
         n = 0
@@ -380,6 +416,14 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
                 got = on_compare("torch.allclose", args, kwargs)
                 if got is not NotImplemented:
                     return got
+            if name == "__bool__" and args and node_of(args[0]) is not None:
+                # `assert (out - ref).abs().max() < tol`: the file's own check
+                got = on_compare("assert", args, kwargs)
+                if got is not NotImplemented:
+                    return got
+            if name == "item" and args and node_of(args[0]) is not None:
+                # `max_diff = (out - ref).abs().max().item()`, asserted later
+                return wrap(func(*args, **kwargs), Op(func, (node_of(args[0]),), {}), ask)
             if cuda_on_cpu:
                 if name == "cuda" and args and isinstance(args[0], torch.Tensor):
                     return args[0]
@@ -390,9 +434,14 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
                                  else a for a in args)
                 if name in HEAVY_OPS and large((*args, *kwargs.values())):
                     try:
-                        return fake(func, args, kwargs)
+                        out = fake(func, args, kwargs)
                     except Exception:  # noqa: BLE001 - no meta kernel: compute it for real
                         pass
-            return func(*args, **kwargs)
+                    else:
+                        after_op(func, args, kwargs, out)
+                        return out
+            out = func(*args, **kwargs)
+            after_op(func, args, kwargs, out)  # what derives from a kernel's output
+            return out
 
     return CaptureMode()

@@ -174,44 +174,17 @@ def compare_outputs(ctx: Any, example: Any, prefix: str, actual: dict[str, Any],
 def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: Any,
                    out_idx: Any) -> None:
     """Run the built kernel the way the file checks it, with its tolerances: the file's
-    reference program on the inputs TileLang's profiler supplies, or the file's own
-    inputs against the tensors it compares with."""
+    reference program on the inputs TileLang's profiler supplies, or each check the file
+    made (:mod:`laya_tui.families.tilelang.own_checks`) made again on the kernel's real
+    outputs, with the check's own function and options."""
     state.stage = "run"
     t0 = time.perf_counter()
-    pairs: list[tuple[str, Any, Any, float | None, float | None, str]] = []
-    mismatch = None
+    results: list[tuple[str, Any, str]] = []  # (output, verdict, the check's label)
     try:
         if record.ref_program is not None:
-            from tilelang.profiler import TensorSupplyType
-            supply_type = record.supply_type or TensorSupplyType.Auto
-            if hasattr(kernel, "get_profiler"):  # a JITKernel: TileLang's own inputs
-                ins = kernel.get_profiler(tensor_supply_type=supply_type)._get_inputs()
-            else:
-                from tilelang.utils.tensor import get_tensor_supply
-
-                supply = get_tensor_supply(supply_type)
-                outs = _indices(out_idx, len(params))
-                ins = [supply(p).to(state.device) for i, p in enumerate(params)
-                       if i not in outs]
-            ref = _as_list(record.ref_program(*ins))
-            got = _as_list(kernel(*ins))
-            _sync(state)
-            opts = record.ref_options
-            for i, (a, e) in enumerate(zip(got, ref, strict=False)):
-                if a is not None and e is not None:
-                    pairs.append((f"out{i}", a, e, opts.get("rtol", 1e-2), opts.get("atol", 1e-2),
-                                  "profiler.assert_allclose(ref_program)"))
-            mismatch = opts.get("max_mismatched_ratio")
+            results = _profiler_check(state, kernel, record, params, out_idx)
         else:
-            inputs = list(record.inputs)
-            got = _as_list(kernel(*inputs))
-            _sync(state)
-            for c in record.checks:
-                actual = inputs[c.output] if c.in_place else (
-                    got[c.output] if c.output < len(got) else None)
-                if actual is not None:
-                    pairs.append((f"out{c.output}", actual, c.expected, c.rtol, c.atol,
-                                  f"{c.how} at line {c.line}"))
+            results = _file_checks(state, kernel, record)
     except Exception as exc:
         state.seconds["run"] = time.perf_counter() - t0
         ctx.timing(f"{state.name}/run", state.seconds["run"], detail=tdetail(state))
@@ -219,13 +192,17 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
                                          kernel_file=state.file)) from exc
     checks: dict[str, Any] = {}
     failures: list[str] = []
-    for name, a, e, rtol, atol, how in pairs:
-        ok, value, limit, message = close(a, e, rtol, atol, how, mismatch)
-        ctx.tolerance(f"{state.name}/{name}", value, limit, passed=ok,
-                      detail={**tdetail(state), "check": how, "rtol": rtol, "atol": atol})
-        checks[name] = {"value": value, "limit": limit, "passed": ok, "check": how}
-        if not ok:
-            failures.append(f"{name}: {message} (the file's check: {how})")
+    for name, v, how in results:
+        key = name if name not in checks else f"{name}@{len(checks)}"
+        extra = {"check": how, **v.detail}
+        fields = {"reason": v.note} if v.note else {}
+        ctx.tolerance(f"{state.name}/{key}", v.value, v.limit, passed=v.passed,
+                      detail={**tdetail(state), **extra}, **fields)
+        checks[key] = {"value": v.value, "limit": v.limit, "passed": v.passed, "check": how,
+                       **({"note": v.note} if v.note else {})}
+        if not v.passed:
+            why = "; ".join(x for x in (v.message, v.note) if x)
+            failures.append(f"{key}: {why} (the file's check: {how})")
     state.seconds["run"] = time.perf_counter() - t0
     ctx.timing(f"{state.name}/run", state.seconds["run"], detail=tdetail(state))
     state.extra["checks"] = checks
@@ -234,6 +211,68 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
                                      line=failures[0], text="\n".join(failures)))
     state.outcome = "ran"
+
+
+def _profiler_check(state: CellState, kernel: Any, record: Any, params: Any,
+                    out_idx: Any) -> list[tuple[str, Any, str]]:
+    """``profiler.assert_allclose(ref_program)``: the reference on TileLang's inputs."""
+    from tilelang.profiler import TensorSupplyType
+
+    from laya_tui.families.tilelang.own_checks import Verdict
+
+    supply_type = record.supply_type or TensorSupplyType.Auto
+    if hasattr(kernel, "get_profiler"):  # a JITKernel: TileLang's own inputs
+        ins = kernel.get_profiler(tensor_supply_type=supply_type)._get_inputs()
+    else:
+        from tilelang.utils.tensor import get_tensor_supply
+
+        supply = get_tensor_supply(supply_type)
+        outs = _indices(out_idx, len(params))
+        ins = [supply(p).to(state.device) for i, p in enumerate(params) if i not in outs]
+    ref = _as_list(record.ref_program(*ins))
+    got = _as_list(kernel(*ins))
+    _sync(state)
+    opts = record.ref_options
+    how = "profiler.assert_allclose(ref_program)"
+    out = []
+    for i, (a, e) in enumerate(zip(got, ref, strict=False)):
+        if a is not None and e is not None:
+            ok, value, limit, message = close(a, e, opts.get("rtol", 1e-2),
+                                              opts.get("atol", 1e-2), how,
+                                              opts.get("max_mismatched_ratio"))
+            out.append((f"out{i}", Verdict(ok, value, limit, message), how))
+    return out
+
+
+def _file_checks(state: CellState, kernel: Any, record: Any) -> list[tuple[str, Any, str]]:
+    """Each check the file made, made again: the kernel run on the inputs of the call the
+    check compares (copies: an in-place kernel writes them), the checked expression
+    evaluated on its real outputs."""
+    import torch
+
+    from laya_tui.families.tilelang.own_checks import Leaf, judge
+
+    runs: dict[int, tuple[list[Any], list[Any]]] = {}
+
+    def leaf_value(leaf: Leaf) -> Any:
+        if leaf.call not in runs:
+            calls = record.calls or [record.inputs]
+            ins = [t.clone() if isinstance(t, torch.Tensor) else t for t in calls[leaf.call]]
+            got = _as_list(kernel(*ins))
+            _sync(state)
+            runs[leaf.call] = (got, ins)
+        got, ins = runs[leaf.call]
+        return got[leaf.index] if leaf.index >= 0 else ins[-1 - leaf.index]
+
+    out = []
+    for c in record.checks:
+        actual = c.actual if c.actual is not None else Leaf(
+            record, c.call, -1 - c.output if c.in_place else c.output)
+        v = judge(c.how, actual, c.expected, c.options or {
+            k: x for k, x in (("rtol", c.rtol), ("atol", c.atol)) if x is not None},
+                  leaf_value, c.want)
+        out.append((f"out{c.output}", v, c.label))
+    return out
 
 
 def _indices(out_idx: Any, n: int) -> set[int]:
