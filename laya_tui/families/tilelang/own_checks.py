@@ -9,7 +9,7 @@ a tensor (``torch.testing.assert_close``, ``torch.allclose``, TileLang's
 ``torch_assert_close``, a plain ``assert``) is recorded with the expression, the expected
 side, the options the file passed and where it was made; the cell evaluates the expression
 again on the real kernel's outputs (:func:`evaluate`) and judges it with the check's own
-function and options (:func:`judge`).
+function and options (:func:`laya_tui.families.tilelang.own_verdict.judge`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _TAG = "_laya_node"
 TILELANG_DEFAULTS = {"rtol": 1e-2, "atol": 1e-3, "max_mismatched_ratio": 0.001,
                      "equal_nan": True}
 #: the comparisons a predicate's last op may be, and how they read
-_COMPARE_OPS = {"lt": "<", "__lt__": "<", "le": "<=", "__le__": "<=", "gt": ">",
+COMPARE_OPS = {"lt": "<", "__lt__": "<", "le": "<=", "__le__": "<=", "gt": ">",
                 "__gt__": ">", "ge": ">=", "__ge__": ">=", "eq": "==", "__eq__": "==",
                 "ne": "!=", "__ne__": "!="}
 
@@ -67,7 +67,7 @@ Node = Leaf | Op | Item
 def node_of(value: Any) -> Node | None:
     """The node a tensor (or a number read from one) derived from a kernel's output
     carries (None: the file's own)."""
-    return getattr(value, _TAG, None) if _is_tensor(value) or isinstance(
+    return getattr(value, _TAG, None) if is_tensor(value) or isinstance(
         value, (Scalar, Truth)) else None
 
 
@@ -78,7 +78,7 @@ def tag(tensor: Any, node: Node) -> None:
         pass
 
 
-def _is_tensor(value: Any) -> bool:
+def is_tensor(value: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
 
@@ -107,16 +107,16 @@ def after_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: A
     name = getattr(func, "__name__", "")
     inplace = (name.endswith("_") and not name.endswith("__")) or name == "__setitem__"
     node = Op(func, tuple(sargs), skw, inplace)
-    if inplace and args and _is_tensor(args[0]):
+    if inplace and args and is_tensor(args[0]):
         tag(args[0], node)
-    if "out" in kwargs and _is_tensor(kwargs["out"]):
+    if "out" in kwargs and is_tensor(kwargs["out"]):
         tag(kwargs["out"], node)
-    if _is_tensor(result):
+    if is_tensor(result):
         if not (inplace and result is (args[0] if args else None)):
             tag(result, node)
     elif isinstance(result, (tuple, list)):
         for i, t in enumerate(result):
-            if _is_tensor(t):
+            if is_tensor(t):
                 tag(t, Item(node, i))
 
 
@@ -231,7 +231,7 @@ def evaluate(node: Any, leaf_value: Callable[[Leaf], Any],
     else:
         args = list(evaluate(a, leaf_value, memo) for a in node.args)
         kwargs = {k: evaluate(v, leaf_value, memo) for k, v in node.kwargs.items()}
-        if node.inplace and args and _is_tensor(args[0]):
+        if node.inplace and args and is_tensor(args[0]):
             args[0] = args[0].clone()
         out = node.func(*args, **kwargs)
         if node.inplace and getattr(node.func, "__name__", "") == "__setitem__":
@@ -394,125 +394,3 @@ def _stops(stmt: ast.stmt) -> bool:
         return name in ("exit", "_exit", "fail")
     return False
 
-
-# -- judging -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Verdict:
-    """A recorded check made again on the real kernel's outputs."""
-
-    passed: bool
-    value: float  # max |diff| (a plain assert: the quantity it bounds)
-    limit: float  # at the largest expected value (a plain assert: its bound)
-    message: str = ""  # why it failed
-    note: str = ""  # "1 of 10,000 elements over the limit, allowed 0.1%"
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
-          leaf_value: Callable[[Leaf], Any], want: bool = True) -> Verdict:
-    """The check ``how`` made again, with the file's own options, on ``actual`` and
-    ``expected`` (nodes are evaluated with ``leaf_value``)."""
-    import torch
-
-    memo: dict[int, Any] = {}
-    a = evaluate(actual, leaf_value, memo)
-    if how == "assert":
-        return _judge_assert(actual, a, want, leaf_value, memo)
-    e = evaluate(expected, leaf_value, memo)
-    opts = dict(options)
-    kind = family(how)
-    try:
-        if kind == "torch_assert_close":
-            from tilelang.utils.tensor import torch_assert_close
-
-            opts = {**TILELANG_DEFAULTS, **opts}
-            torch_assert_close(a, e, **opts)
-            ok = True
-        elif kind == "torch.allclose":
-            ok = bool(torch.allclose(a, e, **opts))
-        else:
-            torch.testing.assert_close(a, e, **opts)
-            ok = True
-        message = ""
-    except AssertionError as exc:
-        ok, message = False, (str(exc).strip().splitlines() or ["AssertionError"])[0]
-    value, limit, over, total, (rtol, atol) = _figures(a, e, opts, kind)
-    detail: dict[str, Any] = {"rtol": rtol, "atol": atol, "mismatched": over,
-                              "elements": total}
-    note = f"{over:,} of {total:,} elements over the limit" if total else ""
-    if kind == "torch_assert_close":
-        ratio = float(opts["max_mismatched_ratio"])
-        detail["max_mismatched_ratio"] = ratio
-        note += f", allowed {ratio * 100:g}%"
-    if not ok and kind == "torch.allclose":
-        message = f"torch.allclose(rtol={rtol:g}, atol={atol:g}) is False"
-    return Verdict(ok, value, limit, message, note, detail)
-
-
-def _figures(a: Any, e: Any, opts: dict[str, Any], kind: str
-             ) -> tuple[float, float, int, int, tuple[float, float]]:
-    """(max |diff|, the limit at the largest |expected|, elements over it, elements,
-    (rtol, atol) in force)."""
-    import torch
-
-    a_t = a if isinstance(a, torch.Tensor) else torch.as_tensor(a)
-    e_t = e if isinstance(e, torch.Tensor) else torch.as_tensor(e)
-    rtol, atol = opts.get("rtol"), opts.get("atol")
-    if kind == "torch.allclose":
-        rtol = 1e-5 if rtol is None else rtol
-        atol = 1e-8 if atol is None else atol
-    elif rtol is None or atol is None:
-        try:
-            from torch.testing._comparison import default_tolerances
-
-            rtol, atol = default_tolerances(a_t, e_t)
-        except Exception:  # noqa: BLE001 - a private helper: fp32's own defaults
-            rtol, atol = 1.3e-6, 1e-5
-    af, ef = a_t.detach().float().cpu(), e_t.detach().float().cpu()
-    try:
-        af, ef = torch.broadcast_tensors(af, ef)
-    except RuntimeError:
-        return float("nan"), float(atol), 0, 0, (float(rtol), float(atol))
-    if not af.numel():
-        return 0.0, float(atol), 0, 0, (float(rtol), float(atol))
-    nan = bool(opts.get("equal_nan", kind == "torch_assert_close"))
-    over = int((~torch.isclose(af, ef, rtol=float(rtol), atol=float(atol),
-                               equal_nan=nan)).sum())
-    diff = (af - ef).abs()
-    value = float(diff.nan_to_num(nan=float("inf")).max())
-    limit = float(atol) + float(rtol) * float(ef.abs().nan_to_num(nan=0.0).max())
-    return value, limit, over, af.numel(), (float(rtol), float(atol))
-
-
-def _judge_assert(node: Any, truth: Any, want: bool, leaf_value: Callable[[Leaf], Any],
-                  memo: dict[int, Any]) -> Verdict:
-    """A plain ``assert``/``if ...: raise`` on a tensor: passed when its truth is what
-    the file's run needs; a comparison's two sides are the figures."""
-    ok = bool(truth) == want
-    value, limit, sign = (0.0 if ok else 1.0), 0.0, ""
-    name = getattr(getattr(node, "func", None), "__name__", "")
-    if isinstance(node, Op) and name in _COMPARE_OPS and len(node.args) == 2:
-        lhs, rhs = node.args
-        sign = _COMPARE_OPS[name]
-        measured, bound = (lhs, rhs) if node_of_like(lhs) else (rhs, lhs)
-        try:
-            value = _scalar(evaluate(measured, leaf_value, memo))
-            limit = _scalar(evaluate(bound, leaf_value, memo))
-        except (TypeError, ValueError, RuntimeError):
-            pass
-    message = "" if ok else (
-        f"{value:.4g} {sign} {limit:g} is {not want}" if sign else "the asserted tensor is "
-        f"{not want}")
-    return Verdict(ok, value, limit, message, detail={"asserts": sign or "truth"})
-
-
-def node_of_like(value: Any) -> bool:
-    return isinstance(value, (Leaf, Op, Item))
-
-
-def _scalar(value: Any) -> float:
-    if _is_tensor(value):
-        return float(value.detach().float().abs().max()) if value.numel() > 1 else float(value)
-    return float(value)

@@ -2,11 +2,11 @@
 
 What a cell compares with, best first:
 
-1. the file's own check, as its run made it (recorded by the capture): the reference
+1. the file's own checks, as its run made them (recorded by the capture): the reference
    program it gave ``profiler.assert_allclose`` (run through TileLang's profiler inputs,
-   compared as TileLang compares), or the tensors it called the kernel with and the
-   expected tensors it passed ``torch.testing.assert_close``/``torch.allclose``, with its
-   tolerances;
+   compared as TileLang compares), or each check it made on an expression of the kernel's
+   outputs (:mod:`laya_tui.families.tilelang.own_checks`), made again on the real outputs
+   with the check's own function and options;
 2. a factory's ``example()``, or a plain file's module-level ``ref_program``
    (:mod:`laya_tui.families.tilelang.reference`).
 
@@ -218,7 +218,7 @@ def _profiler_check(state: CellState, kernel: Any, record: Any, params: Any,
     """``profiler.assert_allclose(ref_program)``: the reference on TileLang's inputs."""
     from tilelang.profiler import TensorSupplyType
 
-    from laya_tui.families.tilelang.own_checks import Verdict
+    from laya_tui.families.tilelang.own_verdict import Verdict
 
     supply_type = record.supply_type or TensorSupplyType.Auto
     if hasattr(kernel, "get_profiler"):  # a JITKernel: TileLang's own inputs
@@ -250,7 +250,8 @@ def _file_checks(state: CellState, kernel: Any, record: Any) -> list[tuple[str, 
     evaluated on its real outputs."""
     import torch
 
-    from laya_tui.families.tilelang.own_checks import Leaf, judge
+    from laya_tui.families.tilelang.own_checks import Leaf
+    from laya_tui.families.tilelang.own_verdict import judge
 
     runs: dict[int, tuple[list[Any], list[Any]]] = {}
 
