@@ -38,8 +38,9 @@ def _line(path: Path, needle: str) -> int:
 
 def test_cells_take_the_kernels_own_dtype_and_no_spec_axis() -> None:
     cells = _cells()
-    assert {k for k in cells if k.startswith("int8_mul[")} == {"int8_mul[c,int8]",
-                                                              "int8_mul[cuda,int8]"}
+    # int8 in, int32 out: the data dtype names both sides (issue 41)
+    assert {k for k in cells if k.startswith("int8_mul[")} == {"int8_mul[c,int8-int32]",
+                                                              "int8_mul[cuda,int8-int32]"}
     assert "needs_gpu[c,fp16]" in cells and "argparse_scale[cuda,fp32]" in cells
     assert all(c["kwargs"]["spec"] is None for c in cells.values())
 
@@ -208,7 +209,7 @@ def _tilelang_compiles(cell: dict[str, Any], target: str) -> str | None:
 
 @needs_cc
 @pytest.mark.parametrize("cid", ["argparse_scale[c,fp32]", "computed_args[c,fp32]",
-                                 "tensor_shape[c,fp32]", "int8_mul[c,int8]"])
+                                 "tensor_shape[c,fp32]", "int8_mul[c,int8-int32]"])
 def test_cells_run_against_the_files_own_check_and_agree_with_tilelang(
         tl: Any, tmp_path: Path, cid: str) -> None:
     status, signals = _run(cid, tmp_path)
@@ -218,7 +219,7 @@ def test_cells_run_against_the_files_own_check_and_agree_with_tilelang(
     assert _tilelang_compiles(low, "c") is None  # TileLang's own compile builds it too
     assert d["execution_backend"] == "cython"  # TileLang's default for target c
     if cid.startswith("int8_mul"):  # no check of its own: the module-level ref_program
-        assert d["outcome"] == "ran" and d["dtype"] == "int8"
+        assert d["outcome"] == "ran" and d["dtype"] == "int8-int32"
         return
     assert d["outcome"] == "ran" and d["reference"] == "the file's own check"
     tol = [s for s in signals if s["kind"] == "tolerance"]
@@ -233,7 +234,7 @@ def test_a_failing_cell_fails_as_tilelangs_own_compile_does_and_its_repro_agrees
     assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
     assert low["detail"]["built_by"]["site"] == "main() at line " + str(
         _line(UP / "gemm.py", "matmul.compile("))
-    assert _tilelang_compiles(low, "c") == low["reason"]
+    assert low["reason"] == "lower failed: " + str(_tilelang_compiles(low, "c"))
     assert low["fix"].startswith("fragments are GPU registers: this kernel is written for a GPU")
     assert "cpu=True" not in low["fix"]
     _assert_repro(low, tmp_path)
@@ -244,7 +245,7 @@ def _assert_repro(low: dict[str, Any], tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == low["reason"]
+    assert proc.stdout.strip().splitlines()[-1] == low["reason"].split(": ", 1)[1]
 
 
 def test_a_kernel_whose_trace_raises_in_the_files_run_is_a_finding(tl: Any,
@@ -252,7 +253,7 @@ def test_a_kernel_whose_trace_raises_in_the_files_run_is_a_finding(tl: Any,
     status, signals = _run("bad_trace[c,fp32]", tmp_path)
     low = _lowering(signals)
     assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
-    assert low["reason"] == "M=40 must be a multiple of block_M=16"
+    assert low["reason"] == "trace failed: M=40 must be a multiple of block_M=16"
     assert low["site"]["line"] == _line(RUN / "bad_trace.py", "assert M % block_M")
     assert low["detail"]["built_by"]["raised"] == "AssertionError"
     _assert_repro(low, tmp_path)
@@ -263,10 +264,10 @@ def test_a_typeerror_raised_by_the_kernel_s_own_body_is_a_finding(tl: Any,
     """T.gemm(..., k_pack=2) on a TileLang without k_pack: the same TypeError as `python
     file.py`, at the kernel's line; only a TypeError binding the kernel's own arguments
     means laya-tui could not examine it."""
-    status, signals = _run("api_drift[cuda,fp16]", tmp_path)
+    status, signals = _run("api_drift[cuda,fp16-fp32]", tmp_path)
     low = _lowering(signals)
     assert status == "failed", low.get("reason")
-    assert low["reason"] == "gemm() got an unexpected keyword argument 'k_pack'"
+    assert low["reason"] == "trace failed: gemm() got an unexpected keyword argument 'k_pack'"
     assert low["site"]["line"] == _line(RUN / "api_drift.py", "T.gemm(A_s, B_s, C_l")
     _assert_repro(low, tmp_path)
 

@@ -208,7 +208,9 @@ def test_gpu_specialization_fails_on_c_with_a_named_diagnostic(
     d = low["detail"]
     assert status == "failed" and low["passed"] is False
     assert d["outcome"] in ("lower-failed", "build-failed")
-    assert low["reason"] and low["reason"].split("error: ", 1)[-1] in d["diagnostic"]
+    stage, _, first = low["reason"].partition(": ")  # the failed stage, then the diagnostic
+    assert stage in ("lower failed", "build failed (g++)", "build failed (c++)"), stage
+    assert stage.split()[0] == d["stage"] and first.split("error: ", 1)[-1] in d["diagnostic"]
     names = {b["name"] for b in d.get("buffers", [])}
     text = d["diagnostic"]
     assert names & set(_words(text)) or any(t in text for t in ("bfloat16", "float16",
@@ -314,7 +316,7 @@ def test_foreign_kernels_each_report_their_own_diagnostic(tl: Any, tmp_path: Pat
     assert status == "error: could not build the kernel object of raises.py: ValueError: " \
         "N must be a multiple of 16, got 10"
     assert (low["detail"]["stage"], low["detail"]["exception"]) == ("factory", "ValueError")
-    assert low["reason"] == "N must be a multiple of 16, got 10"
+    assert low["reason"] == "trace failed: N must be a multiple of 16, got 10"
     assert low["site"] == {"file": str(d / "raises.py"), "line": _line(RAISES, "raise "),
                            "func": "raises_kernel"}
 
@@ -337,7 +339,7 @@ def test_an_edit_is_seen_by_the_same_process(tl: Any, tmp_path: Path) -> None:
     status, sig = _run(_cell("rope_kernel", "c,fp32,cpu", k), tmp_path / "o")
     low = _lowering(sig)
     assert status == "failed" and low["detail"]["outcome"] == "run-failed"
-    assert low["reason"].startswith("QK: max |diff|")
+    assert low["reason"].startswith("compare failed: QK: max |diff|")
 
 
 @needs_tilelang

@@ -327,7 +327,7 @@ def test_repro_prints_the_cells_diagnostic_without_laya_tui(failing_gemm: dict[s
     proc = subprocess.run([sys.executable, failing_gemm["detail"]["repro"]],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == failing_gemm["reason"]
+    assert proc.stdout.strip().splitlines()[-1] == failing_gemm["reason"].split(": ", 1)[1]
 
 
 def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
@@ -379,7 +379,7 @@ def test_repro_of_a_factory_cells_build_failure(tl: Any, tmp_path: Path) -> None
     proc = subprocess.run([sys.executable, repro], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == low["reason"]
+    assert proc.stdout.strip().splitlines()[-1] == low["reason"].split(": ", 1)[1]
 
 
 def test_cli_reads_the_kernel_args_table_of_the_workspace(tmp_path: Path) -> None:

@@ -313,8 +313,11 @@ def select_shard(probes: list[dict[str, Any]], shard: tuple[int, int],
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The probes of part K (in their discovery order) and the report's ``shard`` object."""
     from laya_tui.core.envs import worker_key
+    from laya_tui.core.renamed import with_renamed
 
     k, n = shard
+    if durations:  # a report written before some ids changed: its seconds under the new ids
+        durations = with_renamed(durations, [p["id"] for p in probes])
     # one warm worker per family and environment: each pays its own start-up
     plan = make_plan([(p["id"], worker_key(p)) for p in probes], n, durations, source)
     mine = set(plan.parts[k - 1])

@@ -13,7 +13,8 @@ Regressions (they fail the ``baseline`` gate):
   * tolerance: a check that fails now and passed before (or is new and fails), or a value
     worse than before by more than ``margin`` x max(|before|, 1% of the limit);
   * a probe that was ``ok`` and now is not.
-Improvements (never fail): the reverse of each. Standard library only.
+Improvements (never fail): the reverse of each. A baseline written before a cell's id
+changed is read under the new id (:mod:`laya_tui.core.renamed`). Standard library only.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 from laya_tui.core import json_chunks
 from laya_tui.core.errors import UsageError
 from laya_tui.core.gc_sight import freeze_if_large
+from laya_tui.core.renamed import renamed_ids, renamed_index, same_lowering_reason
 from laya_tui.core.report_types import GateDict
 from laya_tui.core.results import (
     COUNTED_KINDS,
@@ -352,6 +354,9 @@ def _compare(baseline: Baseline, probes: list[dict[str, Any]],
              margin: float) -> dict[str, Any]:
     b_status, b_agg, b_cells = _index(baseline.report["probes"])
     n_status, n_agg, n_cells = _index(probes)
+    renames = renamed_ids(b_status, n_status)
+    if renames:  # a baseline written before a cell's id changed: read under the new id
+        b_status, b_agg, b_cells = renamed_index(renames, b_status, b_agg, b_cells)
     regs: list[dict[str, Any]] = []
     imps: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
@@ -419,7 +424,7 @@ def _compare(baseline: Baseline, probes: list[dict[str, Any]],
             text = "new failing lowering cell" if old_cell is None else "lowering now fails:"
             regs.append(_item("now-failing", "lowering", pid, subject, reason, before, after,
                               f"{text} {subject}" + (f": {reason}" if reason else "")))
-        elif failed and old_cell is not None and old_cell[1] != reason:
+        elif failed and old_cell is not None and not same_lowering_reason(old_cell[1], reason):
             notes.append(_item("diagnostic-changed", "lowering", pid, subject, reason, before,
                                after, f"lowering {subject} still fails, new first diagnostic: "
                                f"{reason}"))

@@ -110,11 +110,19 @@ class Capture:
         return [b for b in self.builds if b.obj == obj]
 
     def pick(self, obj: str | None, dtype: str | None) -> Build | None:
-        """The first build of ``obj`` whose kernel dtype is ``dtype``, else its first."""
+        """The first build of ``obj`` whose data dtype (:func:`kernel_data_dtype`) is the
+        cell's ``dtype``, else the first that reads it, else its first build."""
         builds = self.builds_of(obj)
-        for b in builds:
-            if dtype and first_tensor_dtype(b.func) == dtype:
-                return b
+        if dtype and len(builds) > 1:
+            from laya_tui.families.tilelang.data_dtype import input_dtype
+
+            found = [kernel_data_dtype(b.func) for b in builds]
+            for want in (lambda d: d == dtype,
+                         lambda d: input_dtype(d) == input_dtype(dtype)):
+                hit = next((b for b, d in zip(builds, found, strict=True) if d and want(d)),
+                           None)
+                if hit is not None:
+                    return hit
         return builds[0] if builds else None
 
     def how_it_ended(self) -> str:
@@ -317,3 +325,53 @@ def first_tensor_dtype(func: Any) -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return None
+
+
+def kernel_data_dtype(func: Any) -> str | None:
+    """A PrimFunc's data dtype: the dtypes of the buffer parameters it only reads and of
+    those it writes (stores, tile ops' write regions, access pointers with the write bit),
+    combined by :func:`laya_tui.families.tilelang.data_dtype.combine`."""
+    from laya_tui.families.tilelang.data_dtype import combine
+
+    try:
+        from tvm import tirx
+        from tvm.tirx import stmt_functor
+    except ImportError:  # a TileLang on the older TVM
+        from tvm import tir as tirx
+        from tvm.tir import stmt_functor
+    try:
+        params = [(str(b.data.name), str(b.dtype)) for b in
+                  (func.buffer_map.get(p) for p in func.params) if b is not None]
+        written: set[str] = set()
+
+        def visit(node: Any) -> None:
+            if isinstance(node, tirx.BufferStore):
+                written.add(str(node.buffer.data.name))
+            elif isinstance(node, tirx.Call):
+                _written_by_call(node, tirx, written)
+
+        stmt_functor.post_order_visit(func.body, visit)
+    except Exception:  # noqa: BLE001 - not a PrimFunc TileLang traced
+        return first_tensor_dtype(func)
+    return combine([d for n, d in params if n not in written],
+                   [d for n, d in params if n in written])
+
+
+def _written_by_call(call: Any, tirx: Any, written: set[str]) -> None:
+    """The buffer a ``tl.region`` / ``tl.access_ptr`` / ``tvm_access_ptr`` writes."""
+    name = str(getattr(call.op, "name", ""))
+    args = list(call.args)
+    if name.endswith("region") and len(args) > 1:
+        buf, mask = args[0], args[1]
+    elif name == "tl.access_ptr" and len(args) > 2:
+        buf, mask = args[0], args[2]
+    elif name.endswith("tvm_access_ptr") and len(args) > 4:
+        buf, mask = args[1], args[4]
+    else:
+        return
+    if not int(getattr(mask, "value", 0)) & 2:
+        return
+    if isinstance(buf, tirx.BufferLoad):
+        written.add(str(buf.buffer.data.name))
+    elif isinstance(buf, tirx.Var):
+        written.add(str(buf.name))

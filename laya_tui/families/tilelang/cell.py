@@ -3,7 +3,8 @@
 Signals per cell (the dashboard's lowering matrix reads them):
 
 * exactly one ``lowering`` signal summarising the cell (``subject`` = ``gemm_kernel[c,bf16,gpu]``
-  or ``gemm[cuda,fp16]``, ``passed``, ``reason`` = first diagnostic line, ``site``/``fix`` on
+  or ``gemm[cuda,fp16]``, ``passed``, ``reason`` = the failing stage and the first
+  diagnostic line (``build failed (g++): k.py:66: error: ...``), ``site``/``fix`` on
   failure, ``detail`` with kernel/target/dtype/spec/outcome/stage/diagnostic/arguments and
   their sources/execution backend/... and per-stage seconds; a cell lowered or built but not
   run says why in a few words in ``not_run``: ``no GPU``...);
@@ -41,6 +42,7 @@ from laya_tui.families.tilelang.cell_state import (
     safe_name,
     tdetail,
 )
+from laya_tui.families.tilelang.diagnostics import Diagnostic
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch, run_stage
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -205,11 +207,28 @@ def _failure_files(ctx: Any, state: CellState, call: KernelCall | None) -> None:
                                                          **tdetail(state)})
 
 
+#: the stages a failing cell's reason names (``factory`` is where a kernel is traced)
+_STAGE_NAMES = {"import": "import", "factory": "trace", "lower": "lower", "build": "build",
+                "run": "run"}
+
+
+def failure_reason(d: Diagnostic) -> str:
+    """``build failed (g++): kernel.py:66: error: ...``: the stage that failed first (trace,
+    lower, build, run, compare; import when the file did not import), then its diagnostic.
+    The bare diagnostic stays in the detail (``diagnostic``) and in ``repro.py``."""
+    stage = "compare" if d.exception == "ToleranceExceeded" else \
+        _STAGE_NAMES.get(d.stage, d.stage)
+    tool = f" ({os.path.basename(d.command.split()[0])})" \
+        if d.stage == "build" and d.command and d.command.split() else ""
+    return f"{stage} failed{tool}: {d.line}"
+
+
 def _emit_summary(ctx: Any, state: CellState) -> None:
     failed = state.outcome in ("lower-failed", "build-failed", "run-failed", NOT_EXAMINED)
     d = state.diag
     total = sum(v for k, v in state.seconds.items() if k != "trace")
-    ctx.lowering(state.name, passed=not failed, reason=d.line if (failed and d) else None,
+    ctx.lowering(state.name, passed=not failed,
+                 reason=failure_reason(d) if (failed and d) else None,
                  site=d.site if (failed and d and d.site) else None,
                  fix=d.fix if (failed and d) else None,
                  seconds=round(total, 6), detail=state.detail())

@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.tilelang.data_dtype import label
 from laya_tui.families.tilelang.diagnostics import Diagnostic
 from laya_tui.families.tilelang.discover import cell_label
-from laya_tui.families.tilelang.plain_kernels import LABELS
 
 SEED = 1234
 DEFAULT_CUDA_ARCH = "sm_90a"
@@ -51,8 +51,9 @@ class KernelCall:
 
 
 def dtype_label(dtype: str) -> str:
-    """``fp16`` for ``float16``, ``int8`` for ``int8``, ``fp8e4m3`` for ``float8_e4m3fn``."""
-    return LABELS.get(dtype, dtype)
+    """``fp16`` for ``float16``, ``fp8e4m3`` for ``float8_e4m3fn``, ``bf16-fp8e4m3`` for
+    ``bfloat16-float8_e4m3fn`` (:func:`laya_tui.families.tilelang.data_dtype.label`)."""
+    return label(dtype)
 
 
 @dataclass

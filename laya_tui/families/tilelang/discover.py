@@ -22,6 +22,7 @@ import os
 import re
 from typing import Any
 
+from laya_tui.families.tilelang.data_dtype import label as dtype_label
 from laya_tui.families.tilelang.plain_kernels import LABELS, KernelEntry, plain_kernels
 
 __all__ = ["DTYPES", "LABELS", "SPECS", "TARGETS", "KernelEntry", "cell_label", "classify",
@@ -132,8 +133,9 @@ def find_kernels(dirs: list[str], opts: dict[str, Any] | None = None) -> list[Ke
 
 
 def cell_label(target: str, dtype: str, spec: str | None) -> str:
-    """``c,bf16,gpu`` (factories) or ``c,int8`` (plain kernels): a cell id's brackets."""
-    label = LABELS.get(dtype, dtype)
+    """``c,bf16,gpu`` (factories) or ``c,int8``, ``c,bf16-fp8e4m3`` (plain kernels: their
+    data dtype, :mod:`laya_tui.families.tilelang.data_dtype`): a cell id's brackets."""
+    label = dtype_label(dtype)
     return f"{target},{label},{spec}" if spec else f"{target},{label}"
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.families.tilelang.arg_table import table_key
+from laya_tui.families.tilelang.data_dtype import LABELS, LOW, segment_data_dtype
 from laya_tui.families.tilelang.kernel_sig import (
     decorator_name,
     is_jit_decorator,
@@ -29,19 +30,9 @@ from laya_tui.families.tilelang.static_args import kernel_dtype, resolve
 from laya_tui.families.tilelang.static_calls import is_referenced
 from laya_tui.families.tilelang.static_eval import ModuleScope
 
-#: dtype name -> the short label of cell ids and signal details
-LABELS: dict[str, str] = {
-    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
-    "int8": "int8", "uint8": "uint8", "int4": "int4", "uint4": "uint4", "int2": "int2",
-    "int16": "int16", "int32": "int32", "int64": "int64", "uint16": "uint16",
-    "uint32": "uint32", "float8_e4m3": "fp8e4m3", "float8_e4m3fn": "fp8e4m3",
-    "float8_e4m3fnuz": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float8_e5m2fnuz": "fp8e5m2",
-    "float4_e2m1fn": "fp4", "bool": "bool",
-}
-#: dtypes that label a kernel over fp32 when its source uses them (fp32 alone is usually
-#: the accumulator)
-_LOW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e4m3", "float8_e5m2", "int8",
-        "uint8", "int4", "uint4", "int2", "float4_e2m1fn")
+#: dtype labels, and the dtypes that label a kernel over fp32 (fp32 alone is usually the
+#: accumulator): :mod:`laya_tui.families.tilelang.data_dtype`
+_LOW = LOW
 _TOKEN = re.compile(r"\b(" + "|".join(sorted(LABELS, key=len, reverse=True)) + r")\b")
 _COMPILERS = ("tilelang.compile", "tl.compile", "T.prim_func", "tilelang.jit")
 
@@ -73,7 +64,12 @@ class KernelEntry:
 
 
 def source_dtype(segment: str) -> str:
-    """The dtype a kernel's source uses most among the low-precision ones, else fp32."""
+    """The data dtype of the one kernel ``segment`` defines (its read and written tensors'
+    dtypes, :func:`segment_data_dtype`), else the dtype the text uses most among the
+    low-precision ones, else fp32."""
+    found = segment_data_dtype(segment)
+    if found:
+        return found
     counts: dict[str, int] = {}
     for m in _TOKEN.finditer(segment):
         counts[m.group(1)] = counts.get(m.group(1), 0) + 1
@@ -180,7 +176,7 @@ def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
                 **entry.__dict__, "args": res.values, "arg_sources": res.sources,
                 "missing": tuple(res.missing), "dtypes": tuple(res.dtypes or ()),
                 "dtype_arg": res.dtype_arg, "targets": tuple(res.targets or ()),
-                "dtype": kernel_dtype(sig, res.values) or entry.dtype,
+                "dtype": kernel_dtype(sig, res.values, node, module) or entry.dtype,
                 "pass_configs": sig.jit_kwargs.get("pass_configs") or None,
                 "tuned": res.tuned,
                 "execution_backend": backend if isinstance(backend, str) else None})

@@ -25,6 +25,7 @@ from typing import Any
 
 from laya_tui.core.kernel_table import DTYPE_NAMES
 from laya_tui.families.tilelang.arg_table import RESERVED, find_table
+from laya_tui.families.tilelang.data_dtype import side, static_data_dtype
 from laya_tui.families.tilelang.kernel_sig import KernelSig, TensorSpec
 from laya_tui.families.tilelang.static_calls import CallSite, calls_to, function_scope
 from laya_tui.families.tilelang.static_eval import (
@@ -213,20 +214,32 @@ def resolve(sig: KernelSig, module: ModuleScope, path: str,
     return res
 
 
-def kernel_dtype(sig: KernelSig, values: dict[str, Any]) -> str | None:
-    """The dtype the kernel's first tensor parameter has with ``values`` (its own dtype:
-    int8, fp8, ...), else its ``dtype``/``*dtype`` argument."""
-    for spec in sig.tensor_params.values():
-        if spec.dtype:
-            return spec.dtype
-        if spec.dtype_param:
-            v = values.get(spec.dtype_param) or sig.local_dtypes.get(spec.dtype_param)
-            if isinstance(v, str) and v in DTYPE_NAMES.values():
-                return v
+def kernel_dtype(sig: KernelSig, values: dict[str, Any], fn: ast.FunctionDef | None = None,
+                 module: ModuleScope | None = None) -> str | None:
+    """The kernel's data dtype with ``values``: the floating or quantised type its tensors
+    read and the one they write (``bfloat16-float8_e4m3fn`` when they differ; see
+    :mod:`laya_tui.families.tilelang.data_dtype`), each tensor's dtype named by the kernel,
+    by ``values``, by the function's own assignments or by the module's; else its
+    ``dtype``/``*dtype`` argument."""
+
+    def lookup(name: str) -> str | None:
+        v = values.get(name) or sig.local_dtypes.get(name)
+        if v is None and module is not None and name in module.names:
+            v = dtype_name(module.names[name])
+        return DTYPE_NAMES.get(v) if isinstance(v, str) else None
+
+    if fn is not None:
+        found = static_data_dtype(fn, lookup)
+        if found:
+            return found
+    tensors = side(spec.dtype or (lookup(spec.dtype_param) if spec.dtype_param else None) or ""
+                   for spec in sig.tensor_params.values())
+    if tensors:
+        return tensors
     names = ["dtype", "in_dtype"] + [p for p in sig.accepted
                                      if p.endswith("dtype") and "accum" not in p]
     for n in names:
-        v = values.get(n) or sig.local_dtypes.get(n)
-        if isinstance(v, str) and v in DTYPE_NAMES.values():
+        v = lookup(n)
+        if v is not None:
             return v
     return None
