@@ -2,9 +2,10 @@
 reads, and the one it writes when they differ: ``fp32-int8``), never an index argument's
 int32, checked against the buffers and outputs TileLang itself reports; a failing cell's
 reason names the stage that failed (``build failed (g++): ...``), checked against TileLang's
-own compile; and a baseline or ``--durations`` report written before the ids changed
-(tests/fixtures/label_reports: laya-tui's own report of tests/fixtures/labels, as the
-previous labels named its cells) is read under the new ids."""
+own compile; a kernel the file's run builds carries no ``missing``; and a baseline or
+``--durations`` report written before the ids changed (tests/fixtures/label_reports:
+laya-tui's own report of tests/fixtures/labels, as the previous labels named its cells) is
+read under the new ids."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from laya_tui.core.cellid import matches_any
 from laya_tui.core.renamed import renamed_ids, renamed_subject, with_renamed
 from laya_tui.families.tilelang.data_dtype import combine, label
 from laya_tui.families.tilelang.discover import matrix_cells
+from laya_tui.families.tilelang.plain_resolve import static_missing
 from tests._util import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +138,7 @@ def test_an_old_durations_report_balances_the_renamed_cells() -> None:
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="no C++ compiler")
-def test_a_run_names_the_failed_stage_and_compares_with_an_old_baseline(
+def test_a_run_names_the_failed_stage_has_no_missing_and_reads_an_old_baseline(
         tl: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """widen_half lowers for c and g++ refuses what TileLang generates: the reason says
     ``build failed (g++)`` (it read like a lowering error before), with TileLang's own
@@ -174,4 +176,14 @@ def test_a_run_names_the_failed_stage_and_compares_with_an_old_baseline(
     assert base["regressions"] == [], base["regressions"]
     assert not [n for n in base["notes"] if n["kind"] in ("probe", "lowering")], base["notes"]
     assert base["occurrences"]["lowering"] == {"before": 1, "after": 1}
+    # serial_topk's topk is nothing its syntax tree can read, and its run builds it: the
+    # cell ran and carries no "missing" (the static reading's gaps are no cell parameter)
+    topk = by_id["tilelang/serial_topk[c,fp32]"]
+    assert static_missing(str(LABELS / "serial_topk.py"), "serial_topk",
+                          {"workspace": str(ROOT)}) == ["topk"]
+    (low,) = [s for s in topk["signals"] if s["kind"] == "lowering"]
+    assert topk["status"] == "ok" and low["detail"]["outcome"] == "ran"
+    assert low["detail"]["args"]["topk"] == 3
+    assert low["detail"]["built_by"]["entry"] == "the __main__ block"
+    assert not [p["id"] for p in doc["probes"] if "missing" in p["params"]]
     assert proc.returncode == 0, proc.stderr[-3000:]

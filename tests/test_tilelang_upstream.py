@@ -27,9 +27,17 @@ KERNELS = ROOT / "kernels"
 
 
 def _cells(folder: Path = UP, **opts: Any) -> dict[str, dict[str, Any]]:
-    opts.setdefault("workspace", str(ROOT))
-    return {f"{c['name']}[{c['id']}]": c for c in matrix_cells({"kernels": [str(folder)],
-                                                                **opts})}
+    """The cells, each with ``missing``: the static reading's gaps, which are no cell
+    parameter (a kernel the file's run builds misses nothing; issue 41)."""
+    from laya_tui.families.tilelang.plain_resolve import static_missing
+
+    opts = {"kernels": [str(folder)], "workspace": str(ROOT), **opts}
+    cells = {f"{c['name']}[{c['id']}]": c for c in matrix_cells(opts)}
+    for c in cells.values():
+        assert "missing" not in c["kwargs"]
+        if c["kwargs"].get("obj"):
+            c["missing"] = static_missing(c["kwargs"]["file"], c["kwargs"]["obj"], opts)
+    return cells
 
 
 def _line(path: Path, needle: str) -> int:
@@ -108,9 +116,10 @@ def test_arguments_come_from_the_files_own_calls_constants_and_autotune() -> Non
         _line(UP / "online_softmax.py", "Y = softmax_kernel(X)"))
     # nobody gives them: never called (no_args) or called with unknowable sizes
     kw = cells["no_args[c,fp32]"]["kwargs"]
-    assert kw["missing"] == ["M", "N", "block_M"] and kw["called"] is False
+    assert cells["no_args[c,fp32]"]["missing"] == ["M", "N", "block_M"]
+    assert kw["called"] is False
     kw = cells["unknown_args[c,fp32]"]["kwargs"]
-    assert kw["missing"] == ["M", "N"] and kw["called"] is True
+    assert cells["unknown_args[c,fp32]"]["missing"] == ["M", "N"] and kw["called"] is True
 
 
 def test_pyproject_table_wins_and_sets_dtypes_and_targets() -> None:
@@ -126,7 +135,8 @@ def test_pyproject_table_wins_and_sets_dtypes_and_targets() -> None:
     no_args = sorted(k for k in cells if k.startswith("no_args["))
     assert no_args == ["no_args[c,fp16]", "no_args[c,fp32]"]
     kw = cells["no_args[c,fp16]"]["kwargs"]
-    assert kw["missing"] == [] and kw["dtype_arg"] == "dtype" and kw["dtype"] == "float16"
+    assert cells["no_args[c,fp16]"]["missing"] == []
+    assert kw["dtype_arg"] == "dtype" and kw["dtype"] == "float16"
 
 
 def test_the_suggested_toml_lines_are_valid_and_make_the_kernel_examinable(
@@ -139,10 +149,11 @@ def test_the_suggested_toml_lines_are_valid_and_make_the_kernel_examinable(
     ws = tmp_path / "ws"
     (ws / "kernels").mkdir(parents=True)
     shutil.copy(UP / "no_args.py", ws / "kernels" / "no_args.py")
-    kw = _cells(ws / "kernels", workspace=str(ws))["no_args[c,fp32]"]["kwargs"]
+    cell = _cells(ws / "kernels", workspace=str(ws))["no_args[c,fp32]"]
+    kw, missing = cell["kwargs"], cell["missing"]
     tree = ast.parse((ws / "kernels" / "no_args.py").read_text())
-    msg = missing_message("scale_rows", kw["key"], kw["missing"], str(ws),
-                          file_defaults(tree, kw["missing"]), called=False)
+    msg = missing_message("scale_rows", kw["key"], missing, str(ws),
+                          file_defaults(tree, missing), called=False)
     head, *toml_lines = msg.splitlines()
     assert head.startswith("scale_rows is defined but nothing in its file builds it")
     assert "(M, N, block_M)" in head and str(ws / "pyproject.toml") in head
@@ -155,9 +166,9 @@ def test_the_suggested_toml_lines_are_valid_and_make_the_kernel_examinable(
                                 for ln in toml_lines[1:]]
     (ws / "pyproject.toml").write_text("\n".join(filled) + "\n")
     settings = load_settings(str(ws))
-    kw = _cells(ws / "kernels", workspace=str(ws),
-                kernel_args=settings["kernel_args"])["no_args[c,fp32]"]["kwargs"]
-    assert kw["missing"] == [] and kw["args"]["block_M"] == 16
+    cell = _cells(ws / "kernels", workspace=str(ws),
+                  kernel_args=settings["kernel_args"])["no_args[c,fp32]"]
+    assert cell["missing"] == [] and cell["kwargs"]["args"]["block_M"] == 16
 
 
 def test_lines_to_add_take_the_files_own_defaults() -> None:

@@ -80,7 +80,8 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
         from laya_tui.families.tilelang.plain_resolve import plain_call
 
         call = plain_call(ctx, state, obj=obj or kernel, args=dict(args or {}),
-                          sources=dict(arg_sources or {}), missing=list(missing or []),
+                          sources=dict(arg_sources or {}),
+                          missing=None if missing is None else list(missing),
                           key=key, dtype_arg=dtype_arg, pass_configs=pass_configs,
                           called=called, execution_backend=execution_backend)
         state.extra["args"] = call.args

@@ -159,7 +159,7 @@ def matrix_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
             base["called"] = entry.called
             if entry.kind in ("jit", "maker"):
                 base.update(args=entry.args, arg_sources=entry.arg_sources,
-                            missing=list(entry.missing), dtype_arg=entry.dtype_arg,
+                            dtype_arg=entry.dtype_arg,
                             pass_configs=entry.pass_configs, tuned=entry.tuned,
                             execution_backend=entry.execution_backend)
             targets = list(entry.targets) or list(TARGETS)

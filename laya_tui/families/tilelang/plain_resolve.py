@@ -44,7 +44,7 @@ def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
 
 
 def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
-               sources: dict[str, str], missing: list[str], key: str | None,
+               sources: dict[str, str], missing: list[str] | None, key: str | None,
                dtype_arg: str | None, pass_configs: dict[str, Any] | None,
                called: bool, execution_backend: str | None) -> KernelCall:
     """The :class:`KernelCall` of the cell; ``ctx.skip``/``ctx.error`` when the kernel
@@ -104,6 +104,8 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     if cap.error and cap.gpu_needed and not has_gpu():  # as `python file.py` fails here
         ctx.skip(f"{obj}'s file needs a GPU to be imported, so it is examined on a GPU host: "
                  f"{cap.gpu_needed}")
+    if missing is None:  # not a cell parameter: a kernel the run built misses nothing
+        missing = static_missing(state.file, obj, opts)
     if not missing and (called or table):
         call = KernelCall(obj=obj, args=dict(args), sources=dict(sources),
                           pass_configs=dict(pass_configs or {}),
@@ -152,6 +154,14 @@ def _dtype_arg(call: KernelCall, dtype_arg: str | None, dtype: str) -> None:
         call.args[dtype_arg] = dtype
         call.sources[dtype_arg] = "the cell's dtype"
         call.func = None
+
+
+def static_missing(file: str, obj: str, opts: dict[str, Any]) -> list[str]:
+    """The arguments of ``obj`` that the file's syntax tree gives no value for: what the
+    static fallback lacks when the file's run did not build the kernel."""
+    from laya_tui.families.tilelang.discover import classify
+
+    return next((list(e.missing) for e in classify(file, opts) if e.obj == obj), [])
 
 
 def _file_defaults(file: str, missing: list[str], finder: Any) -> dict[str, Any]:
