@@ -2,9 +2,10 @@
 (tests/fixtures/own_checks): a reference under another name compared with a view of the
 output, a check inside a helper, two outputs (one through an expression of both), TileLang's
 ``torch_assert_close`` with a mismatch allowance, plain ``assert`` statements (on a tensor
-and on ``.item()``), ``torch.allclose`` under ``if not ...: raise``. Each file is run as
-``python file.py`` too, correct and with a wrong kernel (a copy with ``BUG``/``OFF``
-changed): the cell's verdict is the file's own, under the check's real name and line."""
+and on ``.item()``), ``torch.allclose`` under ``if not ...: raise``, an in-place kernel's
+argument under ``if ...: raise``. Each file is run as ``python file.py`` too, correct and
+with a wrong kernel (a copy with ``BUG``/``OFF`` changed): the cell's verdict is the
+file's own, under the check's real name and line."""
 
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ STYLES = {
     "plain_assert.py": {"out0": ("assert", "assert (y - ref_halve(x))", ""),
                         "out0@1": ("assert", "assert err <= 1e-4", "")},
     "allclose_if.py": {"out0": ("torch.allclose", "if not torch.allclose(", "")},
+    "inplace_if_raise.py": {"out1": ("if ...: raise", "if ((z - ref)", "")},
 }
 
 

@@ -232,12 +232,12 @@ def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: st
     frames = oc.file_frames(path)
     line, where = oc.where(frames)
     if how == "assert":
-        want = oc.wanted_truth(path, line) if line is not None and \
+        truth = oc.wanted_truth(path, line) if line is not None and \
             oc.asked_by_file(path) else None
         node = oc.node_of(args[0]) if args else None
-        if want is None or node is None:
+        if truth is None or node is None:
             return NotImplemented
-        spec = oc.Spec(how, node, None, {}, want)
+        spec = oc.Spec(truth[1], node, None, {}, truth[0])
     else:
         found = oc.spec_of(how, args, kwargs)
         if found is None:
@@ -251,11 +251,11 @@ def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: st
     index = first.index if first is not None else 0
     rec.checks.append(Check(output=index if index >= 0 else -1 - index,
                             expected=spec.expected, rtol=spec.options.get("rtol"),
-                            atol=spec.options.get("atol"), line=line, how=how,
+                            atol=spec.options.get("atol"), line=line, how=spec.how,
                             in_place=index < 0, trusted=not getattr(mode, "faked", 0),
                             actual=spec.actual, call=call, options=spec.options,
                             where=where, want=spec.want))
-    if how == "assert":
+    if how == "assert":  # the statement's name is the check's
         return spec.want
     return True if how == "torch.allclose" else None
 

@@ -112,7 +112,7 @@ def after_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: A
     if "out" in kwargs and is_tensor(kwargs["out"]):
         tag(kwargs["out"], node)
     if is_tensor(result):
-        if not (inplace and result is (args[0] if args else None)):
+        if result is not (args[0] if args else None):  # `x.float()` of a float x is x
             tag(result, node)
     elif isinstance(result, (tuple, list)):
         for i, t in enumerate(result):
@@ -201,16 +201,38 @@ def wrap(value: Any, node: Any, ask: Callable[[Any], bool | None]) -> Any:
 
 def leaves(node: Any) -> Iterator[Leaf]:
     """Every kernel output ``node`` reads."""
-    if isinstance(node, Leaf):
-        yield node
-    elif isinstance(node, Item):
-        yield from leaves(node.of)
-    elif isinstance(node, Op):
-        for v in (*node.args, *node.kwargs.values()):
-            yield from leaves(v)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            yield from leaves(v)
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Leaf):
+            yield n
+        elif isinstance(n, Item):
+            todo.append(n.of)
+        elif isinstance(n, Op):
+            todo.extend(reversed((*n.args, *n.kwargs.values())))
+        elif isinstance(n, (list, tuple)):
+            todo.extend(reversed(n))
+
+
+def depth(node: Any, stop: int) -> int:
+    """How many ops deep ``node`` is (counting stops at ``stop``)."""
+    todo, most = [(node, 0)], 0
+    while todo:
+        n, d = todo.pop()
+        most = max(most, d)
+        if most >= stop:
+            return most
+        if isinstance(n, Item):
+            todo.append((n.of, d + 1))
+        elif isinstance(n, Op):
+            todo.extend((v, d + 1) for v in (*n.args, *n.kwargs.values()))
+        elif isinstance(n, (list, tuple)):
+            todo.extend((v, d) for v in n)
+    return most
+
+
+#: the deepest expression a check is made again with (evaluation recurses)
+MAX_DEPTH = 150
 
 
 def evaluate(node: Any, leaf_value: Callable[[Leaf], Any],
@@ -252,6 +274,7 @@ class Spec:
     expected: Any  # a tensor, or a node when it is derived from kernel outputs too
     options: dict[str, Any] = field(default_factory=dict)
     want: bool = True  # a plain assert: the truth the file's run needs
+    expected_value: Any = None  # the expected tensor as the file passed it
 
 
 #: how each check names its tensors and options (the real functions' parameters)
@@ -291,19 +314,28 @@ def spec_of(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | N
     options = {k: v for k, v in bound.items() if k not in names[:2] and k not in (
         "msg", "verbose", "base_name", "ref_name")}
     if na is None:  # the file put the kernel's side second
-        return Spec(how, nb, a, options)
-    return Spec(how, na, b if nb is None else nb, options)
+        return Spec(how, nb, a, options, expected_value=a)
+    return Spec(how, na, b if nb is None else nb, options, expected_value=b)
 
 
 def the_record(spec: Spec) -> tuple[Any, int] | None:
     """(the record, the call) every kernel output of ``spec`` comes from; None when it
-    reads outputs of two calls (a cell replays one)."""
-    found = {(id(leaf.record), leaf.call): leaf for leaf in (
-        *leaves(spec.actual), *leaves(spec.expected))}
-    if len(found) != 1:
+    reads outputs of two calls (a cell replays one) or is too deep to make again. An
+    expected side that reads another call (an argument two in-place kernels share) is
+    taken as the file passed it."""
+    if any(depth(n, MAX_DEPTH) >= MAX_DEPTH for n in (spec.actual, spec.expected)):
         return None
-    leaf = next(iter(found.values()))
-    return leaf.record, leaf.call
+    for sides in ((spec.actual, spec.expected), (spec.actual,)):
+        found = {(id(leaf.record), leaf.call): leaf for side in sides
+                 for leaf in leaves(side)}
+        if len(found) == 1:
+            if len(sides) == 1:
+                spec.expected = spec.expected_value
+            leaf = next(iter(found.values()))
+            return leaf.record, leaf.call
+        if spec.expected_value is None:
+            break
+    return None
 
 
 def first_output(node: Any) -> Leaf | None:
@@ -358,10 +390,14 @@ def _tree(path: str, mtime: float) -> ast.Module | None:
         return None
 
 
-def wanted_truth(path: str, line: int) -> bool | None:
-    """What the file needs a tensor's truth at ``line`` to be for its run to go on: True
-    in an ``assert``, False in ``if cond: raise`` (True under ``if not cond: raise``);
-    None anywhere else (not a check)."""
+#: the names of a check on a tensor's truth, by the statement taking it
+ASSERT, IF_RAISE = "assert", "if ...: raise"
+
+
+def wanted_truth(path: str, line: int) -> tuple[bool, str] | None:
+    """What the file needs a tensor's truth at ``line`` to be for its run to go on, and
+    the statement's name: True in an ``assert``, False in ``if cond: raise`` (True under
+    ``if not cond: raise``); None anywhere else (not a check)."""
     try:
         tree = _tree(path, os.path.getmtime(path))
     except OSError:
@@ -379,9 +415,10 @@ def wanted_truth(path: str, line: int) -> bool | None:
         if first <= line <= last and (best is None or node.lineno >= best.lineno):
             best = node
     if isinstance(best, ast.Assert):
-        return True
+        return True, ASSERT
     if isinstance(best, ast.If) and best.body and _stops(best.body[0]):
-        return isinstance(best.test, ast.UnaryOp) and isinstance(best.test.op, ast.Not)
+        return isinstance(best.test, ast.UnaryOp) and isinstance(best.test.op, ast.Not), \
+            IF_RAISE
     return None
 
 

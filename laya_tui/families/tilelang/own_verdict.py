@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.families.tilelang.own_checks import (
+    ASSERT,
     COMPARE_OPS,
+    IF_RAISE,
     TILELANG_DEFAULTS,
     Item,
     Leaf,
@@ -45,7 +47,7 @@ def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
 
     memo: dict[int, Any] = {}
     a = evaluate(actual, leaf_value, memo)
-    if how == "assert":
+    if how in (ASSERT, IF_RAISE):
         return _judge_assert(actual, a, want, leaf_value, memo)
     e = evaluate(expected, leaf_value, memo)
     opts = dict(options)
@@ -130,7 +132,7 @@ def _judge_assert(node: Any, truth: Any, want: bool, leaf_value: Callable[[Leaf]
         except (TypeError, ValueError, RuntimeError):
             pass
     message = "" if ok else (
-        f"{value:.4g} {sign} {limit:g} is {not want}" if sign else "the asserted tensor is "
+        f"{value:.4g} {sign} {limit:g} is {not want}" if sign else "the condition is "
         f"{not want}")
     return Verdict(ok, value, limit, message, detail={"asserts": sign or "truth"})
 
