@@ -16,7 +16,7 @@ stamp=.venv/.laya-setup-stamp
 if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0
 fi
-echo "laya-tui: setting up .venv (extras: $EXTRAS; torch pinned to the 2.13.0 CPU build)" >&2
+echo "laya-tui: setting up .venv (extras: $EXTRAS; torch pinned to the 2.13.0 CPU build by constraints.txt)" >&2
 quiet_pip() {  # pip, minus the harmless notes about absent local index folders, and minus
   # setuptools' "Editable installation ... Please be careful" box (our packages map probes/
   # and kernels/ inside laya_tui, which needs its import finder; nothing to act on)

@@ -172,3 +172,44 @@ def test_the_capture_records_each_check_with_its_expression_and_options(tl: Any)
     tensor_assert, item_assert = cap.builds[0].call.checks
     assert (tensor_assert.how, tensor_assert.want, item_assert.how) == ("assert", True,
                                                                         "assert")
+
+
+def test_a_file_that_checks_nothing_is_built_not_compared_and_says_why(
+        tl: Any, tmp_path: Path) -> None:
+    path = _copy("no_check.py", tmp_path / "kernels", wrong=False)
+    # the file's own run with every comparison made to raise still passes: it checks nothing
+    boom = ("import runpy, sys, torch\n"
+            "def boom(*a, **k):\n    raise SystemExit('compared')\n"
+            "torch.testing.assert_close = torch.allclose = boom\n"
+            f"runpy.run_path({str(path)!r}, run_name='__main__')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    proc = subprocess.run([sys.executable, "-c", boom], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    status, low, tol = _cell(path, tmp_path)
+    assert status == "ok" and tol == {}
+    assert low["detail"]["outcome"] == "built"
+    assert low["detail"]["run_skipped"] == (
+        "the file's run compares nothing with this kernel's outputs, and the file defines "
+        "no ref_program() to compare with: lowered and built only")
+
+
+def test_a_check_on_a_faked_reference_is_not_made_on_the_cpu_and_says_why(
+        tl: Any, tmp_path: Path) -> None:
+    """gpu_checks.py's reference goes through a GPU-sized op the CPU capture answers with
+    zeros: its check is recorded but not made here, and the cell says so (not "another
+    device")."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU computes the reference: the check is made")
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    shutil.copy(ROOT / "tests" / "fixtures" / "run_kernels" / "gpu_checks.py", folder)
+    status, low, tol = _cell(folder / "gpu_checks.py", tmp_path)
+    assert status == "ok" and tol == {}
+    assert low["detail"]["run_skipped"].startswith(
+        "the file's check compares with values its run made while the capture answered 1 "
+        "GPU-sized torch op(s) with zeros")
+    assert low["detail"]["file_run"]["faked_ops"] == 1

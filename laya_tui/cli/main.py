@@ -146,8 +146,29 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--trace", metavar="PATH",
                     help="also write the run's timeline as Chrome trace JSON (Perfetto)")
     add_finding_flags(ci)
-    ap.add_argument("--version", action="version", version="laya-tui 0.1.0")
+    ap.add_argument("--version", action=_Version, nargs=0,
+                    help="laya-tui's version and the installed torch, TileLang... versions")
     return ap
+
+
+class _Version(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(_versions() + "\n")
+        parser.exit(0)
+
+
+def _versions() -> str:
+    """laya-tui's version and the probed libraries' installed ones (metadata, no import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def one(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "not installed"
+
+    libs = ("torch", "tilelang", "transformers", "mlx", "torch-rbln", "textual")
+    return f"laya-tui {one('laya-tui')}\n" + "\n".join(f"  {d} {one(d)}" for d in libs)
 
 
 def config_from_args(args: argparse.Namespace) -> RunOptions:
@@ -165,6 +186,7 @@ SUBCOMMANDS: dict[str, str] = {
     "diff": "laya_tui.cli.diff:main",
     "merge": "laya_tui.cli.merge:main",  # merge shard/host reports into one
     "import": "laya_tui.cli.import_cmd:main",  # a TORCH_TRACE folder as a report
+    "serve": "laya_tui.cli.serve:main",  # the dashboard in a browser (textual-serve)
 }
 
 
@@ -181,8 +203,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
 
 def wants_headless(headless: bool, json_path: str | None) -> bool:
     """No dashboard: asked for, the report goes to stdout, or no terminal on stdin/stdout."""
+    from laya_tui.cli.serve import served
+
     return bool(headless or json_path == "-"
-                or not (sys.stdout.isatty() and sys.stdin.isatty()))
+                or not (served() or (sys.stdout.isatty() and sys.stdin.isatty())))
 
 
 def _nothing_configured(hint: str, args: argparse.Namespace) -> int:

@@ -191,8 +191,10 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     check_output_path(args.html, "--html")
     check_output_path(args.trace, "--trace")
-    interactive = not (args.headless or args.html or args.trace) and sys.stdout.isatty() \
-        and sys.stdin.isatty()
+    from laya_tui.cli.serve import served
+
+    interactive = not (args.headless or args.html or args.trace) and (served() or (
+        sys.stdout.isatty() and sys.stdin.isatty()))
     is_trace = os.path.isdir(args.report) or looks_like_trace(args.report)
     if interactive:
         if is_trace:

@@ -42,13 +42,14 @@ from laya_tui.tui.model import Changes, RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.screens.contracts import PicksRerunTargets, ShowsChanges
 from laya_tui.tui.screens.main import MainScreen
+from laya_tui.tui.screenshot import SavesScreenshots
 from laya_tui.tui.watch_control import WatchControl, WatchFactory
 
 #: What is off over a saved report (``show``/``diff``): left out of the footer.
 OFFLINE_ACTIONS = frozenset(("rerun", "rerun_all", "toggle_watch", "export"))
 
 
-class LayaApp(App[int]):
+class LayaApp(SavesScreenshots, App[int]):
     """laya-tui: live probe signals with drill-down."""
 
     CSS_PATH = "app.tcss"

@@ -41,6 +41,8 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
     if example is None and not own:
         why = (state.no_reference or "a plain TileLang file has no example() giving inputs "
                "and a reference") if state.kind != "factory" else "the module defines no example()"
+        if record is not None:
+            why = f"{_why_unchecked(state)}, and {why}"
         state.extra["run_skipped"] = f"{why}: lowered and built only"
         state.extra["not_run"] = "no reference to compare with"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
@@ -66,6 +68,15 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         state.extra["not_run"] = "inputs made by another kernel"
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
+    if example is None and record is not None and not all(c.trusted for c in record.checks):
+        faked = (state.extra.get("file_run") or {}).get("faked_ops", 0)
+        state.extra["run_skipped"] = (
+            f"the file's check compares with values its run made while the capture answered "
+            f"{faked or 'some'} GPU-sized torch op(s) with zeros (a GPU host computes them): "
+            "lowered and built only")
+        state.extra["not_run"] = "the file's reference is GPU-sized"
+        ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
+        return
     if example is None:
         state.extra["run_skipped"] = (
             "the file checks this kernel with tensors on another device than this cell's "
@@ -74,6 +85,21 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     _run_example(ctx, state, func, artifact, tgt, built, example)
+
+
+def _why_unchecked(state: CellState) -> str:
+    """Why the file's run gave no check of this kernel: it compares nothing with its
+    outputs, or it stopped first, or its comparisons cannot be made again here."""
+    run = state.extra.get("file_run") or {}
+    let_pass = run.get("checks_let_pass")
+    if let_pass:
+        return (f"the file's run compares values laya-tui cannot make again from this "
+                f"kernel's outputs alone ({let_pass} comparison(s) let pass)")
+    ended = [e for e in run.get("entries", []) if not e.endswith((": ran", ": exited (0)",
+                                                                  ": exited (None)"))]
+    if ended:
+        return f"the file's run ended before it checked this kernel ({ended[0]})"
+    return "the file's run compares nothing with this kernel's outputs"
 
 
 def _on_device(tensors: list[Any], device: str) -> bool:

@@ -1,0 +1,121 @@
+"""``laya-tui serve`` in a real browser (issue 46): Playwright drives Debian's Chromium
+(tests/_browser.py finds it; Playwright's own browser download is never used). The server
+binds only the loopback on a free port and is stopped at the end.
+
+The page draws the terminal on a canvas (xterm.js), so what the browser shows is read from
+the frames its websocket received: the dashboard's output, ANSI stripped."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laya_tui.cli.serve import free_port
+from tests._browser import INSTALL_HINT, find_chromium
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / "tests/fixtures/recorded/tilelang_report.json"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
+
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+
+def start_serve(*args: str) -> tuple[subprocess.Popen[str], str, float]:
+    """``laya-tui serve`` on a free loopback port; (process, printed URL, start time)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "laya_tui", "serve", "--port",
+                             str(free_port()), *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if m := re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", line):
+            return proc, m.group(1), t0
+    proc.wait(timeout=10)
+    raise AssertionError(f"serve printed no URL (exit {proc.returncode})")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def served_show() -> Iterator[tuple[str, float]]:
+    proc, url, t0 = start_serve("show", str(REPORT))
+    try:
+        yield url, t0
+    finally:
+        stop(proc)
+    assert proc.returncode is not None
+
+
+class Screen:
+    """The text the page's websocket received (the terminal output)."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.chunks: list[str] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload: object) -> None:
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else str(payload)
+        self.chunks.append(ANSI.sub("", text))
+
+    def mark(self) -> int:
+        return len(self.chunks)
+
+    def since(self, mark: int) -> str:
+        return "".join(self.chunks[mark:])
+
+    def wait_for(self, text: str, mark: int = 0, timeout: float = 30.0) -> None:
+        end = time.monotonic() + timeout
+        while text not in self.since(mark):
+            if time.monotonic() > end:
+                raise AssertionError(f"{text!r} never reached the browser:\n"
+                                     f"{self.since(mark)[-2000:]}")
+            self.page.wait_for_timeout(50)  # lets Playwright deliver the frames
+
+
+def test_served_dashboard_in_chromium(served_show):
+    url, t0 = served_show
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip(f"no Chromium: {INSTALL_HINT}")
+    base = url.split("?")[0]
+    for bare in (base, base + "ws", base + "?token=wrong"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(bare, timeout=10)
+        assert refused.value.code == 403, bare
+    with urllib.request.urlopen(url, timeout=10) as ok:
+        assert ok.status == 200
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            screen = Screen(page)
+            page.goto(url)
+            screen.wait_for("add_ln_kernel")
+            print(f"serve: first frame in Chromium {time.perf_counter() - t0:.2f}s after start")
+            page.locator("body").click()
+            mark = screen.mark()
+            page.keyboard.press("f")  # only failing cells
+            page.keyboard.press("ArrowDown")
+            screen.wait_for("add_ln_kernel", mark)  # the rows redrawn: selection moved
+            mark = screen.mark()
+            page.keyboard.press("Enter")  # the selected failing cell's diagnostic
+            screen.wait_for("only supports local", mark)
+        finally:
+            browser.close()
