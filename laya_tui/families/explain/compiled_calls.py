@@ -13,7 +13,10 @@ The output line says what Inductor chose: ``extern_kernels.addmm(..., out=buf0)`
 extern kernel (a GEMM/convolution library call Inductor prefers to generating code),
 ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(...)`` a fallback kernel
 (no lowering). Both are eager ATen kernels, which is what the profiler counts inside
-``## Call CompiledFxGraph ... ##``; only the second is a fallback. Worker side.
+``## Call CompiledFxGraph ... ##``; only the second is a fallback. An op outside ``aten``/
+``prims`` (a ``torch.library.custom_op`` the output calls as ``torch.ops.ns.op.default``) is
+CUSTOM: counted, reached through the custom op's own autograd layer, never a fallback
+finding (Inductor cannot generate the user's op). Worker side.
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ from typing import Any
 
 from laya_tui.families.explain.sites import INDUCTOR, INTERNAL, code_kind
 
-EXTERN, FALLBACK = "extern", "fallback"
-#: How many frames of dispatch plumbing may sit between an op and the line that called it.
-MAX_HOPS = 8
+EXTERN, FALLBACK, CUSTOM = "extern", "fallback", "custom"
+#: Namespaces of torch's own ops; any other is a custom op.
+TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_c10d_functional"})
+#: How many frames of dispatch plumbing may sit between an op and the line that called it
+#: (a custom op under AOTAutograd's first-call mode takes 9).
+MAX_HOPS = 12
 _PLUMBING_TAILS = (os.sep + os.path.join("torch", "_ops.py"),
                    os.sep + os.path.join("torch", "_compile.py"),
-                   os.sep + os.path.join("torch", "_dynamo", "eval_frame.py"))
+                   os.sep + os.path.join("torch", "_dynamo", "eval_frame.py"),
+                   os.sep + os.path.join("torch", "_library", "autograd.py"))
 _plumbing: dict[CodeType, bool] = {}
 _lines: dict[tuple[CodeType, int], str] = {}
 
@@ -66,8 +73,11 @@ def kernel_frame(caller: Any, func: Any) -> Any:
     return None
 
 
-def call_kind(frame: Any) -> str:
-    """EXTERN for an ``extern_kernels.*`` line of the output code, else FALLBACK."""
+def call_kind(frame: Any, func: Any = None) -> str:
+    """CUSTOM for a custom op, EXTERN for an ``extern_kernels.*`` line, else FALLBACK."""
+    ns = getattr(func, "namespace", None)
+    if ns is not None and ns not in TORCH_NAMESPACES:
+        return CUSTOM
     key = (frame.f_code, frame.f_lineno)
     text = _lines.get(key)
     if text is None:
