@@ -303,7 +303,12 @@ def _user_model(ctx: Any, spec: str, scenario: str) -> None:
     if scenario == "compile":
         # set 1 compiles; the later sets, in order, show the recompiles their shapes cause
         later = (lambda: run_all(range(1, len(sets)))) if len(sets) > 1 else None
-        explain_steady(ctx, "forward", lambda: run(0), warm_fn=later, warmup=1, model=model)
+        try:
+            explain_steady(ctx, "forward", lambda: run(0), warm_fn=later, warmup=1,
+                           model=model)
+        except Exception as exc:
+            _fail_on_missing_fake(ctx, exc)
+            raise
     else:
         explain_steady(ctx, "forward", lambda: run_all(range(len(sets))), warmup=2,
                        model=model)
@@ -321,16 +326,34 @@ def _user_model(ctx: Any, spec: str, scenario: str) -> None:
         torch._dynamo.reset()
 
 
+def _fail_on_missing_fake(ctx: Any, exc: BaseException) -> None:
+    """A custom op without a fake is a finding naming the op, torch's GB id and the line."""
+    from laya_tui.families.aoti.failure import missing_fake
+
+    fake = missing_fake(f"{type(exc).__name__}: {exc}")
+    if fake is None:
+        return
+    ctx.log(fake["reason"], subject=f"forward: {fake['op']}", site=fake["site"],
+            fix=f"register a fake impl: @{fake['register']}",
+            detail={"missing_fake": {k: fake[k] for k in ("op", "gb", "register")},
+                    "exception": type(exc).__name__})
+    ctx.fail(fake["reason"])
+
+
 def _shapes(inputs: Any) -> str:
-    """``x(4, 16)`` / ``input_ids(2, 7), attention_mask(2, 7)``: an input set's shapes."""
+    """``x(4, 16)`` / ``x(2, 5), mode='sum', normalize=True``: an input set's shapes and its
+    non-tensor inputs (which change what the model computes, and what an export bakes in)."""
     if isinstance(inputs, dict):
         items = list(inputs.items())
     elif isinstance(inputs, (tuple, list)):
         items = [(f"arg{i}", v) for i, v in enumerate(inputs)]
     else:
         items = [("x", inputs)]
-    parts = [f"{k}{tuple(v.shape)}" for k, v in items if hasattr(v, "shape")]
-    return ", ".join(parts) or "no tensors"
+    parts = [f"{k}{tuple(v.shape)}" if hasattr(v, "shape") else f"{k}={v!r}"
+             for k, v in items if hasattr(v, "shape") or isinstance(v, (str, bool, int, float))]
+    if not any(hasattr(v, "shape") for _, v in items):
+        parts.insert(0, "no tensors")
+    return ", ".join(parts)
 
 
 def _depend_on_module(ctx: Any, spec: str) -> None:

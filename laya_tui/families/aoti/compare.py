@@ -59,10 +59,16 @@ def compare_heads(pipe: Pipeline, shapes: list[tuple[str, Inputs, dict[str, int]
                       or same else "eager", "fresh_vs_warm": fresh_vs_warm,
                       "vs_same_dtype_eager": vs_same, "vs_compiled": vs_compiled,
                       "compiled_vs_reference": compiled_vs_ref}
+            why = pipe.specialised.get(name)
+            if why:
+                detail["specialised"] = why
+            reason = "; ".join(why) if why else None
             pipe.ctx.tolerance(f"{head}/logits[{name}]", d["logit"], limit,
-                               passed=passed_logit, detail=detail)
+                               passed=passed_logit, detail=detail,
+                               **({"reason": reason} if reason and not passed_logit else {}))
             pipe.ctx.tolerance(f"{head}/probs[{name}]", d["prob"], limit,
-                               passed=passed_prob, detail=detail)
+                               passed=passed_prob, detail=detail,
+                               **({"reason": reason} if reason and not passed_prob else {}))
             per_shape[name]["heads"][head] = {
                 "max_logit_delta": d["logit"], "max_prob_delta": d["prob"],
                 "limit": limit, "prob_limit": limit, "argmax_agree": d["agree"],

@@ -22,9 +22,31 @@ def _path_name(path: Any) -> str:
     return "args" + pytree.keystr(tuple(keys[1:]))
 
 
+def constant_inputs(inputs: Inputs) -> dict[str, str]:
+    """Non-tensor leaves of an input set (``mode='sum'``, ``normalize=True``) by name, as
+    ``repr``: torch.export bakes them into the program as constants."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    args, kwargs = inputs
+    leaves = pytree.tree_flatten_with_path((tuple(args), dict(kwargs)))[0]
+    return {_path_name(p): repr(x) for p, x in leaves if not isinstance(x, torch.Tensor)}
+
+
+def specialised(spec: dict[str, Any] | None, inputs: Inputs, label: str) -> list[str]:
+    """What an input set passes that the package was specialised to another value of."""
+    fixed = (spec or {}).get("constants") or {}
+    got = constant_inputs(inputs)
+    return [f"the package is specialised to {k}={v}; {label} passes {got[k]}"
+            for k, v in fixed.items() if k in got and got[k] != v]
+
+
 def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
                ) -> dict[str, Any]:
-    """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}]}``."""
+    """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}], constants}``.
+
+    ``constants``: the example's non-tensor inputs, which the program holds fixed.
+    """
     import sympy
     import torch
     from torch.utils import _pytree as pytree
@@ -33,7 +55,9 @@ def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
     flat = [(p, x) for p, x in pytree.tree_flatten_with_path((tuple(args), kwargs))[0]
             if isinstance(x, torch.Tensor)]
     vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
-    fakes = [vals[name] for name in ep.graph_signature.user_inputs]
+    # a constant input appears in user_inputs as its value (``'sum'``), not a placeholder
+    fakes = [vals[name] for name in ep.graph_signature.user_inputs
+             if isinstance(name, str) and name in vals]
     fakes = [f for f in fakes if isinstance(f, torch.Tensor)]
     ranges = {str(k): v for k, v in ep.range_constraints.items()}
 
@@ -63,7 +87,11 @@ def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
                 dim["multiple"] = coeff
             dims.append(dim)
         inputs.append({"name": name, "dtype": str(x.dtype), "dims": dims})
-    return {"inputs": inputs}
+    out: dict[str, Any] = {"inputs": inputs}
+    constants = constant_inputs(example)
+    if constants:
+        out["constants"] = constants
+    return out
 
 
 def mixed_dtype_matmuls(ep: Any) -> list[dict[str, Any]]:

@@ -35,6 +35,9 @@ _NOISE = [re.compile(p) for p in (
 _CXX_ERROR = re.compile(r"(^|\s|:)(fatal )?error: ", re.IGNORECASE)
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _CPP_SITE = re.compile(r"^Error: (\w+)\(.*API call failed at (\S+), line (\d+)", re.M)
+_NO_FAKE = re.compile(r"no fake impl registered for (?:<CustomOpDef\()?([\w.]+::[\w.]+)\)?>?"
+                      r"(?:.*?use `?([\w.]+\.register_fake)`?)?", re.S)
+_GB_ID = re.compile(r"/gb/(gb\d+)\.html|\b(GB\d+)\b", re.I)
 
 #: (pattern in the error text, one-line fix).
 FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -144,12 +147,38 @@ def cpp_site(text: str) -> dict[str, Any] | None:
     return {"file": m.group(2), "line": int(m.group(3)), "func": m.group(1)}
 
 
+def missing_fake(text: str, site: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """``{op, gb, register, site, reason}`` when ``text`` says a custom op has no fake impl.
+
+    Torch says it the same way under torch.compile (a ``TorchRuntimeError`` with the graph
+    break's ``gbNNNN`` page) and under torch.export; the reason names all of it in one line.
+    """
+    m = _NO_FAKE.search(text)
+    if m is None:
+        return None
+    gb = _GB_ID.search(text)
+    gb_id = (gb.group(1) or gb.group(2)).upper() if gb else None
+    site = site or site_from_text(text)
+    register = m.group(2) or f"{m.group(1).split('::')[-1]}.register_fake"
+    where = f" at {os.path.basename(site['file'])}:{site['line']}" if site else ""
+    reason = (f"custom op {m.group(1)} has no fake (meta) impl{where}"
+              f"{f' ({gb_id})' if gb_id else ''}: torch.compile/export cannot trace it; "
+              f"add one with @{register}")
+    return {"op": m.group(1), "gb": gb_id, "register": register, "site": site,
+            "reason": reason}
+
+
 def describe(step: str, exc: BaseException, **detail: Any) -> StepFailure:
     """Describe an exception raised by ``step`` in this process."""
     text = f"{type(exc).__name__}: {exc}"
     line = first_meaningful_line(str(exc)) or type(exc).__name__
+    site = user_site(exc)
+    fake = missing_fake(text, site_from_text(text) or site)
+    if fake is not None:
+        line, site = fake["reason"], fake["site"]
+        detail = {**detail, "missing_fake": {k: fake[k] for k in ("op", "gb", "register")}}
     return StepFailure(step=step, exception=type(exc).__name__, line=line, text=text,
-                       site=user_site(exc), fix=fix_for(text), detail=dict(detail))
+                       site=site, fix=fix_for(text), detail=dict(detail))
 
 
 def describe_remote(step: str, error: dict[str, Any] | None, stderr: str = "",
@@ -159,6 +188,9 @@ def describe_remote(step: str, error: dict[str, Any] | None, stderr: str = "",
         text = f"{error.get('type', 'Error')}: {error.get('message', '')}"
         line = first_meaningful_line(error.get("message", "")) or error.get("type", "Error")
         site = site_from_text(error.get("traceback", "")) or cpp_site(stderr)
+        fake = missing_fake(text, site)
+        if fake is not None:
+            line, site = fake["reason"], fake["site"]
         return StepFailure(step=error.get("step") or step, exception=error.get("type", "Error"),
                            line=line, text=text + "\n" + trim_faulthandler(stderr)[-3000:],
                            site=site,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.families.aoti.compare import compare_heads, compare_latency
-from laya_tui.families.aoti.exported import input_spec, mixed_dtype_matmuls
+from laya_tui.families.aoti.exported import input_spec, mixed_dtype_matmuls, specialised
 from laya_tui.families.aoti.failure import StepFailure, describe, describe_remote
 from laya_tui.families.aoti.load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
 from laya_tui.families.aoti.measure import (
@@ -47,6 +47,8 @@ from laya_tui.families.aoti.toolchain import (
 )
 
 FRESH_TIMEOUT = 300.0
+FIX_CONSTANT = ("torch.export bakes non-tensor inputs into the package: export one package "
+                "per value, or pass the choice as a tensor (torch.cond / torch.where on it)")
 
 
 class Pipeline:
@@ -58,6 +60,8 @@ class Pipeline:
         self.root = Path(root)
         self.failures: list[StepFailure] = []
         self.mixed: list[dict[str, Any]] = []
+        #: shape name -> "the package is specialised to mode='sum'; input set 2 passes ..."
+        self.specialised: dict[str, list[str]] = {}
         self.results: dict[str, Any] = {
             "schema": RESULTS_SCHEMA_ID, "model": target.name, "dtype": target.dtype,
             "steps": {}, "shapes": [], "failures": [], "ok": False, "package": None,
@@ -251,7 +255,12 @@ class Pipeline:
         from laya_tui.families.aoti.load import ShapeError, flat_tensors
 
         keep = []
-        for name, inputs, dims in self.target.shapes(spec):
+        for k, (name, inputs, dims) in enumerate(self.target.shapes(spec)):
+            label = f"input set {k + 1}" if name == f"set{k + 1}" else f"shape {name}"
+            for text in specialised(spec, inputs, label):
+                self.specialised.setdefault(name, []).append(text)
+                self.ctx.log(text, subject=f"shape[{name}]", fix=FIX_CONSTANT,
+                             detail={"specialised": True})
             if spec.get("unreadable"):
                 keep.append((name, inputs, dims))
                 continue

@@ -17,6 +17,11 @@ another sequence of modules than the reference, the runs took different branches
 (:mod:`laya_tui.families.explain.control_flow`). That is the finding (``diverged``), and the
 first module past its limit is looked for only among the calls that finished before the
 paths parted (after it, the two runs computed different things).
+
+``torch.cond`` branches run as a plain ``if`` during both runs
+(:mod:`laya_tui.families.explain.cond_branches`): the branch that ran is compared module by
+module, the modules only the other branch calls are in ``skipped`` as not run, and ``cond``
+says which branch each run took.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from laya_tui.families.explain.cond_branches import CondRecord, eager_cond, not_run
 from laya_tui.families.explain.control_flow import divergence
 from laya_tui.families.explain.sites import user_site
 
@@ -87,7 +93,14 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     def name_of(named: dict[int, str], m: Any) -> str:
         return named.get(id(m), "?") or ROOT
 
+    recs = {"ref": CondRecord(), "model": CondRecord()}
+
+    def shadowing() -> bool:
+        return recs["ref"].shadow or recs["model"].shadow
+
     def ref_hook(m: Any, _args: Any, out: Any) -> None:
+        if shadowing():
+            return
         leaves = _leaves(out, torch)
         kept = None if leaves is None else [
             _masked(t.detach().float().cpu().clone(), cpu_mask) if t.is_floating_point()
@@ -103,10 +116,14 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     def pre_hook(order: list[tuple[str, dict[str, Any] | None]],
                  names: dict[int, str]) -> Callable[[Any, Any], None]:
         def hook(m: Any, _args: Any) -> None:
+            if shadowing():
+                return
             order.append((name_of(names, m), user_site(sys._getframe(1))[0]))
         return hook
 
     def model_hook(m: Any, _args: Any, out: Any) -> None:
+        if shadowing():
+            return
         name = name_of(model_names, m)
         idx = seen.get(name, 0)
         seen[name] = idx + 1
@@ -153,7 +170,7 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     handles += [m.register_forward_pre_hook(pre_hook(ref_order, ref_names))
                 for m in reference.modules()]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), eager_cond(recs["ref"]):
             ref_output = run_reference()
     finally:
         for h in handles:
@@ -164,20 +181,37 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
                 for m in model.modules()]
     t0 = time.perf_counter()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), eager_cond(recs["model"]):
             model_output = run_model()
     finally:
         for h in handles:
             h.remove()
     t_model = time.perf_counter() - t0
+    for name, why in not_run(recs["model"], model_names,
+                             {n for n, _ in model_order}).items():
+        skipped.setdefault(name, why)
     diverged = divergence(model_order, ref_order, dtype=_dtype_of(model, torch))
     cut = None if diverged is None else diverged["index"]
     first = next((c for c in calls if c["past"] and (cut is None or c["order"] <= cut)), None)
     return {"calls": calls, "first_past_limit": first, "diverged": diverged,
             "skipped": [{"module": k, "reason": v} for k, v in skipped.items()],
+            "cond": _cond_detail(recs["model"], recs["ref"]),
             "compared": len(calls), "seconds": {"reference": round(t_ref, 6),
                                                 "model": round(t_model, 6)},
             "reference_output": ref_output, "model_output": model_output}
+
+
+def _cond_detail(model: CondRecord, ref: CondRecord) -> list[dict[str, Any]]:
+    """Per ``torch.cond`` call: its site and the branch each run took."""
+    from laya_tui.families.explain.sites import format_frame
+
+    out = []
+    for i, entry in enumerate(model.calls):
+        other = ref.calls[i]["ran"] if i < len(ref.calls) else None
+        out.append({"site": format_frame(entry["site"]) if entry["site"] else None,
+                    "ran": entry["ran"], "reference_ran": other,
+                    **({"other_branch_error": entry["error"]} if entry["error"] else {})})
+    return out
 
 
 def _dtype_of(model: Any, torch: Any) -> str:
@@ -241,6 +275,8 @@ def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[
         "curve": [[c["module"], _r(c["max_diff"]), _r(c["limit"])] for c in keep],
         "skipped": result["skipped"][:20],
     }
+    if result.get("cond"):
+        out["cond"] = result["cond"][:20]
     if step > 1:
         out["curve_every"] = step
     if artifact:
