@@ -199,7 +199,10 @@ class Recorder:
     def _on_mask_index(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
         """``x[mask]`` / ``x[mask] = v``: each bool mask is turned into indices by nonzero
         inside the kernel (below this mode), one count copy each; ``x[mask] = 0.0`` (one
-        host scalar) is a masked_fill (no copy)."""
+        host scalar) is a masked_fill (no copy). The op is also what :meth:`on_other` sees
+        (an Inductor fallback, a CPU op in a device region)."""
+        if self.watch:
+            self.on_other(func, out, caller)
         indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
         masks = [i for i in indices if getattr(i, "dtype", None) is not None
                  and i.dtype in _MASK_DTYPES and not i.is_cpu]
