@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from laya_tui.cli.serve import free_port
@@ -53,13 +54,16 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 @pytest.fixture
-def served_show() -> Iterator[tuple[str, float]]:
+def served_show() -> Iterator[tuple[str, float, Any]]:
     proc, url, t0 = start_serve("show", str(REPORT))
+    children: list[psutil.Process] = []  # the tab's dashboard, filled by the test
     try:
-        yield url, t0
+        yield url, t0, lambda: children.extend(psutil.Process(proc.pid).children(True))
     finally:
         stop(proc)
     assert proc.returncode is not None
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"left running after serve stopped: {alive}"
 
 
 class Screen:
@@ -90,7 +94,7 @@ class Screen:
 
 
 def test_served_dashboard_in_chromium(served_show):
-    url, t0 = served_show
+    url, t0, note_children = served_show
     chromium = find_chromium()
     if chromium is None:
         pytest.skip(f"no Chromium: {INSTALL_HINT}")
@@ -108,14 +112,18 @@ def test_served_dashboard_in_chromium(served_show):
             screen = Screen(page)
             page.goto(url)
             screen.wait_for("add_ln_kernel")
+            note_children()
             print(f"serve: first frame in Chromium {time.perf_counter() - t0:.2f}s after start")
             page.locator("body").click()
             mark = screen.mark()
-            page.keyboard.press("f")  # only failing cells
-            page.keyboard.press("ArrowDown")
-            screen.wait_for("add_ln_kernel", mark)  # the rows redrawn: selection moved
+            page.keyboard.press("f")  # only failing cells: the first one is selected
+            screen.wait_for("add_ln_kernel[c,fp32,gpu]", mark)
             mark = screen.mark()
-            page.keyboard.press("Enter")  # the selected failing cell's diagnostic
-            screen.wait_for("only supports local", mark)
+            page.keyboard.press("ArrowDown")  # the selection moves to the second
+            screen.wait_for("add_ln_kernel[c,fp16,gpu]", mark)
+            mark = screen.mark()
+            page.keyboard.press("Enter")  # its diagnostic opens: the lowering's own words
+            screen.wait_for("CPU reduce only supports local src", mark)
+            assert "add_ln_kernel[c,fp16,gpu]" in screen.since(mark)
         finally:
             browser.close()
