@@ -127,3 +127,30 @@ def test_served_dashboard_in_chromium(served_show):
             assert "add_ln_kernel[c,fp16,gpu]" in screen.since(mark)
         finally:
             browser.close()
+
+
+def test_serve_flags_are_checked_and_other_hosts_warn(capsys, monkeypatch):
+    from laya_tui.cli import serve
+
+    assert serve.main(["--port", "70000"]) == 2
+    assert "not a port" in capsys.readouterr().err
+    assert serve.main(["serve"]) == 2
+    assert "cannot serve itself" in capsys.readouterr().err
+    served: list[tuple[str, str, int]] = []
+
+    class Fake:
+        def __init__(self, command: str, host: str, port: int) -> None:
+            served.append((command, host, port))
+
+        def serve(self) -> None:
+            pass
+
+    monkeypatch.setattr(serve, "make_server", lambda c, h, p, t: Fake(c, h, p))
+    monkeypatch.setenv(serve.SERVED_ENV, "0")  # main sets it; undone after the test
+    assert serve.main(["--port", "0", "show", "r.json"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert serve.main(["--host", "0.0.0.0", "--port", "8123", "--watch"]) == 0
+    assert "warning: binding 0.0.0.0" in capsys.readouterr().err
+    (c1, h1, p1), (c2, h2, p2) = served
+    assert (h1, h2, p2) == ("127.0.0.1", "0.0.0.0", 8123) and p1 > 0
+    assert c1.endswith("-m laya_tui show r.json") and c2.endswith("-m laya_tui --watch")
