@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
@@ -41,10 +41,19 @@ def test_installed_versions_fall_in_the_stated_ranges():
         deps = tomllib.load(f)["project"]["dependencies"]
     reqs = [Requirement(r) for r in deps + _extras()["torch"] + _extras()["tilelang"]
             + _extras()["serve"]]
+    checked = 0
     for req in reqs:
-        if req.name != "numpy":
-            assert req.specifier.contains(version(req.name), prereleases=True), (req, version(
-                req.name))
+        if req.name != "numpy" and (have := _installed(req.name)) is not None:
+            assert req.specifier.contains(have, prereleases=True), (req, have)
+            checked += 1
+    assert checked >= 3  # textual, textual-serve... at least (a UI-only venv has no torch)
+
+
+def _installed(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
 
 
 def test_version_flag_names_the_probed_libraries_without_importing_them():
@@ -58,7 +67,7 @@ def test_version_flag_names_the_probed_libraries_without_importing_them():
     lines = out.stdout.splitlines()
     assert lines[0] == f"laya-tui {version('laya-tui')}"
     for dist in ("torch", "tilelang", "transformers", "mlx", "textual"):
-        assert f"  {dist} {version(dist)}" in lines, out.stdout
+        assert f"  {dist} {_installed(dist) or 'not installed'}" in lines, out.stdout
     assert lines[-1] == "IMPORTED []"
 
 
