@@ -24,15 +24,27 @@ def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None
 
 
 def artifact_dir(opts: dict[str, Any], name: str) -> str:
-    """``<--out>/name``, or ``name`` in the per-user cache folder of laya-tui; under
-    ``--env`` (``opts["env"]``), ``<...>/@env/name``: each environment its own files."""
+    """``<--out>/name``, or ``artifacts/<workspace hash>/name`` in the per-user cache folder
+    of laya-tui, so two projects never share a file; under ``--env`` (``opts["env"]``),
+    ``<...>/@env/name``: each environment its own files. The one place every family names
+    its artifact folder (docs/architecture.md, 'Artifacts')."""
     if opts.get("env"):
         name = os.path.join(f"@{opts['env']}", name)
     out = opts.get("out")
     if out:
         return os.path.join(os.path.abspath(out), name)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "laya-tui", name)
+    return os.path.join(base, "laya-tui", "artifacts", workspace_key(opts.get("workspace")),
+                        name)
+
+
+def workspace_key(workspace: str | None) -> str:
+    """The workspace's folder name in the per-user cache: sha256 of its real path, 16 hex
+    digits (the result cache's own key, ``core.cache.default_cache_dir``)."""
+    import hashlib
+
+    path = os.path.realpath(workspace or os.getcwd())
+    return hashlib.sha256(path.encode()).hexdigest()[:16]
 
 
 def check_output_path(path: str | None, flag: str = "report") -> None:

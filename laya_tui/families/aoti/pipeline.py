@@ -437,9 +437,9 @@ class Pipeline:
 
 def run_target(ctx: Any, target: Target, out: str | None) -> dict[str, Any]:
     """Run one cell end to end; skip when AOTInductor cannot run, fail on a failed step."""
-    from laya_tui.families.aoti.results import output_root
+    from laya_tui.core.files import artifact_dir
 
-    pipe = Pipeline(ctx, target, output_root(out))
+    pipe = Pipeline(ctx, target, Path(artifact_dir({**ctx.options, "out": out}, "aoti")))
     try:
         results = pipe.run()
     except Unavailable as exc:

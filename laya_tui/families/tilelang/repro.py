@@ -25,7 +25,8 @@ _TEMPLATE = '''#!/usr/bin/env python3
 Written by laya-tui; runs with plain `python repro.py` (TileLang needed, laya-tui not).
 It imports the kernel file, builds the same function with the same arguments, dtype,
 target and pass configuration, lowers it{and_builds} and prints the first diagnostic line.
-Exit status 1 when it fails as the cell did, 0 when it no longer does.
+Exit status 1 when it fails as the cell did, 0 when it no longer does, 2 when an input
+it needs is not here (it names which). The compiler's source and command are carried in it.
 """
 
 import importlib
@@ -53,7 +54,8 @@ EXECUTION_BACKEND = {backend!r}
 CALL_STYLE = {call_style!r}  # "call": the cell failed where the file calls the kernel
 STAGE = {stage!r}  # the stage the cell failed in
 BUILD_COMMAND = {command!r}  # the compiler command of the cell's cython build
-WRAPPED_SOURCE = {wrapped!r}
+WRAPPED_SOURCE = {wrapped!r}  # where the cell's build wrote the source it compiled
+WRAPPED_CODE = {wrapped_code!r}  # that source itself, so no cache file is needed
 EXPECTED = {first_line!r}
 CC_ERROR_RE = re.compile(
     r"^(?P<file>[^\\s:()][^:()]*?)(?::(?P<line>\\d+)(?::(?P<col>\\d+))?:|\\((?P<pline>\\d+)\\):)"
@@ -307,7 +309,43 @@ def call_like_the_file():
     return 0
 
 
+def missing(what):
+    """An input this script needs is not here: say which, exit 2 (never "no longer fails")."""
+    print("cannot reproduce: " + what + "; the cell said: " + EXPECTED)
+    return 2
+
+
+def compile_carried():
+    """The cell's compiler command on the source it compiled, both carried in this file,
+    in a temporary folder (the cache file the cell wrote is not needed)."""
+    import tempfile
+
+    if not WRAPPED_CODE:
+        if not os.path.isfile(WRAPPED_SOURCE):
+            return missing("the generated source " + WRAPPED_SOURCE + " is not here and "
+                           "this repro.py does not carry it")
+        with open(WRAPPED_SOURCE, encoding="utf-8") as f:
+            code = f.read()
+    else:
+        code = WRAPPED_CODE
+    with tempfile.TemporaryDirectory(prefix="repro-") as tmp:
+        src = os.path.join(tmp, os.path.basename(WRAPPED_SOURCE) or "kernel.cpp")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(code)
+        words = BUILD_COMMAND.split()
+        out = os.path.join(tmp, os.path.basename(words[-1]) or "kernel.so")
+        command = " ".join([src if w == WRAPPED_SOURCE else w for w in words[:-1]] + [out])
+        proc = subprocess.run(command, shell=True, capture_output=True, text=True)
+    if proc.returncode != 0:
+        say(compiler_line(proc.stdout + proc.stderr))
+        return 1
+    print("lowered and built: no longer fails; the cell said: " + EXPECTED)
+    return 0
+
+
 def main():
+    if not os.path.isfile(KERNEL_FILE):
+        return missing("the kernel file " + KERNEL_FILE + " is not here")
     if STAGE == "run" and KIND != "factory":
         return run_the_file()
     no_gpu_stand_ins()
@@ -351,11 +389,8 @@ def main():
             else:
                 say(first_line(text or type(exc).__name__))
             return 1
-    elif STAGE == "build" and BUILD_COMMAND and os.path.isfile(WRAPPED_SOURCE):
-        proc = subprocess.run(BUILD_COMMAND, shell=True, capture_output=True, text=True)
-        if proc.returncode != 0:
-            say(compiler_line(proc.stdout + proc.stderr))
-            return 1
+    elif STAGE == "build" and BUILD_COMMAND:
+        return compile_carried()
     print("lowered" + (" and built" if STAGE == "build" else "") + ": no longer fails; the "
           "cell said: " + EXPECTED)
     return 0
@@ -388,11 +423,21 @@ def write_repro(folder: str, state: Any, call: Any, cuda_target: dict[str, str] 
         pass_configs=state.extra.get("pass_configs") or {}, backend=backend,
         stage=state.stage, command=command or "",
         call_style="call" if getattr(call, "trace_error", None) is not None else "get_tir",
-        wrapped=state.extra.get("wrapped_source") or "")
+        wrapped=state.extra.get("wrapped_source") or "",
+        wrapped_code=_read(state.extra.get("wrapped_source")) if command else "")
     path = os.path.join(folder, "repro.py")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+def _read(path: str | None) -> str:
+    """A generated source's text, carried in ``repro.py``; "" when unreadable."""
+    try:
+        with open(path or "", encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def _plain(value: Any) -> Any:
