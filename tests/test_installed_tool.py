@@ -64,7 +64,8 @@ def test_the_wheel_ships_every_module_and_no_top_level_probes_or_kernels(wheel):
 
 def test_installed_empty_project_hint_then_init_then_env(site, tmp_path):
     version = installed(site, tmp_path, "--version")
-    assert version.returncode == 0 and version.stdout.strip() == "laya-tui 0.1.0"
+    assert version.returncode == 0 and version.stdout.splitlines()[0] == "laya-tui 0.1.0"
+    assert "  torch " in version.stdout  # the probed libraries too (issue 46)
     probe = subprocess.run([sys.executable, "-c", "import laya_tui; print(laya_tui.__file__)"],
                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
                            capture_output=True, text=True, timeout=60)
