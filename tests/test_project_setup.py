@@ -142,7 +142,7 @@ def test_init_appends_to_a_pyproject_and_never_overwrites_a_table(tmp_path):
 def test_python_dash_m_laya_tui():
     proc = subprocess.run([sys.executable, "-m", "laya_tui", "--version"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip() == "laya-tui 0.1.0"
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == "laya-tui 0.1.0"
 
 
 @pytest.mark.asyncio
