@@ -58,3 +58,25 @@ def test_two_workspaces_with_a_same_named_kernel_run_at_once(tmp_path: Path) -> 
                    for s in probe["signals"] if s["kind"] == "artifact"]
         paths.append({str(repro), low["detail"]["wrapped_source"], *filter(None, sources)})
     assert not paths[0] & paths[1]  # nothing shared between the two projects
+
+
+HOLD = ("import sys, time; from laya_tui.core.files import run_slot; "
+        "print(run_slot(sys.argv[1]), flush=True); time.sleep(float(sys.argv[2]))")
+
+
+def test_overlapping_runs_of_one_workspace_take_separate_slots(tmp_path: Path) -> None:
+    """A live process holds its slot; a second one takes the next; once both end, a later
+    process reuses slot-0 (its files overwritten in place, none deleted)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path), "30"], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    assert first.stdout is not None
+    assert first.stdout.readline().strip() == "slot-0"
+    second = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path), "0"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert second.stdout.strip() == "slot-1"
+    first.kill()
+    first.wait()
+    third = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path), "0"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert third.stdout.strip() == "slot-0"

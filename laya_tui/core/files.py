@@ -24,18 +24,49 @@ def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None
 
 
 def artifact_dir(opts: dict[str, Any], name: str) -> str:
-    """``<--out>/name``, or ``artifacts/<workspace hash>/name`` in the per-user cache folder
-    of laya-tui, so two projects never share a file; under ``--env`` (``opts["env"]``),
-    ``<...>/@env/name``: each environment its own files. The one place every family names
-    its artifact folder (docs/architecture.md, 'Artifacts')."""
+    """``<--out>/name``, or ``artifacts/<workspace hash>/slot-K/name`` in the per-user cache
+    folder of laya-tui, so two projects, or two overlapping runs of one, never share a file;
+    under ``--env`` (``opts["env"]``), ``<...>/@env/name``: each environment its own files.
+    The one place every family names its artifact folder (docs/architecture.md,
+    'Artifacts')."""
     if opts.get("env"):
         name = os.path.join(f"@{opts['env']}", name)
     out = opts.get("out")
     if out:
         return os.path.join(os.path.abspath(out), name)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "laya-tui", "artifacts", workspace_key(opts.get("workspace")),
-                        name)
+    root = os.path.join(base, "laya-tui", "artifacts", workspace_key(opts.get("workspace")))
+    return os.path.join(root, run_slot(root), name)
+
+
+_SLOTS: dict[str, str] = {}  # workspace folder -> the slot this process holds in it
+_HELD: list[int] = []  # the slots' lock descriptors, open while the process lives
+
+
+def run_slot(root: str) -> str:
+    """``slot-K``: the first slot of ``root`` no other live process holds, taken with an
+    exclusive ``flock`` on ``slot-K.lock`` for this process's life (released at its exit,
+    SIGKILL included). Runs one after another reuse ``slot-0`` and overwrite their files in
+    place; runs that overlap each write their own slot, so one never sees the other's files.
+    Nothing is deleted, so a cached result never names a removed file."""
+    if root in _SLOTS:
+        return _SLOTS[root]
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): one shared slot
+        return _SLOTS.setdefault(root, "slot-0")
+    os.makedirs(root, exist_ok=True)
+    k = 0
+    while True:
+        fd = os.open(os.path.join(root, f"slot-{k}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            k += 1
+            continue
+        _HELD.append(fd)
+        return _SLOTS.setdefault(root, f"slot-{k}")
 
 
 def workspace_key(workspace: str | None) -> str:
