@@ -63,6 +63,7 @@ Records (``on_record(dict)``); every record has the same keys:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -138,6 +139,8 @@ class Watcher:
         self.deps = DependencyIndex(self.workspace)
         self._blocked: dict[str, dict[str, Any]] = {}  # probe file -> its import error
         self._known_py: set[str] = set()
+        #: path -> content digest (None: absent) as of the last batch that touched it
+        self._digests: dict[str, str | None] = {}
         self._stop = asyncio.Event()
         self.streams = ChangeStreams(self.filter, self.debounce_ms)
         self.reruns = RerunScheduler(self.runner, lambda: self.probes,
@@ -160,6 +163,7 @@ class Watcher:
             self._known_py = py_files(self.probe_roots + self.kernel_roots)
             disc = await self._discover()
             self._apply_discovery(disc, trigger=None, changed=set(), first=True)
+            self._remember(self._known_py | self.deps.files())
             await self.streams.watch(self._watch_roots())
             if self._initial is not None:
                 for r in self._initial:
@@ -173,6 +177,7 @@ class Watcher:
             self.first_run_seconds = time.perf_counter() - t0
             # the first run may have added dependency folders
             await self.streams.watch(self._watch_roots())
+            self._remember(self.deps.files())  # what the first run imported
             self._emit(self._record("ready", None, seconds=round(self.first_run_seconds, 3),
                                     probes=len(self.probes)))
             await self._loop()
@@ -208,7 +213,8 @@ class Watcher:
             stop.cancel()
 
     async def _handle(self, changes: set[tuple[Any, str]], when: float) -> None:
-        changed = {os.path.realpath(p) for _, p in changes if self.filter.accepts(p)}
+        changed = self._content_changed(
+            {os.path.realpath(p) for _, p in changes if self.filter.accepts(p)})
         if not changed:
             return
         # Invalidation first (applied lazily: each warm worker, the discovery one too, drops
@@ -240,6 +246,27 @@ class Watcher:
         if structural and not first:
             self._apply_discovery(await self._discover(), trigger=cause, changed=changed)
         await self.streams.watch(self._watch_roots())
+
+    def _remember(self, paths: Iterable[str]) -> None:
+        """Note the content of files not seen yet, so saving them unchanged re-runs nothing."""
+        for path in paths:
+            if path not in self._digests:
+                self._digests[path] = _digest(path)
+
+    def _content_changed(self, paths: set[str]) -> set[str]:
+        """The paths whose content differs from the last batch's (or that were never seen).
+
+        An editor's save often reaches ``awatch`` as two batches (a write, then its close
+        or a rename), and a save of unchanged content is no edit: neither re-runs a cell.
+        """
+        out: set[str] = set()
+        for path in paths:
+            digest = _digest(path)
+            if path in self._digests and self._digests[path] == digest:
+                continue
+            self._digests[path] = digest
+            out.add(path)
+        return out
 
     # -- discovery --------------------------------------------------------------------------------
     async def _discover(self) -> Discovery:
@@ -388,6 +415,17 @@ def _definition(probe: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a cell run differently (not its deps or timeout)."""
     return (probe.get("family"), probe.get("file"), probe.get("func"), probe.get("param"),
             repr(probe.get("params")), probe.get("env"))
+
+
+def _digest(path: str) -> str | None:
+    """The file's content digest; None when absent, a folder's name for a folder."""
+    if os.path.isdir(path):
+        return "<dir>"
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.blake2b(fh.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
 
 
 def _mtime(path: str | None, default: float) -> float:
