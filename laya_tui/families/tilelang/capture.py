@@ -38,6 +38,7 @@ from typing import Any
 from laya_tui.families.tilelang.capture_model import (
     AUTOTUNE_SOURCE,
     CAPTURE_SECONDS,
+    CAPTURE_WALL_FACTOR,
     Build,
     Capture,
     TraceFailure,
@@ -163,8 +164,8 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
     gpu = has_gpu()
     rec = Recorder(path, cap, kernels, stop_when_done=not gpu)
     rec.mode_state.release = _release_captures
-    deadline = t0 + budget
-    with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(deadline):
+    cpu0, ceiling = time.process_time(), t0 + budget * CAPTURE_WALL_FACTOR
+    with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(budget):
         try:
             mod = cap.module = rec.load()
         except StopCapture as stop:
@@ -184,7 +185,8 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
                 cap.entries.append(("the import", "ran"))
             rec.wrap_makers(mod, tree)
             for entry, run in _entry_points(tree, path, mod):
-                if rec.done() or time.perf_counter() > deadline:
+                if rec.done() or time.process_time() - cpu0 > budget \
+                        or time.perf_counter() > ceiling:
                     break
                 rec.entry = entry
                 how = _run_entry(run, path, cap)

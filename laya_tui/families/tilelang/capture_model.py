@@ -26,7 +26,16 @@ from laya_tui.families.tilelang.capture_stubs import (
 )
 from laya_tui.families.tilelang.cell_state import has_gpu
 
+#: The file's own run may use this much CPU time (``LAYA_TUI_TILELANG_CAPTURE_S``): the
+#: process's CPU (``ITIMER_PROF``: user + system time of all its threads, TileLang's compile
+#: threads included, compiler child processes not), which the machine's load does not
+#: shorten as it shortens wall time ...
 CAPTURE_SECONDS = float(os.environ.get("LAYA_TUI_TILELANG_CAPTURE_S", "60"))
+#: ... under a wall-time ceiling this many times that, whatever the load (a run that
+#: sleeps or waits uses no CPU).
+CAPTURE_WALL_FACTOR = 5.0
+#: How a capture cut short by its budget starts its reason (see :func:`budget_stop`).
+BUDGET_STOPPED = "the file's own run was stopped after"
 
 
 #: on a machine without a GPU: how long the file may go on, once every kernel is built,
@@ -156,42 +165,67 @@ def gpu_reason(exc: BaseException, path: str) -> str | None:
 
 
 @contextlib.contextmanager
-def capture_deadline(when: float) -> Iterator[None]:
-    """Raise :class:`StopCapture` in the main thread once ``when`` has passed."""
+def capture_deadline(budget: float) -> Iterator[None]:
+    """Raise :class:`StopCapture` in the main thread once the process has used ``budget`` s
+    of CPU from now (``ITIMER_PROF``) or ``CAPTURE_WALL_FACTOR x budget`` s of wall time
+    (``ITIMER_REAL``), whichever comes first."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    cpu0, wall0 = time.process_time(), time.perf_counter()
 
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise StopCapture(_ALARM[0])
+    def on_signal(signum: int, frame: Any) -> None:
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        if signum == signal.SIGPROF and _ALARM[0]:
+            raise StopCapture(_ALARM[0])
+        if signum == signal.SIGPROF:
+            raise StopCapture(f"{BUDGET_STOPPED} {cpu:.0f} s of CPU (its budget, "
+                              f"LAYA_TUI_TILELANG_CAPTURE_S={budget:g})")
+        raise StopCapture(f"{BUDGET_STOPPED} {wall:.0f} s of wall time ({cpu:.0f} s of CPU; "
+                          f"the ceiling is {CAPTURE_WALL_FACTOR:g}x its CPU budget of "
+                          f"{budget:g} s)")
 
-    _ALARM[0] = f"the capture's {when - time.perf_counter():.0f} s are up"
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.01, when - time.perf_counter()))
+    _ALARM[0] = None
+    previous = (signal.signal(signal.SIGPROF, on_signal),
+                signal.signal(signal.SIGALRM, on_signal))
+    signal.setitimer(signal.ITIMER_PROF, max(0.01, budget))
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, budget * CAPTURE_WALL_FACTOR))
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous[0])
+        signal.signal(signal.SIGALRM, previous[1])
 
 
-_ALARM = ["the capture's time is up"]
+#: The reason a shortened deadline gives (None: the budget's own).
+_ALARM: list[str | None] = [None]
 
 
 def shorten_deadline(seconds: float, reason: str) -> bool:
-    """Bring the capture's deadline to ``seconds`` from now (if sooner); False when no
-    timer runs here (not the main thread)."""
+    """Bring the capture's CPU deadline to ``seconds`` of CPU from now (if sooner); False
+    when no timer runs here (not the main thread)."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return False
-    remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+    remaining = signal.getitimer(signal.ITIMER_PROF)[0]
     if remaining == 0 or remaining > seconds:
         _ALARM[0] = reason
-        signal.setitimer(signal.ITIMER_REAL, max(0.01, seconds))
+        signal.setitimer(signal.ITIMER_PROF, max(0.01, seconds))
     return True
+
+
+def budget_stop(text: str) -> str | None:
+    """``the file's own run was stopped after 60 s of CPU ...`` where ``text`` (a capture's
+    error or how its run ended) says its budget cut it short; else None."""
+    at = text.find(BUDGET_STOPPED)
+    if at < 0:
+        return None
+    return text[at:].split(")", 1)[0] + ")" if "(" in text[at:] else text[at:]
 
 
 def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -116,6 +116,7 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
         _dtype_arg(call, dtype_arg, state.dtype)
         return call
     from laya_tui.families.tilelang.arg_table import file_defaults, missing_message
+    from laya_tui.families.tilelang.capture_model import budget_stop
 
     defaults = _file_defaults(state.file, missing, file_defaults)
     where = key or f"{state.file}::{obj}"
@@ -125,8 +126,13 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     if cap.gpu_needed and not has_gpu():
         ctx.skip(f"{obj} is built only after the file's run needs a GPU, so it is examined "
                  f"on a GPU host: {cap.gpu_needed}")
+    ran = cap.error or cap.how_it_ended()
+    stop = budget_stop(ran)
+    if stop:  # the machine's time ran out, not the file's arguments
+        ctx.error(f"{stop} before it built {obj}: raise LAYA_TUI_TILELANG_CAPTURE_S (CPU "
+                  f"seconds) or give {obj}'s arguments in [tool.laya-tui] or LAYA_ARGS")
     ctx.error(missing_message(obj, where, missing, workspace, defaults)
-              + f"\n(the file's own run: {cap.error or cap.how_it_ended()})")
+              + f"\n(the file's own run: {ran})")
     raise AssertionError("unreachable")  # ctx.error raises
 
 
