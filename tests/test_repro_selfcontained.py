@@ -1,6 +1,6 @@
-"""A build-stage repro.py carries the source it compiles and the compiler command (issue 41):
-with laya-tui's whole cache removed it still fails as the cell did, and one whose kernel
-file is gone says which input it lacks (exit 2), never "no longer fails"."""
+"""repro.py of each stage, with laya-tui's whole cache removed (issue 41): a build repro carries
+the source it compiles and the compiler command and fails as the cell did; trace, lower and
+compare repros fail the same way too; one whose kernel file is gone names it (exit 2)."""
 
 from __future__ import annotations
 
@@ -50,3 +50,32 @@ def test_a_build_repro_fails_the_same_way_with_the_cache_removed(tmp_path: Path)
                           timeout=600, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr[-2000:]
     assert proc.stdout.startswith(f"cannot reproduce: the kernel file {tmp_path / 'gone.py'}")
+
+
+RUN = ROOT / "tests" / "fixtures" / "run_kernels"
+UP = ROOT / "tests" / "fixtures" / "upstream_kernels"
+
+
+@pytest.mark.parametrize(("folder", "cell", "stage"), [
+    (RUN, "tilelang/bad_trace[c,fp32]", "trace"),
+    (UP, "tilelang/gemm[c,fp16]", "lower"),
+    (RUN, "tilelang/caught_check[c,fp32]", "compare"),
+])
+def test_trace_lower_and_compare_repros_fail_the_same_way_with_the_cache_removed(
+        tmp_path: Path, folder: Path, cell: str, stage: str) -> None:
+    cache = tmp_path / "xdg"
+    report = tmp_path / "r.json"
+    run_cli("--headless", "--no-cache", "--no-demo", "--only", cell, "--kernels",
+            str(folder), "--json", str(report), cwd=ROOT, timeout=600,
+            env={"XDG_CACHE_HOME": str(cache)})
+    probe = next(p for p in json.loads(report.read_text())["probes"] if p["id"] == cell)
+    (low,) = [s for s in probe["signals"] if s["kind"] == "lowering"]
+    assert low["reason"].startswith(f"{stage} failed"), low["reason"]
+    kept = tmp_path / "repro.py"
+    shutil.copy(low["detail"]["repro"], kept)
+    shutil.rmtree(cache)
+    proc = subprocess.run([sys.executable, str(kept)], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == low["reason"].split(": ", 1)[1] or last in low["reason"], (last, low)
