@@ -11,6 +11,9 @@ from laya_tui.families.rbln_status import guard_autoload
 guard_autoload()
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# the repository root goes behind the installed packages, as the worker puts a workspace
+# (laya_tui.worker.main.keep_behind_installed): its demo kernels/ folder must not stand in
+# for the installed Hugging Face `kernels` that transformers imports (tests/_demo_kernels.py)
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != str(ROOT)]
+sys.path.append(str(ROOT))
 os.environ.setdefault("LAYA_TUI_TEST", "1")

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kernels import attn  # noqa: E402
-from kernels.common import compile_cpu  # noqa: E402
-from kernels.reference import attn_ref  # noqa: E402
+from tests._demo_kernels import demo_kernel
 from tests._kernel_env import ATOL, torch
+
+attn = demo_kernel("attn")
+compile_cpu = demo_kernel("common").compile_cpu
+_reference = demo_kernel("reference")
+attn_ref = _reference.attn_ref
 
 
 def _check(B: int, S: int, H: int, Dh: int, lengths: list[int], window: int | None,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from kernels import geglu, gemm  # noqa: E402
-from kernels.common import compile_cpu  # noqa: E402
-from kernels.reference import geglu_ref, gemm_ref  # noqa: E402
+from tests._demo_kernels import demo_kernel
 from tests._kernel_env import ATOL, torch
+
+geglu = demo_kernel("geglu")
+gemm = demo_kernel("gemm")
+compile_cpu = demo_kernel("common").compile_cpu
+_reference = demo_kernel("reference")
+geglu_ref = _reference.geglu_ref
+gemm_ref = _reference.gemm_ref
 
 
 def _run(factory, example) -> tuple[dict, dict]:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from kernels import add_ln, rope  # noqa: E402
-from kernels.common import compile_cpu  # noqa: E402
-from kernels.reference import add_ln_ref, rope_ref, rope_tables  # noqa: E402
+from tests._demo_kernels import demo_kernel
 from tests._kernel_env import ATOL, torch
+
+add_ln = demo_kernel("add_ln")
+rope = demo_kernel("rope")
+compile_cpu = demo_kernel("common").compile_cpu
+_reference = demo_kernel("reference")
+add_ln_ref = _reference.add_ln_ref
+rope_ref = _reference.rope_ref
+rope_tables = _reference.rope_tables
 
 ROPE_ATOL = 2e-6
 

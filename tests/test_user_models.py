@@ -223,3 +223,41 @@ def test_fail_on_recompile_passes_padded_and_fails_two_lengths(tmp_path: Path):
                         "--max", "recompile=0")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert report["probes"][0]["cached"] is True
+
+
+def test_a_project_kernels_folder_does_not_hide_the_installed_kernels_package(tmp_path: Path):
+    """transformers (>= 5) imports the installed Hugging Face ``kernels`` package whenever a
+    model loads; a project's own ``kernels/`` package (where TileLang users keep theirs) must
+    not stand in for it: the worker keeps the workspace behind the installed packages."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from importlib import metadata
+
+    try:
+        metadata.version("kernels")
+    except metadata.PackageNotFoundError:
+        pytest.skip("the Hugging Face kernels package is not installed: nothing to hide")
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text('"""My TileLang kernels."""\n')
+    (tmp_path / "tiny.py").write_text(textwrap.dedent('''
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+
+        def llama():
+            torch.manual_seed(0)
+            cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                              num_hidden_layers=1, num_attention_heads=2,
+                              num_key_value_heads=2)
+            return LlamaForCausalLM(cfg).eval(), torch.randint(0, 64, (1, 8))
+    '''))
+    out = tmp_path / "report.json"
+    proc = run_cli("--headless", "--json", str(out), "--jobs", "1", "--cache-dir",
+                   str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+                   "--only", "explain/model:tiny:llama[eager]", "--model", "tiny:llama",
+                   cwd=tmp_path, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    (probe,) = [p for p in report["probes"] if p["id"] == "explain/model:tiny:llama[eager]"]
+    assert probe["status"] == "ok", probe["reason"]
+    assert transformers.__version__

@@ -81,8 +81,7 @@ class Worker:
         self.tracker = DependencyTracker(roots)
         self.tracker.install()
         self.module_deps: dict[str, set[str]] = {}
-        if self.workspace not in sys.path:
-            sys.path.insert(0, self.workspace)
+        keep_behind_installed(self.workspace)
 
     # -- output ------------------------------------------------------------------------
     def emit(self, event: dict[str, Any]) -> None:
@@ -327,6 +326,15 @@ def _json_default(obj: Any) -> Any:
 
 
 _encode = compact_encoder(_json_default)  # one encoder, not one per event
+
+
+def keep_behind_installed(workspace: str) -> None:
+    """Put ``workspace`` on ``sys.path`` after the installed packages (``-m`` put the working
+    directory first): a project's ``kernels/`` folder must not stand in for the installed
+    ``kernels`` distribution, which transformers >= 5 imports whenever a model loads."""
+    here = {workspace, os.path.realpath(os.getcwd())}
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) not in here]
+    sys.path.append(workspace)
 
 
 def _user_site(exc: BaseException, workspace: str) -> dict[str, Any] | None:
