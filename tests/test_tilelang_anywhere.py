@@ -2,7 +2,8 @@
 (tests/fixtures/anywhere): a maker returning a maker, ``T.macro`` pieces assembled in a
 closure, ``tilelang.compile(program)`` and ``tilelang.JITKernel(prim)`` on a built PrimFunc,
 a kernel compiled in a module's ``__init__``, two kernels built one after the other with
-``kernel.params`` read in between; and files without kernels (one that builds nothing, one
+``kernel.params`` read in between, ``@tilelang.jit`` applied in a closure, a kernel defined
+inside a ``test_*`` function; and files without kernels (one that builds nothing, one
 without TileLang, one that does not import). Every file is accounted for, every kernel is
 found from what the file's run builds, and every cell agrees with TileLang's own compile."""
 
@@ -31,6 +32,8 @@ KERNELS = {
     "two_kernels.tl_mul_relu_fwd": "torch.testing.assert_close(fwd(",
     "two_kernels.tl_mul_relu_bwd": "torch.testing.assert_close(bwd(",
     "fragment_nested": None,  # TileLang refuses it for `c`: no run
+    "jit_in_closure.build_negate": "torch.testing.assert_close(k(x), -x)",
+    "jit_in_closure.test_double": "torch.testing.assert_close(kernel(a), a * 2)",
 }
 
 
@@ -205,3 +208,29 @@ def test_cli_lists_and_reports_every_file(tl: Any, tmp_path: Path) -> None:
                    "tilelang/module_init[c,fp32]": "ok"}, proc.stderr[-3000:]
     assert proc.returncode == 1 and "verdict: FAIL" in proc.stderr
     assert "plain_helpers.py has no TileLang import" in json.dumps(doc)
+
+
+def test_the_kernel_args_table_wins_for_a_kernel_made_deeper(tl: Any, tmp_path: Path) -> None:
+    """The pyproject table's values reach the run's call of the top-level maker, so the
+    kernel TileLang traces has the table's sizes (the file's own check, made with its own
+    sizes, is not used)."""
+    (tmp_path / "kernels").mkdir()
+    shutil.copy(ANY / "maker_of_maker.py", tmp_path / "kernels" / "maker_of_maker.py")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.laya-tui.kernel-args."kernels/maker_of_maker.py::scaled_add"]\nN = 32\n')
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--jobs", "1",
+         "--probes", PROBES, "--only", "tilelang/maker_of_maker[c,*", "--no-cache",
+         "--json", str(out), "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (probe,) = [p for p in json.loads(out.read_text())["probes"] if p["family"] == "tilelang"]
+    (low,) = [s for s in probe["signals"] if s["kind"] == "lowering"]
+    assert low["detail"]["args"] == {"N": 32, "block": 16}
+    assert low["detail"]["arg_sources"]["N"] == "pyproject kernels/maker_of_maker.py::scaled_add"
+    source = next(s for s in probe["signals"] if s["kind"] == "artifact"
+                  and s["subject"].endswith("/source"))
+    text = Path(source["detail"]["path"]).read_text()  # TileLang's own C: 32 / 16 blocks
+    assert "bx < 2;" in text and "bx < 4;" not in text

@@ -61,7 +61,7 @@ from laya_tui.families.tilelang.cell_state import has_gpu
 
 #: the captures this process holds (the last few files: a capture keeps the file's
 #: module and the tensors it called its kernels with; a run takes a file's cells in a row)
-_CACHE: OrderedDict[str, tuple[tuple[int, int, str], Capture]] = OrderedDict()
+_CACHE: OrderedDict[str, tuple[tuple[int, int, str, str], Capture]] = OrderedDict()
 _KEEP = 4  # 1 where a GPU is: its tensors live in device memory
 
 
@@ -73,12 +73,16 @@ def _stamp(path: str) -> tuple[int, int, str]:
 
 
 def capture_file(path: str, kernels: set[str] | None = None,
-                 seconds: float | None = None, want: str | None = None) -> Capture:
+                 seconds: float | None = None, want: str | None = None,
+                 overrides: dict[str, dict[str, Any]] | None = None) -> Capture:
     """The capture of ``path`` (run once per process and file content). ``want`` names
     another file's kernel (:func:`foreign_key`) the run should go on to build: a capture
-    cut short once the file's own kernels were built runs again until it builds that."""
+    cut short once the file's own kernels were built runs again until it builds that.
+    ``overrides`` (kernel maker -> arguments: the ``[tool.laya-tui.kernel-args]`` table of
+    a kernel made deeper inside it) replace what the run passes that maker."""
     path = os.path.realpath(path)
-    stamp = _stamp(path)
+    stamp = (*_stamp(path), repr(sorted((k, sorted(v.items()))
+                                        for k, v in (overrides or {}).items())))
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == stamp:
         cap = hit[1]
@@ -94,7 +98,8 @@ def capture_file(path: str, kernels: set[str] | None = None,
         _CACHE.popitem(last=False)
     if keep == 1:
         _release_device_memory()
-    cap = _run_capture(path, kernels or set(), CAPTURE_SECONDS if seconds is None else seconds)
+    cap = _run_capture(path, kernels or set(), CAPTURE_SECONDS if seconds is None else seconds,
+                       overrides or {})
     _CACHE[path] = (stamp, cap)
     return cap
 
@@ -150,7 +155,8 @@ def _calling(mod: Any, name: str) -> Callable[[], Any]:
     return lambda: getattr(mod, name)()
 
 
-def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
+def _run_capture(path: str, kernels: set[str], budget: float,
+                 overrides: dict[str, dict[str, Any]]) -> Capture:
     from laya_tui.families.tilelang.capture_hooks import Recorder
 
     t0 = time.perf_counter()
@@ -163,6 +169,7 @@ def _run_capture(path: str, kernels: set[str], budget: float) -> Capture:
         return cap
     gpu = has_gpu()
     rec = Recorder(path, cap, kernels, stop_when_done=not gpu)
+    rec.overrides = overrides
     rec.mode_state.release = _release_captures
     cpu0, ceiling = time.process_time(), t0 + budget * CAPTURE_WALL_FACTOR
     with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(budget):

@@ -4,7 +4,8 @@
 build goes through: ``JITImpl.__call__``/``compile``/``get_tir`` (which kernel, with which
 arguments, called from where), ``tilelang.jit.cached`` (what ``tilelang.compile`` and every
 jit call end in: the PrimFunc, ``out_idx``, target, execution backend, pass configs),
-``JITKernel.__init__`` and ``tilelang.lower`` (direct builds), ``AutoTuner.run`` (tuning:
+``JITKernel(...)`` and ``tilelang.lower`` (direct builds, answered with stand-ins so the
+run goes on to the file's later kernels), ``AutoTuner.run`` (tuning:
 with the tiling given, TileLang compiles it as given; without, the first config stands in
 for what a GPU would pick), and the file's comparisons. Everything is restored on exit.
 """
@@ -38,6 +39,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     KernelCallRecord,
     ModeState,
     StopCapture,
+    StubArtifact,
     StubKernel,
     capture_mode,
     cpu_generator,
@@ -55,6 +57,32 @@ def _python_function(jit: Any) -> Any:
     fn = getattr(jit, "jit_impl", jit)
     fn = getattr(fn, "func", fn)
     return getattr(fn, "orig_func", fn)
+
+
+_STUB_SUBCLASSES: dict[type, type] = {}
+
+
+def _own_field(name: str) -> Any:
+    def get(self: Any) -> Any:
+        return self.__dict__[name]
+
+    return get
+
+
+def _stub_subclass(base: type, fields: dict[str, Any]) -> type:
+    """A subclass of ``base`` (``JITKernel``) that behaves as :class:`StubKernel`: what a
+    ``JITKernel(...)`` object the file constructs becomes (its layout is ``base``'s; the
+    stand-in's own fields shadow ``base``'s properties such as ``out_idx``)."""
+    cls = _STUB_SUBCLASSES.get(base)
+    if cls is None:
+        ns: dict[str, Any] = {k: v for k, v in vars(StubKernel).items()
+                              if k not in ("__dict__", "__weakref__", "__init__")}
+        for name in fields:
+            if name not in ns and isinstance(inspect.getattr_static(base, name, None),
+                                             property):
+                ns[name] = property(_own_field(name))
+        cls = _STUB_SUBCLASSES[base] = type(f"Stub{base.__name__}", (base,), ns)
+    return cls
 
 
 class _TuneResult:
@@ -92,6 +120,12 @@ class Recorder:
         self.foreign: dict[str, Any] = {}  # "file::name" -> a kernel another file defines
         self.asked_gpu: str | None = None  # where the file asked torch.cuda.is_available()
         self.after_import: dict[str, Any] = {}  # the module's globals once it imported
+        #: the last call of each wrapped kernel maker: (args, kwargs, site), the arguments of
+        #: a kernel made deeper inside it (a maker's maker, a closure)
+        self.last_calls: dict[str, tuple[tuple, dict, str | None]] = {}
+        #: maker -> arguments that replace what the run passes it (the pyproject table of a
+        #: kernel made inside it)
+        self.overrides: dict[str, dict[str, Any]] = {}
 
     # -- the file ---------------------------------------------------------------------------
     def load(self) -> Any:
@@ -169,6 +203,11 @@ class Recorder:
     def _maker(self, name: str, fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             site, _ = call_site(self.path)
+            if name in self.overrides:
+                bound = inspect.signature(fn).bind_partial(*args, **kwargs)
+                bound.arguments.update(self.overrides[name])
+                args, kwargs = bound.args, bound.kwargs
+            self.last_calls[name] = (args, kwargs, site)
             out = fn(*args, **kwargs)
             if type(out).__name__ == "PrimFunc":
                 self.traced[id(out)] = (name, "maker", args, kwargs, site)
@@ -242,9 +281,11 @@ class Recorder:
             earlier.compile_flags = compile_flags
             return StubKernel(func, out_idx, earlier.call, self.registry)
         info = self.traced.get(id(func))
-        if info is None and self.stack:
+        if info is None and self.stack and self.stack[0][0] is not None:
             obj0, a0, k0, s0 = self.stack[0]
             info = (obj0, "jit", a0, k0, s0)
+        if info is None or info[0] is None:  # not a module attribute: where it was made
+            info = self._made_inside(func) or info
         if info is None:
             info = (self.name_of(func), "primfunc", (), {}, call_site(self.path)[0])
         obj, kind, args, kwargs, site = info
@@ -252,7 +293,8 @@ class Recorder:
         if kind == "maker" and jit is not None:
             jit = getattr(jit, "__wrapped__", jit)
         values, sources = (self._describe_call(obj, jit, args, kwargs, site)
-                           if kind != "primfunc" else ({}, {}))
+                           if kind != "primfunc" and (kind != "nested" or args or kwargs)
+                           else ({}, {}))
         build = Build(obj=obj, kind=kind, func=func, args=values, sources=sources,
                       out_idx=out_idx, target=describe(target),
                       execution_backend=execution_backend, pass_configs={
@@ -276,6 +318,21 @@ class Recorder:
                                    f"{CHECK_SECONDS:g} s"):
                 raise StopCapture(done)
         return stub
+
+    def _made_inside(self, func: Any) -> tuple | None:
+        """``(top-level name, "nested", args, kwargs, site)`` for a PrimFunc whose
+        ``@T.prim_func`` is defined inside one of this file's top-level functions or classes
+        (TileLang keeps the Python function as ``orig_func``): a maker's maker, a closure,
+        a module's ``__init__``. Named after that top-level definition, as the static
+        reading names it; None for a PrimFunc defined at module level or in another file."""
+        fn = getattr(func, "orig_func", None)
+        code, qualname = getattr(fn, "__code__", None), getattr(fn, "__qualname__", "")
+        if code is None or "<locals>" not in qualname \
+                or os.path.realpath(code.co_filename) != self.path:
+            return None
+        top = qualname.split(".")[0]
+        args, kwargs, site = self.last_calls.get(top, ((), {}, None))
+        return top, "nested", args, kwargs, site or call_site(self.path)[0]
 
     def on_trace_error(self, exc: BaseException) -> None:
         if not self.stack:
@@ -357,13 +414,16 @@ class Recorder:
 
         def kernel_init(kernel: Any, func: Any = None, out_idx: Any = None, *a: Any,
                         **kw: Any) -> None:
-            rec.on_build(func, out_idx, **kw)
-            raise StopCapture("the file constructs a JITKernel itself")
+            # ``tilelang.JITKernel(prim, out_idx=..., target=...)``: the file's own build;
+            # the new object becomes the stand-in (patching __new__ instead leaves CPython's
+            # type slot behind once restored)
+            stub = rec.on_build(func, out_idx, **kw)
+            kernel.__class__ = _stub_subclass(type(kernel), vars(stub))
+            kernel.__dict__.update(vars(stub))
 
         def lower(func: Any, *args: Any, **kwargs: Any) -> Any:
             target = kwargs.get("target", args[0] if args else None)
-            rec.on_build(func, None, target=target)
-            raise StopCapture("the file calls tilelang.lower itself")
+            return StubArtifact(rec.on_build(func, None, target=target))
 
         def tune(tuner: Any, *args: Any, **kwargs: Any) -> Any:
             return rec.tune(tuner)

@@ -109,6 +109,20 @@ def describe(value: Any) -> Any:
     return {"repr": repr(value)[:200]}
 
 
+class StubArtifact:
+    """What ``tilelang.lower`` returns during a capture: the build is recorded, the sources
+    are empty, and a kernel made from it is the stand-in."""
+
+    def __init__(self, kernel: StubKernel) -> None:
+        self.kernel = kernel
+        self.params = kernel.params
+        self.kernel_source = ""
+        self.host_source = ""
+
+    def __getattr__(self, name: str) -> Any:
+        raise StopCapture(f"the file uses tilelang.lower(...).{name} (the capture stops there)")
+
+
 class StubKernel:
     """What the file gets instead of a compiled kernel while it is being captured."""
 
@@ -138,7 +152,10 @@ class StubKernel:
             rec.inputs = list(tensors)
             for t in tensors:  # made by another kernel's stand-in: zeros, not the file's data
                 hit = self._registry.get(id(t))
-                if hit is not None and hit[2] is t and hit[0] is not rec:
+                # (an argument another kernel only read is the file's data: an argument
+                # counts as written in place only by a kernel that returns nothing)
+                if hit is not None and hit[2] is t and hit[0] is not rec \
+                        and (hit[1] >= 0 or not hit[0].outputs):
                     rec.inputs_from = hit[0].kernel or "another kernel"
                     break
         call = next((n for n, ins in enumerate(rec.calls) if len(ins) == len(tensors) and all(
@@ -166,6 +183,21 @@ class StubKernel:
         supply = kwargs.get("tensor_supply_type", args[0] if args else None)
         self._record.supply_type = supply
         return StubProfiler(self._record, self)
+
+    @property
+    def params(self) -> list[Any]:
+        """TileLang's own reading of the PrimFunc's parameters (``kernel.params``)."""
+        from tilelang.engine.lower import extrac_params
+
+        return list(extrac_params(self.prim_func))
+
+    @property
+    def kernel_source(self) -> str:
+        return ""
+
+    @property
+    def host_source(self) -> str:
+        return ""
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         return ""

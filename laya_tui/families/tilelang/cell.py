@@ -57,8 +57,13 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
              arg_sources: dict[str, str] | None = None, missing: list[str] | None = None,
              key: str | None = None, dtype_arg: str | None = None,
              pass_configs: dict[str, Any] | None = None, called: bool = True,
-             tuned: bool = False, execution_backend: str | None = None) -> None:
+             tuned: bool = False, execution_backend: str | None = None,
+             note: str | None = None) -> None:
     """Probe one cell and report it through ``ctx`` (see the module docstring)."""
+    if kind == "account":  # a file without kernel cells: why (always ends the cell)
+        from laya_tui.families.tilelang.account import account_file
+
+        account_file(ctx, file, note)
     state = CellState(kernel=kernel, target=target, dtype=dtype, spec=spec, file=file,
                       kind=kind)
     ctx.depends_on(file)
@@ -76,7 +81,7 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
         if not cuda_codegen_available():
             ctx.skip("this TileLang build has no CUDA codegen (a Metal/CPU wheel)")
     call: KernelCall | None = None
-    if kind in ("jit", "maker", "primfunc"):
+    if kind in ("jit", "maker", "primfunc", "nested"):
         from laya_tui.families.tilelang.plain_resolve import plain_call
 
         call = plain_call(ctx, state, obj=obj or kernel, args=dict(args or {}),
@@ -90,13 +95,14 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
             state.extra["out_idx"] = call.out_idx
     elif kind == "file":
         call = KernelCall(obj=obj or kernel)
-    fsite = factory_site(file, line, factory or (obj if kind in ("jit", "maker") else None))
+    fsite = factory_site(file, line, factory or (obj if kind in ("jit", "maker", "nested")
+                                                  else None))
     try:
         func, example = trace_stage(ctx, state, fsite, factory, call)
         artifact, tgt = lower_stage(ctx, state, func, fsite, call)
         built = build_stage(ctx, state, func, artifact, tgt, call)
         if built is not None:
-            if example is None and kind in ("jit", "primfunc", "maker"):
+            if example is None and kind in ("jit", "primfunc", "maker", "nested"):
                 from laya_tui.families.tilelang.reference import reference_example
 
                 example, state.no_reference = reference_example(

@@ -12,7 +12,10 @@ while it is being edited):
   labelled with its own dtype and no specialization axis (``gemm[c,fp16]``). A file with
   one kernel names its cells after the file, a file with several after file and kernel
   (``rms_norm.rms_norm_splitk[c,fp32]``);
-* anything else (helpers such as ``common.py``, references) expands into nothing.
+* any other file (helpers such as ``common.py``, references, a file whose kernels reading
+  cannot find) gets one ``stem[file]`` cell saying why it has no kernel cells: no TileLang
+  import, nothing built when its run is tried, an import error
+  (:mod:`laya_tui.families.tilelang.account`).
 """
 
 from __future__ import annotations
@@ -112,13 +115,39 @@ def _classify_text(path: str, stem: str, source: str) -> list[KernelEntry]:
     return []
 
 
+def account_entry(path: str) -> KernelEntry:
+    """The one cell of a file in which reading finds no kernel (``stem[file]``): it says
+    why, running the file where it imports TileLang (nothing is dropped silently)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except OSError as exc:
+        return KernelEntry(name=stem, file=path, kind="account",
+                           note=f"cannot be read ({exc.strerror or exc})")
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f" (line {line})" if line else ""
+        return KernelEntry(name=stem, file=path, kind="account",
+                           note=f"is not Python that parses{where}: {exc}")
+    imports = any((isinstance(n, ast.Import) and any(a.name.split(".")[0] == "tilelang"
+                                                     for a in n.names))
+                  or (isinstance(n, ast.ImportFrom) and not n.level
+                      and (n.module or "").split(".")[0] == "tilelang")
+                  for n in ast.walk(tree))
+    note = None if imports else "has no TileLang import: nothing in it to examine"
+    return KernelEntry(name=stem, file=path, kind="account", note=note)
+
+
 def find_kernels(dirs: list[str], opts: dict[str, Any] | None = None) -> list[KernelEntry]:
     """Every kernel in ``dirs``, names made unique (a clash gets its folder as prefix)."""
     found: list[KernelEntry] = []
     seen: set[str] = set()
     for d in dirs:
         for path in kernel_files(d):
-            for entry in classify(path, opts):
+            for entry in classify(path, opts) or [account_entry(path)]:
                 name = entry.name
                 if name in seen:
                     folder = os.path.basename(os.path.dirname(path))
@@ -151,13 +180,18 @@ def matrix_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
         base: dict[str, Any] = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
                                 "factory": entry.factory, "line": entry.line}
         combos: list[tuple[str, str, str | None]]
+        if entry.kind == "account":
+            cells.append({"id": "file", "name": entry.name, "deps": [entry.file],
+                          "kwargs": {**base, "note": entry.note, "target": "", "dtype": "",
+                                     "spec": None}})
+            continue
         if entry.kind == "factory":
             combos = [(t, d, s) for t in TARGETS for d in DTYPES for s in SPECS]
         else:
             base["obj"] = entry.obj
             base["key"] = entry.key
             base["called"] = entry.called
-            if entry.kind in ("jit", "maker"):
+            if entry.kind in ("jit", "maker", "nested"):
                 base.update(args=entry.args, arg_sources=entry.arg_sources,
                             dtype_arg=entry.dtype_arg,
                             pass_configs=entry.pass_configs, tuned=entry.tuned,

@@ -43,7 +43,9 @@ class KernelEntry:
 
     name: str  # cell name: the factory name, or the file stem for plain files
     file: str
-    kind: str  # "factory" | "jit" | "primfunc" | "maker" | "file" (a plain file not parsing)
+    kind: str  # "factory" | "jit" | "primfunc" | "maker" | "nested" (a PrimFunc made deeper
+    # inside a top-level function or class: a maker's maker, a closure, a module's
+    # __init__; examined as the file's run builds it) | "file" (a plain file not parsing)
     factory: str | None = None
     line: int | None = None  # where the factory (or the kernel object) is defined
     dtype: str | None = None  # plain files: the dtype the kernel is built with
@@ -61,6 +63,7 @@ class KernelEntry:
     called: bool = True  # the file references the kernel (calls, compiles or passes it)
     tuned: bool = False  # the file lets @autotune pick the config
     execution_backend: str | None = None  # the table's or @tilelang.jit's, else default
+    note: str | None = None  # kind "account": why reading the file found no kernel in it
 
 
 def source_dtype(segment: str) -> str:
@@ -77,7 +80,9 @@ def source_dtype(segment: str) -> str:
     return max(low, key=lambda d: counts[d]) if low else "float32"
 
 
-def _has_prim_func(fn: ast.FunctionDef) -> bool:
+def _has_prim_func(fn: ast.FunctionDef | ast.ClassDef) -> bool:
+    """A ``@T.prim_func`` defined anywhere inside ``fn`` (a closure, a method, a maker's
+    maker)."""
     return any(isinstance(n, ast.FunctionDef) and any(is_prim_func_decorator(d)
                                                       for d in n.decorator_list)
                for n in ast.walk(fn) if n is not fn)
@@ -102,6 +107,11 @@ def _is_maker(fn: ast.FunctionDef) -> bool:
               and any(is_prim_func_decorator(d) for d in n.decorator_list)}
     return bool(nested) and any(isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
                                 and r.value.id in nested for r in own)
+
+
+def _is_entry(name: str) -> bool:
+    """``main()`` or a ``test_*`` function: the file's own run calls it."""
+    return name == "main" or name.startswith("test")
 
 
 def _foreign_jit(tree: ast.Module) -> bool:
@@ -140,11 +150,17 @@ def _found(tree: ast.Module, module: ModuleScope) -> list[tuple[str, ast.AST, st
                     or callee in _COMPILERS:
                 found.append((node.targets[0].id, node, "primfunc"))
                 assigned_makers.add(callee)
+    taken = {name for name, _, _ in found} | assigned_makers
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name not in assigned_makers \
-                and not node.decorator_list and not node.name.startswith("_") \
-                and _is_maker(node) and is_referenced(module, node.name):
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name in taken:
+            continue
+        if not (_is_entry(node.name) or is_referenced(module, node.name)):
+            continue
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list \
+                and not node.name.startswith("_") and _is_maker(node):
             found.append((node.name, node, "maker"))
+        elif _has_prim_func(node) and not any(is_jit(d) for d in node.decorator_list):
+            found.append((node.name, node, "nested"))
     return sorted(found, key=lambda f: int(getattr(f[1], "lineno", 0) or 0))
 
 
@@ -153,21 +169,27 @@ def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
     """The kernels of one plain TileLang file with their statically resolved arguments."""
     module = ModuleScope(tree)
     found = _found(tree, module)
+    # kernels made deeper inside functions do not rename the file's one other kernel: its
+    # cells keep the file's name (and the ids baselines and --durations files hold)
+    nested = sum(1 for _, _, kind in found if kind == "nested")
     workspace = opts.get("workspace")
     lines = source.splitlines()
     entries = []
     for obj, node, kind in found:
-        name = stem if len(found) == 1 else f"{stem}.{obj}"
+        name = stem if len(found) == 1 or (kind != "nested" and len(found) - nested == 1) \
+            else f"{stem}.{obj}"
         # a kernel function is labelled by its own source; a PrimFunc built by a call
         # (``kernel = make(64)``) by its file's
+        # (a kernel made deeper inside a function gets its dtype from the calls too)
         segment = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno]) \
-            if isinstance(node, ast.FunctionDef) else source
+            if isinstance(node, ast.FunctionDef) and kind != "nested" else source
         lineno = int(getattr(node, "lineno", 0) or 0)
         entry = KernelEntry(name=name, file=path, kind=kind, line=lineno,
                             dtype=source_dtype(segment), obj=obj,
                             key=table_key(path, obj, workspace),
-                            called=kind == "primfunc" or is_referenced(module, obj))
-        if kind in ("jit", "maker") and isinstance(node, ast.FunctionDef):
+                            called=kind == "primfunc" or is_referenced(module, obj)
+                            or kind == "nested" and _is_entry(obj))
+        if kind in ("jit", "maker", "nested") and isinstance(node, ast.FunctionDef):
             sig = kernel_signature(node, module)
             res = resolve(sig, module, path, opts)
             backend = (res.table or {}).get("execution-backend") \

@@ -40,7 +40,8 @@ def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
     except (OSError, SyntaxError):
         return set()
     return {e.obj for e in classify(file, opts) if e.obj and e.called
-            and (e.kind == "primfunc" or referenced_from_entries(module, e.obj))}
+            and (e.kind == "primfunc" or referenced_from_entries(module, e.obj)
+                 or e.obj == "main" or e.obj.startswith("test"))}  # an entry point itself
 
 
 def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
@@ -54,7 +55,13 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     opts = ctx.options
     table = {k: v for k, v in args.items()  # what the user wrote for laya-tui wins
              if str(sources.get(k, "")).startswith(("pyproject", "LAYA_ARGS"))}
-    cap = capture_file(state.file, expected_kernels(state.file, opts))
+    # a kernel made inside nested functions is traced by the file's run only: the table's
+    # values go to the run's call of its top-level maker instead
+    over = {**table, **({dtype_arg: state.dtype} if dtype_arg else {})}
+    if state.kind == "nested":
+        dtype_arg = None  # given to the run, not traced again
+    cap = capture_file(state.file, expected_kernels(state.file, opts),
+                       overrides={obj: over} if over and state.kind == "nested" else None)
     state.extra["file_run"] = {"entries": [f"{e}: {how}" for e, how in cap.entries],
                                "seconds": round(cap.seconds, 3)}
     if cap.faked:
@@ -78,7 +85,10 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
             "builds": n, **({"tuned": build.tuned} if build.tuned else {}),
             **({"globals": build.run_globals} if build.run_globals else {}),
             **({"file": by} if by else {})}
-        if table or dtype_arg:  # the table wins: trace again with its values (the
+        if state.kind == "nested" and over:  # the run's own trace, with the table's
+            call.sources.update({k: sources.get(k, "the cell's dtype") for k in over})
+            call.record = None  # values (the file's check was made with other sizes)
+        elif table or dtype_arg:  # the table wins: trace again with its values (the
             call.func = None  # file's own check was made with other sizes: not used)
             call.record = None
             call.args.update(table)
@@ -104,6 +114,8 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     if cap.error and cap.gpu_needed and not has_gpu():  # as `python file.py` fails here
         ctx.skip(f"{obj}'s file needs a GPU to be imported, so it is examined on a GPU host: "
                  f"{cap.gpu_needed}")
+    if state.kind == "nested":  # only the file's run can make it: no static fallback
+        _not_built(ctx, obj, cap)
     if missing is None:  # not a cell parameter: a kernel the run built misses nothing
         missing = static_missing(state.file, obj, opts)
     if not missing and (called or table):
@@ -134,6 +146,25 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     ctx.error(missing_message(obj, where, missing, workspace, defaults)
               + f"\n(the file's own run: {ran})")
     raise AssertionError("unreachable")  # ctx.error raises
+
+
+def _not_built(ctx: Any, obj: str, cap: Any) -> None:
+    """A kernel made inside nested functions that the file's run did not build: skipped
+    where the run needs a GPU, else could not be examined (``ctx`` raises either way)."""
+    ran = cap.error or cap.how_it_ended()
+    if cap.gpu_needed and not has_gpu():
+        ctx.skip(f"{obj} is built only after the file's run needs a GPU, so it is examined "
+                 f"on a GPU host: {cap.gpu_needed}")
+    if not cap.error and cap.entries and all(how == "ran" or how.startswith("exited (0")
+                                             or how == "exited (None)"
+                                             for _, how in cap.entries):
+        ctx.skip(f"{obj} makes its kernel inside nested functions and the file's own run "
+                 f"went to its end without building it ({ran}): `python "
+                 f"{os.path.basename(cap.file)}` does not build it either (an option or a "
+                 f"branch the run does not take)")
+    ctx.error(f"{obj} makes its kernel inside nested functions (a maker's maker, a closure "
+              f"or a class), so only the file's own run can build it, and that run did not "
+              f"build it: {ran}")
 
 
 def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: dict[str, Any],
