@@ -16,7 +16,10 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 BUILD_TIMEOUT = 300.0
@@ -36,6 +39,50 @@ class BuildResult:
     cached: bool = False
     linked: bool = True  # False: compiled to an object only (nothing to link against)
     note: str | None = None
+
+
+@dataclass
+class Recorded:
+    """What TileLang's own build ran: compiler commands, and whether its CUDA binary cache
+    answered instead (then nvcc did not run)."""
+
+    commands: list[list[str]]
+    cached_binary: bool = False
+
+
+@contextmanager
+def recorded_commands() -> Iterator[Recorded]:
+    """The compiler commands TileLang's own build runs meanwhile (``tilelang.contrib.nvcc``
+    starts nvcc through its module's ``subprocess``): a JITKernel build's nvcc command is
+    recorded as a cython build's is, not left out of the report."""
+    from tilelang.cache.cuda_binary_cache import CUDABinaryCache
+    from tilelang.contrib import nvcc
+
+    rec = Recorded([])
+    real, real_load = nvcc.subprocess, CUDABinaryCache.load  # (BinaryCache's classmethod)
+    own = CUDABinaryCache.__dict__.get("load")
+
+    def popen(cmd: Any, *args: Any, **kwargs: Any) -> Any:
+        rec.commands.append([str(c) for c in cmd] if isinstance(cmd, (list, tuple))
+                            else [str(cmd)])
+        return real.Popen(cmd, *args, **kwargs)
+
+    def load(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        hit = real_load(*args, **kwargs)
+        rec.cached_binary = rec.cached_binary or hit is not None
+        return hit
+
+    names = {k: getattr(real, k) for k in dir(real) if not k.startswith("__")}
+    nvcc.subprocess = SimpleNamespace(**{**names, "Popen": popen})
+    setattr(CUDABinaryCache, "load", classmethod(load))  # noqa: B010 - restored below
+    try:
+        yield rec
+    finally:
+        nvcc.subprocess = real
+        if own is None:
+            delattr(CUDABinaryCache, "load")
+        else:
+            setattr(CUDABinaryCache, "load", own)  # noqa: B010
 
 
 def cache_root(opts: dict[str, Any]) -> str:

@@ -325,25 +325,38 @@ def _build_jit_kernel(ctx: Any, state: CellState, func: Any, tgt: Any, backend: 
     object ``tilelang.compile`` returns, built the same way."""
     from tilelang.jit.kernel import JITKernel
 
-    from laya_tui.families.tilelang.build import cache_root
+    from laya_tui.families.tilelang.build import Recorded, cache_root, recorded_commands
 
     out_idx = call.out_idx if call else None
     state.extra["built_with"] = (f"tilelang.JITKernel(out_idx={out_idx!r}, "
                                  f"execution_backend={backend!r}, target={str(tgt)!r})")
     t0 = time.perf_counter()
+    ran = Recorded([])
     try:
-        kernel = JITKernel(func, out_idx=out_idx,
-                           execution_backend=backend, target=tgt,
-                           pass_configs=pass_config(call),
-                           compile_flags=call.compile_flags if call else None)
+        with recorded_commands() as ran:
+            kernel = JITKernel(func, out_idx=out_idx,
+                               execution_backend=backend, target=tgt,
+                               pass_configs=pass_config(call),
+                               compile_flags=call.compile_flags if call else None)
     except Exception as exc:  # noqa: BLE001 - the build diagnostic is the result
+        _note_commands(state, ran)
         state.seconds["build"] = time.perf_counter() - t0
         ctx.timing(f"{state.name}/build", state.seconds["build"], detail=tdetail(state))
         raise StageFailed(jit_build_diagnostic(exc, state, cache_root(ctx.options))) from exc
+    _note_commands(state, ran)
     state.seconds["build"] = time.perf_counter() - t0
     ctx.timing(f"{state.name}/build", state.seconds["build"], detail=tdetail(state))
     state.outcome = "built"
     return Built("kernel", kernel=kernel)
+
+
+def _note_commands(state: CellState, ran: Any) -> None:
+    """nvcc's command, as TileLang ran it; or why none ran (its CUDA binary cache)."""
+    if ran.commands:
+        state.extra["command"] = " ".join(ran.commands[-1])
+    elif ran.cached_binary:
+        state.extra["command_note"] = ("nvcc did not run: TileLang's CUDA binary cache held "
+                                       "this kernel (TILELANG_DISABLE_CACHE=1 rebuilds it)")
 
 
 def jit_build_diagnostic(exc: BaseException, state: CellState, root: str) -> Diagnostic:
