@@ -86,8 +86,8 @@ def test_a_cython_cuda_build_stopped_by_the_host_link_is_not_a_finding(
     finally:
         sys.path.remove(str(src.parent))
     with pytest.raises(Exception) as err:
-        tl.compile(cython_cuda.triple.get_tir(64), out_idx=[1], target={"kind": "cuda", "arch": "sm_90a"},
-                   execution_backend="cython")
+        tl.compile(cython_cuda.triple.get_tir(64), out_idx=[1],
+                   target={"kind": "cuda", "arch": "sm_90a"}, execution_backend="cython")
     assert "lcuda" in str(err.value)
     cells = _cells(tmp_path, src, "tilelang/cython_cuda[cuda,*")
     (probe,) = cells.values()

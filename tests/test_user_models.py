@@ -228,7 +228,8 @@ def test_fail_on_recompile_passes_padded_and_fails_two_lengths(tmp_path: Path):
 def test_a_project_kernels_folder_does_not_hide_the_installed_kernels_package(tmp_path: Path):
     """transformers (>= 5) imports the installed Hugging Face ``kernels`` package whenever a
     model loads; a project's own ``kernels/`` package (where TileLang users keep theirs) must
-    not stand in for it: the worker keeps the workspace behind the installed packages."""
+    not stand in for it: the worker keeps the workspace behind the installed packages, and
+    ``kernels.sizes`` still finds the project's module."""
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from importlib import metadata
@@ -239,14 +240,17 @@ def test_a_project_kernels_folder_does_not_hide_the_installed_kernels_package(tm
         pytest.skip("the Hugging Face kernels package is not installed: nothing to hide")
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "__init__.py").write_text('"""My TileLang kernels."""\n')
+    (tmp_path / "kernels" / "sizes.py").write_text("HIDDEN = 32\n")
     (tmp_path / "tiny.py").write_text(textwrap.dedent('''
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
 
+        from kernels.sizes import HIDDEN  # the project's own kernels package still imports
+
 
         def llama():
             torch.manual_seed(0)
-            cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+            cfg = LlamaConfig(vocab_size=64, hidden_size=HIDDEN, intermediate_size=64,
                               num_hidden_layers=1, num_attention_heads=2,
                               num_key_value_heads=2)
             return LlamaForCausalLM(cfg).eval(), torch.randint(0, 64, (1, 8))

@@ -36,6 +36,7 @@ from typing import Any
 from laya_tui.core.jsonfast import compact_encoder
 from laya_tui.core.protocol import Op, Reply
 from laya_tui.families.rbln_status import guard_autoload
+from laya_tui.worker.shadow import keep_behind_installed
 
 
 def _die_with_parent() -> None:
@@ -326,15 +327,6 @@ def _json_default(obj: Any) -> Any:
 
 
 _encode = compact_encoder(_json_default)  # one encoder, not one per event
-
-
-def keep_behind_installed(workspace: str) -> None:
-    """Put ``workspace`` on ``sys.path`` after the installed packages (``-m`` put the working
-    directory first): a project's ``kernels/`` folder must not stand in for the installed
-    ``kernels`` distribution, which transformers >= 5 imports whenever a model loads."""
-    here = {workspace, os.path.realpath(os.getcwd())}
-    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) not in here]
-    sys.path.append(workspace)
 
 
 def _user_site(exc: BaseException, workspace: str) -> dict[str, Any] | None:
