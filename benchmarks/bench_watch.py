@@ -18,6 +18,7 @@ TileLang's disk cache is off on both sides (``TILELANG_DISABLE_CACHE=1``) so eve
 pays a real lower+build, as an edit that changes the kernel does.
 
 Usage: ``python benchmarks/bench_watch.py [--edits 20] [--kernel gemm] [--cell ID] [--synthetic]``
+or ``--saves 10``: passing and failing saves through the CLI, quiet and beside two CPU hogs.
 """
 
 from __future__ import annotations
@@ -324,7 +325,17 @@ def main() -> int:
                     "fp32 CPU cell, tilelang/<factory>[c,fp32,cpu])")
     ap.add_argument("--synthetic", action="store_true",
                     help="a one-file TileLang kernel instead of the repo's kernels/")
+    ap.add_argument("--saves", type=int, metavar="N",
+                    help="instead: save -> result of passing and failing edits of a c "
+                    "kernel through laya-tui --headless --watch, N saves each, quiet then "
+                    "beside two CPU hogs (benchmarks/watch_saves.py)")
     args = ap.parse_args()
+    if args.saves:
+        from benchmarks.watch_saves import run as run_saves
+
+        for hogs in (False, True):
+            print(run_saves(args.saves, hogs), flush=True)
+        return 0
     synthetic = args.synthetic or not (REPO / "kernels" / f"{args.kernel}.py").exists()
     with tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
         ws, cell, target, warm_script = build_workspace(Path(tmp), args.kernel, synthetic)
