@@ -234,3 +234,34 @@ def test_the_kernel_args_table_wins_for_a_kernel_made_deeper(tl: Any, tmp_path: 
                   and s["subject"].endswith("/source"))
     text = Path(source["detail"]["path"]).read_text()  # TileLang's own C: 32 / 16 blocks
     assert "bx < 2;" in text and "bx < 4;" not in text
+
+
+def test_a_kernel_built_only_with_a_missing_package_is_skipped_with_the_hint(
+        tl: Any, tmp_path: Path) -> None:
+    """The file's own test needs a package this machine lacks: the kernel it would build
+    is skipped, naming the package and how to install it (not "could not be examined"),
+    while the file's other kernel is examined as usual."""
+    folder = ROOT / "tests" / "fixtures" / "needs_package"
+    import importlib.util
+
+    assert importlib.util.find_spec("not_installed_anywhere") is None
+    status, _ = run_folder_cell("needs_pkg.transformed[c,fp32]", tmp_path, folder)
+    assert status.startswith("skipped: transformed was not built: the file's own "
+                             "test_transformed() needs `not_installed_anywhere`"), status
+    assert "(pip install not_installed_anywhere)" in status
+    # (the file's one other kernel keeps the file's name)
+    status, _ = run_folder_cell("needs_pkg[c,fp32]", tmp_path, folder)
+    assert status == "ok", status
+
+
+def test_profiler_run_once_gives_outputs_so_the_files_check_is_reached(
+        tl: Any, tmp_path: Path) -> None:
+    """``profiler.run_once()`` returns outputs during the capture, as TileLang's does, so a
+    file asserting on them goes on to its ``assert_allclose``, which becomes the cell's
+    comparison."""
+    folder = ROOT / "tests" / "fixtures" / "profiler_run"
+    status, signals = run_folder_cell("run_once[c,fp32]", tmp_path, folder)
+    assert status == "ok", status
+    (tol,) = [s for s in signals if s["kind"] == "tolerance"]
+    assert tol["passed"] and tol["detail"]["check"].startswith("profiler.assert_allclose")
+    assert tol["limit"] < 1e-5  # the file's own atol/rtol (1e-6), not a default

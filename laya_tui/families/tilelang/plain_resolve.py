@@ -21,6 +21,7 @@ statically read arguments, else an honest outcome (worker side).
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from laya_tui.families.tilelang.cell_state import CellState, KernelCall, has_gpu
@@ -162,6 +163,12 @@ def _not_built(ctx: Any, obj: str, cap: Any) -> None:
                  f"went to its end without building it ({ran}): `python "
                  f"{os.path.basename(cap.file)}` does not build it either (an option or a "
                  f"branch the run does not take)")
+    for entry, how in cap.entries:  # the file's own test needs a package this host lacks
+        missing = re.search(r"raised ModuleNotFoundError.*No module named '([\w.]+)'", how)
+        if missing:
+            top = missing.group(1).split(".")[0]
+            ctx.skip(f"{obj} was not built: the file's own {entry} needs `{top}`, not "
+                     f"installed here (pip install {top}): {how}")
     ctx.error(f"{obj} makes its kernel inside nested functions (a maker's maker, a closure "
               f"or a class), so only the file's own run can build it, and that run did not "
               f"build it: {ran}")
