@@ -265,3 +265,17 @@ def test_profiler_run_once_gives_outputs_so_the_files_check_is_reached(
     (tol,) = [s for s in signals if s["kind"] == "tolerance"]
     assert tol["passed"] and tol["detail"]["check"].startswith("profiler.assert_allclose")
     assert tol["limit"] < 1e-5  # the file's own atol/rtol (1e-6), not a default
+
+
+def test_assert_torch_equal_on_an_in_place_kernels_masks_is_the_files_check(
+        tl: Any, tmp_path: Path) -> None:
+    """``assert torch.equal(isneginf(got), isneginf(ref))`` on an in-place kernel's output
+    is recorded as the file's check (during the capture it would fail on the stand-in and end
+    the run), made again on the real output, and so is the ``assert_close`` after it."""
+    folder = ROOT / "tests" / "fixtures" / "own_checks_equal"
+    status, signals = run_folder_cell("mask_fill[c,fp32]", tmp_path, folder)
+    assert status == "ok", status
+    checks = sorted(s["detail"]["check"].split(" at ")[0] for s in signals
+                    if s["kind"] == "tolerance")
+    assert checks == ["torch.equal", "torch.testing.assert_close"], checks
+    assert all(s["passed"] for s in signals if s["kind"] == "tolerance")

@@ -460,8 +460,8 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
                                kwargs: Any = None) -> Any:
             kwargs = dict(kwargs or {})
             name = getattr(func, "__name__", "")
-            if name == "allclose":
-                got = on_compare("torch.allclose", args, kwargs)
+            if name in ("allclose", "equal"):  # `assert torch.equal(...)` too
+                got = on_compare(f"torch.{name}", args, kwargs)
                 if got is not NotImplemented:
                     return got
             if name == "__bool__" and args and node_of(args[0]) is not None:

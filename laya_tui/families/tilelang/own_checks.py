@@ -281,6 +281,7 @@ class Spec:
 _PARAMS = {
     "torch.testing.assert_close": ("actual", "expected"),
     "torch.allclose": ("input", "other", "rtol", "atol", "equal_nan"),
+    "torch.equal": ("input", "other"),
     "torch_assert_close": ("tensor_a", "tensor_b", "rtol", "atol", "max_mismatched_ratio",
                            "verbose", "equal_nan", "check_device", "check_dtype",
                            "check_layout", "check_stride", "base_name", "ref_name"),

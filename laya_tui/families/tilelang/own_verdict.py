@@ -61,6 +61,8 @@ def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
             ok = True
         elif kind == "torch.allclose":
             ok = bool(torch.allclose(a, e, **opts))
+        elif kind == "torch.equal":  # same shape, every element equal
+            ok = bool(torch.equal(a, e))
         else:
             torch.testing.assert_close(a, e, **opts)
             ok = True
@@ -77,6 +79,8 @@ def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
         note += f", allowed {ratio * 100:g}%"
     if not ok and kind == "torch.allclose":
         message = f"torch.allclose(rtol={rtol:g}, atol={atol:g}) is False"
+    if not ok and kind == "torch.equal":
+        message = "torch.equal is False"
     return Verdict(ok, value, limit, message, note, detail)
 
 
@@ -92,6 +96,8 @@ def _figures(a: Any, e: Any, opts: dict[str, Any], kind: str
     if kind == "torch.allclose":
         rtol = 1e-5 if rtol is None else rtol
         atol = 1e-8 if atol is None else atol
+    elif kind == "torch.equal":
+        rtol, atol = 0.0, 0.0
     elif rtol is None or atol is None:
         try:
             from torch.testing._comparison import default_tolerances

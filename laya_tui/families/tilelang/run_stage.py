@@ -342,6 +342,10 @@ def close(actual: Any, expected: Any, rtol: float | None, atol: float | None,
             torch_assert_close(a.float(), e.float(), rtol=r, atol=t,
                                max_mismatched_ratio=0.01 if mismatch is None else mismatch)
             ok = True
+        elif how.startswith("torch.equal"):
+            r, t = 0.0, 0.0
+            ok = bool(torch.equal(a, e.to(a.dtype)))
+            message = "" if ok else "torch.equal is False"
         elif how.startswith("torch.allclose"):
             r, t = (1e-5 if r is None else r), (1e-8 if t is None else t)
             ok = bool(torch.allclose(a, e.to(a.dtype), rtol=r, atol=t))
