@@ -305,6 +305,7 @@ class Recorder:
                       index=len(self.cap.builds), module=self._home_module(obj, jit),
                       run_globals=self._run_globals(obj, jit))
         self.pending_tune = None
+        build.call.maker = obj or ""  # what messages call it ("main" is every PrimFunc's name)
         self.cap.builds.append(build)
         if traced_only:
             self.traced_builds[id(func)] = build

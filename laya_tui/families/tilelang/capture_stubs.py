@@ -66,6 +66,7 @@ class KernelCallRecord:
     ref_options: dict[str, Any] = field(default_factory=dict)
     supply_type: Any = None
     kernel: str = ""  # the kernel's function name
+    maker: str = ""  # the file's name for it (jit function, maker, PrimFunc variable)
     #: the kernel whose stand-in produced one of this call's inputs (its numbers are not the
     #: file's: nothing may be compared on them)
     inputs_from: str | None = None
@@ -123,6 +124,14 @@ class StubArtifact:
         raise StopCapture(f"the file uses tilelang.lower(...).{name} (the capture stops there)")
 
 
+def _storage(t: Any) -> int:
+    """The address of a tensor's storage (0 for none): views of one buffer share it."""
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except (AttributeError, RuntimeError):
+        return 0
+
+
 class StubKernel:
     """What the file gets instead of a compiled kernel while it is being captured."""
 
@@ -156,7 +165,13 @@ class StubKernel:
                 # counts as written in place only by a kernel that returns nothing)
                 if hit is not None and hit[2] is t and hit[0] is not rec \
                         and (hit[1] >= 0 or not hit[0].outputs):
-                    rec.inputs_from = hit[0].kernel or "another kernel"
+                    rec.inputs_from = hit[0].maker or hit[0].kernel or "another kernel"
+                    break
+                # a view of memory an in-place kernel wrote (it got ``buf.squeeze(0)``,
+                # this one ``buf``): the same storage, another tensor object
+                hit = self._registry.get(-_storage(t)) if _storage(t) else None
+                if hit is not None and hit[0] is not rec and not hit[0].outputs:
+                    rec.inputs_from = hit[0].maker or hit[0].kernel or "another kernel"
                     break
         call = next((n for n, ins in enumerate(rec.calls) if len(ins) == len(tensors) and all(
             a is b for a, b in zip(ins, tensors, strict=True))), None)
@@ -171,6 +186,8 @@ class StubKernel:
         for i, t in enumerate(tensors):  # an in-place kernel writes its arguments
             if isinstance(t, torch.Tensor):
                 self._registry.setdefault(id(t), (rec, -1 - i, t))
+                if not outs and _storage(t):  # keyed by minus its storage's address
+                    self._registry.setdefault(-_storage(t), (rec, -1 - i, t))
                 if call is not None and not outs:
                     tag(t, Leaf(rec, call, -1 - i))
         if not rec.outputs:
