@@ -96,3 +96,41 @@ def test_a_cython_cuda_build_stopped_by_the_host_link_is_not_a_finding(
     assert detail["outcome"] == "built" and detail["linked"] is False
     assert detail["not_run"] == "no GPU" and "no libcuda" in detail["run_skipped"]
     assert detail["command"].split()[0].endswith("nvcc") and " -c " in detail["command"]
+
+
+def test_a_kernel_built_in_an_iket_session_is_built_in_one_again(tl: Any, tmp_path: Path,
+                                                                capfd: Any) -> None:
+    """IKET events need the session's codegen: TileLang itself fails to compile the kernel
+    outside ``iket.session()`` (nvcc: TL_IKET_EVENT undefined) and compiles it inside; the
+    cell builds it in a session as the file did, so it is built, not a false build failure."""
+    from tilelang.tools.cuda import iket
+
+    src = FIXTURES / "iket_session" / "marked_add.py"
+    sys.path.insert(0, str(src.parent))
+    try:
+        import marked_add
+    finally:
+        sys.path.remove(str(src.parent))
+    target = {"kind": "cuda", "arch": "sm_90a"}
+
+    def tilelang_says() -> str:  # its exception and what nvcc printed (TileLang lets it)
+        capfd.readouterr()
+        try:
+            tl.compile(marked_add.marked_add(256), out_idx=-1, target=target,
+                       execution_backend="cython")
+            said = ""
+        except Exception as exc:  # noqa: BLE001 - TileLang's own words
+            said = str(exc)
+        out = capfd.readouterr()
+        return f"{said}\n{out.out}\n{out.err}"
+
+    undefined = 'identifier "TL_IKET_EVENT" is undefined'
+    assert undefined in tilelang_says()  # outside a session
+    with iket.session(output_dir=str(tmp_path / "iket")):
+        assert undefined not in tilelang_says()  # (here only the link may fail)
+    cells = _cells(tmp_path, src, "tilelang/marked_add[cuda,*")
+    (probe,) = cells.values()
+    detail = _lowering(probe)
+    assert probe["status"] != "failed", probe["reason"]
+    assert detail["outcome"] == "built"
+    assert detail["tool_session"] == "tilelang.tools.cuda.iket.session()"

@@ -306,6 +306,9 @@ class Recorder:
                       run_globals=self._run_globals(obj, jit))
         self.pending_tune = None
         build.call.maker = obj or ""  # what messages call it ("main" is every PrimFunc's name)
+        iket = sys.modules.get("tilelang.tools.cuda.iket.session")
+        if iket is not None and iket.is_enabled():  # built inside `with iket.session():`
+            build.call.session = "iket"
         self.cap.builds.append(build)
         if traced_only:
             self.traced_builds[id(func)] = build
@@ -470,6 +473,7 @@ class Recorder:
         detectors: dict[str, Any] = {}
         if cuda_on_cpu:
             patch(torch.cuda, "synchronize", lambda *a, **k: None)
+            patch(torch.cuda, "init", lambda *a, **k: None)  # (its tensors live on the CPU)
             patch(torch, "Generator", cpu_generator())
             available = torch.cuda.is_available
 

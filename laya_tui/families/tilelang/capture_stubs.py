@@ -67,6 +67,9 @@ class KernelCallRecord:
     supply_type: Any = None
     kernel: str = ""  # the kernel's function name
     maker: str = ""  # the file's name for it (jit function, maker, PrimFunc variable)
+    #: a TileLang tool whose session the file built the kernel in ("iket": its events need
+    #: the session's codegen); the cell builds it in one too
+    session: str | None = None
     #: the kernel whose stand-in produced one of this call's inputs (its numbers are not the
     #: file's: nothing may be compared on them)
     inputs_from: str | None = None

@@ -26,6 +26,7 @@ GPU on a machine without one, are skipped with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -97,17 +98,19 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
         call = KernelCall(obj=obj or kernel)
     fsite = factory_site(file, line, factory or (obj if kind in ("jit", "maker", "nested")
                                                   else None))
+    session = tool_session(ctx, state, call)
     try:
-        func, example = trace_stage(ctx, state, fsite, factory, call)
-        artifact, tgt = lower_stage(ctx, state, func, fsite, call)
-        built = build_stage(ctx, state, func, artifact, tgt, call)
-        if built is not None:
-            if example is None and kind in ("jit", "primfunc", "maker", "nested"):
-                from laya_tui.families.tilelang.reference import reference_example
+        with session:
+            func, example = trace_stage(ctx, state, fsite, factory, call)
+            artifact, tgt = lower_stage(ctx, state, func, fsite, call)
+            built = build_stage(ctx, state, func, artifact, tgt, call)
+            if built is not None:
+                if example is None and kind in ("jit", "primfunc", "maker", "nested"):
+                    from laya_tui.families.tilelang.reference import reference_example
 
-                example, state.no_reference = reference_example(
-                    state.module, func, SEED, call.out_idx if call is not None else None)
-            run_stage(ctx, state, func, artifact, tgt, built, example, call)
+                    example, state.no_reference = reference_example(
+                        state.module, func, SEED, call.out_idx if call is not None else None)
+                run_stage(ctx, state, func, artifact, tgt, built, example, call)
     except StageFailed as failed:
         state.diag = failed.diag
         if _unexamined(state, failed):
@@ -127,6 +130,22 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
             failed.diag.fix = _plain_fix(failed.diag.fix)
         _failure_files(ctx, state, call)
     _emit_summary(ctx, state)
+
+
+def tool_session(ctx: Any, state: CellState, call: KernelCall | None) -> Any:
+    """The TileLang tool session the file built this kernel in, entered again for the
+    cell's trace, lower, build and run (IKET: ``with iket.session():`` adds the codegen its
+    ``iket.mark`` events need; built outside it, nvcc meets ``TL_IKET_EVENT`` undefined);
+    else a no-op."""
+    record = call.record if call is not None else None
+    if record is None or getattr(record, "session", None) != "iket":
+        return contextlib.nullcontext()
+    from tilelang.tools.cuda import iket
+
+    from laya_tui.families.tilelang.build import cache_root
+
+    state.extra["tool_session"] = "tilelang.tools.cuda.iket.session()"
+    return iket.session(output_dir=os.path.join(cache_root(ctx.options), "iket", state.name))
 
 
 #: a factory's fixes name its cpu=True specialization; what applies to a plain kernel
