@@ -294,3 +294,26 @@ def test_a_kernel_reading_a_view_another_in_place_kernel_wrote_is_not_compared(
     (low,) = [s for s in signals if s["kind"] == "lowering"]
     assert low["detail"]["not_run"] == "inputs made by another kernel"
     assert "another TileLang kernel (square_into)" in low["detail"]["run_skipped"]
+
+
+def test_a_single_file_run_and_a_folder_run_give_the_same_cells(tl: Any, tmp_path: Path) -> None:
+    """``--kernels FILE.py`` takes one kernel file; its cells, statuses and comparisons are
+    those of the same file in a folder run."""
+    def run(kernels: str, *only: str) -> dict[str, Any]:
+        out = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--jobs", "1",
+             "--probes", PROBES, "--kernels", kernels, *only, "--no-cache", "--json", str(out),
+             "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert out.exists(), proc.stderr[-2000:]
+        return {p["id"]: (p["status"], sorted((s["subject"], s["value"], s["passed"])
+                                              for s in p["signals"] if s["kind"] == "tolerance"))
+                for p in json.loads(out.read_text())["probes"] if p["family"] == "tilelang"}
+
+    alone = run(str(ANY / "two_kernels.py"))
+    in_folder = run(str(ANY), "--only", "tilelang/two_kernels*")
+    assert alone == in_folder and len(alone) == 4
+    assert all(status == "ok" for status, _ in alone.values())
+    assert sum(len(tol) for _, tol in alone.values()) == 2  # each c cell: the file's check

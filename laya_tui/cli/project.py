@@ -127,8 +127,10 @@ def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str]
         if not os.path.exists(p):
             raise UsageError(f"probe path does not exist: {p}")
     kernels = list(kernels) if kernels else _default_dir(workspace, "kernels")
-    for k in kernels:
-        if not os.path.isdir(k):
+    for k in kernels:  # a folder of kernel files, or one kernel file
+        if os.path.isfile(k) and not k.endswith(".py"):
+            raise UsageError(f"kernel path is not a folder or a .py file: {k}")
+        if not os.path.exists(k):
             raise UsageError(f"kernel folder does not exist: {k}")
     if demo and ("demo" in flags or "kernels" not in flags):
         kernels.append(demo_kernels_dir())
