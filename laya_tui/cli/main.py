@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="probe file or folder beside the built-in ones (repeatable; "
                     "default: ./probes)")
     ap.add_argument("--kernels", action="append", metavar="DIR",
-                    help="TileLang kernel folder (repeatable; default: ./kernels)")
+                    help="TileLang kernel folder or one kernel file (repeatable; "
+                    "default: ./kernels)")
     ap.add_argument("--model", action="append", metavar="MODULE:CALLABLE", dest="models",
                     help="model for the explain/aoti probes, imported from the workspace: "
                     "a callable returning (model, inputs)")
