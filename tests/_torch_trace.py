@@ -79,6 +79,8 @@ if rank == 1:
 cg(torch.ones(8))
 if rank == 0:
     dist.barrier()
+if rank == 1 and sys.argv[3:] == ["diverge"]:  # a frame only this rank compiles
+    torch.compile(lambda x: x.exp() - 1)(torch.ones(8))
 print(json.dumps({"rank": rank, "fx_hit": counters["inductor"]["fxgraph_cache_hit"],
                   "fx_miss": counters["inductor"]["fxgraph_cache_miss"]}))
 dist.destroy_process_group()
@@ -115,8 +117,9 @@ def run_model_a(folder: Path) -> dict[str, object]:
     return {"script": str(script), "trace": trace, "stderr": proc.stderr, **out}
 
 
-def run_ranks(folder: Path) -> dict[str, object]:
-    """Two processes standing for two ranks (gloo), TORCH_TRACE into one folder."""
+def run_ranks(folder: Path, diverge: bool = False) -> dict[str, object]:
+    """Two processes standing for two ranks (gloo), TORCH_TRACE into one folder; with
+    ``diverge`` rank 1 compiles one more frame than rank 0."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "rank.py"
     script.write_text(RANK_SCRIPT)
@@ -124,7 +127,8 @@ def run_ranks(folder: Path) -> dict[str, object]:
     env = torch_env(TORCH_TRACE=str(trace),
                     TORCHINDUCTOR_CACHE_DIR=str(folder / "inductor-cache"))
     store = folder / "store"
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(store)], cwd=folder,
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(store),
+                               *(["diverge"] if diverge else [])], cwd=folder,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for r in (0, 1)]
     outs = []

@@ -38,3 +38,36 @@ def test_one_cell_tree_per_rank_with_each_ranks_cache_events(ranks):
         cell = next(p for p in report["probes"] if p["id"] == f"trace/rank{rank}")
         assert cell["params"]["rank"] == rank
     assert ranks["ranks"][1]["fx_hit"] == 1  # the second rank was served from the cache
+
+
+def test_ranks_that_compiled_different_frames_are_a_finding_as_tlparse_warns(tmp_path):
+    """Rank 1 compiles one more frame: a ``trace/ranks`` finding names what rank 0 lacks,
+    where tlparse's multi-rank report warns "Diverging Compilation IDs"; ranks that
+    compiled the same frames (the test above) have no such cell."""
+    import subprocess
+
+    from laya_tui.families.torch_trace_capture import TLPARSE_HINT, tlparse_command
+
+    run = run_ranks(tmp_path / "diverge", diverge=True)
+    report = trace_report(str(run["trace"]))
+    validate_report(report)
+    cell = next(p for p in report["probes"] if p["id"] == "trace/ranks")
+    assert cell["status"] == "failed" and cell["params"]["ranks"] == [0, 1]
+    (sig,) = cell["signals"]
+    assert sig["detail"]["lacks"] == {"rank0": ["1/0"]}
+    assert "rank0 lacks 1/0" in cell["reason"]
+    assert report["probes"][0]["id"] == "trace/ranks"  # the finding first
+    assert report["imported"]["seconds"] < 60 and report["summary"]["seconds"] == \
+        pytest.approx(report["imported"]["seconds"], abs=1e-3)
+    tlparse = tlparse_command()
+    if tlparse is None:
+        pytest.skip(f"tlparse is not installed: {TLPARSE_HINT}")
+    out = tmp_path / "tl_out"
+    subprocess.run([tlparse, str(run["trace"]), "--all-ranks-html", "--no-browser", "-o",
+                    str(out), "--overwrite"], check=True, capture_output=True, timeout=300)
+    assert "Diverging Compilation IDs detected across ranks" in (out / "index.html").read_text()
+
+
+def test_ranks_that_compiled_the_same_frames_have_no_divergence_cell(ranks):
+    report = trace_report(str(ranks["trace"]))
+    assert not [p for p in report["probes"] if p["id"] == "trace/ranks"]

@@ -12,7 +12,10 @@ Cells (family ``trace``), per log file (one per rank):
   installed it where the log records it), ``fallback`` signals for graph breaks (graph-break
   type, GB id, user frame) and for compiles that failed; seconds and cache hits/misses in
   the compile signals;
-- ``trace/<proc>/export``: torch.export calls that failed (status ``failed``).
+- ``trace/<proc>/export``: torch.export calls that failed (status ``failed``);
+- ``trace/ranks``: only where the ranks' logs hold different compile ids (status
+  ``failed``): the ranks compiled different frames, which can hang a collective (tlparse's
+  "Diverging Compilation IDs detected across ranks"), naming what each rank lacks.
 
 ``<proc>`` is ``rank<R>`` (the records' rank, else torch's ``..._rank_<R>_`` file name), or
 ``proc<i>`` for a log with no rank; a second log of one rank gets ``rank<R>-2``.
@@ -22,6 +25,7 @@ Standard library only.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from typing import Any
 
@@ -346,6 +350,32 @@ def _log_cell(log: TraceLog, label: str, totals: Counter[str], nframes: int) -> 
                            "bytes": stats.bytes})
 
 
+FIX_RANKS = ("make every rank take the same compiled path (the same shapes, the same "
+             "branches, the same compiled functions), or mark the differing inputs dynamic")
+
+
+def rank_divergence(logs: list[TraceLog], labels: list[str]) -> dict[str, Any] | None:
+    """The ``trace/ranks`` cell when ranked logs hold different compile ids, else None."""
+    ids = {label: {_cid(k) for k in log.compiles} for log, label in zip(logs, labels,
+                                                                        strict=True)
+           if log.stats.rank is not None}
+    if len(ids) < 2 or len({frozenset(v) for v in ids.values()}) == 1:
+        return None
+    every = set().union(*ids.values())
+    lacks = {label: sorted(every - have) for label, have in ids.items() if every - have}
+    cell = f"{FAMILY}/ranks"
+    counts = ", ".join(f"{label} {len(have)}" for label, have in ids.items())
+    missing = "; ".join(f"{label} lacks {', '.join(v)}" for label, v in lacks.items())
+    reason = (f"ranks compiled different frames (compile ids: {counts}): {missing}; "
+              "a collective can hang or time out")
+    sig = make_signal("log", cell, subject="rank divergence", reason=reason, fix=FIX_RANKS,
+                      detail={"compile_ids": {k: sorted(v) for k, v in ids.items()},
+                              "lacks": lacks})
+    return _result(cell, "failed", reason, [sig], file=None,
+                   params={"ranks": sorted(log.stats.rank for log in logs
+                                           if log.stats.rank is not None)})
+
+
 def _labels(logs: list[TraceLog]) -> list[str]:
     out: list[str] = []
     seen: Counter[str] = Counter()
@@ -383,12 +413,16 @@ def read_trace(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                               lg.stats.first_time or "", lg.stats.path))
     results: list[dict[str, Any]] = []
     inputs = []
-    for log, label in zip(logs, _labels(logs), strict=True):
+    labels = _labels(logs)
+    for log, label in zip(logs, labels, strict=True):
         results.extend(log_results(log, label))
         s = log.stats
         inputs.append({"file": os.path.abspath(s.path), "label": label, "rank": s.rank,
                        "bytes": s.bytes, "records": s.records, "unknown": sum(
                            s.unknown.values()), "bad": s.bad, "torch": log.torch_version})
+    diverged = rank_divergence(logs, labels)
+    if diverged is not None:
+        results.insert(0, diverged)
     imported = {"from": "TORCH_TRACE", "path": os.path.abspath(path), "files": inputs}
     return results, imported
 
@@ -399,9 +433,12 @@ def trace_report(path: str, gates: Any = None) -> dict[str, Any]:
     from laya_tui.report.document import build_report
     from laya_tui.report.gates import evaluate_all
 
+    t0 = time.perf_counter()
     results, imported = read_trace(path)
     gate_list, extra = evaluate_all(results, gates, [])
-    seconds = sum(r["seconds"] for r in results)
+    # the import's own time (the cells keep the compile seconds the logs recorded)
+    seconds = time.perf_counter() - t0
+    imported["seconds"] = round(seconds, 3)
     report = build_report(results, seconds=seconds, gates=gate_list, extra=dict(
         extra, imported=imported))
     versions = sorted({f["torch"] for f in imported["files"] if f.get("torch")})
