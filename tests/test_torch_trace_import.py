@@ -83,6 +83,17 @@ def test_recompiles_carry_the_failing_guard_and_where_it_was_installed(run_a, re
         assert s["site"] == {k: origin[k] for k in ("file", "line", "func")}
     # f's guard on x was installed by its first use of x
     assert by_cid["0/1"]["site"]["line"] == 8 and "x.sin()" in _line(run_a["script"], 8)
+    # a frame that recompiled is a finding (never "ran, nothing failed"), with its guard;
+    # exactly the frames torch logged recompiling
+    cells = {p["id"]: p for p in report_a["probes"]}
+    recompiled = {probe for probe, _ in recs}
+    for probe in recompiled:
+        assert cells[probe]["status"] == "failed"
+        assert cells[probe]["reason"].startswith("recompiled 1 time(s): ")
+    assert all(p["status"] == "ok" for pid, p in cells.items()
+               if "/frame" in pid and pid not in recompiled)
+    assert len(recompiled) == len({r["function"] + r["compile_id"].split("/")[0]
+                                  for r in logged})
 
 
 def test_compiles_carry_dynamos_seconds_per_frame(run_a, report_a):

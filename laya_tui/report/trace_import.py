@@ -11,7 +11,7 @@ Cells (family ``trace``), per log file (one per rank):
   compile, a ``recompile`` per later compile (the failing guard, the user line that
   installed it where the log records it), ``fallback`` signals for graph breaks (graph-break
   type, GB id, user frame) and for compiles that failed; seconds and cache hits/misses in
-  the compile signals;
+  the compile signals; status ``failed`` with the first guard when it recompiled;
 - ``trace/<proc>/export``: torch.export calls that failed (status ``failed``);
 - ``trace/ranks``: only where the ranks' logs hold different compile ids (status
   ``failed``): the ranks compiled different frames, which can hang a collective (tlparse's
@@ -294,8 +294,13 @@ def log_results(log: TraceLog, label: str) -> list[dict[str, Any]]:
                   "compiles": len(comps), "log": os.path.basename(stats.path)}
         if ca is not None:
             params["compiled_autograd_id"] = ca
+        # a frame that recompiled is a finding of its kind, never "ran, nothing failed"
+        recompiles = [g for g in sigs if g["kind"] == "recompile"]
+        status, reason = ("failed", f"recompiled {len(recompiles)} time(s): "
+                          f"{recompiles[0].get('reason') or NO_GUARD}") if recompiles \
+            else ("ok", None)
         results.append(_result(
-            cell, "ok", None, sigs, params=params,
+            cell, status, reason, sigs, params=params,
             file=fsite.get("file") if fsite else None, seconds=sum(secs),
             started=min(a for a, _ in spans) if spans else None,
             ended=max(b for _, b in spans) if spans else None))
