@@ -51,6 +51,7 @@ def test_a_model_brings_the_built_in_families_beside_own_probes(tmp_path):
 
 def test_demo_from_the_table_or_the_flag_adds_the_demo_kernels(tmp_path):
     (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "mine.py").write_text("import tilelang\n")  # a folder with a kernel
     (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\nkernels = ["k"]\n')
     config = _config(tmp_path)
     assert list(config.kernels) == [str(tmp_path / "k")] and not config.options()["demo"]
@@ -94,7 +95,8 @@ def test_the_repository_itself_runs_the_demo(tmp_path):
     ids = run_cli("--list", cwd=REPO).stdout.split()
     for marker in DEMO_MARKERS:
         assert any(i.startswith(marker) for i in ids), marker
-    # its table names kernels/ too: point that at an empty folder to see the demo gone
+    # its table names kernels/ too: point that at another folder to see the demo gone
+    (tmp_path / "mine.py").write_text("import tilelang\n")
     no_demo = run_cli("--list", "--no-demo", "--kernels", str(tmp_path), cwd=REPO)
     assert no_demo.returncode == 0, no_demo.stderr
     assert _demo_ids(no_demo.stdout.split()) == []

@@ -15,6 +15,7 @@ defaults live in :mod:`laya_tui.core.settings`.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import tomllib
@@ -23,10 +24,14 @@ from typing import TYPE_CHECKING, Any
 from laya_tui.core.errors import UsageError
 from laya_tui.core.settings import (
     DEFAULT_MARGIN,
+    MAX_DEBOUNCE_MS,
+    MAX_JOBS,
+    MAX_TIMEOUT_S,
     Gates,
     Outputs,
     RunOptions,
     Settings,
+    check_seconds,
     default_jobs,
     frozen_map,
 )
@@ -83,6 +88,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _seconds_ok(value: float) -> bool:
+    try:
+        check_seconds(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
     """Validate one table value and normalise it (paths made absolute)."""
 
@@ -112,24 +125,24 @@ def _check(key: str, kind: str, value: Any, workspace: str, where: str) -> Any:
             raise bad("true or false")
         return value
     if kind == "seconds":
-        if not _is_number(value) or not value > 0:
-            raise bad("a positive number of seconds")
+        if not _is_number(value) or not _seconds_ok(value):
+            raise bad(f"a finite number of seconds above 0 and at most {MAX_TIMEOUT_S:g}")
         return float(value)
     if kind == "ratio":
-        if not _is_number(value) or not value >= 0:
-            raise bad("a number >= 0")
+        if not _is_number(value) or not (math.isfinite(value) and value >= 0):
+            raise bad("a finite number >= 0")
         return float(value)
     if kind == "jobs":
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise bad("a whole number >= 1")
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_JOBS:
+            raise bad(f"a whole number from 1 to {MAX_JOBS}")
         return value
     if kind == "family-seconds":
         if not isinstance(value, dict):
             raise bad("a table of family = seconds")
         for fam, sec in value.items():
-            if not _is_number(sec) or not sec > 0:
-                raise UsageError(f"{where} {key}.{fam}: expected a positive number of seconds, "
-                                 f"got {sec!r}")
+            if not _is_number(sec) or not _seconds_ok(sec):
+                raise UsageError(f"{where} {key}.{fam}: expected a finite number of seconds "
+                                 f"above 0 and at most {MAX_TIMEOUT_S:g}, got {sec!r}")
         return {str(f): float(s) for f, s in value.items()}
     if kind == "kind-counts":
         if not isinstance(value, dict):
@@ -199,6 +212,11 @@ def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None,
         raise UsageError(f"workspace folder does not exist: {given}")
     if table is None:
         table = load_settings(workspace)
+    debounce = flags.get("debounce_ms")
+    if debounce is not None and not (isinstance(debounce, int)
+                                     and 0 <= debounce <= MAX_DEBOUNCE_MS):
+        raise UsageError(f"--debounce-ms: expected a whole number of ms from 0 to "
+                         f"{MAX_DEBOUNCE_MS}, got {debounce!r}")
     run_options = (_run_options(flags, table, workspace) if run
                    else RunOptions(workspace=workspace))
     return Settings(
@@ -258,11 +276,12 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
     if rbln_log and not os.path.isfile(rbln_log):
         raise UsageError(f"RBLN log file does not exist: {rbln_log}")
     timeout = _pick(flags.get("timeout"), table, "timeout")
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {timeout:g}")
+    if timeout is not None and not _seconds_ok(timeout):
+        raise UsageError(f"--timeout: expected a finite number of seconds above 0 and at most "
+                         f"{MAX_TIMEOUT_S:g}, got {timeout!r}")
     jobs = _pick(flags.get("jobs"), table, "jobs", default_jobs())
-    if jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs: expected a whole number from 1 to {MAX_JOBS}, got {jobs}")
     for m in models:
         if ":" not in m:
             raise UsageError(f"--model must look like module:callable, got {m!r}")

@@ -10,15 +10,46 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from laya_tui.cli.project import NothingConfigured
 from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS, default_jobs
 from laya_tui.core.errors import EXIT_USAGE, UsageError, internal_error
 from laya_tui.core.files import check_output_path
+from laya_tui.core.settings import MAX_DEBOUNCE_MS, MAX_JOBS, check_seconds
 
 if TYPE_CHECKING:
     from laya_tui.core.settings import RunOptions
+
+def seconds_arg(text: str) -> float:
+    """``--timeout``: a finite number of seconds in (0, a week] (argparse's type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    try:
+        return check_seconds(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+
+
+def whole_arg(low: int, high: int, unit: str = "") -> Callable[[str], int]:
+    """A whole-number flag in ``[low, high]`` (``nan``, ``inf``, ``1.5``: a one-line error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number{unit} from {low} to {high}, got {text!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -110,9 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "envs = {...} in [tool.laya-tui])")
     ap.add_argument("--only", action="append", metavar="GLOB",
                     help="run only probe ids matching GLOB (repeatable; '[' is literal)")
-    ap.add_argument("--timeout", type=float, metavar="SECONDS",
+    ap.add_argument("--timeout", type=seconds_arg, metavar="SECONDS",
                     help="per-probe timeout for every family (default: per family)")
-    ap.add_argument("--jobs", type=int, default=None, metavar="N",
+    ap.add_argument("--jobs", type=whole_arg(1, MAX_JOBS), default=None, metavar="N",
                     help="families run at once, one warm worker each (default: "
                     f"{default_jobs()})")
     ap.add_argument("--no-cache", action="store_true", help="run every probe, ignore the cache")
@@ -125,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
     ap.add_argument("--watch", action="store_true",
                     help="re-run the probes whose files change (headless: a JSON line per re-run)")
-    ap.add_argument("--debounce-ms", type=int, default=None, metavar="MS",
+    ap.add_argument("--debounce-ms", type=whole_arg(0, MAX_DEBOUNCE_MS, " of ms"), default=None,
+                    metavar="MS",
                     help="watch: let a burst of saves settle this long "
                     f"(default: {DEFAULT_DEBOUNCE_MS})")
     ap.add_argument("--quiet", "-q", action="store_true", help="headless: no progress lines")

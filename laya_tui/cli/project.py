@@ -86,6 +86,57 @@ class NothingConfigured(UsageError):
     """The project names nothing to examine; the message is :func:`nothing_configured_hint`."""
 
 
+#: top-level files of a kernel folder that are never kernel files (as the TileLang family's
+#: discovery skips them, with ``_private.py`` and dot files)
+_NOT_KERNEL_FILES = frozenset({"__init__.py", "setup.py", "conftest.py"})
+
+
+def _candidate_files(path: str) -> list[str]:
+    """The ``*.py`` files a kernel path offers: itself, or a folder's top-level ones."""
+    if os.path.isfile(path):
+        return [path] if path.endswith(".py") else []
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    return [os.path.join(path, n) for n in names
+            if n.endswith(".py") and not n.startswith(("_", ".")) and n not in _NOT_KERNEL_FILES
+            and os.path.isfile(os.path.join(path, n))]
+
+
+def is_kernel_file(path: str) -> bool:
+    """A readable Python text file that uses TileLang or defines a kernel factory (binary
+    junk, an undecodable or empty file is not)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "\0" in text or not text.strip():
+        return False
+    if "tilelang" in text or "prim_func" in text:
+        return True
+    from laya_tui.families.tilelang.discover import classify  # stdlib only; rarely reached
+
+    return bool(classify(path))
+
+
+def has_kernel_file(path: str) -> bool:
+    """True when the kernel folder (or file) holds at least one kernel file."""
+    return any(is_kernel_file(f) for f in _candidate_files(path))
+
+
+def no_kernel_file_message(path: str) -> str:
+    """The one line for a ``--kernels`` / ``kernels =`` path with no kernel file in it."""
+    if os.path.isfile(path):
+        return (f"laya-tui: nothing to examine in {path}: not a kernel file (a readable "
+                "Python text file using TileLang)\n")
+    return (f"laya-tui: nothing to examine in kernels folder {path}: no kernel file found (a "
+            "top-level *.py file using TileLang; _*.py, __init__.py, setup.py and "
+            "conftest.py are skipped)\n")
+
+
 def _default_dir(workspace: str, name: str) -> list[str]:
     path = os.path.join(workspace, name)
     return [path] if os.path.isdir(path) else []
@@ -126,12 +177,19 @@ def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str]
     for p in own:
         if not os.path.exists(p):
             raise UsageError(f"probe path does not exist: {p}")
+    named = bool(kernels)
     kernels = list(kernels) if kernels else _default_dir(workspace, "kernels")
     for k in kernels:  # a folder of kernel files, or one kernel file
         if os.path.isfile(k) and not k.endswith(".py"):
             raise UsageError(f"kernel path is not a folder or a .py file: {k}")
         if not os.path.exists(k):
             raise UsageError(f"kernel folder does not exist: {k}")
+    if named:  # --kernels / kernels = naming a folder without kernels: a moved folder
+        for k in kernels:
+            if not has_kernel_file(k):
+                raise NothingConfigured(no_kernel_file_message(k))
+    else:  # an empty ./kernels is as if there were none
+        kernels = [k for k in kernels if has_kernel_file(k)]
     if demo and ("demo" in flags or "kernels" not in flags):
         kernels.append(demo_kernels_dir())
     subjects = bool(kernels or models or demo)

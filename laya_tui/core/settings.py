@@ -8,6 +8,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -22,6 +23,23 @@ from laya_tui.core.defaults import (  # noqa: F401 - re-exported: the settings' 
 )
 from laya_tui.core.envs import Environment
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
+
+#: the longest per-probe timeout a flag or the table may ask for (a week: beyond that a
+#: number is a typo, and event-loop timers overflow long before ``inf``)
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+#: the longest watch debounce, in milliseconds (ten minutes)
+MAX_DEBOUNCE_MS = 600_000
+#: the most families run at once (``--jobs``)
+MAX_JOBS = 256
+
+
+def check_seconds(value: float) -> float:
+    """``value`` when it is a finite number of seconds in (0, :data:`MAX_TIMEOUT_S`], else a
+    ValueError saying what is expected (``nan``, ``inf``, 0 and negatives are refused)."""
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise ValueError(f"expected a finite number of seconds above 0 and at most "
+                         f"{MAX_TIMEOUT_S:g}")
+    return float(value)
 
 
 def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:

@@ -1,0 +1,109 @@
+"""Bad inputs (issue 42 item 6): a kernels folder with no kernel file, number flags that are
+not finite or out of range, flags and ``[tool.laya-tui]`` alike; each is one line on stderr
+and exit 2, before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests._ci_reports import ci_workspace, run_ci
+from tests._util import run_cli
+
+
+def _one_line(proc) -> str:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("content", [None, b"\x00\x01\x02 junk \xff", b"", b"x = 1\n"])
+def test_a_kernels_folder_without_a_kernel_file_is_nothing_to_examine(tmp_path, content):
+    kdir = tmp_path / "moved"
+    kdir.mkdir()
+    if content is not None:
+        (kdir / "kernel.py").write_bytes(content)
+    (kdir / "__init__.py").write_text("import tilelang\n")  # skipped: not a kernel file
+    for flags in (["--headless"], ["--list"], ["--headless", "--json", "-"]):
+        proc = run_cli(*flags, "--no-demo", "--kernels", str(kdir), cwd=tmp_path)
+        line = _one_line(proc)
+        assert f"nothing to examine in kernels folder {kdir}" in line, line
+        assert proc.stdout == ""
+    # the table's entry too
+    (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\nkernels = ["moved"]\n')
+    line = _one_line(run_cli("--headless", cwd=tmp_path))
+    assert f"nothing to examine in kernels folder {kdir}" in line
+
+
+def test_a_junk_kernel_file_is_nothing_to_examine(tmp_path):
+    junk = tmp_path / "kernel.py"
+    junk.write_bytes(b"\x7fELF\x00\x00garbage")
+    line = _one_line(run_cli("--headless", "--no-demo", "--kernels", str(junk), cwd=tmp_path))
+    assert f"nothing to examine in {junk}: not a kernel file" in line
+
+
+def test_a_kernels_folder_with_a_kernel_file_lists_it(tmp_path):
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "mine.py").write_text("import tilelang\n")
+    proc = run_cli("--list", "--no-demo", "--kernels", str(tmp_path / "k"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert any("mine" in i for i in proc.stdout.split()), proc.stdout
+
+
+BAD_FLAGS = [
+    (["--timeout", "nan"], "argument --timeout: expected a finite number of seconds"),
+    (["--timeout", "inf"], "argument --timeout: expected a finite number of seconds"),
+    (["--timeout", "-1"], "argument --timeout: expected a finite number of seconds"),
+    (["--timeout", "0"], "argument --timeout: expected a finite number of seconds"),
+    (["--timeout", "1e9"], "at most 604800, got '1e9'"),
+    (["--timeout", "soon"], "argument --timeout: expected a number of seconds, got 'soon'"),
+    (["--jobs", "0"], "argument --jobs: expected a whole number from 1 to 256, got '0'"),
+    (["--jobs", "nan"], "argument --jobs: expected a whole number from 1 to 256, got 'nan'"),
+    (["--jobs", "1.5"], "argument --jobs: expected a whole number"),
+    (["--debounce-ms", "inf"], "argument --debounce-ms: expected a whole number of ms"),
+    (["--debounce-ms", "-5"], "argument --debounce-ms: expected a whole number of ms"),
+    (["--debounce-ms", "nan"], "argument --debounce-ms: expected a whole number of ms"),
+    (["--max", "fallback=nan"], "--max: expected KIND=N with N a whole number >= 0"),
+    (["--max", "fallback=-1"], "--max: expected KIND=N with N a whole number >= 0"),
+]
+#: every mode a number flag reaches: headless, the dashboard (no TTY here: a pty is not
+#: needed, the flags are checked before the mode is chosen), watch and --list
+MODES = [["--headless"], [], ["--headless", "--watch"], ["--list"]]
+
+
+@pytest.mark.parametrize("flags,needle", BAD_FLAGS)
+def test_number_flags_finite_and_in_range_in_every_mode(tmp_path, flags, needle):
+    ws = ci_workspace(tmp_path)
+    marker = tmp_path / "ran"
+    for mode in MODES:
+        proc = run_ci(ws, *mode, *flags, env={"LAYA_CI_RAN": str(marker)})
+        line = _one_line(proc)
+        assert needle in line, (mode, line)
+        assert line.startswith("laya-tui: error:")
+    assert not marker.exists()  # nothing ran
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("timeout = nan", "timeout: expected a finite number of seconds above 0"),
+    ("timeout = inf", "timeout: expected a finite number of seconds above 0"),
+    ("timeout = -inf", "timeout: expected a finite number of seconds above 0"),
+    ("timeouts = {env = nan}", "timeouts.env: expected a finite number of seconds"),
+    ("timeouts = {env = inf}", "timeouts.env: expected a finite number of seconds"),
+    ("jobs = 0", "jobs: expected a whole number from 1 to 256, got 0"),
+    ("jobs = 100000", "jobs: expected a whole number from 1 to 256, got 100000"),
+    ("tolerance-margin = nan", "tolerance-margin: expected a finite number >= 0"),
+    ("tolerance-margin = inf", "tolerance-margin: expected a finite number >= 0"),
+])
+def test_table_numbers_finite_and_in_range(tmp_path, body, needle):
+    ws = ci_workspace(tmp_path, pyproject=f"[tool.laya-tui]\n{body}\n")
+    marker = tmp_path / "ran"
+    for mode in (["--headless"], ["--list"]):
+        line = _one_line(run_ci(ws, *mode, env={"LAYA_CI_RAN": str(marker)}))
+        assert needle in line, line
+    assert not marker.exists()
+
+
+def test_good_numbers_still_run(tmp_path):
+    ws = ci_workspace(tmp_path)
+    proc = run_ci(ws, "--timeout", "30", "--jobs", "1", "--debounce-ms", "0", "--list")
+    assert proc.returncode == 0, proc.stderr
