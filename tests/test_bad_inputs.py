@@ -107,3 +107,46 @@ def test_good_numbers_still_run(tmp_path):
     ws = ci_workspace(tmp_path)
     proc = run_ci(ws, "--timeout", "30", "--jobs", "1", "--debounce-ms", "0", "--list")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_each_only_pattern_must_match_a_discovered_cell(tmp_path):
+    ws = ci_workspace(tmp_path)
+    marker = tmp_path / "ran"
+    for mode in (["--list"], ["--headless"], ["--headless", "--json", "-"]):
+        proc = run_ci(ws, *mode, "--only", "ci/numerics", "--only", "nomatch/*",
+                      env={"LAYA_CI_RAN": str(marker)})
+        line = _one_line(proc)
+        assert "--only 'nomatch/*' matches no probe id (6 discovered" in line, line
+        assert "ci/numerics" not in line
+    two = _one_line(run_ci(ws, "--list", "--only", "x", "--only", "ci/numerics",
+                           "--only", "y*"))
+    assert "--only 'x', 'y*' each match no probe id" in two
+    assert not marker.exists()
+
+
+def test_only_is_checked_before_the_shard_split(tmp_path):
+    ws = ci_workspace(tmp_path)
+    ids: list[str] = []
+    for k in (1, 2):  # one pattern per cell: each shard holds only some of them
+        proc = run_ci(ws, "--list", "--shard", f"{k}/2", "--only", "ci/numerics",
+                      "--only", "ci/llama_forward")
+        assert proc.returncode == 0, proc.stderr
+        ids += proc.stdout.split()
+    assert sorted(ids) == ["ci/llama_forward", "ci/numerics"]
+    # a pattern matching nothing anywhere is still an error under --shard
+    proc = run_ci(ws, "--list", "--shard", "1/2", "--only", "ci/numerics", "--only", "ci/nope")
+    assert "--only 'ci/nope' matches no probe id" in _one_line(proc)
+
+
+def test_the_readmes_only_examples_select_cells():
+    """The README's CI jobs (cpu shards and the gpu job) run on this repository: each of
+    their --only patterns matches a cell here, so none of them is now an error."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    pats = re.findall(r"--only '([^']+)'", readme)
+    assert len(pats) >= 10
+    proc = run_cli("--list", *[a for p in pats for a in ("--only", p)], cwd=root)
+    assert proc.returncode == 0, proc.stderr

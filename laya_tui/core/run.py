@@ -26,9 +26,10 @@ async def discover_checked(runner: Runner) -> Discovery:
     disc = await runner.discover()
     if disc.errors:
         raise UsageError(_first_error(disc))
-    selected = disc.shard["selected"] if disc.shard else len(disc.probes)
-    if runner.config.only and not selected:
-        raise UsageError(f"--only {' '.join(runner.config.only)} matches no probe")
+    if disc.unmatched_only:  # each pattern selects something (before --shard splits)
+        from laya_tui.core.runner import only_error
+
+        raise UsageError(only_error(disc.unmatched_only, disc.discovered))
     return disc
 
 

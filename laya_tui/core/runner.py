@@ -63,6 +63,25 @@ class Discovery:
     errors: list[dict[str, Any]]
     shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
     envs: dict[str, Any] | None = None  # the report's "envs" object under --env
+    #: ``--only`` patterns matching no discovered cell (checked before ``--shard`` splits)
+    unmatched_only: tuple[str, ...] = ()
+    discovered: int = 0  # cells discovered before --only and --shard narrowed them
+
+
+def unmatched_patterns(probes: list[dict[str, Any]], only: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``--only`` patterns that select none of ``probes`` (by id, or by the id without
+    its ``@env`` under ``--env``), in the order given."""
+    ids = [p["id"] for p in probes] + [base_id(p) for p in probes if p.get("env")]
+    return tuple(pat for pat in dict.fromkeys(only)
+                 if not any(matches_any(i, (pat,)) for i in ids))
+
+
+def only_error(unmatched: tuple[str, ...], discovered: int) -> str:
+    """The one line for ``--only`` patterns that match nothing (a typo, a renamed cell)."""
+    pats = ", ".join(repr(p) for p in unmatched)
+    verb = "matches" if len(unmatched) == 1 else "each match"
+    return (f"--only {pats} {verb} no probe id ({discovered} discovered; "
+            "laya-tui --list prints them)")
 
 
 class Runner(EventSource):
@@ -150,8 +169,11 @@ class Runner(EventSource):
         if self.config.envs:  # every cell once per environment, ids ``...@env``
             probes = expand(probes, self.config.envs)
             envs = {e.name: e.info() for e in self.config.envs}
+        unmatched: tuple[str, ...] = ()
+        discovered = len(probes)
         if self.config.only:
             only = self.config.only
+            unmatched = unmatched_patterns(probes, only)
             probes = [p for p in probes if matches_any(p["id"], only)
                       or (p.get("env") and matches_any(base_id(p), only))]
         if self.config.shard:
@@ -159,6 +181,7 @@ class Runner(EventSource):
         else:
             disc = Discovery(probes, event.get("errors", []))
         disc.envs = envs
+        disc.unmatched_only, disc.discovered = unmatched, discovered
         return disc
 
     def _select_shard(self, probes: list[dict[str, Any]],
