@@ -348,10 +348,13 @@ class Runner(EventSource):
         try:
             handle = await self._worker(key, probe.get("env"))
         except (WorkerDied, TimeoutError, OSError) as exc:
-            return _Outcome(self._ended(
+            ended = self._ended(
                 probe, "crashed", f"worker failed to start: {exc}", t0, started, signals,
-                log_tail(os.path.join(self.log_dir, f"_worker-{safe_name(key)}.log"))))
+                log_tail(os.path.join(self.log_dir, f"_worker-{safe_name(key)}.log")))
+            ended["budget"] = Bounds.of(timeout, self.cores).as_dict()  # the limits it had
+            return _Outcome(ended)
         self._running[key] = pid
+        wd: Watchdog | None = None
         try:
             cmd = {"op": Op.RUN, "id": pid, "file": probe["file"], "func": probe["func"],
                    "param": probe.get("param"), "log": log_path}
@@ -420,6 +423,7 @@ class Runner(EventSource):
             await handle.close()
             if pid in self._cancelled:
                 return _SUPERSEDED
+            assert wd is not None  # Expired comes from the watchdog
             ended = self._ended(probe, "timeout", wd.reason(exc.expiry, signals), t0, started,
                                 signals, log_tail(log_path))
             ended["budget"] = wd.usage(exc.expiry)
@@ -431,7 +435,11 @@ class Runner(EventSource):
                 return _SUPERSEDED
             reason = str(exc)
             tail = log_tail(log_path) or log_tail(handle.worker_log)
-            return _Outcome(self._ended(probe, "crashed", reason, t0, started, signals, tail))
+            ended = self._ended(probe, "crashed", reason, t0, started, signals, tail)
+            # the budget it ran under, crashed or not (what it used, where it got that far)
+            ended["budget"] = (wd.usage() if wd is not None
+                               else Bounds.of(timeout, self.cores).as_dict())
+            return _Outcome(ended)
         finally:
             self._running.pop(key, None)
 
