@@ -140,8 +140,14 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
         head = f"graph break {gb}: {reason}" if gb else f"graph break: {reason}"
         if d.get("explanation") and d.get("explanation") != reason:
             head += f" ({d['explanation']})"
+    elif kind == "tolerance" and rule.id == "laya/kernel-output":
+        head = (f"{subject}: output differs from reference: max error "
+                f"{_g(sig.get('value'))} > limit {_g(sig.get('limit'))}"
+                + (f" ({reason})" if reason else "") + f", under the file's {d.get('check')}")
     elif kind == "tolerance":
         head = f"tolerance {subject}: {_g(sig.get('value'))} vs limit {_g(sig.get('limit'))}"
+    elif kind == "lowering" and rule.id in ("laya/kernel-build", "laya/kernel-run"):
+        head = f"{subject}: {reason}"
     elif kind == "lowering":
         where = rule.id.removeprefix("laya/lowering").lstrip("/")
         head = f"{subject} does not lower" + (f" ({where})" if where else "") + f": {reason}"
@@ -168,6 +174,12 @@ def _related(sources: Sources, sig: Mapping[str, Any]) -> list[Location]:
     stack = as_list(d.get("stack"))
     for i, frame in enumerate(stack):
         loc = sources.frame(frame, "where the finding occurred" if i == 0 else "called from")
+        if loc and (loc.path, loc.line) not in seen:
+            seen.add((loc.path, loc.line))
+            out.append(loc)
+    definition = d.get("kernel_site")
+    if sig.get("site") and isinstance(definition, Mapping):  # where the kernel is defined
+        loc = sources.site(definition, "the kernel's definition")
         if loc and (loc.path, loc.line) not in seen:
             seen.add((loc.path, loc.line))
             out.append(loc)

@@ -81,6 +81,22 @@ _STATIC: tuple[Rule, ...] = (
           "baseline, drifted more than before).",
           "Find the first module past the limit (the drift curve in the report) and keep its "
           "computation in a wider dtype.", "warning", "tolerance"),
+    _rule("laya/kernel-output", "KernelOutputDiffers", "Kernel output differs from its "
+          "reference",
+          "The kernel lowers, builds and runs, but an output differs from what the kernel "
+          "file's own check (or the reference program) expects, past the check's limit.",
+          "Fix the kernel's computation at its definition (the related location), or the "
+          "check if its tolerance is wrong for this dtype.", "warning", "tolerance",
+          "tilelang"),
+    _rule("laya/kernel-build", "KernelBuildFailed", "Kernel does not build",
+          "The kernel lowered, but its generated source did not compile (g++ for c, nvcc for "
+          "cuda): the compiler's first error is the finding's message.",
+          "Follow the compiler's error (the generated source and the command are in the "
+          "report).", "warning", "lowering", "tilelang"),
+    _rule("laya/kernel-run", "KernelRunFailed", "Kernel fails when run",
+          "The kernel lowered and built, but running it raised.",
+          "Read the error in the report (the inputs' shapes and devices first).", "warning",
+          "lowering", "tilelang"),
     _rule("laya/not-examined", "NotExamined", "Probe could not examine its subject",
           "The probe never reached its subject (kernel arguments unknown, a model that does "
           "not import, a factory that raises): nothing was found about it, and nothing was "
@@ -153,8 +169,13 @@ def graph_break_rule(sig: Mapping[str, Any]) -> Rule:
 
 
 def lowering_rule(sig: Mapping[str, Any]) -> Rule:
-    """``laya/lowering/<pass>``: the TileLang pass that raised, else the failed stage."""
+    """``laya/lowering/<pass>``: the TileLang pass that raised, else the failed stage; a
+    build or run failure under its own name (``laya/kernel-build``, ``laya/kernel-run``)."""
     d = _detail(sig)
+    if d.get("stage") == "build":
+        return RULES["laya/kernel-build"]
+    if d.get("stage") == "run":
+        return RULES["laya/kernel-run"]
     where = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(d.get("pass") or d.get("stage") or "")
                    ).strip("-")
     return Rule(f"laya/lowering/{where}" if where else "laya/lowering",
@@ -199,9 +220,14 @@ def rule_for_signal(sig: Mapping[str, Any], *, drifted: bool = False) -> Rule | 
             return host_bounce_rule(sig)
         return RULES[f"laya/{kind}"]
     if kind == "lowering":
+        if _detail(sig).get("exception") == "ToleranceExceeded":
+            return None  # its tolerance signals are the finding (one result, not two)
         return lowering_rule(sig) if failing(sig) else None
     if kind == "tolerance":
-        return RULES["laya/tolerance"] if sig.get("passed") is False or drifted else None
+        if not (sig.get("passed") is False or drifted):
+            return None
+        return RULES["laya/kernel-output"] if _detail(sig).get("check") \
+            else RULES["laya/tolerance"]
     return None
 
 

@@ -67,6 +67,8 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
         account_file(ctx, file, note)
     state = CellState(kernel=kernel, target=target, dtype=dtype, spec=spec, file=file,
                       kind=kind)
+    if line:  # the kernel's definition: a finding's related location
+        state.extra["definition"] = {"file": file, "line": line}
     ctx.depends_on(file)
     if kind == "factory" and spec == "cpu" and dtype != "float32":
         dl = dtype_label(dtype)

@@ -16,6 +16,7 @@ What a cell compares with, best first:
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -218,10 +219,15 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
                                          kernel_file=state.file)) from exc
     checks: dict[str, Any] = {}
     failures: list[str] = []
+    definition = state.extra.get("definition")
     for name, v, how in results:
         key = name if name not in checks else f"{name}@{len(checks)}"
-        extra = {"check": how, **v.detail}
-        fields = {"reason": v.note} if v.note else {}
+        extra = {"check": how, **v.detail,
+                 **({"kernel_site": definition} if definition else {})}
+        fields: dict[str, Any] = {"reason": v.note} if v.note else {}
+        site = check_site(state.file, how)
+        if site:  # the finding is where the file checks the output
+            fields["site"] = site
         ctx.tolerance(f"{state.name}/{key}", v.value, v.limit, passed=v.passed,
                       detail={**tdetail(state), **extra}, **fields)
         checks[key] = {"value": v.value, "limit": v.limit, "passed": v.passed, "check": how,
@@ -234,9 +240,18 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
     state.extra["checks"] = checks
     state.extra["reference"] = "the file's own check"
     if failures:
+        first = next((how for _, v, how in results if not v.passed), "")
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
-                                     line=failures[0], text="\n".join(failures)))
+                                     line=failures[0], text="\n".join(failures),
+                                     site=check_site(state.file, first)))
     state.outcome = "ran"
+
+
+def check_site(file: str, how: str) -> dict[str, Any] | None:
+    """Where the file makes a check (``torch.testing.assert_close at line 19 (in test(),
+    called at line 40)``: line 19 of the kernel file), None when its label names no line."""
+    m = re.search(r" at line (\d+)", how)
+    return {"file": file, "line": int(m.group(1))} if m else None
 
 
 def _profiler_check(state: CellState, kernel: Any, record: Any, params: Any,
