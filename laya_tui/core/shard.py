@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import statistics
@@ -61,7 +62,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def is_seconds(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    """A finite number of seconds >= 0 (``NaN``/``Infinity`` in a file are not durations)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
 
 
 def read_cache_durations(cache_root: str | os.PathLike[str]) -> dict[str, float]:
