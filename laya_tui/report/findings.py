@@ -205,6 +205,46 @@ def _props(pid: str, sig: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _merged(found: Iterator[Finding]) -> list[Finding]:
+    """One finding per (rule, identity, place) of a probe: the same cast or fallback seen at
+    several library lines (now one user line) or in several regions is one result, its
+    occurrences and bytes summed, not the same result twice."""
+    out: list[Finding] = []
+    first: dict[tuple[Any, ...], Finding] = {}
+    for f in found:
+        place = (f.location.path, f.location.line) if f.location else None
+        key = (f.rule.id, f.identity, place)
+        head = first.get(key)
+        if head is None or f.sig is None or head.sig is None:
+            first.setdefault(key, f)
+            out.append(f)
+            continue
+        sig = dict(head.sig)
+        n = occurrences(sig) + occurrences(dict(f.sig))
+        if sig.get("kind") in COUNTED_KINDS:
+            sig["count"] = n
+        if isinstance(sig.get("bytes"), int) and isinstance(f.sig.get("bytes"), int):
+            sig["bytes"] += f.sig["bytes"]
+        head.sig, head.text, head.extra = sig, None, None
+        head.gates = unique(head.gates + f.gates)
+    return out
+
+
+def _user_frame(sources: Sources, sig: Mapping[str, Any]) -> Location | None:
+    """The innermost frame of the signal's stack that lies in the user's files."""
+    for frame in as_list(as_dict(sig.get("detail")).get("stack")):
+        loc = sources.frame(frame) if isinstance(frame, str) else \
+            sources.site(frame) if isinstance(frame, Mapping) else None
+        if loc is not None:
+            return loc
+    return None
+
+
+def _probe_file(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
+    """The probe's file, when it is the user's (a probe file of the workspace)."""
+    return sources.site({"file": probe.get("file")}) if probe.get("file") else None
+
+
 def _fallback_location(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
     """The probe's file, else the workspace's pyproject.toml (what asked for the run)."""
     loc = sources.site({"file": probe.get("file")}) if probe.get("file") else None
@@ -233,7 +273,7 @@ def collect_findings(report: Mapping[str, Any], sources: Sources,
     for p in report.get("probes") or ():
         if isinstance(p, Mapping) and isinstance(p.get("id"), str):
             probes[p["id"]] = p
-            out.extend(_probe_findings(p, gates, base, sources))
+            out.extend(_merged(_probe_findings(p, gates, base, sources)))
     for err in report.get("errors") or ():
         if isinstance(err, Mapping):
             loc = sources.site({"file": err.get("file"), "line": err.get("line")})
@@ -262,7 +302,9 @@ def _probe_findings(p: Mapping[str, Any], gates: GateIndex, base: BaselineIndex 
         if rule is None:
             continue
         state, item = signal_state(base, key) if base else (None, None)
-        loc = _site(sources, sig) or _fallback_location(sources, p)
+        # in the user's code: the site, else the nearest user frame of its stack; else the
+        # finding has no place and SARIF makes it a run-level notification
+        loc = _site(sources, sig) or _user_frame(sources, sig) or _probe_file(sources, p)
         found.append(Finding(rule, pid, key, loc, on, state, sig=sig, change=item,
                              sources=sources))
     status = _status_findings(p, len(found), gates, base, sources)

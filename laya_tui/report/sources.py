@@ -28,7 +28,8 @@ class Sources:
     source root that paths are written relative to.
 
     The root is ``$GITHUB_WORKSPACE`` (the checked-out repository) when the workspace lies
-    inside it, else the workspace. A file outside the root, or not there, has no location.
+    inside it, else the workspace. A file outside the root, or not there, or in an installed
+    library inside it (``site-packages`` of a ``.venv``), has no location.
     """
 
     def __init__(self, workspace: str, env: Mapping[str, str] | None = None) -> None:
@@ -63,6 +64,8 @@ class Sources:
                 if _inside(real, self._real_root):
                     rel = os.path.relpath(real, self._real_root)
         out = rel.replace(os.sep, "/") if rel else None
+        if out is not None and _library(out):
+            out = None  # an installed library inside the tree (.venv): not the user's code
         self._paths[file] = out
         return out
 
@@ -93,6 +96,16 @@ class Sources:
             return None
         return self.site({"file": m.group("file"), "line": int(m.group("line")),
                           "func": m.group("func")}, note)
+
+
+#: folders that hold installed libraries, not the user's code, wherever they lie
+_LIBRARY_PARTS = frozenset(("site-packages", "dist-packages", "__pypackages__"))
+
+
+def _library(rel: str) -> bool:
+    """``.venv/lib/python3.11/site-packages/transformers/...``: an installed library."""
+    parts = rel.split("/")
+    return bool(_LIBRARY_PARTS.intersection(parts))
 
 
 def _inside(path: str, root: str) -> bool:
