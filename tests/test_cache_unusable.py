@@ -85,8 +85,8 @@ def test_the_cache_object_says_each_cause_once(tmp_path):
     good = ResultCache(tmp_path / "c", note=heard.append)
     good.store("a/b", None, {}, {}, [], RESULT)
     assert good.lookup("a/b", None, {}, {}) == RESULT and heard == []
-    good._path("a/b").write_text('{"id": "a/b", "key": NaN}')  # not strict JSON
+    good._path("a/b").write_text('{"id": "a/b", "key": 7}')  # JSON, not an entry
     good._path("a/c").write_text("[1, 2")
     assert good.lookup("a/b", None, {}, {}) is None
     assert good.lookup("a/c", None, {}, {}) is None
-    assert len(heard) == 1 and "is corrupt (NaN is not JSON)" in heard[0]
+    assert len(heard) == 1 and "is corrupt (not a cache entry)" in heard[0]

@@ -9,13 +9,13 @@ SIGINT/SIGTERM end the watch cleanly (workers killed, exit 0).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
 from typing import TextIO
 
 from laya_tui.core.errors import EXIT_OK, UsageError
+from laya_tui.core.jsonfast import dumps_strict
 from laya_tui.core.logtext import printable
 from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions, Settings
 from laya_tui.report.gates import GateSettings
@@ -25,7 +25,7 @@ from laya_tui.watch.engine import Record, Watcher
 def stream_line(record: Record) -> str:
     """The record as one compact JSON line (without the full ``result``)."""
     slim = {k: v for k, v in record.items() if k != "result"}
-    return json.dumps(slim, default=repr, separators=(",", ":"))
+    return dumps_strict(slim, default=repr, separators=(",", ":"))
 
 
 def human_line(record: Record) -> str:
@@ -70,7 +70,7 @@ class StreamWriter:
             from laya_tui.report.document import write_atomic
 
             write_atomic(self.report_path,
-                         json.dumps(self.watcher.report(), indent=1, default=repr) + "\n")
+                         dumps_strict(self.watcher.report(), indent=1, default=repr) + "\n")
 
 
 async def watch_headless(config: RunOptions, *, debounce_ms: int = DEFAULT_DEBOUNCE_MS,

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.jsonfast import compact_encoder, dumps_strict
 from laya_tui.core.signals import CACHEABLE_STATUSES
 
 CACHEABLE = CACHEABLE_STATUSES
 _SLICE = 1000  # signals encoded per step by store_async (~3 ms of C encoding)
 _HOLE = "\x00laya-tui signals\x00"  # where store_async splices the encoded signals
-_encode = compact_encoder(repr)
+_encode = compact_encoder(repr, strict=True)
 
 
 def default_cache_dir(workspace: str) -> Path:
@@ -89,10 +89,6 @@ def _stderr_note(text: str) -> None:
     print(f"laya-tui: {text}", file=sys.stderr, flush=True)
 
 
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 class ResultCache:
     """One JSON file per probe id under ``root``; ``note`` hears, once per cause, why the
     cache or one of its files is skipped (default: a line on stderr)."""
@@ -131,7 +127,7 @@ class ResultCache:
             return None
         path = self._path(probe_id)
         try:
-            entry = json.loads(path.read_text(), parse_constant=_not_json)
+            entry = json.loads(path.read_text())
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -163,7 +159,7 @@ class ResultCache:
             return
         entry = _entry(probe_id, params, options, versions, deps, result)
         if entry is not None:
-            self._write(probe_id, json.dumps(entry))
+            self._write(probe_id, dumps_strict(entry))
 
     async def store_async(self, probe_id: str, params: Any, options: Any,
                           versions: dict[str, Any], deps: list[str],
@@ -178,10 +174,10 @@ class ResultCache:
             return
         sigs = result.get("signals")
         if not isinstance(sigs, list) or len(sigs) <= _SLICE:
-            await asyncio.to_thread(self._write, probe_id, json.dumps(entry))
+            await asyncio.to_thread(self._write, probe_id, dumps_strict(entry))
             return
         # ~4 ms of C encoding per slice instead of ~200 ms at once for 100k signals
-        head, tail = json.dumps(dict(entry, result=dict(result, signals=_HOLE))).split(
+        head, tail = dumps_strict(dict(entry, result=dict(result, signals=_HOLE))).split(
             json.dumps(_HOLE), 1)
         tmp = None
         try:

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
 from laya_tui.core.report_types import GateDict
 from laya_tui.core.signals import ABORTED_STATUSES, KINDS, SCHEMA_ID, STATUSES
@@ -105,7 +105,7 @@ def build_report(probes: list[dict[str, Any]], *, seconds: float,
 
 
 _SLICE = 2000  # signals per chunk of report text
-_encode = compact_encoder(repr)  # the C encoder (``indent`` would not use it)
+_encode = compact_encoder(repr, strict=True)  # the C encoder; strict JSON (no NaN)
 
 
 def report_chunks(report: dict[str, Any]) -> Iterator[str]:
@@ -131,7 +131,7 @@ def report_chunks(report: dict[str, Any]) -> Iterator[str]:
 
 def _indented(value: Any, depth: int) -> str:
     # JSON strings never hold a raw newline, so re-indenting by replacement is exact.
-    return json.dumps(value, indent=1, default=repr).replace("\n", "\n" + " " * depth)
+    return dumps_strict(value, indent=1, default=repr).replace("\n", "\n" + " " * depth)
 
 
 def _probe_chunks(probe: Any) -> Iterator[str]:
@@ -140,7 +140,7 @@ def _probe_chunks(probe: Any) -> Iterator[str]:
         return
     yield "  {"
     sep = ""
-    for key, value in probe.items():
+    for key, value in finite_fields(probe).items():
         if key == "signals" and isinstance(value, list) and value:
             yield sep + '"signals": [\n'
             for k in range(0, len(value), _SLICE):

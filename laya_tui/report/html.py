@@ -14,10 +14,10 @@ not). Standard library only.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
+from laya_tui.core.jsonfast import dumps_strict
 from laya_tui.report.views.page import page_data
 
 #: The page's script and styles, shipped beside this module and inlined into every page.
@@ -26,7 +26,7 @@ _ASSETS = Path(__file__).parent
 
 def _script_json(value: Any) -> str:
     """JSON safe inside ``<script>``: no ``</``, no ``<!--``, no U+2028/9 surprises."""
-    text = json.dumps(value, separators=(",", ":"), default=repr, ensure_ascii=False)
+    text = dumps_strict(value, separators=(",", ":"), default=repr, ensure_ascii=False)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.jsonfast import dumps_strict
 from laya_tui.core.report_types import GateDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
@@ -308,7 +309,7 @@ _HOLE = "\x00laya-tui probes\x00"
 def dumps_report(report: dict[str, Any]) -> str:
     """The report as JSON text: indented, one probe a line (json's C encoder does the probes;
     indenting 100,000 signals would take the pure-Python encoder seconds)."""
-    shell = json.dumps(dict(report, probes=_HOLE), indent=1, default=repr)
-    rows = ",\n  ".join(json.dumps(p, default=repr) for p in report["probes"])
+    shell = dumps_strict(dict(report, probes=_HOLE), indent=1, default=repr)
+    rows = ",\n  ".join(dumps_strict(p, default=repr) for p in report["probes"])
     body = "[\n  " + rows + "\n ]" if rows else "[]"
     return shell.replace(json.dumps(_HOLE), body, 1) + "\n"

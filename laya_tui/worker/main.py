@@ -326,7 +326,8 @@ def _json_default(obj: Any) -> Any:
     return repr(obj)
 
 
-_encode = compact_encoder(_json_default)  # one encoder, not one per event
+# one encoder, not one per event; strict: a NaN/inf value arrives as null + "nonfinite"
+_encode = compact_encoder(_json_default, strict=True)
 
 
 def _user_site(exc: BaseException, workspace: str) -> dict[str, Any] | None:
