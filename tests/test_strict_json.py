@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite, loads_strict
-from laya_tui.report.document import report_text
+from laya_tui.report.document import report_text, validate_report
 from laya_tui.report.merge import dumps_report
 from tests._ci_reports import ci_workspace, run_ci
 from tests._util import copy_workspace, run_cli
@@ -120,6 +120,8 @@ def test_every_report_the_cli_writes_is_strict_json(tmp_path):
     html = (out / "nan.html").read_text()
     assert "NaN" not in html and "Infinity" not in html
     nan = loads_strict((out / "nan.json").read_text())
+    for name in ("nan.json", "mixed.json", "merged.json"):  # "nonfinite" is in the schema
+        validate_report(loads_strict((out / name).read_text()))
     sigs = nan["probes"][0]["signals"]
     assert sigs[0]["value"] is None and sigs[0]["nonfinite"] == {"value": "nan"}
     assert sigs[2]["detail"]["nonfinite"] == {"per_layer[1]": "nan", "worst": "inf"}

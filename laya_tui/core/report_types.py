@@ -39,6 +39,8 @@ class SignalDict(TypedDict):
     passed: NotRequired[bool | None]
     seconds: NotRequired[float | None]
     detail: NotRequired[Mapping[str, Any] | None]
+    #: fields whose value was not a finite number (written as null): field -> nan/inf/-inf
+    nonfinite: NotRequired[Mapping[str, str]]
 
 
 class ResultDict(TypedDict):
@@ -61,6 +63,7 @@ class ResultDict(TypedDict):
     error: NotRequired[Mapping[str, Any]]
     budget: NotRequired[Mapping[str, Any]]
     host: NotRequired[str]
+    nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
 
 
 class GateDict(TypedDict):
