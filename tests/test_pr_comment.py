@@ -161,3 +161,24 @@ def test_cli_writes_the_comment_and_checks_the_path_first(tmp_path, monkeypatch,
     assert main(["diff", "base.json", "new.json", "--headless", "--pr-comment",
                  "nope/pr.md"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_report_paths_outside_the_workspace_are_not_in_the_comment(tmp_path, monkeypatch):
+    """A runner's absolute /tmp paths mean nothing in a pull request: the comment and the
+    markdown name reports outside the workspace by file name, inside it relatively."""
+    base, new = known_pair()
+    outside, ws = tmp_path / "runner-tmp", tmp_path / "ws"
+    outside.mkdir()
+    (ws / "reports").mkdir(parents=True)
+    (outside / "w_base.json").write_text(json.dumps(base))
+    (ws / "reports" / "new.json").write_text(json.dumps(new))
+    monkeypatch.chdir(ws)
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    assert main(["diff", str(outside / "w_base.json"), str(ws / "reports" / "new.json"),
+                 "--headless", "--pr-comment", "pr.md", "--markdown", "d.md",
+                 "--workspace", str(ws)]) == 0
+    for name in ("pr.md", "d.md"):
+        text = (ws / name).read_text()
+        assert str(tmp_path) not in text, name
+        assert "`w_base.json`" in text and "`reports/new.json`" in text, name

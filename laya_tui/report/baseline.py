@@ -448,13 +448,22 @@ def _compare(baseline: Baseline, probes: list[dict[str, Any]],
         "tolerance_margin": margin,
         "probes": {"before": len(b_status), "after": len(n_status), "compared": len(compared)},
         "occurrences": occurrences,
-        "counts": {"regressions": _by_kind(regs), "improvements": _by_kind(imps),
+        "counts": {"regressions": _by_kind(regs), "regressed_cells": regressed(regs),
+                   "improvements": _by_kind(imps),
                    "notes": len(notes)},
         "environment": _environment_changes(baseline.report.get("environment")),
         "regressions": regs,
         "improvements": imps,
         "notes": notes,
     }
+
+
+def regressed(items: list[dict[str, Any]]) -> int:
+    """How many regressions ``items`` are: a cell that broke (was ok, is not) is one,
+    however many of its lowering and tolerance items say the same; every other item is
+    one (the items themselves all stay in the list)."""
+    broken = {i.get("probe") for i in items if i.get("change") == "status"}
+    return len(broken) + sum(1 for i in items if i.get("probe") not in broken)
 
 
 def _by_kind(items: list[dict[str, Any]]) -> dict[str, int]:
@@ -488,7 +497,7 @@ def summary_lines(section: dict[str, Any], limit: int = 10) -> list[str]:
     """A few stderr lines: counts, then the first regressions."""
     regs, imps = section["regressions"], section["improvements"]
     p = section["probes"]
-    lines = [f"  baseline {section['path']}: {len(regs)} regression(s), {len(imps)} "
+    lines = [f"  baseline {section['path']}: {regressed(regs)} regression(s), {len(imps)} "
              f"improvement(s) over {p['compared']} compared probe(s)"]
     for item in regs[:limit]:
         lines.append(f"    regression {item['probe']}: {item['message']}")

@@ -17,7 +17,7 @@ from laya_tui.core.cellid import family_of
 from laya_tui.core.results import signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS
-from laya_tui.report.baseline import Baseline, compare
+from laya_tui.report.baseline import Baseline, compare, regressed
 
 #: Change names that are bad news (the rest are improvements or notes).
 BAD = frozenset(("new", "more", "more-bytes", "now-failing", "worse", "status"))
@@ -78,7 +78,8 @@ def diff_text(section: dict[str, Any], base_label: str, new_label: str) -> str:
     regs, imps, notes = section["regressions"], section["improvements"], section["notes"]
     p = section["probes"]
     lines = [f"laya-tui diff {base_label} -> {new_label}",
-             f"  {len(regs)} regression(s), {len(imps)} improvement(s), {len(notes)} note(s); "
+             f"  {regressed(regs)} regression(s), {len(imps)} improvement(s), {len(notes)} "
+             "note(s); "
              f"{p['compared']} probe(s) compared ({p['before']} before, {p['after']} after)"]
     occ = [(k, v) for k, v in (section.get("occurrences") or {}).items()
            if v["before"] or v["after"]]

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
+from laya_tui.report.baseline import regressed
 from laya_tui.report.verdict import describe_failure
 
 ROWS = 15
@@ -64,7 +65,7 @@ def _baseline(section: dict[str, Any]) -> list[str]:
     regs, imps = section["regressions"], section["improvements"]
     p = section["probes"]
     when = f", written {section['created']}" if section.get("created") else ""
-    lines = [f"### Baseline: {len(regs)} regression(s), {len(imps)} improvement(s)", "",
+    lines = [f"### Baseline: {regressed(regs)} regression(s), {len(imps)} improvement(s)", "",
              f"Against {_code(os.path.basename(section['path']))}{when}; {p['compared']} of "
              f"{p['after']} probes compared.", ""]
     occ = section.get("occurrences") or {}

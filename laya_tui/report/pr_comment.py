@@ -18,6 +18,7 @@ from typing import Any
 
 from laya_tui.core.results import signal_key
 from laya_tui.core.shapes import as_dict
+from laya_tui.report.baseline import regressed
 from laya_tui.report.markdown import _cell, _code
 from laya_tui.report.rules import is_graph_break
 from laya_tui.report.sources import Location, Sources
@@ -241,7 +242,7 @@ def build_pr_comment(section: Mapping[str, Any], base: Mapping[str, Any],
     new_cells, old_cells = _cells(new), _cells(base)
     p = section.get("probes") or {}
     verdict = "❌" if regs else "✅"
-    head = [MARKER, f"## laya-tui: {verdict} {len(regs)} regression(s), {len(imps)} "
+    head = [MARKER, f"## laya-tui: {verdict} {regressed(regs)} regression(s), {len(imps)} "
             f"improvement(s)", "",
             f"{_code(base_label)} → {_code(new_label)}: {p.get('compared', 0)} of "
             f"{p.get('after', 0)} probe(s) compared.", ""]

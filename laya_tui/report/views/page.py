@@ -16,6 +16,7 @@ from laya_tui.core.files import source_excerpt
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
+from laya_tui.report.baseline import regressed
 from laya_tui.report.verdict import describe_failure, verdict_notes
 from laya_tui.report.views.detail import (
     Detail,
@@ -345,7 +346,7 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
         versions = ", ".join(f"{k} {v.get('before')} → {v.get('after')}" for k, v in
                              as_dict(sec.get("environment")).items() if isinstance(v, dict))
         data["diff"] = {
-            "counts": [f"{len(as_list(sec.get('regressions')))} regression(s)",
+            "counts": [f"{regressed(as_list(sec.get('regressions')))} regression(s)",
                        f"{len(as_list(sec.get('improvements')))} improvement(s)",
                        f"{len(as_list(sec.get('notes')))} note(s)",
                        f"; {pr.get('compared', '?')} probe(s) compared ({pr.get('before', '?')}"
