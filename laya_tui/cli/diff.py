@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -21,6 +22,7 @@ def shown_path(path: str, workspace: str) -> str:
     if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
         return os.path.relpath(real, root).replace(os.sep, "/")
     return os.path.basename(path)
+
 
 def _parser() -> argparse.ArgumentParser:
     from laya_tui.cli.main import _Parser
@@ -54,17 +56,18 @@ def main(argv: list[str]) -> int:
     for flag, out in (("--markdown", args.markdown), ("--html", args.html),
                       ("--json", args.json), ("--pr-comment", args.pr_comment)):
         check_output_path(out, flag)
-    if args.margin < 0:
-        raise UsageError(f"--margin must be >= 0, got {args.margin:g}")
+    if not (math.isfinite(args.margin) and args.margin >= 0):  # nan, inf: not a margin
+        raise UsageError(f"--margin must be a finite number >= 0, got {args.margin:g}")
     base, new = load_saved_report(args.base), load_saved_report(args.new)
     section = diff_reports(base, new, base_path=args.base, margin=args.margin)
     section["new_path"] = args.new
     view = diff_report(base, new, section)
     files = []  # written all or none
+    base_shown, new_shown = shown_path(args.base, args.workspace), shown_path(args.new,
+                                                                              args.workspace)
     if args.markdown:
-        files.append(("--markdown", args.markdown, lambda: diff_markdown(
-            section, shown_path(args.base, args.workspace),
-            shown_path(args.new, args.workspace))))
+        files.append(("--markdown", args.markdown,
+                      lambda: diff_markdown(section, base_shown, new_shown)))
     if args.json:
         files.append(("--json", args.json,
                       lambda: json.dumps(section, indent=1, default=repr) + "\n"))
@@ -73,8 +76,7 @@ def main(argv: list[str]) -> int:
         from laya_tui.report.sources import Sources
 
         files.append(("--pr-comment", args.pr_comment, lambda: build_pr_comment(
-            section, base, new, base_label=shown_path(args.base, args.workspace),
-            new_label=shown_path(args.new, args.workspace),
+            section, base, new, base_label=base_shown, new_label=new_shown,
             sources=Sources(args.workspace), links=link_base())))
     if args.html:
         from laya_tui.report.html import build_html
@@ -87,9 +89,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(diff_text(section, args.base, args.new))
         return EXIT_OK
     from laya_tui.cli.show import run_saved_app
-    from laya_tui.report.baseline import regressed
 
-    n = regressed(section["regressions"])
+    n = len(section["regressions"])
     return run_saved_app(view, label=f"diff {args.base} → {args.new}: {n} regression(s), "
                          f"{len(section['improvements'])} improvement(s)",
                          workspace=args.workspace,
