@@ -150,3 +150,30 @@ def test_the_readmes_only_examples_select_cells():
     assert len(pats) >= 10
     proc = run_cli("--list", *[a for p in pats for a in ("--only", p)], cwd=root)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_table_max_counts_must_be_whole_numbers(tmp_path):
+    ws = ci_workspace(tmp_path, pyproject="[tool.laya-tui]\nmax = {fallback = nan}\n")
+    assert "max.fallback: expected a whole number >= 0, got nan" in _one_line(
+        run_ci(ws, "--list"))
+
+
+def test_a_durations_report_with_nan_seconds_is_not_a_split_of_nan(tmp_path):
+    """An older report may hold NaN/Infinity seconds (it was not strict JSON): those cells
+    have no duration, and the shards still split every cell between them."""
+    import json
+
+    ws = ci_workspace(tmp_path)
+    report = tmp_path / "old.json"
+    assert run_ci(ws, "--json", str(report)).returncode in (0, 1)
+    doc = json.loads(report.read_text())
+    for i, p in enumerate(doc["probes"]):
+        p["seconds"] = [float("nan"), float("inf")][i % 2]
+    report.write_text(json.dumps(doc))  # NaN / Infinity as Python writes them
+    assert "NaN" in report.read_text()
+    ids: list[str] = []
+    for k in (1, 2):
+        proc = run_ci(ws, "--list", "--shard", f"{k}/2", "--durations", str(report))
+        assert proc.returncode == 0, proc.stderr
+        ids += proc.stdout.split()
+    assert sorted(ids) == sorted(p["id"] for p in doc["probes"])
