@@ -177,3 +177,12 @@ def test_a_durations_report_with_nan_seconds_is_not_a_split_of_nan(tmp_path):
         assert proc.returncode == 0, proc.stderr
         ids += proc.stdout.split()
     assert sorted(ids) == sorted(p["id"] for p in doc["probes"])
+
+
+def test_a_default_kernels_folder_of_helpers_is_no_subject(tmp_path):
+    """./kernels holding only helpers (no kernel file) examines nothing: with nothing else
+    configured the run is 'nothing to examine', not a green run of the env probes."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "sizes.py").write_text("HIDDEN = 32\n")
+    proc = run_cli("--headless", cwd=tmp_path)
+    assert proc.returncode == 2 and f"nothing to examine in {tmp_path}" in proc.stderr

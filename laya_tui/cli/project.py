@@ -188,13 +188,13 @@ def resolve_sources(workspace: str, *, own: list[str] | None, kernels: list[str]
         for k in kernels:
             if not has_kernel_file(k):
                 raise NothingConfigured(no_kernel_file_message(k))
-    else:  # an empty ./kernels is as if there were none
-        kernels = [k for k in kernels if has_kernel_file(k)]
+    # ./kernels without a kernel file (helpers a model imports) is kept, but it is no subject
+    examined = named or any(has_kernel_file(k) for k in kernels)
     if demo and ("demo" in flags or "kernels" not in flags):
         kernels.append(demo_kernels_dir())
-    subjects = bool(kernels or models or demo)
+    subjects = bool((kernels and examined) or models or demo)
     if not (subjects or own):  # a table naming nothing is no configuration either
         raise NothingConfigured(nothing_configured_hint(workspace,
                                                         table=table_present(workspace)))
-    builtin = [builtin_probes_dir()] if subjects or not own else []
+    builtin = [builtin_probes_dir()] if kernels or subjects or not own else []
     return unique_paths(builtin + own), unique_paths(kernels)
