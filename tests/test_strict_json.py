@@ -127,3 +127,16 @@ def test_every_report_the_cli_writes_is_strict_json(tmp_path):
     assert sigs[2]["detail"]["nonfinite"] == {"per_layer[1]": "nan", "worst": "inf"}
     merged = loads_strict((out / "merged.json").read_text())
     assert any(s.get("nonfinite") for p in merged["probes"] for s in p.get("signals", []))
+
+
+def test_sarif_text_is_strict_json():
+    """SARIF is written from the report in memory (an imported trace's values were never
+    through the worker's encoder): its writer is strict too."""
+    from laya_tui.report.sarif import sarif_chunks
+
+    doc = {"version": "2.1.0", "runs": [{"properties": {"worst": NAN},
+                                         "results": [{"properties": {"value": INF}}]}]}
+    out = loads_strict("".join(sarif_chunks(doc)))
+    run = out["runs"][0]
+    assert run["properties"] == {"worst": None, "nonfinite": {"worst": "nan"}}
+    assert run["results"][0]["properties"] == {"value": None, "nonfinite": {"value": "inf"}}

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from laya_tui.core.jsonfast import compact_encoder
+from laya_tui.core.jsonfast import compact_encoder, dumps_strict
 from laya_tui.core.shapes import as_dict
 from laya_tui.report.findings import Finding, collect_findings, prioritised
 from laya_tui.report.rules import RULES, Rule
@@ -45,7 +45,7 @@ SCHEMA_PATH = Path(__file__).with_name("sarif-schema-2.1.0.json")
 MAX_RESULTS = 25_000
 SRCROOT = "%SRCROOT%"
 FINGERPRINT = "layaSignal/v1"
-_encode = compact_encoder(repr)
+_encode = compact_encoder(repr, strict=True)  # strict JSON: no NaN/Infinity
 _SLICE = 2000
 
 
@@ -187,7 +187,7 @@ def sarif_chunks(doc: Mapping[str, Any]) -> Iterator[str]:
     marks = [f"\x00laya-results-{i}\x00" for i in range(len(runs))]
     for run, mark in zip(runs, marks, strict=True):
         run["results"] = mark
-    text = json.dumps(dict(doc, runs=runs), indent=1)
+    text = dumps_strict(dict(doc, runs=runs), indent=1)
     for run_results, mark in zip(results, marks, strict=True):
         head, _, text = text.partition(json.dumps(mark))
         yield head
