@@ -112,7 +112,8 @@ def test_good_numbers_still_run(tmp_path):
 def test_each_only_pattern_must_match_a_discovered_cell(tmp_path):
     ws = ci_workspace(tmp_path)
     marker = tmp_path / "ran"
-    for mode in (["--list"], ["--headless"], ["--headless", "--json", "-"]):
+    for mode in (["--list"], ["--headless"], ["--headless", "--json", "-"],
+                 ["--headless", "--watch"]):  # a watch would wait on the typo forever
         proc = run_ci(ws, *mode, "--only", "ci/numerics", "--only", "nomatch/*",
                       env={"LAYA_CI_RAN": str(marker)})
         line = _one_line(proc)

@@ -242,6 +242,24 @@ def wants_headless(headless: bool, json_path: str | None) -> bool:
                 or not (served() or (sys.stdout.isatty() and sys.stdin.isatty())))
 
 
+def check_only(config: RunOptions) -> None:
+    """Each ``--only`` pattern matches a discovered cell (a UsageError naming the others);
+    the run itself checks it too, the watch's first discovery does not."""
+    import asyncio
+
+    from laya_tui.core.run import discover_checked
+    from laya_tui.core.runner import Runner
+
+    async def go() -> None:
+        runner = Runner(config)
+        try:
+            await discover_checked(runner)
+        finally:
+            await runner.close()
+
+    asyncio.run(go())
+
+
 def _nothing_configured(hint: str, args: argparse.Namespace) -> int:
     """The configuration hint: a paragraph on stderr, or one screen on a terminal; exit 2."""
     if args.list or wants_headless(args.headless, args.json):
@@ -273,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         gates = prepare_gates(settings)  # bad baseline/outputs: exit 2, nothing runs
         if wants_headless(settings.headless, settings.outputs.json):
             from laya_tui.cli.headless import run_headless
+
+            if settings.watch and settings.run.only:
+                check_only(settings.run)  # a watch would wait on a typo forever
 
             return run_headless(settings, gates)
         from laya_tui.cli.dashboard import run_app
