@@ -89,8 +89,9 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(diff_text(section, args.base, args.new))
         return EXIT_OK
     from laya_tui.cli.show import run_saved_app
+    from laya_tui.report.baseline import regressed
 
-    n = len(section["regressions"])
+    n = regressed(section["regressions"])
     return run_saved_app(view, label=f"diff {args.base} → {args.new}: {n} regression(s), "
                          f"{len(section['improvements'])} improvement(s)",
                          workspace=args.workspace,
