@@ -74,7 +74,9 @@ def test_setup_hides_setuptools_editable_warning_box(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
 
     def build(extra: dict[str, str]) -> str:
-        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+        # -P: the project folder is not first on sys.path (pip builds in an isolated env;
+        # here the venv's Hugging Face `kernels` egg_info hook would import our kernels/)
+        proc = subprocess.run([sys.executable, "-P", "-c", code], cwd=tmp_path, capture_output=True,
                               text=True, timeout=300, env={**env, **extra})
         assert proc.returncode == 0, proc.stderr[-2000:]
         return proc.stdout + proc.stderr
