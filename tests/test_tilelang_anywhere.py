@@ -317,3 +317,46 @@ def test_a_single_file_run_and_a_folder_run_give_the_same_cells(tl: Any, tmp_pat
     assert alone == in_folder and len(alone) == 4
     assert all(status == "ok" for status, _ in alone.values())
     assert sum(len(tol) for _, tol in alone.values()) == 2  # each c cell: the file's check
+
+
+def test_the_table_builds_a_maker_nothing_in_its_file_calls(tl: Any, tmp_path: Path) -> None:
+    """A maker returning ``tilelang.compile(main)`` that the file never calls: without sizes
+    the file's one cell says it builds nothing; with the pyproject table's sizes laya-tui finds
+    the maker and calls it itself; the kernel lowered is TileLang's at those sizes."""
+    (tmp_path / "kernels").mkdir()
+    shutil.copy(ROOT / "tests" / "fixtures" / "table_maker" / "maker_compiled.py",
+                tmp_path / "kernels" / "maker_compiled.py")
+
+    def run() -> dict[str, Any]:
+        out = tmp_path / "r.json"
+        subprocess.run(
+            [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--jobs", "1",
+             "--probes", PROBES, "--only", "tilelang/maker_compiled[*", "--no-cache",
+             "--json", str(out), "--out", str(tmp_path / "o"), "--cache-dir",
+             str(tmp_path / "c")], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+        (probe,) = [p for p in json.loads(out.read_text())["probes"]
+                    if p["family"] == "tilelang" and "[cuda" not in p["id"]]
+        return probe
+
+    without = run()  # the file's one line: nothing in it builds a kernel
+    assert without["id"] == "tilelang/maker_compiled[file]" and without["status"] == "skipped"
+    assert "builds none when run" in without["reason"]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.laya-tui.kernel-args."kernels/maker_compiled.py::_build"]\nM = 8\nN = 32\n')
+    probe = run()
+    assert probe["status"] == "ok", probe["reason"]
+    (low,) = [s for s in probe["signals"] if s["kind"] == "lowering"]
+    assert low["detail"]["args"] == {"M": 8, "N": 32, "block": 16}
+    import tilelang
+
+    sys.path.insert(0, str(tmp_path / "kernels"))
+    try:
+        import maker_compiled
+    finally:
+        sys.path.remove(str(tmp_path / "kernels"))
+    theirs = maker_compiled._build(8, 32).get_kernel_source()  # TileLang's own build
+    source = next(s for s in probe["signals"] if s["kind"] == "artifact"
+                  and s["subject"].endswith("/source"))
+    assert "bx < 2;" in Path(source["detail"]["path"]).read_text() and "bx < 2;" in theirs
+    assert tilelang is not None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -201,6 +202,16 @@ def _run_capture(path: str, kernels: set[str], budget: float,
                 if how.startswith("raised") or how.startswith("exited") and how not in (
                         "exited (0)", "exited (None)"):
                     _stopped_without_gpu(cap, rec.asked_gpu, f"the run then {how}")
+            for name, values in overrides.items():  # the table's maker the run never called
+                if name in rec.last_calls or not callable(getattr(mod, name, None)) \
+                        or time.process_time() - cpu0 > budget:
+                    continue
+                entry = f"{name}({', '.join(f'{k}={v!r}' for k, v in values.items())}) " \
+                    "with the [tool.laya-tui.kernel-args] table's values"
+                rec.entry = entry
+                rec.last_calls[name] = ((), dict(values), None)  # the kernel's arguments
+                call = functools.partial(getattr(mod, name), **values)
+                cap.entries.append((entry, _run_entry(call, path, cap)))
     cap.seconds = time.perf_counter() - t0
     cap.faked = rec.mode_state.faked
     return cap

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.families.tilelang.arg_table import table_key
+from laya_tui.families.tilelang.arg_table import find_table, table_key
 from laya_tui.families.tilelang.data_dtype import LABELS, LOW, segment_data_dtype
 from laya_tui.families.tilelang.kernel_sig import (
     decorator_name,
@@ -121,8 +122,11 @@ def _foreign_jit(tree: ast.Module) -> bool:
                for n in ast.walk(tree))
 
 
-def _found(tree: ast.Module, module: ModuleScope) -> list[tuple[str, ast.AST, str]]:
-    """(object name, node, kind) of every kernel in file order."""
+def _found(tree: ast.Module, module: ModuleScope,
+           tabled: Callable[[str], bool] = lambda name: False
+           ) -> list[tuple[str, ast.AST, str]]:
+    """(object name, node, kind) of every kernel in file order (``tabled``: a name the
+    ``[tool.laya-tui.kernel-args]`` table gives values for counts as called)."""
     foreign = _foreign_jit(tree)
 
     def is_jit(d: ast.expr) -> bool:
@@ -154,7 +158,8 @@ def _found(tree: ast.Module, module: ModuleScope) -> list[tuple[str, ast.AST, st
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name in taken:
             continue
-        if not (_is_entry(node.name) or is_referenced(module, node.name)):
+        if not (_is_entry(node.name) or is_referenced(module, node.name)
+                or tabled(node.name)):
             continue
         if isinstance(node, ast.FunctionDef) and not node.decorator_list \
                 and not node.name.startswith("_") and _is_maker(node):
@@ -168,11 +173,12 @@ def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
                   opts: dict[str, Any]) -> list[KernelEntry]:
     """The kernels of one plain TileLang file with their statically resolved arguments."""
     module = ModuleScope(tree)
-    found = _found(tree, module)
+    workspace = opts.get("workspace")
+    found = _found(tree, module, lambda name: find_table(
+        opts.get("kernel_args"), path, name, workspace) is not None)
     # kernels made deeper inside functions do not rename the file's one other kernel: its
     # cells keep the file's name (and the ids baselines and --durations files hold)
     nested = sum(1 for _, _, kind in found if kind == "nested")
-    workspace = opts.get("workspace")
     lines = source.splitlines()
     entries = []
     for obj, node, kind in found:
