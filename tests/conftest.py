@@ -16,3 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Hugging Face `kernels` that transformers imports (`kernels.gemm` still finds ours)
 keep_behind_installed(str(ROOT))
 os.environ.setdefault("LAYA_TUI_TEST", "1")
+
+# user projects the tests run laya-tui on carry their own tests/: not this suite's
+collect_ignore_glob = ["fixtures/*"]

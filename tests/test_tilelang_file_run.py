@@ -284,8 +284,9 @@ def test_a_helper_nothing_calls_is_skipped_with_the_exact_lines(tl: Any, tmp_pat
     status, signals = _run("helper_kernel.unused_helper[c,fp32]", tmp_path)
     assert signals == []
     assert status.splitlines() == [
-        "skipped: unused_helper is defined but nothing in its file builds it: nothing to "
-        "examine until it gets its arguments (M, N, scale); to examine it, add to "
+        "skipped: unused_helper is defined but nothing in its file or the files importing it "
+        "builds it: nothing to examine until it gets its arguments (M, N, scale); to examine "
+        "it, add to "
         f"{ROOT / 'pyproject.toml'}:",
         '[tool.laya-tui.kernel-args."tests/fixtures/run_kernels/helper_kernel.py::'
         'unused_helper"]',

@@ -36,14 +36,39 @@ def _line(path: Path, needle: str) -> int:
 
 def test_the_importing_files_are_found_statically(tmp_path: Path) -> None:
     assert importers_of(str(RUN / "row_lib.py")) == [str(RUN / "uses_row_lib.py")]
+    main = "\nif __name__ == '__main__':\n    print(X)\n"
     (tmp_path / "lib.py").write_text("X = 1\n")
-    (tmp_path / "a.py").write_text("from lib import X\n")
-    (tmp_path / "test_a.py").write_text("import lib\n")
-    (tmp_path / "b.py").write_text("from . import lib\n")
-    (tmp_path / "c.py").write_text("import library\n")
+    (tmp_path / "a.py").write_text("from lib import X\n" + main)
+    (tmp_path / "test_a.py").write_text("import lib\ndef test_x():\n    pass\n")
+    (tmp_path / "b.py").write_text("from . import lib\ndef main():\n    pass\n")
+    (tmp_path / "c.py").write_text("import library\n" + main)
+    (tmp_path / "__init__.py").write_text("from .lib import X\n")  # no entry point: not run
+    (tmp_path / "uses.py").write_text("from lib import X\n")  # a library module too
     (tmp_path / "broken.py").write_text("import lib(\n")
     assert [Path(p).name for p in importers_of(str(tmp_path / "lib.py"))] == [
         "a.py", "b.py", "test_a.py"]
+
+
+def test_the_workspace_s_tests_that_import_a_kernel_file_are_found(tmp_path: Path) -> None:
+    """A project's tests/ import its kernels by the package's dotted name (or the kernel's
+    name from the package); those naming the kernel come first, tests first among them."""
+    pkg = tmp_path / "src" / "proj" / "ops"
+    pkg.mkdir(parents=True)
+    (pkg / "silu.py").write_text("def silu_kernel(M):\n    pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ops.py").write_text(
+        "from proj.ops import silu_kernel\ndef test_silu():\n    silu_kernel(4)\n")
+    (tmp_path / "tests" / "test_other.py").write_text(
+        "from proj.ops import gelu_kernel\ndef test_gelu():\n    pass\n")
+    (tmp_path / "bench.py").write_text(
+        "from proj.ops.silu import other\nif __name__ == '__main__':\n    other()\n")
+    (tmp_path / ".venv" / "lib").mkdir(parents=True)  # never searched
+    (tmp_path / ".venv" / "lib" / "test_v.py").write_text(
+        "from proj.ops import silu_kernel\ndef test_v():\n    pass\n")
+    found = importers_of(str(pkg / "silu.py"), workspace=str(tmp_path), kernel="silu_kernel")
+    assert [os.path.relpath(p, tmp_path) for p in found] == [
+        os.path.join("tests", "test_ops.py"), "bench.py"]
+    assert importers_of(str(pkg / "silu.py")) == []  # without the workspace: its folder only
 
 
 @needs_cc

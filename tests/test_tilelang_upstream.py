@@ -155,7 +155,8 @@ def test_the_suggested_toml_lines_are_valid_and_make_the_kernel_examinable(
     msg = missing_message("scale_rows", kw["key"], missing, str(ws),
                           file_defaults(tree, missing), called=False)
     head, *toml_lines = msg.splitlines()
-    assert head.startswith("scale_rows is defined but nothing in its file builds it")
+    assert head.startswith("scale_rows is defined but nothing in its file or the files "
+                           "importing it builds it")
     assert "(M, N, block_M)" in head and str(ws / "pyproject.toml") in head
     assert toml_lines == ['[tool.laya-tui.kernel-args."kernels/no_args.py::scale_rows"]',
                           "# M = ?  (your value: the file gives none)",
@@ -256,9 +257,9 @@ def test_a_kernel_the_file_calls_with_unknown_arguments_could_not_be_examined(
 def test_a_kernel_nothing_calls_is_skipped_with_the_lines_to_add(tl: Any,
                                                                  tmp_path: Path) -> None:
     status, signals = _run("no_args[c,fp32]", tmp_path)
-    assert status.startswith("skipped: scale_rows is defined but nothing in its file builds "
-                             "it: nothing to examine until it gets its arguments (M, N, "
-                             "block_M)")
+    assert status.startswith("skipped: scale_rows is defined but nothing in its file or the "
+                             "files importing it builds it: nothing to examine until it gets "
+                             "its arguments (M, N, block_M)")
     assert '"tests/fixtures/upstream_kernels/no_args.py::scale_rows"]\n# M = ?' in status
     assert signals == []
 

@@ -9,6 +9,10 @@ the workspace that an installed package of the same name hides, the two become o
 the installed ``__init__`` runs, then the workspace's, and ``__path__`` holds both folders,
 so transformers finds the names it imports from ``kernels`` and ``import kernels.gemm`` or
 the workspace ``__init__``'s re-exports still find the workspace's files.
+
+The folders the project's tests put on the path (``pythonpath`` of pytest's settings in
+``pyproject.toml`` or ``pytest.ini``: ``src`` in a src-layout project) follow the workspace,
+so a kernel the tests import as ``pkg.kernels.silu`` imports here as it does under pytest.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
+
+from laya_tui.core.project_paths import pythonpath_of
 
 
 class _Merged(importlib.abc.Loader):
@@ -86,5 +92,9 @@ def keep_behind_installed(workspace: str) -> None:
                 and importlib.machinery.PathFinder.find_spec(name, sys.path) is not None:
             hidden[name] = folder
     sys.path.append(workspace)
+    for extra in pythonpath_of(workspace):
+        if extra not in sys.path:
+            sys.path.append(extra)
     if hidden:
         sys.meta_path.insert(0, JoinHidden(hidden))
+

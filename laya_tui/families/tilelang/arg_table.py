@@ -117,8 +117,9 @@ def missing_message(kernel: str, key: str, missing: list[str], workspace: str | 
     if not called:
         needs = (f"until it gets its arguments ({', '.join(missing)})" if missing else
                  "until a table names it (its arguments all have defaults)")
-        return (f"{kernel} is defined but nothing in its file builds it: nothing to examine "
-                f"{needs}; to examine it, add to {where}:\n" + "\n".join(lines))
+        return (f"{kernel} is defined but nothing in its file or the files importing it "
+                f"builds it: nothing to examine {needs}; to examine it, add to {where}:\n"
+                + "\n".join(lines))
     return (f"kernel arguments unknown: {kernel} needs {', '.join(missing)} and neither the "
             f"file's own run, pyproject, LAYA_ARGS nor a call in its file gives {them}; add "
             f"to {where}:\n" + "\n".join(lines))

@@ -147,13 +147,44 @@ def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Call
     elif "main" in funcs and no_required(funcs["main"]):
         out.append(("main()", lambda: mod.main()))
     for name, fn in funcs.items():
-        if name.startswith("test") and no_required(fn):
-            out.append((f"{name}()", _calling(mod, name)))
+        if not name.startswith("test"):
+            continue
+        if no_required(fn):
+            out.append((f"{name}()", _calling(mod, name, {})))
+            continue
+        given = _first_parameters(getattr(mod, name, None))
+        required = {a.arg for a in fn.args.args[:len(fn.args.args) - len(fn.args.defaults)]}
+        if given is not None and required <= set(given):
+            shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
+            out.append((f"{name}({shown})", _calling(mod, name, given)))
     return out
 
 
-def _calling(mod: Any, name: str) -> Callable[[], Any]:
-    return lambda: getattr(mod, name)()
+def _calling(mod: Any, name: str, kwargs: dict[str, Any]) -> Callable[[], Any]:
+    return lambda: getattr(mod, name)(**kwargs)
+
+
+def _first_parameters(fn: Any) -> dict[str, Any] | None:
+    """The arguments of a test's first case under ``@pytest.mark.parametrize`` (each mark's
+    first values, as pytest's first generated test gets them); None when it has none."""
+    marks = [m for m in getattr(fn, "pytestmark", None) or []
+             if getattr(m, "name", None) == "parametrize" and len(m.args) >= 2]
+    if not marks:
+        return None
+    given: dict[str, Any] = {}
+    for mark in marks:
+        names, values = mark.args[0], list(mark.args[1])
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        if not values:
+            return None
+        first = getattr(values[0], "values", values[0])  # pytest.param(...) holds .values
+        first = first if len(names) > 1 else (first[0] if isinstance(first, tuple) and
+                                              hasattr(values[0], "values") else first)
+        if len(names) > 1:
+            given.update(zip(names, first, strict=False))
+        else:
+            given[names[0]] = first
+    return given
 
 
 def _run_capture(path: str, kernels: set[str], budget: float,
@@ -168,12 +199,14 @@ def _run_capture(path: str, kernels: set[str], budget: float,
     except (OSError, SyntaxError) as exc:
         cap.error = f"{type(exc).__name__}: {exc}"
         return cap
+    _add_project_paths(path)
     gpu = has_gpu()
     rec = Recorder(path, cap, kernels, stop_when_done=not gpu)
     rec.overrides = overrides
     rec.mode_state.release = _release_captures
     cpu0, ceiling = time.process_time(), t0 + budget * CAPTURE_WALL_FACTOR
-    with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(budget):
+    with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(budget), \
+            _own_imports():
         try:
             mod = cap.module = rec.load()
         except StopCapture as stop:
@@ -184,6 +217,7 @@ def _run_capture(path: str, kernels: set[str], budget: float,
                 raise
             cap.gpu_needed = gpu_reason(exc, path)
             cap.error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+            cap.import_error = exc
             if not (isinstance(exc, SystemExit) and exc.code in (0, None)):
                 _stopped_without_gpu(cap, rec.asked_gpu,
                                      f"importing the file then stops ({cap.error})")
@@ -215,6 +249,55 @@ def _run_capture(path: str, kernels: set[str], budget: float,
     cap.seconds = time.perf_counter() - t0
     cap.faked = rec.mode_state.faked
     return cap
+
+
+@contextlib.contextmanager
+def _own_imports() -> Iterator[None]:
+    """The user's modules a capture imports are its own: dropped from ``sys.modules`` when
+    it ends, so the next capture imports them afresh as ``python file.py`` does (a maker
+    under ``functools.lru_cache`` would otherwise hand a later run the stand-in an earlier
+    one built, and that run would build nothing). Installed packages and the standard
+    library stay."""
+    import sysconfig
+
+    before = set(sys.modules)
+    kept = tuple(os.path.realpath(p) + os.sep for p in {
+        sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+    try:
+        yield
+    finally:
+        for name in set(sys.modules) - before:
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if not file or name.split(".")[0] == "laya_tui":
+                continue
+            real = os.path.realpath(file)
+            if not real.startswith(kept) and f"{os.sep}site-packages{os.sep}" not in real:
+                sys.modules.pop(name, None)
+
+
+#: files that mark a project's root (where its tests' imports start)
+_PROJECT_MARKS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini")
+
+
+def _add_project_paths(path: str) -> None:
+    """Put the root of the project holding ``path`` (the nearest folder above it with a
+    ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``pytest.ini``) and the folders its
+    pytest settings name on ``sys.path``, behind the rest: a project's test imports its
+    package as pytest lets it (``from starter_tilelab.basic import ...`` in a sub-project of
+    the workspace)."""
+    from laya_tui.core.project_paths import pythonpath_of
+
+    folder = os.path.dirname(path)
+    while True:
+        if any(os.path.isfile(os.path.join(folder, m)) for m in _PROJECT_MARKS):
+            for extra in (folder, *pythonpath_of(folder)):
+                if extra not in sys.path:
+                    sys.path.append(extra)
+            return
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def _stopped_without_gpu(cap: Capture, asked: str | None, then: str) -> None:

@@ -172,6 +172,9 @@ class Recorder:
         file = os.path.realpath(code.co_filename)
         if file == self.path or not os.path.isfile(file):
             return None
+        qualname = getattr(fn, "__qualname__", "") or ""
+        if "<locals>" in qualname:  # made inside a top-level maker: named after it, as
+            name = qualname.split(".")[0]  # that file's cells are
         key = foreign_key(file, name)
         self.foreign.setdefault(key, jit)
         return key

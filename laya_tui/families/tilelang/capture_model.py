@@ -109,6 +109,7 @@ class Capture:
     entries: list[tuple[str, str]] = field(default_factory=list)  # (entry, how it ended)
     gpu_needed: str | None = None  # the run stopped at a GPU-only call (and where)
     error: str | None = None  # the file did not import
+    import_error: BaseException | None = None  # what its import raised
     seconds: float = 0.0
     module: Any = None
     faked: int = 0  # heavy ops the CPU stand-in answered with zeros (their checks unused)

@@ -13,6 +13,7 @@ torch and TileLang are imported inside the functions.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -307,6 +308,40 @@ class StubProfiler:
         raise StopCapture(f"the file uses profiler.{name} (the capture stops there)")
 
 
+class OnCuda:
+    """The tensors of a capture without a GPU that a GPU run would hold on the GPU: made
+    with ``device="cuda"``, ``.cuda()`` or ``.to("cuda")``, or computed from such a tensor.
+    ``tensor.is_cuda`` answers True for them, so a wrapper's own guard (``if not
+    a.is_cuda: raise ValueError("expects CUDA tensors")``) lets the run reach its kernel
+    as on a GPU. Keyed by ``id`` with a weak reference (a tensor's ``==`` is elementwise)."""
+
+    def __init__(self) -> None:
+        import weakref
+
+        self._refs: dict[int, Any] = {}
+        self._ref = weakref.ref
+
+    def add(self, value: Any) -> None:
+        for t in _tensors(value):
+            key = id(t)
+            self._refs[key] = self._ref(t, functools.partial(self._drop, key))
+
+    def _drop(self, key: int, _ref: Any) -> None:
+        self._refs.pop(key, None)
+
+    def holds(self, value: Any) -> bool:
+        ref = self._refs.get(id(value))
+        return ref is not None and ref() is value
+
+    def any_of(self, values: Any) -> bool:
+        return bool(self._refs) and any(self.holds(t) for v in values for t in _tensors(v))
+
+
+def _wants_cuda(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("cuda") or \
+        getattr(value, "type", None) == "cuda" and not isinstance(value, str)
+
+
 def _to_cpu_device(value: Any) -> Any:
     text = str(value) if value is not None else ""
     if text.startswith("cuda"):
@@ -422,6 +457,8 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
     from laya_tui.families.tilelang.own_checks import Op, after_op, node_of, wrap
 
     state = state if state is not None else ModeState()
+    on_cuda = OnCuda()
+    is_cuda = torch._C.TensorBase.is_cuda
 
     def ask(truth: Any) -> bool | None:
         got = on_compare("assert", (truth,), {})
@@ -492,14 +529,21 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
             if name == "item" and args and node_of(args[0]) is not None:
                 # `max_diff = (out - ref).abs().max().item()`, asserted later
                 return wrap(func(*args, **kwargs), Op(func, (node_of(args[0]),), {}), ask)
+            cuda = False
             if cuda_on_cpu:
+                if getattr(func, "__self__", None) is is_cuda and args:
+                    return on_cuda.holds(args[0]) or func(*args, **kwargs)
                 if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+                    on_cuda.add(args[0])
                     return args[0]
                 if "device" in kwargs:
+                    cuda = _wants_cuda(kwargs["device"])
                     kwargs["device"] = _to_cpu_device(kwargs["device"])
                 if name == "to":
+                    cuda = cuda or any(_wants_cuda(a) for a in args[1:])
                     args = tuple(_to_cpu_device(a) if isinstance(a, (str, torch.device))
                                  else a for a in args)
+                cuda = cuda or on_cuda.any_of((*args, *kwargs.values()))
                 if name in HEAVY_OPS and large((*args, *kwargs.values())):
                     try:
                         out = fake(func, args, kwargs)
@@ -507,9 +551,13 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
                         pass
                     else:
                         after_op(func, args, kwargs, out)
+                        if cuda:
+                            on_cuda.add(out)
                         return out
             out = func(*args, **kwargs)
             after_op(func, args, kwargs, out)  # what derives from a kernel's output
+            if cuda:
+                on_cuda.add(out)
             return out
 
     return CaptureMode()

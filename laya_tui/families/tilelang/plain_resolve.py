@@ -9,13 +9,16 @@ statically read arguments, else an honest outcome (worker side).
   cell's diagnostic); when the reason is a GPU-only call on a machine without one, skipped
   with that reason (it runs on a GPU host);
 * not built by its own run (a library module without an entry point): the run of a file
-  beside it that imports it (:mod:`laya_tui.families.tilelang.importers`), when that run
-  builds the kernel (its arguments' sources name that file);
+  that imports it, beside it or elsewhere in the workspace (a project's tests;
+  :mod:`laya_tui.families.tilelang.importers`), when that run builds the kernel (its
+  arguments' sources name that file);
 * built by no run: the static arguments
-  (:mod:`laya_tui.families.tilelang.static_args`) when they are complete; else a kernel
-  nothing in the file references is skipped with the lines to add, one whose run needs a
-  GPU first is skipped with that reason, and any other could not be examined (status
-  ``error``) with the lines to add and how the file's run ended.
+  (:mod:`laya_tui.families.tilelang.static_args`) when they are complete (a kernel nothing
+  builds whose arguments all have defaults is examined at them: they are its author's
+  sizes); else a kernel nothing in the file references (or made in a library file's maker
+  that nothing runs) is skipped with the lines to add, one whose run needs a GPU first is
+  skipped with that reason, and any other could not be examined (status ``error``) with the
+  lines to add and how the file's run ended.
 """
 
 from __future__ import annotations
@@ -116,14 +119,24 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
         ctx.skip(f"{obj}'s file needs a GPU to be imported, so it is examined on a GPU host: "
                  f"{cap.gpu_needed}")
     if state.kind == "nested":  # only the file's run can make it: no static fallback
-        _not_built(ctx, obj, cap)
+        drift = tilelang_import_error(cap.import_error)
+        if drift is not None:  # `python file.py` fails so with this TileLang: the finding
+            state.extra["built_by"] = {"entry": "the file's import",
+                                       "raised": type(drift).__name__}
+            return KernelCall(obj=obj, args={}, sources={}, pass_configs={},
+                              execution_backend=execution_backend, trace_error=drift)
+        _not_built(ctx, state, obj, cap, key)
     if missing is None:  # not a cell parameter: a kernel the run built misses nothing
         missing = static_missing(state.file, obj, opts)
-    if not missing and (called or table):
+    if not missing:  # every argument known: from the file, the table, or its defaults
         call = KernelCall(obj=obj, args=dict(args), sources=dict(sources),
                           pass_configs=dict(pass_configs or {}),
                           execution_backend=execution_backend)
-        if state.kind in ("jit", "maker") and cap.entries:
+        if not (called or table):  # nothing builds it: its own defaults are its sizes
+            state.extra["built_by"] = {
+                "entry": "its own defaults (nothing in its file or the files importing it "
+                         "builds it)", "file_run": cap.how_it_ended()}
+        elif state.kind in ("jit", "maker") and cap.entries:
             state.extra["built_by"] = {"entry": "the file's syntax tree",
                                        "file_run": cap.how_it_ended()}
         _dtype_arg(call, dtype_arg, state.dtype)
@@ -149,13 +162,27 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     raise AssertionError("unreachable")  # ctx.error raises
 
 
-def _not_built(ctx: Any, obj: str, cap: Any) -> None:
+def _not_built(ctx: Any, state: CellState, obj: str, cap: Any, key: str | None) -> None:
     """A kernel made inside nested functions that the file's run did not build: skipped
-    where the run needs a GPU, else could not be examined (``ctx`` raises either way)."""
+    where the run needs a GPU, or where nothing runs it (a library file none of whose
+    importers builds it: the lines to add), else could not be examined (``ctx`` raises
+    either way)."""
     ran = cap.error or cap.how_it_ended()
-    if cap.gpu_needed and not has_gpu():
-        ctx.skip(f"{obj} is built only after the file's run needs a GPU, so it is examined "
-                 f"on a GPU host: {cap.gpu_needed}")
+    tried = state.extra.get("importers_tried") or []
+    if not has_gpu():
+        gpu = cap.gpu_needed or next((t["gpu_needed"] for t in tried if t["gpu_needed"]), None)
+        if gpu:
+            ctx.skip(f"{obj} is built only after the file's run needs a GPU, so it is "
+                     f"examined on a GPU host: {gpu}")
+    if not cap.error and not cap.entries:  # a library file: nothing of its own runs
+        from laya_tui.families.tilelang.arg_table import missing_message
+
+        needed, defaults = _maker_parameters(state.file, obj)
+        runs = "; ".join(f"{os.path.basename(t['file'])}: {t['ended']}" for t in tried)
+        ctx.skip(missing_message(obj, key or f"{state.file}::{obj}", needed,
+                                 ctx.options.get("workspace"), defaults, called=False)
+                 + (f"\n(the files importing it ran and did not build it: {runs})"
+                    if runs else ""))
     if not cap.error and cap.entries and all(how == "ran" or how.startswith("exited (0")
                                              or how == "exited (None)"
                                              for _, how in cap.entries):
@@ -182,8 +209,11 @@ def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: dict[str, Any],
     from laya_tui.families.tilelang.importers import importers_of
 
     key = foreign_key(state.file, obj)
-    for other in importers_of(state.file):
+    tried = state.extra.setdefault("importers_tried", [])
+    for other in importers_of(state.file, workspace=opts.get("workspace"), kernel=obj):
         cap = capture_file(other, expected_kernels(other, opts), want=key)
+        tried.append({"file": other, "ended": cap.error or cap.how_it_ended(),
+                      "gpu_needed": cap.gpu_needed})
         if cap.builds_of(key) or key in cap.failures:
             ctx.depends_on(other)  # its run is where the arguments come from
             state.extra["file_run"] = {
@@ -191,6 +221,41 @@ def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: dict[str, Any],
                 "seconds": round(cap.seconds, 3)}
             return cap, key, other
     return own, obj, None
+
+
+def tilelang_import_error(exc: BaseException | None) -> ImportError | None:
+    """``exc`` when it is an ImportError of a TileLang name (``cannot import name 'jit' from
+    'tilelang.autotuner'``, ``No module named 'tilelang.x'``): a file written for another
+    TileLang, which the installed one refuses as ``python file.py`` shows. None otherwise
+    (a package missing here is not the kernel's failure)."""
+    if not isinstance(exc, ImportError):
+        return None
+    names = (exc.name or "", re.search(r"from '([\w.]+)'", str(exc)))
+    module = names[1].group(1) if names[1] else names[0]
+    return exc if module == "tilelang" or module.startswith("tilelang.") else None
+
+
+def _maker_parameters(file: str, obj: str) -> tuple[list[str], dict[str, tuple[Any, str]]]:
+    """The parameters of the top-level maker ``obj`` that have no default, and the values
+    its file gives them elsewhere (the lines a table for it starts from)."""
+    import ast
+
+    from laya_tui.families.tilelang.arg_table import file_defaults
+
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            tree = ast.parse(f.read(), filename=file)
+    except (OSError, SyntaxError, ValueError):
+        return [], {}
+    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and n.name == obj), None)
+    if fn is None:
+        return [], {}
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    missing = [p.arg for p in positional[:len(positional) - len(a.defaults)]]
+    missing += [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    return missing, file_defaults(tree, missing)
 
 
 def _dtype_arg(call: KernelCall, dtype_arg: str | None, dtype: str) -> None:

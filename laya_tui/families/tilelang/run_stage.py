@@ -220,12 +220,16 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
     checks: dict[str, Any] = {}
     failures: list[str] = []
     definition = state.extra.get("definition")
+    by = (state.extra.get("built_by") or {}).get("file")  # a test of the project built it:
+    check_file = by or state.file  # its checks are that file's lines
+    if by:
+        results = [(name, v, f"{how} in {os.path.basename(by)}") for name, v, how in results]
     for name, v, how in results:
         key = name if name not in checks else f"{name}@{len(checks)}"
         extra = {"check": how, **v.detail,
                  **({"kernel_site": definition} if definition else {})}
         fields: dict[str, Any] = {"reason": v.note} if v.note else {}
-        site = check_site(state.file, how)
+        site = check_site(check_file, how)
         if site:  # the finding is where the file checks the output
             fields["site"] = site
         ctx.tolerance(f"{state.name}/{key}", v.value, v.limit, passed=v.passed,
@@ -243,7 +247,7 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
         first = next((how for _, v, how in results if not v.passed), "")
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
                                      line=failures[0], text="\n".join(failures),
-                                     site=check_site(state.file, first)))
+                                     site=check_site(check_file, first)))
     state.outcome = "ran"
 
 

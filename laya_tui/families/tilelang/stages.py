@@ -66,7 +66,8 @@ def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
             state.module = call.module
             return call.func, None
         if call is not None and call.trace_error is not None:  # the file's call raised
-            state.stage = "factory"
+            state.stage = "import" if call.module is None and isinstance(
+                call.trace_error, ImportError) else "factory"  # (or its import)
             state.module = call.module
             raise call.trace_error
         state.stage = "import"
