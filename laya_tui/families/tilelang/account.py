@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from laya_tui.families.tilelang.cell_state import INSTALL_HINT, has_gpu
+from laya_tui.families.tilelang.missing_package import missing_package, unexamined_reason
 
 
 def account_file(ctx: Any, file: str, note: str | None) -> None:
@@ -36,6 +37,9 @@ def account_file(ctx: Any, file: str, note: str | None) -> None:
         if gpu:
             ctx.skip(f"{base} needs a GPU to be imported, so it is examined on a GPU host: "
                      f"{gpu}")
+        top = missing_package(cap.error, file)
+        if top is not None:
+            ctx.error(unexamined_reason(f"{base}'s kernels", file, top, cap.error))
         ctx.error(f"{base} does not import, so its kernels cannot be found: {cap.error}")
     names: dict[str, str] = {}
     for b in cap.builds:

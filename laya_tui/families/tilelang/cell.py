@@ -44,6 +44,7 @@ from laya_tui.families.tilelang.cell_state import (
     tdetail,
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic
+from laya_tui.families.tilelang.missing_package import missing_package
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch, run_stage
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -124,7 +125,9 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
             else:
                 what = "import" if state.stage == "import" else "build the kernel object of"
                 why = f"could not {what} {os.path.basename(file)}: {failed.diag.exception}"
-            ctx.error(f"{why}: {failed.diag.line}")  # raises: the cell ends here
+            top = missing_package(failed.diag.line, file) if state.stage == "import" else None
+            hint = f" (a package not installed here: pip install {top})" if top else ""
+            ctx.error(f"{why}: {failed.diag.line}{hint}")  # raises: the cell ends here
         state.outcome = {"import": "lower-failed", "factory": "lower-failed",
                          "lower": "lower-failed", "build": "build-failed",
                          "run": "run-failed"}[state.stage]

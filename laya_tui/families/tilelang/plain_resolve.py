@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 from laya_tui.families.tilelang.cell_state import CellState, KernelCall, has_gpu
+from laya_tui.families.tilelang.missing_package import missing_package, unexamined_reason
 
 
 def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
@@ -153,6 +154,9 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
         ctx.skip(f"{obj} is built only after the file's run needs a GPU, so it is examined "
                  f"on a GPU host: {cap.gpu_needed}")
     ran = cap.error or cap.how_it_ended()
+    top = missing_package(ran, state.file)
+    if top is not None:  # `python file.py` stops there too: not the file's arguments
+        ctx.error(unexamined_reason(obj, state.file, top, ran))
     stop = budget_stop(ran)
     if stop:  # the machine's time ran out, not the file's arguments
         ctx.error(f"{stop} before it built {obj}: raise LAYA_TUI_TILELANG_CAPTURE_S (CPU "
@@ -168,6 +172,9 @@ def _not_built(ctx: Any, state: CellState, obj: str, cap: Any, key: str | None) 
     importers builds it: the lines to add), else could not be examined (``ctx`` raises
     either way)."""
     ran = cap.error or cap.how_it_ended()
+    top = missing_package(cap.error, state.file)  # its import needs a missing package
+    if top is not None:
+        ctx.error(unexamined_reason(obj, state.file, top, ran))
     tried = state.extra.get("importers_tried") or []
     if not has_gpu():
         gpu = cap.gpu_needed or next((t["gpu_needed"] for t in tried if t["gpu_needed"]), None)
