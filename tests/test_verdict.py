@@ -51,18 +51,21 @@ def test_built_not_run_cells_are_counted_apart_everywhere():
     assert s["status"]["ok"] == 11  # still ok: every stage it reached passed
     assert s["not_run"] == {"count": 10, "why": {"no GPU": 9, "no nvcc": 1}}
     text = human_summary(report)
-    assert "11 ok (10 built, not run: no GPU 9, no nvcc 1), 0 failed" in text
+    # issue 42: a cell built but not run is never "ok"
+    assert "1 ok, 0 findings, 10 built, not run, 0 not examined" in text
+    assert "verdict: PASS · 0 findings · 10 built, not run (no GPU 9, no nvcc 1)" in text
     assert "gate ok   tolerance (nothing compared)" in text
     tol = next(g for g in report["gates"] if g["name"] == "tolerance")
     assert tol["passed"] and tol["compared"] == 0
     assert tol["description"].endswith(": nothing was compared")
     md = build_markdown(report)
-    assert "11 ok (10 built, not run: no GPU 9, no nvcc 1)" in md
+    assert "PASS · 0 findings · 10 built, not run (no GPU 9, no nvcc 1)" in md
+    assert "10 ◐ built, not run, 1 ✓ ok" in md
     assert "| `tolerance` | ✅ pass | nothing compared |" in md
     root = ET.fromstring(build_junit(report))
     skipped = [c.find("skipped").get("message") for c in root.iter("testcase")
                if c.find("skipped") is not None]
-    assert skipped.count("built, not run: no GPU") == 9 and len(skipped) == 10
+    assert skipped.count("◐ built, not run: no GPU") == 9 and len(skipped) == 10
     assert root.find("testsuite").get("skipped") == "10"
     # one cell that ran and compared: the gate counts it
     probes[9]["signals"].append({"kind": "tolerance", "probe": probes[9]["id"],
@@ -72,7 +75,7 @@ def test_built_not_run_cells_are_counted_apart_everywhere():
 
 def test_one_summary_line_for_a_single_cause():
     report = _report([_cell(i, "built", not_run="no GPU") for i in range(9)])
-    assert "9 ok (9 built, not run: no GPU)" in human_summary(report)
+    assert "· 9 built, not run (no GPU) ·" in human_summary(report)
     assert not_run(_cell(0, "built")) == "not run"  # an older report without the cause
 
 
@@ -89,10 +92,12 @@ def test_ungated_findings_are_explained_with_the_ways_to_gate_them():
                            "fail the run; to fail on them: --fail-on failed, or record a "
                            "baseline")
     assert text.splitlines().index(line) == len(text.splitlines()) - 2  # beside the verdict
+    assert text.splitlines()[-1] == ("  verdict: PASS · 14 findings not gated (gate them: "
+                                      "--fail-on failed, or a baseline) · 0 not examined")
     md = build_markdown(report)
     assert "**14 findings no gate reads (lowering 9, aoti 5)**" in md
     assert "`--fail-on failed`" in md and "`--baseline base.json`" in md
-    assert "| ⚠ | `aoti/m0` | export failed: torch._dynamo.exc.Unsupported |" in md
+    assert "| ✗ finding | `aoti/m0` | export failed: torch._dynamo.exc.Unsupported |" in md
     # gated: nothing is left unread
     gated = _report(probes, GateSettings(fail_on=["failed"]))
     assert "ungated" not in gated["summary"] and gated["summary"]["passed"] is False

@@ -16,7 +16,7 @@ from typing import Any
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
 from laya_tui.core.report_types import GateDict
-from laya_tui.core.signals import ABORTED_STATUSES, KINDS, SCHEMA_ID, STATUSES
+from laya_tui.core.signals import KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -68,7 +68,9 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
         "seconds": round(seconds, 3),
     }
     from laya_tui.report.verdict import not_run_counts
+    from laya_tui.report.views.legend import state_counts
 
+    out["states"] = state_counts(probes)  # report/3: what a reader is told (views.legend)
     why = not_run_counts(probes)
     if why:  # counted in status.ok too: they passed every stage they reached
         out["not_run"] = {"count": sum(why.values()), "why": why}
@@ -80,8 +82,11 @@ def build_report(probes: list[dict[str, Any]], *, seconds: float,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report document from finished probe results and evaluated gates."""
     from laya_tui.core.versions import TOOL_VERSION as __version__
+    from laya_tui.report.views.legend import cell_state
 
     clean = [{k: v for k, v in p.items() if not k.startswith("_")} for p in probes]
+    for p in clean:  # report/3: the state every output names (views.legend)
+        p["state"] = cell_state({**p, "state": None})
     summary = summarise(clean, seconds)
     summary["passed"] = all(g["passed"] for g in gates)
     from laya_tui.report.verdict import ungated
@@ -216,30 +221,32 @@ def discard_temp(tmp: str) -> None:
         pass
 
 
+#: Cells listed one a line under the summary's counts (the rest are counted).
+LISTED_CELLS = 40
+
+
 def human_summary(report: dict[str, Any]) -> str:
-    """A few lines for stderr: counts, failing gates, and every crashed/timeout probe."""
-    from laya_tui.report.verdict import gate_hint, not_run_text, ungated_text
+    """A few lines for stderr: counts per state, every cell that is not plain ok (its state
+    word from report.views.legend), failing gates, and the verdict line (report.verdict)."""
+    from laya_tui.report.verdict import gate_hint, ungated_text, verdict_line
+    from laya_tui.report.views.legend import State, cell_state, counts_text, state_counts
 
     s = report["summary"]
-    st = s["status"]
-    built = f" ({not_run_text(s['not_run']['why'])})" if s.get("not_run") else ""
+    probes = report["probes"]
+    states = s.get("states") or state_counts(probes)
+    order = (State.OK, State.FINDING, State.NOT_RUN, State.NOT_COMPARED, State.NOT_EXAMINED,
+             State.SKIPPED, State.CRASHED, State.TIMEOUT)
+    counts = {k: states.get(k, 0) for k in order}
     lines = [
-        f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: {st['ok']} ok{built}, "
-        f"{st['failed']} failed, "
-        + (f"{st['error']} could not be examined, " if st.get("error") else "")
-        + f"{st['skipped']} skipped, {st['crashed']} crashed, "
-        f"{st['timeout']} timeout ({s.get('cached', 0)} cached)"
+        f"laya-tui: {s['probes']} probes in {s['seconds']:.1f} s: "
+        + counts_text(counts, zero=(State.OK, State.FINDING, State.NOT_EXAMINED,
+                                    State.SKIPPED, State.CRASHED, State.TIMEOUT))
+        + f" ({s.get('cached', 0)} cached)"
     ]
+    lines += cell_lines(probes, cell_state)
     kinds = ", ".join(f"{k} {n}" for k, n in s["signals"].items() if n)
     if kinds:
         lines.append(f"  signals: {kinds}")
-    for p in report["probes"]:
-        if p["status"] in ABORTED_STATUSES:
-            lines.append(f"  {p['status']}: {p['id']}: {p.get('reason') or ''}")
-        elif p["status"] == "error":  # not a finding: the probe never reached its subject
-            first, *rest = (p.get("reason") or "").splitlines() or [""]
-            lines.append(f"  could not be examined: {p['id']}: {first}")
-            lines += [f"      {ln}" for ln in rest[:12]]
     for e in report.get("errors", []):
         where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
         lines.append(f"  error: {where}: {e['error']}")
@@ -251,5 +258,25 @@ def human_summary(report: dict[str, Any]) -> str:
     if s.get("ungated"):
         lines.append(f"  {ungated_text(s['ungated']['kinds'])}: "
                      f"{gate_hint(s['ungated']['count'])}")
-    lines.append("  verdict: " + ("PASS" if s["passed"] else "FAIL"))
+    lines.append("  verdict: " + verdict_line(report))
     return printable("\n".join(lines))  # a probe's raw NUL or escape never reaches a terminal
+
+
+def cell_lines(probes: list[dict[str, Any]], state_of: Any) -> list[str]:
+    """``  ◐ built, not run: tilelang/k[cuda,fp32]: no GPU``: one line per cell that is not
+    plain ok, the worst states first, at most :data:`LISTED_CELLS` (then a count)."""
+    from laya_tui.report.views.legend import STATE_MARKS, State, not_run, state_mark
+
+    rank = {k: i for i, k in enumerate(STATE_MARKS)}
+    cells = sorted(((state_of(p), i, p) for i, p in enumerate(probes)
+                    if state_of(p) != State.OK), key=lambda t: (rank.get(t[0], 99), t[1]))
+    lines = []
+    for state, _, p in cells[:LISTED_CELLS]:
+        why = not_run(p) if state in (State.NOT_RUN, State.NOT_COMPARED) else p.get("reason")
+        first, *rest = str(why or "").splitlines() or [""]
+        lines.append(f"  {state_mark(state).label}: {p['id']}" + (f": {first}" if first else ""))
+        if state == State.NOT_EXAMINED:  # what stopped the probe, in its own words
+            lines += [f"      {ln}" for ln in rest[:12]]
+    if len(cells) > LISTED_CELLS:
+        lines.append(f"  … {len(cells) - LISTED_CELLS} more cells (every one is in --json)")
+    return lines

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from laya_tui.report.gates import describe_failure, failures_by_probe
-from laya_tui.report.verdict import not_run
+from laya_tui.report.views.legend import State, cell_state, not_run, state_mark
 
 #: Characters XML 1.0 forbids (ANSI escapes from compiler logs, NULs...).
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -48,7 +48,7 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) ->
 
 #: The gate a status ``error`` cell fails; JUnit shows it as an ``<error>``, not a failure.
 ERROR_GATE = "no-probe-error"
-NOT_EXAMINED = "could not be examined"
+NOT_EXAMINED = state_mark(State.NOT_EXAMINED).label
 
 
 def _testcase(suite: ET.Element, probe: dict[str, Any],
@@ -59,35 +59,38 @@ def _testcase(suite: ET.Element, probe: dict[str, Any],
     case = _sub(suite, "testcase", name=name, classname=family,
                 time=_seconds(probe.get("seconds")))
     status, reason = probe.get("status"), probe.get("reason") or ""
+    state = cell_state(probe)
     errored = 0
-    if status == "error":
+    if state == State.NOT_EXAMINED:
         first = reason.splitlines()[0] if reason else ""
-        _sub(case, "error", f"probe {pid} {NOT_EXAMINED} (status error: not a finding about "
-             f"the subject)" + (f"\n{reason}" if reason else ""), type="not-examined",
+        _sub(case, "error", f"probe {pid}: {NOT_EXAMINED}: the probe could not examine its "
+             f"subject (status {status}: not a finding about the subject)"
+             + (f"\n{reason}" if reason else ""), type="not-examined",
              message=f"{NOT_EXAMINED}: {first}"[:MESSAGE_CHARS])
         failures = [(g, t) for g, t in failures if g != ERROR_GATE]
         errored = 1
     failures = list(dict.fromkeys(failures))  # one line per distinct gate failure
     if failures:  # one <failure> per case, naming every gate it failed
         gate, text = failures[0]
+        head = f"{state_mark(state).label}: " if state != State.OK else ""  # ok, gated
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
         body = "\n".join(f"gate {g}: {t}" for g, t in failures) + (
             f"\nprobe {pid}: status {status}" + (f": {reason}" if reason else ""))
         _sub(case, "failure", body, type=",".join(dict.fromkeys(g for g, _ in failures)),
-             message=f"{gate}: {text}"[:MESSAGE_CHARS - len(more)] + more)
+             message=(head + f"{gate}: {text}")[:MESSAGE_CHARS - len(more)] + more)
     if failures or errored:
         if probe.get("log_tail"):
             _sub(case, "system-out", probe["log_tail"])
         return (1 if failures else 0), errored, 0
     if status == "skipped":
-        _sub(case, "skipped", message=reason[:MESSAGE_CHARS] or "skipped")
+        _sub(case, "skipped", message=f"{state_mark(state).label}: {reason}"[:MESSAGE_CHARS])
         return 0, 0, 1
     why = not_run(probe)
     if why:  # lowered or built, never run: nothing was compared, so it did not pass a run
-        _sub(case, "skipped", message=f"built, not run: {why}"[:MESSAGE_CHARS])
+        _sub(case, "skipped", message=f"{state_mark(state).label}: {why}"[:MESSAGE_CHARS])
         return 0, 0, 1
-    if status != "ok":
-        _sub(case, "system-out", f"status {status} (no gate fails on it)"
+    if state != State.OK:  # a finding no gate reads, a crash no gate fails on
+        _sub(case, "system-out", f"{state_mark(state).label}: no gate fails on it"
              + (f": {reason}" if reason else ""))
     return 0, 0, 0
 

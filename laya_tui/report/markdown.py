@@ -87,33 +87,60 @@ def _baseline(section: dict[str, Any]) -> list[str]:
 
 
 def _occurrences(report: dict[str, Any]) -> dict[str, int]:
+    """Counted kinds by occurrences; checks by finding cell, each under its one finding kind
+    (a wrong-output kernel fails its tolerance and so its lowering cell's run stage: one
+    ``failing tolerance``, not also ``failing lowering``)."""
+    from laya_tui.report.verdict import finding_kind
+    from laya_tui.report.views.legend import State, cell_state
+
     out: dict[str, int] = {}
     for p in report.get("probes", []):
         for sig in p.get("signals", []):
             kind = sig.get("kind")
-            if kind in COUNTED_KINDS or kind in CHECK_KINDS:
+            if kind in COUNTED_KINDS:
                 n = occurrences(sig)
                 if n:
-                    label = f"failing {kind}" if kind in CHECK_KINDS else kind
-                    out[label] = out.get(label, 0) + n
+                    out[kind] = out.get(kind, 0) + n
+        if cell_state(p) == State.FINDING:
+            kind = finding_kind(p)
+            if kind in CHECK_KINDS:
+                out[f"failing {kind}"] = out.get(f"failing {kind}", 0) + 1
     return out
 
 
 def _not_examined(report: dict[str, Any]) -> list[str]:
     """Probes with status ``error``: the tool never reached their subject (not findings)."""
-    probes = [p for p in report.get("probes", []) if p.get("status") == "error"]
+    from laya_tui.report.views.legend import State, cell_state
+
+    probes = [p for p in report.get("probes", []) if cell_state(p) == State.NOT_EXAMINED]
     if not probes:
         return []
-    return [f"**Could not be examined** ({len(probes)}): nothing was found about these, "
-            "fix what stopped the probe", ""] + _probe_table(probes, "why")
+    return [f"**⚠ not examined** ({len(probes)}): the probe could not examine these (nothing "
+            "was found about them), fix what stopped it", ""] + _probe_table(probes, "why")
 
 
-def _probe_table(probes: Sequence[Mapping[str, Any]], column: str) -> list[str]:
+def _built(report: dict[str, Any]) -> list[str]:
+    """Cells built but not run or not compared: nothing was compared for them."""
+    from laya_tui.report.views.legend import State, cell_state, not_run
+
+    probes = [p for p in report.get("probes", [])
+              if cell_state(p) in (State.NOT_RUN, State.NOT_COMPARED)]
+    if not probes:
+        return []
+    return [f"**Built, not run or not compared** ({len(probes)}): nothing was compared for "
+            "these", ""] + _probe_table(probes, "why", not_run)
+
+
+def _probe_table(probes: Sequence[Mapping[str, Any]], column: str,
+                 why: Any = None) -> list[str]:
     """``| ⚠ | probe | first line of its reason |`` for the first ``ROWS`` probes."""
-    lines = [f"| | probe | {column} |", "|---|---|---|"]
+    from laya_tui.report.views.legend import cell_state, state_mark
+
+    lines = [f"| state | probe | {column} |", "|---|---|---|"]
     for p in probes[:ROWS]:
-        reason = (p.get("reason") or "").splitlines()
-        lines.append(f"| ⚠ | {_code(str(p['id']))} | {_cell(reason[0] if reason else '')} |")
+        reason = str((why(p) if why else p.get("reason")) or "").splitlines()
+        lines.append(f"| {state_mark(cell_state(p)).label} | {_code(str(p['id']))} | "
+                     f"{_cell(reason[0] if reason else '')} |")
     if len(probes) > ROWS:
         lines.append(f"| | … | {len(probes) - ROWS} more in the JSON report |")
     lines.append("")
@@ -134,23 +161,25 @@ def _ungated(report: dict[str, Any]) -> list[str]:
 
 def build_markdown(report: dict[str, Any]) -> str:
     """The markdown summary of a report."""
-    s = report["summary"]
-    st = s["status"]
-    verdict = "✅ PASS" if s.get("passed") else "❌ FAIL"
-    not_examined = (f"{st['error']} could not be examined, " if st.get("error") else "")
-    from laya_tui.report.verdict import not_run_text
+    from laya_tui.report.verdict import verdict_line
+    from laya_tui.report.views.legend import STATE_MARKS, State, state_counts
 
-    built = f" ({not_run_text(s['not_run']['why'])})" if s.get("not_run") else ""
-    lines = [f"## laya-tui: {verdict}", "",
-             f"{s['probes']} probes: {st.get('ok', 0)} ok{built}, {st.get('failed', 0)} failed, "
-             f"{not_examined}{st.get('skipped', 0)} skipped, {st.get('crashed', 0)} crashed, "
-             f"{st.get('timeout', 0)} timeout ({s.get('cached', 0)} cached).", ""]
+    s = report["summary"]
+    states = s.get("states") or state_counts(report.get("probes", []))
+    clean = s.get("passed") and not any(states.get(k) for k in (
+        State.FINDING, State.NOT_EXAMINED, State.CRASHED, State.TIMEOUT))
+    mark = "✅" if clean else ("⚠️" if s.get("passed") else "❌")
+    counts = ", ".join(f"{n} {STATE_MARKS[k].label}" for k, n in states.items()
+                       if n and k in STATE_MARKS)
+    lines = [f"## laya-tui: {mark} {verdict_line(report)}", "",
+             f"{s['probes']} probes: {counts} ({s.get('cached', 0)} cached).", ""]
     occ = _occurrences(report)
     if occ:
         lines += ["Occurrences: " + ", ".join(f"{k} {n}" for k, n in occ.items()) + ".", ""]
     lines += _gates_table(report) + [""]
     lines += _ungated(report)
     lines += _not_examined(report)
+    lines += _built(report)
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
     if report.get("env_comparison"):  # --env: what differs between the environments

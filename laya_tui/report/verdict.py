@@ -15,9 +15,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from laya_tui.core.results import failing
+from laya_tui.report.views.legend import (
+    NOT_RUN_OUTCOMES,
+    STATE_MARKS,
+    State,
+    not_run,
+    not_run_state,
+    state_counts,
+)
 
-#: ``detail.outcome`` of a lowering cell that passed without running.
-NOT_RUN_OUTCOMES = ("built", "lowered")
+__all__ = ["NOT_RUN_OUTCOMES", "not_run", "verdict_line", "verdict_parts"]
+
 #: How to gate findings, said wherever ungated ones are counted.
 GATE_HINT = ("to fail on them: --fail-on failed, or record a baseline (--json base.json, then "
              "--baseline base.json) so only new ones fail")
@@ -28,24 +36,6 @@ def gate_hint(n: int) -> str:
     if n == 1:
         return "it does not fail the run; " + GATE_HINT.replace("on them", "on it", 1)
     return "they do not fail the run; " + GATE_HINT
-
-
-def not_run(probe: Mapping[str, Any]) -> str | None:
-    """Why an ``ok`` cell was lowered or built but never run (``"no GPU"``, from its
-    lowering signal's ``detail.not_run``); None for a cell that ran or did not pass."""
-    if probe.get("status") != "ok":
-        return None
-    for sig in probe.get("signals") or ():
-        if sig.get("kind") != "lowering":
-            continue
-        detail = sig.get("detail")
-        if isinstance(detail, Mapping) and detail.get("outcome") in NOT_RUN_OUTCOMES:
-            if detail.get("not_run"):
-                return str(detail["not_run"])
-            # a report written before ``not_run``: the cell's own words said why
-            skipped = str(detail.get("run_skipped") or "")
-            return "no GPU" if "torch.cuda.is_available() is False" in skipped else "not run"
-    return None
 
 
 def not_run_counts(probes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -106,6 +96,59 @@ def ungated_text(kinds: Mapping[str, int]) -> str:
     what = ", ".join(f"{k} {v}" for k, v in kinds.items())
     return f"{n} finding{'s' if n != 1 else ''} no gate reads ({what})"
 
+
+
+#: The short way to gate findings, in the verdict line.
+GATE_SHORT = "gate them: --fail-on failed, or a baseline"
+
+
+def _causes(causes: Mapping[str, int]) -> str:
+    """``no GPU`` / ``no GPU 3, no nvcc 1``."""
+    if len(causes) == 1:
+        return next(iter(causes))
+    return ", ".join(f"{k} {v}" for k, v in causes.items())
+
+
+def verdict_parts(passed: bool | None, states: Mapping[str, int], ungated_n: int,
+                  causes: Mapping[str, int]) -> list[str]:
+    """The verdict line's parts: the gate verdict (None: not decided yet), the findings and
+    how many no gate reads, the cells built but not run or not compared (with why), the
+    crashed and timed-out ones, and the cells not examined (always said, 0 too).
+
+    ``states``: :func:`laya_tui.report.views.legend.state_counts`; ``causes``: ``{why:
+    cells}`` of the cells built but not run or compared (:func:`not_run_counts`)."""
+    parts = ["…" if passed is None else ("PASS" if passed else "FAIL")]
+    findings = states.get(State.FINDING, 0)
+    loose = min(ungated_n, findings) if findings else 0
+    noun = "finding" if findings == 1 else "findings"
+    if findings and loose == findings:
+        parts.append(f"{findings} {noun} not gated ({GATE_SHORT})")
+    elif loose:
+        parts.append(f"{findings} {noun}, {loose} not gated ({GATE_SHORT})")
+    else:
+        parts.append(f"{findings} {noun}")
+    for state in (State.NOT_RUN, State.NOT_COMPARED):
+        n = states.get(state, 0)
+        if n:
+            why = {k: v for k, v in causes.items() if not_run_state(k) == state}
+            parts.append(f"{n} {STATE_MARKS[state].word}" + (f" ({_causes(why)})" if why else ""))
+    for state in (State.CRASHED, State.TIMEOUT):
+        if states.get(state):
+            parts.append(f"{states[state]} {STATE_MARKS[state].word}")
+    parts.append(f"{states.get(State.NOT_EXAMINED, 0)} {STATE_MARKS[State.NOT_EXAMINED].word}")
+    return parts
+
+
+def verdict_line(report: Mapping[str, Any]) -> str:
+    """``PASS · 10 findings not gated (gate them: ...) · 4 built, not run (no GPU) · 0 not
+    examined``: what the headless summary, markdown and the step summary lead with."""
+    s = report.get("summary") or {}
+    probes = report.get("probes") or []
+    given = s.get("states")
+    states: Mapping[str, int] = given if isinstance(given, Mapping) else state_counts(probes)
+    loose = (s.get("ungated") or {}).get("count", 0)  # written only when there are some
+    return " · ".join(verdict_parts(bool(s.get("passed")), states, int(loose or 0),
+                                    not_run_counts(probes)))
 
 
 def verdict_notes(report: Mapping[str, Any]) -> list[str]:

@@ -1,11 +1,20 @@
-"""What each status and each matrix outcome looks like, and what it means: one table read
-by the dashboard (tree, summary, matrix, help) and the HTML page (badges, matrix, legend).
-Standard library only.
+"""What each cell state, status and matrix outcome looks like, and what it means: one table
+read by the dashboard (tree, summary, matrix, help, header), the HTML page (badges, matrix,
+legend), the terminal summary, JUnit, markdown, SARIF, the annotations and the PR comment.
+
+A cell's *state* (:func:`cell_state`) is what a reader is told about it; it refines the
+report's ``status``: an ``ok`` cell built but never run is ``built, not run`` (no GPU...) or
+``built, not compared`` (nothing to compare its output with), never ``ok``; a ``failed``
+cell whose probe raised is ``not examined`` (the tool failed, not the subject), not a
+finding. Standard library only.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from laya_tui.core.signals import Status
 
@@ -95,3 +104,116 @@ STATUS_LEGEND: tuple[tuple[str, str], ...] = tuple(
 MATRIX_LEGEND_SHORT = ("✓ ran within tolerance · ◐ built, not run · ◔ lowered · "
                        "✗ lower / build / run: failed there · ⊘ skipped · ✹ crashed · "
                        "◷ timeout · ⚠ n/e: not examined · · no cell")
+
+
+class State:
+    """The states a reader is told (``state`` of a report/3 probe)."""
+
+    OK = "ok"
+    FINDING = "finding"
+    NOT_EXAMINED = "not-examined"
+    NOT_RUN = "built-not-run"
+    NOT_COMPARED = "built-not-compared"
+    SKIPPED = "skipped"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+
+
+#: Every state, in the order a summary counts them (the worst for the user first).
+STATE_MARKS: dict[str, Mark] = {
+    State.FINDING: Mark("✗", "finding", "failed",
+                        "a finding about the subject: it does not lower, it drifts"),
+    State.NOT_EXAMINED: Mark("⚠", "not examined", "error",
+                             "could not be examined: the probe never reached its subject "
+                             "(it raised, or something it needs is unknown); not a finding"),
+    State.CRASHED: Mark("✹", "crashed", "crashed", "its worker died or broke the protocol"),
+    State.TIMEOUT: Mark("◷", "timeout", "timeout", "it ran past its deadline"),
+    State.NOT_RUN: Mark("◐", "built, not run", "built",
+                        "built, not run here (no GPU, no libcuda, no compiler): nothing "
+                        "was compared"),
+    State.NOT_COMPARED: Mark("◑", "built, not compared", "built",
+                             "built, nothing to compare its output with (the file has no "
+                             "check, or its check cannot run here)"),
+    State.SKIPPED: Mark("⊘", "skipped", "skipped", "something it needs is missing"),
+    State.OK: Mark("✓", "ok", "ok", "ran, nothing failed"),
+}
+#: Live states: a cell not finished yet (dashboard only, never in a report).
+LIVE_MARKS: dict[str, Mark] = {s: STATUS_MARKS[s] for s in
+                               (Status.RUNNING, Status.QUEUED, Status.PENDING)}
+
+#: ``detail.outcome`` of a lowering cell that passed without running.
+NOT_RUN_OUTCOMES = ("built", "lowered")
+#: ``not_run`` causes that are about this machine (the cell would run on another one);
+#: every other cause means there is nothing to compare the output with.
+MACHINE_CAUSES = ("no GPU", "no libcuda", "no nvcc", "no C++ compiler", "lowered only",
+                  "not run")
+
+
+def not_run(probe: Mapping[str, Any]) -> str | None:
+    """Why an ``ok`` cell was lowered or built but never run (``"no GPU"``, from its
+    lowering signal's ``detail.not_run``); None for a cell that ran or did not pass."""
+    if probe.get("status") != "ok":
+        return None
+    for sig in probe.get("signals") or ():
+        if sig.get("kind") != "lowering":
+            continue
+        detail = sig.get("detail")
+        if isinstance(detail, Mapping) and detail.get("outcome") in NOT_RUN_OUTCOMES:
+            if detail.get("not_run"):
+                return str(detail["not_run"])
+            # a report written before ``not_run``: the cell's own words said why
+            skipped = str(detail.get("run_skipped") or "")
+            return "no GPU" if "torch.cuda.is_available() is False" in skipped else "not run"
+    return None
+
+
+def not_run_state(why: str) -> str:
+    """``built-not-run`` for a cause about this machine, else ``built-not-compared``."""
+    return State.NOT_RUN if why.startswith(MACHINE_CAUSES) else State.NOT_COMPARED
+
+
+def cell_state(probe: Mapping[str, Any]) -> str:
+    """The state of a finished cell (a report probe, or a live result dict); a live status
+    (running, queued, pending) is returned as it is. A report/3 probe's own ``state`` wins."""
+    given = probe.get("state")
+    if isinstance(given, str) and given in STATE_MARKS:
+        return given
+    status = str(probe.get("status") or "pending")
+    if status == Status.OK:
+        why = not_run(probe)
+        return not_run_state(why) if why else State.OK
+    if status == Status.ERROR or (status == Status.FAILED and probe.get("error")):
+        return State.NOT_EXAMINED  # the probe raised: the tool failed, not the subject
+    if status == Status.FAILED:
+        return State.FINDING
+    return status
+
+
+def state_mark(state: str) -> Mark:
+    """The mark of a state (or a live status); unknown ones are drawn as ``?``."""
+    return STATE_MARKS.get(state) or LIVE_MARKS.get(state) or Mark("?", state, "pending",
+                                                                     "unknown state")
+
+
+def state_word(state: str) -> str:
+    return state_mark(state).word
+
+
+def state_counts(probes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """``{state: cells}`` in :data:`STATE_MARKS` order, every state present (0 too)."""
+    seen = Counter(cell_state(p) for p in probes)
+    out = {s: seen.get(s, 0) for s in STATE_MARKS}
+    out.update({s: n for s, n in seen.items() if s not in out})
+    return out
+
+
+def counts_text(counts: Mapping[str, int], *, zero: Iterable[str] = ()) -> str:
+    """``10 ok, 1 finding, 4 built, not run`` (states with none left out, but ``zero``)."""
+    keep = set(zero)
+    return ", ".join(f"{n} {state_word(s)}" + ("s" if s == State.FINDING and n != 1 else "")
+                     for s, n in counts.items() if n or s in keep)
+
+
+#: The legend of the states (help, page).
+STATE_LEGEND: tuple[tuple[str, str], ...] = tuple(
+    (m.label, m.meaning) for m in STATE_MARKS.values())
