@@ -1,0 +1,607 @@
+"""Precision bisection: the few modules that, kept in fp32, bring a bf16/fp16 output in limit.
+
+When a low-precision model's output fails its limit against the fp32 reference, this
+searches for a small set of modules to keep in fp32 and proves it with a re-run:
+
+- A kept module runs as the model's own code with fp32 weights (the fp32 reference's,
+  when given, else its own upcast) and fp32 inputs. Its output is cast back to the
+  model's dtype where it leaves the kept set; a cast-back output handed straight to
+  another kept module reaches it as the fp32 value it was cast from (no re-rounding
+  between kept modules). A kept module
+  covers its submodules; the root (the whole model) is never a plan.
+- Search: the first module past its limit (the drift attribution's ranking, then each
+  plan run's own per-module comparison against the fp32 reference) is added until the
+  output holds its limit; then delta debugging removes what is not needed; then a fresh
+  run with the plan applied gives the verified error.
+- Bounded by forwards and seconds (both reported); a search that runs out says so.
+  Before searching, the whole model in fp32 on the same device is run once: when that
+  fails too, the drift is not a precision problem and no plan is searched. These first two
+  forwards (the model as it is, and in fp32) always run; every later one fits the bound.
+
+Worker side (imports torch inside functions). :func:`plan_after_verdict` is the probe's
+entry; :func:`search_plan` the search; :func:`snippet` the code a user pastes.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
+
+#: Default budget of one search: model forwards (the reference run included) and seconds.
+MAX_FORWARDS = 40
+MAX_SECONDS = 30.0
+#: Plan runs kept in the detail's ``trials`` list.
+MAX_TRIALS = 24
+LOW_PRECISION = ("bfloat16", "float16")
+
+#: ``status`` values of a :class:`Plan`.
+FOUND, NOT_NEEDED, NO_PLAN, NOT_PRECISION, BUDGET, SKIPPED = (
+    "found", "not_needed", "no_plan", "not_precision", "budget", "skipped")
+
+Check = Callable[[Any], "tuple[float, bool]"]
+
+
+@dataclass
+class Plan:
+    """The outcome of one search (``detail()`` is the JSON payload on the cell)."""
+
+    status: str
+    limit: float
+    fp32_modules: list[str] = field(default_factory=list)
+    verified_error: float | None = None
+    baseline_error: float | None = None
+    fp32_error: float | None = None
+    forwards: int = 0
+    seconds: float = 0.0
+    max_forwards: int = MAX_FORWARDS
+    max_seconds: float = MAX_SECONDS
+    dtype: str | None = None
+    reason: str = ""
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+    def detail(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 4)
+        for key in ("verified_error", "baseline_error", "fp32_error"):
+            out[key] = _r(out[key])
+        return out
+
+
+def _r(x: float | None) -> float | None:
+    if x is None or x != x or x in (float("inf"), float("-inf")):
+        return None
+    return float(f"{x:.4g}")
+
+
+def _fmt(x: float | None) -> str:
+    return "non-finite" if x is None or x != x or x in (float("inf"), float("-inf")) \
+        else f"{x:.3g}"
+
+
+# -- applying a plan -------------------------------------------------------------------------
+
+def normalize(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Unique names, a kept module's submodules dropped (it covers them), in given order."""
+    out: list[str] = []
+    for n in names:
+        if n in out or any(n.startswith(k + ".") for k in names if k != n):
+            continue
+        out.append(n)
+    return out
+
+
+class _Handoff:
+    """fp32 values of cast-back outputs, found again when the same tensor object reaches
+    another kept module (keyed by id, checked by a weak reference)."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, tuple[Any, Any]] = {}
+
+    def keep(self, low: Any, high: Any) -> None:
+        import weakref
+
+        self.values[id(low)] = (weakref.ref(low), high)
+
+    def find(self, t: Any) -> Any:
+        entry = self.values.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
+
+    def clear(self) -> None:
+        self.values.clear()
+
+
+def _map(x: Any, fn: Callable[[Any], Any], torch: Any, depth: int = 0) -> Any:
+    """``fn`` over the floating tensors of a (nested) tuple/list/dict output."""
+    if isinstance(x, torch.Tensor):
+        return fn(x) if x.is_floating_point() else x
+    if depth > 6:
+        return x
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
+        return type(x)(*(_map(v, fn, torch, depth + 1) for v in x))
+    if isinstance(x, (tuple, list)):
+        return type(x)(_map(v, fn, torch, depth + 1) for v in x)
+    if isinstance(x, dict):
+        if type(x) is dict:
+            return {k: _map(v, fn, torch, depth + 1) for k, v in x.items()}
+        for k in list(x.keys()):  # a ModelOutput: set in place (keeps its attributes)
+            x[k] = _map(x[k], fn, torch, depth + 1)
+        return x
+    return x
+
+
+def _model_dtype(model: Any, torch: Any) -> Any:
+    for p in model.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
+
+
+def _model_device(model: Any, torch: Any) -> Any:
+    for p in model.parameters():
+        return p.device
+    for b in model.buffers():
+        return b.device
+    return torch.device("cpu")
+
+
+def _fp32_copy(src: Any, device: Any, low: Any, handoff: _Handoff, torch: Any) -> Any:
+    """A fp32 copy of ``src`` on ``device`` whose floating inputs become fp32 (the kept
+    value when one was handed off) and whose floating outputs go back to ``low``."""
+    m = copy.deepcopy(src).to(device=device, dtype=torch.float32)
+
+    def up(t: Any) -> Any:
+        found = handoff.find(t)
+        return found if found is not None else t.float()
+
+    def pre(_m: Any, args: Any, kwargs: Any) -> Any:
+        return _map(tuple(args), up, torch), _map(dict(kwargs), up, torch)
+
+    def post(_m: Any, _args: Any, out: Any) -> Any:
+        def down(t: Any) -> Any:
+            if t.dtype == low:
+                return t
+            d = t.to(low)
+            handoff.keep(d, t)
+            return d
+        return _map(out, down, torch)
+
+    m.register_forward_pre_hook(pre, with_kwargs=True)
+    m.register_forward_hook(post)
+    return m
+
+
+class Applier:
+    """Applies plans to one model: fp32 copies made once per module, swapped in for a run."""
+
+    def __init__(self, model: Any, weights: Any = None) -> None:
+        import torch
+
+        self.torch = torch
+        self.model = model
+        self.weights = weights
+        self.low = _model_dtype(model, torch)
+        self.device = _model_device(model, torch)
+        self.handoff = _Handoff()
+        self.copies: dict[str, Any] = {}
+
+    def _copy(self, name: str) -> Any:
+        """The model's own module ``name`` in fp32 (so its code, mode and attributes are the
+        model's), with the fp32 reference's weights when it has that module."""
+        if name not in self.copies:
+            m = _fp32_copy(self.model.get_submodule(name), self.device, self.low,
+                           self.handoff, self.torch)
+            if self.weights is not None:
+                try:
+                    m.load_state_dict(self.weights.get_submodule(name).state_dict())
+                except (AttributeError, RuntimeError):
+                    pass  # the reference lacks it or differs: the model's weights, upcast
+            self.copies[name] = m
+        return self.copies[name]
+
+    @contextmanager
+    def applied(self, names: list[str]) -> Iterator[Any]:
+        """The model with ``names`` kept in fp32 (``""`` alone: the whole model in fp32)."""
+        if names == [""]:
+            try:
+                yield self._copy("")
+            finally:
+                self.copies.pop("", None)  # a whole fp32 model: not kept after its run
+                self.handoff.clear()
+            return
+        swaps: list[tuple[Any, str, Any]] = []
+        try:
+            for n in normalize(names):
+                if not n:
+                    raise ValueError("the whole model is never a plan")
+                parent_name, _, child = n.rpartition(".")
+                parent = self.model.get_submodule(parent_name)
+                swaps.append((parent, child, parent._modules[child]))
+                parent._modules[child] = self._copy(n)
+            yield self.model
+        finally:
+            for parent, child, orig in reversed(swaps):
+                parent._modules[child] = orig
+            self.handoff.clear()
+
+
+# -- the search ------------------------------------------------------------------------------
+
+class _Budget:
+    def __init__(self, max_forwards: int, max_seconds: float) -> None:
+        self.max_forwards, self.max_seconds = max_forwards, max_seconds
+        self.forwards = 0
+        self.t0 = time.perf_counter()
+        self.slowest = 0.0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def allows(self) -> bool:
+        """Room for one more forward (by count, and by the slowest one so far in time)."""
+        return self.forwards < self.max_forwards and \
+            self.elapsed() + self.slowest <= self.max_seconds
+
+    def timed(self, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.forwards += 1
+            self.slowest = max(self.slowest, time.perf_counter() - t0)
+
+
+class _Search:
+    def __init__(self, model: Any, reference: Any, forward: Callable[[Any], Any],
+                 forward_reference: Callable[[Any], Any] | None, check: Check, limit: float,
+                 budget: _Budget, mask: Any) -> None:
+        import torch
+
+        self.torch = torch
+        self.model, self.reference = model, reference
+        self.forward, self.forward_reference = forward, forward_reference
+        self.check, self.limit, self.budget = check, limit, budget
+        self.applier = Applier(model, reference)
+        self.mask = None if mask is None else mask.detach().bool().cpu()
+        self.names = {id(m): n for n, m in model.named_modules()}
+        self.ref_out: dict[str, list[list[Any] | None]] | None = None
+        self.trials: list[dict[str, Any]] = []
+
+    def reference_outputs(self) -> None:
+        """Every module's fp32 reference output (CPU), for the per-module comparison."""
+        run_ref = self.forward_reference
+        if self.reference is None or run_ref is None:
+            return
+        torch = self.torch
+        names = {id(m): n for n, m in self.reference.named_modules()}
+        store: dict[str, list[list[Any] | None]] = {}
+
+        def hook(m: Any, _a: Any, out: Any) -> None:
+            leaves = _leaves(out, torch)
+            store.setdefault(names.get(id(m), "?") or ROOT, []).append(None if leaves is None
+                else [_masked(t.detach().float().cpu(), self.mask) if t.is_floating_point()
+                      else None for t in leaves])
+
+        handles = [m.register_forward_hook(hook) for m in self.reference.modules()]
+        try:
+            with torch.no_grad():
+                self.budget.timed(lambda: run_ref(self.reference))
+        finally:
+            for h in handles:
+                h.remove()
+        self.ref_out = store
+
+    def run(self, plan: list[str], *, per_module: bool = False
+            ) -> tuple[float, bool, list[tuple[str, float]]]:
+        """The output's (error, passed) with ``plan`` applied, and, with ``per_module``, the
+        modules' (name, error/limit) in return order."""
+        torch = self.torch
+        ratios: list[tuple[str, float]] = []
+        seen: dict[str, int] = {}
+
+        def hook(m: Any, _a: Any, out: Any) -> None:
+            name = self.names.get(id(m))
+            if name is None or self.ref_out is None:
+                return
+            name = name or ROOT
+            idx = seen.get(name, 0)
+            seen[name] = idx + 1
+            refs = self.ref_out.get(name)
+            leaves = _leaves(out, torch)
+            if refs is None or idx >= len(refs) or refs[idx] is None or leaves is None \
+                    or len(leaves) != len(refs[idx] or []):
+                return
+            worst = 0.0
+            for t, r in zip(leaves, refs[idx] or [], strict=True):
+                if r is None or not t.is_floating_point():
+                    continue
+                a = _masked(t.detach(), self.mask).float().cpu()
+                if a.shape != r.shape or a.numel() == 0:
+                    continue
+                d = (a - r).abs().max()
+                dt = str(t.dtype).removeprefix("torch.")
+                lim = DEFAULT_LIMITS.get(dt, DEFAULT_LIMITS["bfloat16"]) * max(
+                    1.0, float(r.abs().max()))
+                ratio = float(d) / lim if bool(torch.isfinite(d)) else float("inf")
+                worst = max(worst, ratio)
+            ratios.append((name, worst))
+
+        with self.applier.applied(plan) as model:
+            handles = [m.register_forward_hook(hook) for m in model.modules()] \
+                if per_module else []
+            try:
+                with torch.no_grad():
+                    out = self.budget.timed(lambda: self.forward(model))
+            finally:
+                for h in handles:
+                    h.remove()
+        value, passed = self.check(out)
+        if len(self.trials) < MAX_TRIALS:
+            self.trials.append({"fp32_modules": list(plan), "error": _r(value),
+                                "passed": passed})
+        return value, passed, ratios
+
+
+def _next_candidate(ratios: list[tuple[str, float]], plan: list[str],
+                    ranking: list[str]) -> str | None:
+    """The first module past its limit (return order) not already kept or inside a kept
+    one, else the next of the drift's ranking, else the worst module within its limit."""
+    def free(n: str) -> bool:
+        return n not in ("", ROOT) and not any(n == k or n.startswith(k + ".") for k in plan)
+
+    for name, ratio in ratios:
+        if ratio > 1.0 and free(name):
+            return name
+    for name in ranking:
+        if free(name):
+            return name
+    rest = [(r, n) for n, r in ratios if free(n) and r > 0]
+    return max(rest)[1] if rest else None
+
+
+def _ddmin(plan: list[str], passes: Callable[[list[str]], bool | None]) -> list[str]:
+    """Delta debugging (ddmin): a 1-minimal passing subset of ``plan`` (which passes);
+    ``passes`` returns None when the budget is spent (the smallest passing set so far is
+    kept)."""
+    n = 2
+    while len(plan) >= 2:
+        size = -(-len(plan) // n)
+        chunks = [plan[i:i + size] for i in range(0, len(plan), size)]
+        tries = (chunks if n > 2 else []) + [
+            [x for j, c in enumerate(chunks) if j != i for x in c] for i in range(len(chunks))]
+        for subset in tries:
+            ok = passes(subset)
+            if ok is None:
+                return plan
+            if ok:
+                n = 2 if len(subset) <= size else max(n - 1, 2)
+                plan = subset
+                break
+        else:
+            if n >= len(plan):
+                break
+            n = min(len(plan), 2 * n)
+    return plan
+
+
+def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: float, *,
+                reference: Any = None, forward_reference: Callable[[Any], Any] | None = None,
+                ranking: list[str] | None = None, mask: Any = None,
+                max_forwards: int = MAX_FORWARDS, max_seconds: float = MAX_SECONDS) -> Plan:
+    """Search the fp32 modules that bring ``check(forward(model))`` within its limit.
+
+    ``forward(m)`` runs the model (or the model with a plan applied) on its inputs;
+    ``check(output)`` returns ``(error, passed)`` of the cell's own verdict;
+    ``reference``/``forward_reference`` are the fp32 reference (same module names) and its
+    run, giving the kept modules' fp32 weights and the per-module comparison that picks the
+    next candidate; ``ranking``: module names from the drift attribution, tried first.
+    """
+    import torch
+
+    budget = _Budget(max_forwards, max_seconds)
+    dtype = str(_model_dtype(model, torch)).removeprefix("torch.")
+    plan = Plan(status=SKIPPED, limit=limit, max_forwards=max_forwards,
+                max_seconds=max_seconds, dtype=dtype)
+
+    def done(status: str, reason: str) -> Plan:
+        plan.status, plan.reason = status, reason
+        plan.forwards, plan.seconds = budget.forwards, budget.elapsed()
+        return plan
+
+    if dtype not in LOW_PRECISION:
+        return done(SKIPPED, f"the model runs in {dtype}, not bf16/fp16: nothing to keep "
+                             "in fp32")
+    s = _Search(model, reference, forward, forward_reference, check, limit, budget, mask)
+    ranking = [n for n in (ranking or []) if n not in ("", ROOT)]
+    try:
+        base, ok, _ = s.run([])
+        plan.baseline_error = base
+        if ok:
+            return done(NOT_NEEDED, f"the {dtype} output holds its limit ({_fmt(base)} <= "
+                                    f"{limit:.3g}): no plan needed")
+        whole, whole_ok, _ = s.run([""])
+        plan.fp32_error = whole
+        if not whole_ok:
+            return done(NOT_PRECISION, f"the whole model in fp32 fails too ({_fmt(whole)} > "
+                                       f"{limit:.3g}): not a precision problem")
+        if not budget.allows():
+            return done(BUDGET, _spent(budget, []))
+        s.reference_outputs()
+        kept: list[str] = []
+        ratios: list[tuple[str, float]] = []
+        if not ranking and budget.allows():  # no drift attribution: the model's own
+            ratios = s.run([], per_module=True)[2]
+        ok = False
+        while not ok:
+            if not budget.allows():
+                return done(BUDGET, _spent(budget, kept))
+            cand = _next_candidate(ratios, kept, ranking)
+            if cand is None:
+                return done(NO_PLAN, f"no set of modules short of the whole model brings "
+                                     f"the output within {limit:.3g} (tried "
+                                     f"{len(kept)} module(s))")
+            kept = normalize(kept + [cand])
+            _, ok, ratios = s.run(kept, per_module=True)
+
+        tested: dict[frozenset[str], bool] = {frozenset(kept): True}
+
+        def passes(subset: list[str]) -> bool | None:
+            key = frozenset(subset)
+            if key not in tested:
+                if not budget.allows():
+                    return None
+                tested[key] = s.run(subset)[1]
+            return tested[key]
+
+        kept = _ddmin(kept, passes)
+        if not budget.allows():
+            return done(BUDGET, _spent(budget, kept) + "; the plan was not verified")
+        verified, ok, _ = s.run(kept)
+        plan.fp32_modules, plan.verified_error = kept, verified
+        if not ok:  # a model whose runs differ (nondeterminism): said, never hidden
+            return done(NO_PLAN, f"the plan {kept} passed in the search but its re-run "
+                                 f"gives {_fmt(verified)} > {limit:.3g}")
+        return done(FOUND, f"keep {len(kept)} module(s) in fp32: {', '.join(kept)}; "
+                           f"verified {_fmt(verified)} <= {limit:.3g} (was {_fmt(base)})")
+    finally:
+        plan.trials = s.trials
+        plan.forwards, plan.seconds = budget.forwards, budget.elapsed()
+
+
+def _spent(budget: _Budget, kept: list[str]) -> str:
+    return (f"no plan within the bound ({budget.max_forwards} forwards, "
+            f"{budget.max_seconds:g} s; spent {budget.forwards} forwards, "
+            f"{budget.elapsed():.1f} s; {len(kept)} module(s) kept so far)")
+
+
+# -- what the user pastes --------------------------------------------------------------------
+
+SNIPPET = '''\
+# laya-tui precision plan: {summary}
+import torch
+
+KEEP_FP32 = {names!r}
+
+
+def cast_keeping_fp32(model, dtype=torch.{dtype}, keep=KEEP_FP32):
+    """Cast an fp32 model to dtype except `keep` (fp32 weights and inputs); a kept output
+    goes back to dtype where it leaves the kept set (fp32 into another kept module)."""
+    import weakref
+    states = {{n: {{k: v.clone() for k, v in model.get_submodule(n).state_dict().items()}}
+              for n in keep}}
+    model.to(dtype)
+    handed = {{}}  # id(cast-back tensor) -> (weakref, its fp32 value)
+
+    def each(x, fn):
+        if torch.is_tensor(x):
+            return fn(x) if x.is_floating_point() else x
+        if isinstance(x, (tuple, list)):
+            return type(x)(each(v, fn) for v in x)
+        if isinstance(x, dict):
+            return {{k: each(v, fn) for k, v in x.items()}}
+        return x
+
+    def up(t):
+        hit = handed.get(id(t))
+        return hit[1] if hit and hit[0]() is t else t.float()
+
+    def down(t):
+        low = t.to(dtype)
+        handed[id(low)] = (weakref.ref(low), t)
+        return low
+
+    for n in keep:
+        m = model.get_submodule(n).float()
+        m.load_state_dict(states[n])
+        m.register_forward_pre_hook(lambda _m, a, k: (each(a, up), each(k, up)),
+                                    with_kwargs=True)
+        m.register_forward_hook(lambda _m, _a, out: each(out, down))
+    model.register_forward_pre_hook(lambda *_: handed.clear())
+    return model
+'''
+
+
+def snippet(plan: Plan) -> str:
+    """Code that casts an fp32 model to the plan's dtype keeping its modules in fp32."""
+    summary = (f"{len(plan.fp32_modules)} module(s) in fp32, verified max|diff| "
+               f"{_fmt(plan.verified_error)} <= {plan.limit:.3g}")
+    return SNIPPET.format(summary=summary, names=list(plan.fp32_modules),
+                          dtype=plan.dtype or "bfloat16")
+
+
+# -- the probe's entry -----------------------------------------------------------------------
+
+def ranking_from_drift(drift: dict[str, Any] | None) -> list[str]:
+    """Module names past their limit, in the drift's execution order (its artifact's full
+    list when there is one, else the thinned curve), the first past its limit first."""
+    if not drift:
+        return []
+    calls: list[tuple[str, float, float]] = []
+    path = drift.get("artifact")
+    if path:
+        import json
+
+        try:
+            with open(path, encoding="utf-8") as fh:
+                calls = [(c["module"], c["max_diff"] or float("inf"), c["limit"] or 0.0)
+                         for c in json.load(fh)["calls"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            calls = []
+    if not calls:
+        calls = [(m, d if d is not None else float("inf"), lim or 0.0)
+                 for m, d, lim in drift.get("curve") or []]
+    out: list[str] = []
+    first = (drift.get("first_past_limit") or {}).get("module")
+    if first and first != ROOT:
+        out.append(first)
+    for name, diff, lim in calls:
+        if diff > lim and name not in out and name != ROOT:
+            out.append(name)
+    return out
+
+
+def enabled(opts: dict[str, Any]) -> bool:
+    """On unless ``--no-precision-plan`` (option ``precision_plan`` False)."""
+    return opts.get("precision_plan", True) is not False
+
+
+def plan_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
+                       reference: Any, forward: Callable[[Any], Any],
+                       forward_reference: Callable[[Any], Any], check: Check,
+                       drift: dict[str, Any] | None = None, mask: Any = None
+                       ) -> Plan | None:
+    """After a failing tolerance verdict of a bf16/fp16 eager cell: search, verify, and emit
+    the plan as a ``log`` signal (``detail.precision_plan``; ``fix`` holds the snippet).
+    Never raises: a search that fails is a log line."""
+    if verdict.get("passed") is not False or not enabled(ctx.options):
+        return None
+    limit = float(verdict.get("limit") or 0.0)
+    ctx.step("precision plan")
+    try:
+        plan = search_plan(model, forward, check, limit, reference=reference,
+                           forward_reference=forward_reference,
+                           ranking=ranking_from_drift(drift), mask=mask,
+                           max_forwards=int(ctx.options.get("precision_plan_forwards")
+                                            or MAX_FORWARDS),
+                           max_seconds=float(ctx.options.get("precision_plan_seconds")
+                                             or MAX_SECONDS))
+    except Exception as exc:  # noqa: BLE001 - the search must never hide the verdict
+        ctx.log(f"precision plan failed: {type(exc).__name__}: {exc}"[:300],
+                subject=f"{subject} precision plan")
+        return None
+    if plan.status == SKIPPED:
+        return plan
+    detail = plan.detail()
+    fix = None
+    if plan.status == FOUND:
+        detail["snippet"] = fix = snippet(plan)
+    ctx.log(plan.reason, subject=f"{subject} precision plan", fix=fix,
+            value=plan.verified_error if plan.status == FOUND else None,
+            limit=plan.limit, count=plan.forwards, seconds=round(plan.seconds, 4),
+            detail={"precision_plan": detail})
+    return plan
