@@ -19,7 +19,10 @@ Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on
 
 Every compared output also says where its drift starts: each module's output against the
 fp32 CPU reference in execution order (:mod:`laya_tui.families.explain.drift`), in the tolerance
-signal's ``detail.drift`` and a JSON artifact.
+signal's ``detail.drift`` and a JSON artifact. A failing bf16/fp16 eager comparison is
+followed by the precision plan search (:mod:`laya_tui.families.explain.precision_plan`):
+the modules to keep in fp32, verified by a re-run, as a ``log`` signal with
+``detail.precision_plan`` and the snippet in ``fix``.
 
 Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec (the factory
 returns ``(model, inputs)``, inputs one input set or a list of them: eager runs each, compile
@@ -129,19 +132,38 @@ def _output(result: Any) -> tuple[str, Any]:
 
 
 def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any = None,
-             drift: dict[str, Any] | None = None) -> None:
-    from laya_tui.tolerance import compare_logits
+             drift: dict[str, Any] | None = None, plan: dict[str, Any] | None = None) -> None:
+    """The tolerance verdict; when it fails and ``plan`` holds ``model``, ``reference``,
+    ``forward`` and ``forward_reference``, the precision plan search follows it."""
+    from laya_tui.families.numeric import max_abs_diff
+    from laya_tui.tolerance import compare_logits, logits_verdict
 
     name_out, t_out = _output(out)
     _, t_ref = _output(ref)
     t_out = t_out.detach().float().cpu()
     t_ref = t_ref.detach().float().cpu()
     extra = {"detail": {"drift": drift}} if drift else {}
+    m = None if mask is None or t_out.dim() <= mask.dim() else mask[..., None]
     if name_out == "logits":
-        compare_logits(ctx, f"{subject} logits", t_out, t_ref, atol=limit, mask=mask, **extra)
+        sig = compare_logits(ctx, f"{subject} logits", t_out, t_ref, atol=limit, mask=mask,
+                             **extra)
     else:
-        m = None if mask is None or t_out.dim() <= mask.dim() else mask[..., None]
-        ctx.compare(f"{subject} {name_out}", t_out, t_ref, atol=limit, mask=m, **extra)
+        sig = ctx.compare(f"{subject} {name_out}", t_out, t_ref, atol=limit, mask=m, **extra)
+    if plan is None:
+        return
+
+    def check(o: Any) -> tuple[float, bool]:  # the verdict above, on a plan run's output
+        t = _output(o)[1].detach().float().cpu()
+        if name_out == "logits":
+            v = logits_verdict(t, t_ref, atol=limit, mask=mask)
+            return float(v["value"]), bool(v["passed"])
+        value = max_abs_diff(t, t_ref, mask=m)[0]
+        return value, value <= limit
+
+    from laya_tui.families.explain.precision_plan import plan_after_verdict
+
+    plan_after_verdict(ctx, f"{subject} {name_out}", sig, check=check, drift=drift,
+                       mask=mask, **plan)
 
 
 def _drift(ctx: Any, subject: str, model: Any, reference: Any, run_model: Any,
@@ -215,7 +237,11 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
             ref, drift = _drift(ctx, subject, model, reference,
                                 lambda i=i: model(**inputs[i]),
                                 lambda i=i: reference(**batches[i]), mask)
-            _compare(ctx, subject, results[i], ref, LIMITS[dtype], mask, drift)
+            plan = None if scenario != "eager" else {  # eager first (issue 43)
+                "model": model, "reference": reference,
+                "forward": lambda m, i=i: m(**inputs[i]),
+                "forward_reference": lambda m, i=i: m(**batches[i])}
+            _compare(ctx, subject, results[i], ref, LIMITS[dtype], mask, drift, plan)
     if scenario.startswith("compile"):
         torch._dynamo.reset()
 
@@ -247,7 +273,10 @@ def _host_decode(ctx: Any, torch: Any, preset: str, model: Any, reference: Any, 
                         lambda: reference(input_ids=ids, attention_mask=mask), mask.bool())
     ctx.log(f"host decode: {int(result.ids.shape[1]) - DECODE_ROWS[0]} token(s) generated",
             subject="decode", detail={"generated": result.ids[:, DECODE_ROWS[0]:].tolist()})
-    _compare(ctx, subject, result, ref, LIMITS[dtype], mask.bool(), drift)
+    _compare(ctx, subject, result, ref, LIMITS[dtype], mask.bool(), drift, {
+        "model": model, "reference": reference,
+        "forward": lambda m: m(input_ids=ids.to(device), attention_mask=mask.to(device)),
+        "forward_reference": lambda m: m(input_ids=ids, attention_mask=mask)})
 
 
 def _user_model(ctx: Any, spec: str, scenario: str) -> None:
@@ -321,7 +350,11 @@ def _user_model(ctx: Any, spec: str, scenario: str) -> None:
         ref, drift = _drift(ctx, subject, model, reference,
                             lambda i=i: presets.call_with(model, on_dev[i]),
                             lambda i=i: presets.call_with(reference, on_cpu[i]))
-        _compare(ctx, subject, outs[i], ref, limit, drift=drift)
+        plan = None if scenario != "eager" else {  # eager first (issue 43)
+            "model": model, "reference": reference,
+            "forward": lambda m, i=i: presets.call_with(m, on_dev[i]),
+            "forward_reference": lambda m, i=i: presets.call_with(m, on_cpu[i])}
+        _compare(ctx, subject, outs[i], ref, limit, drift=drift, plan=plan)
     if scenario == "compile":
         torch._dynamo.reset()
 

@@ -243,3 +243,56 @@ def test_plan_after_verdict_emits_a_log_with_the_plan_and_snippet():
     assert pp.plan_after_verdict(Ctx(), "out", {"passed": True, "limit": LIMIT},
                                  model=model, reference=ref, forward=lambda m: m(x),
                                  forward_reference=lambda m: m(x), check=check) is None
+
+
+CLI_MODEL = '''
+import torch
+
+D = 16
+
+
+class Cancel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(D, D, bias=False)
+        with torch.no_grad():
+            w = torch.randn(D, D, dtype=torch.float64) / D ** 0.5
+            self.fc.weight.copy_((w - w.mean(dim=1, keepdim=True)).float())
+
+    def forward(self, x):
+        return self.fc(x + 512.0)
+
+
+def build():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(D, D), Cancel(), torch.nn.Tanh(),
+                                torch.nn.Linear(D, 4))
+    return model.eval().to(torch.bfloat16), torch.randn(8, D).to(torch.bfloat16)
+'''
+
+
+@pytest.mark.parametrize("flag", [None, "--no-precision-plan"])
+def test_cli_eager_cell_carries_the_plan_and_the_flag_turns_it_off(tmp_path, flag):
+    import json
+
+    from laya_tui.report.document import validate_report
+    from tests._util import run_cli
+
+    (tmp_path / "pp_cli_model.py").write_text(CLI_MODEL)
+    out = tmp_path / "r.json"
+    proc = run_cli("--headless", "--json", str(out), "--no-cache", "--device", "cpu",
+                   "--only", "explain/model:*[eager]", "--model", "pp_cli_model:build",
+                   *([flag] if flag else []), env={"PYTHONPATH": str(tmp_path)})
+    report = json.loads(out.read_text())
+    validate_report(report)
+    (probe,) = report["probes"]
+    assert probe["status"] == "failed", (proc.stderr[-2000:], probe.get("reason"))
+    plans = [s for s in probe["signals"] if "precision_plan" in (s.get("detail") or {})]
+    if flag:
+        assert plans == []
+        return
+    (sig,) = plans
+    plan = sig["detail"]["precision_plan"]
+    assert sig["kind"] == "log" and plan["status"] == "found"
+    assert plan["fp32_modules"] == ["1"] and plan["verified_error"] <= plan["limit"] == 0.05
+    assert plan["forwards"] <= plan["max_forwards"] and "KEEP_FP32 = ['1']" in sig["fix"]

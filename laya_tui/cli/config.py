@@ -309,7 +309,7 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
         durations=frozen_map(durations) if durations is not None else None,
         durations_path=os.path.abspath(durations_path) if durations_path and durations is not None
         else None,
-        envs=envs,
+        envs=envs, precision_plan=flags.get("precision_plan") is not False,
     )
 
 

@@ -152,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder for artifacts (packages, generated source); default: cache")
     ap.add_argument("--workspace", metavar="DIR", default=".",
                     help="workspace root (default: the current folder)")
+    ap.add_argument("--precision-plan", action=argparse.BooleanOptionalAction, default=None,
+                    help="after a failing bf16/fp16 eager tolerance, search the modules to keep "
+                    "in fp32 and verify the plan (bounded; default: on)")
     ap.add_argument("--rbln-log", metavar="PATH",
                     help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
     ap.add_argument("--watch", action="store_true",

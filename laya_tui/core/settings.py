@@ -117,6 +117,8 @@ class RunOptions:
     #: cells inside a family: "longest-first" (headless: the family ends soonest) or
     #: "shortest-first" (a user watching: first results at once), by recorded durations
     order: str = "longest-first"
+    #: search a verified fp32 plan after a failing bf16/fp16 eager tolerance (issue 43)
+    precision_plan: bool = True
 
     def __post_init__(self) -> None:
         for name in ("probes", "kernels", "models", "only", "envs"):
@@ -144,6 +146,8 @@ class RunOptions:
             opts["rbln_log"] = self.rbln_log
         if self.kernel_args:
             opts["kernel_args"] = dict(self.kernel_args)  # [tool.laya-tui.kernel-args]
+        if not self.precision_plan:  # only when off: the default keeps cache keys as they were
+            opts["precision_plan"] = False
         return opts
 
     def timeout_for(self, probe: Mapping[str, Any]) -> float:

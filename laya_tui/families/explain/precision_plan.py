@@ -434,6 +434,7 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
         s.reference_outputs()
         kept: list[str] = []
         ratios: list[tuple[str, float]] = []
+        tested: dict[frozenset[str], bool] = {frozenset(): False}
         if not ranking and budget.allows():  # no drift attribution: the model's own
             ratios = s.run([], per_module=True)[2]
         ok = False
@@ -447,8 +448,8 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
                                      f"{len(kept)} module(s))")
             kept = normalize(kept + [cand])
             _, ok, ratios = s.run(kept, per_module=True)
+            tested[frozenset(kept)] = ok
 
-        tested: dict[frozenset[str], bool] = {frozenset(kept): True}
 
         def passes(subset: list[str]) -> bool | None:
             key = frozenset(subset)
