@@ -305,7 +305,7 @@ class _Search:
         seen: dict[str, int] = {}
 
         def hook(m: Any, _a: Any, out: Any) -> None:
-            name = self.names.get(id(m))
+            name = self.names.get(id(m), kept.get(id(m)))
             if name is None or self.ref_out is None:
                 return
             name = name or ROOT
@@ -332,8 +332,9 @@ class _Search:
             ratios.append((name, worst))
 
         with self.applier.applied(plan) as model:
-            handles = [m.register_forward_hook(hook) for m in model.modules()] \
-                if per_module else []
+            kept = {id(self.applier.copies[n]): n for n in normalize(plan)}
+            handles = [m.register_forward_hook(hook) for m in model.modules()
+                       if id(m) in self.names or id(m) in kept] if per_module else []
             try:
                 with torch.no_grad():
                     out = self.budget.timed(lambda: self.forward(model))
@@ -349,14 +350,30 @@ class _Search:
 
 def _next_candidate(ratios: list[tuple[str, float]], plan: list[str],
                     ranking: list[str]) -> str | None:
-    """The first module past its limit (return order) not already kept or inside a kept
-    one, else the next of the drift's ranking, else the worst module within its limit."""
+    """The next module to keep in fp32, from a plan run's (module, error/limit) list in
+    return order: the first module past its limit that is not kept (nor inside a kept
+    one); but when a kept module comes first and is still past its limit, its inputs are
+    wrong: its nearest called enclosing module (whose own ops feed it), else the nearest
+    free module that returned before it. Else the
+    drift's ranking, else the worst free module within its limit."""
     def free(n: str) -> bool:
         return n not in ("", ROOT) and not any(n == k or n.startswith(k + ".") for k in plan)
 
-    for name, ratio in ratios:
-        if ratio > 1.0 and free(name):
+    for i, (name, ratio) in enumerate(ratios):
+        if ratio <= 1.0:
+            continue
+        if free(name):
             return name
+        if name in plan:  # kept and still wrong: what feeds it is
+            called = {n for n, _ in ratios[i + 1:]}
+            parts = name.split(".")
+            for cut in range(len(parts) - 1, 0, -1):  # the enclosing module's own ops
+                anc = ".".join(parts[:cut])
+                if anc in called and free(anc):
+                    return anc
+            upstream = [n for n, r in ratios[:i] if free(n) and r > 0]
+            if upstream:
+                return upstream[-1]
     for name in ranking:
         if free(name):
             return name
