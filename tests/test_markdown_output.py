@@ -128,7 +128,8 @@ def test_github_step_summary_is_appended(runs, tmp_path):
     proc = run_ci(ws, env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert proc.returncode == 1  # REGRESS is still the scenario: tolerance fails
     text = summary.read_text()
-    assert text.startswith("earlier step\n## laya-tui: ❌ FAIL · 1 finding · 0 not examined\n")
+    assert text.startswith("earlier step\n## laya-tui: ❌ FAIL · 1 finding · "
+                           "0 could not be examined\n")
     proc = run_ci(ws, "--markdown", str(tmp_path / "pr.md"),
                   env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert summary.read_text().count("## laya-tui:") == 2

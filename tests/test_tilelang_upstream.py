@@ -366,7 +366,7 @@ def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
         in proc.stderr
     assert '      [tool.laya-tui.kernel-args."k/unknown_args.py::shift_rows"]' in proc.stderr
     junit = out["j.xml"].read_text()
-    assert '<error type="not-examined" message="could not be examined: kernel arguments' in junit
+    assert '<error type="not-examined" message="⚠ could not be examined: kernel arguments' in junit
     assert "<failure" not in junit and 'errors="1"' in junit
     try:
         import xmlschema

@@ -1,5 +1,5 @@
-"""The summary bar's "built, not run" count: the same as report.verdict.not_run gives,
-without a pass over every signal of a probe the model knows has no lowering signal
+"""The summary bar's state counts ("built, not run"...): the same as report.views.legend's
+cell_state gives, without a pass over every signal of a probe the model knows has no lowering signal
 (issue 30: one stall as a 200,000-signal result came in)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from laya_tui.report.verdict import not_run
-from laya_tui.tui.widgets.summary import _not_run
+from laya_tui.report.views.legend import cell_state
+from laya_tui.tui.widgets.probe_tree import probe_state
 from tests._tui import DEMO_REPORT, SIZE, TILELANG_REPORT, recorded_app
 
 pytestmark = pytest.mark.asyncio
@@ -32,7 +33,8 @@ async def test_not_run_agrees_with_the_verdict_on_every_recorded_cell():
         assert results
         causes = [not_run(r) for r in results]
         assert any(causes), "the recording has cells built but not run"
-        assert [_not_run(app.model, r) for r in results] == causes
+        assert [probe_state(app.model.probes[r["id"]]) for r in results] == \
+            [cell_state(r) for r in results]
 
 
 async def test_a_probe_without_lowering_signals_is_not_read_again():
@@ -50,5 +52,5 @@ async def test_a_probe_without_lowering_signals_is_not_read_again():
                 r = next(r for r in model.results() if not_run(r))
             r["signals"] = _Counted(r["signals"])
             _Counted.passes = 0
-            assert _not_run(model, r) == not_run(r)
+            assert probe_state(model.probes[r["id"]]) == cell_state(r)
             assert _Counted.passes == (1 if want_plain else 2)

@@ -115,8 +115,8 @@ def _not_examined(report: dict[str, Any]) -> list[str]:
     probes = [p for p in report.get("probes", []) if cell_state(p) == State.NOT_EXAMINED]
     if not probes:
         return []
-    return [f"**⚠ not examined** ({len(probes)}): the probe could not examine these (nothing "
-            "was found about them), fix what stopped it", ""] + _probe_table(probes, "why")
+    return [f"**⚠ could not be examined** ({len(probes)}): nothing was found about these, "
+            "fix what stopped the probe", ""] + _probe_table(probes, "why")
 
 
 def _built(report: dict[str, Any]) -> list[str]:

@@ -5,7 +5,7 @@ legend), the terminal summary, JUnit, markdown, SARIF, the annotations and the P
 A cell's *state* (:func:`cell_state`) is what a reader is told about it; it refines the
 report's ``status``: an ``ok`` cell built but never run is ``built, not run`` (no GPU...) or
 ``built, not compared`` (nothing to compare its output with), never ``ok``; a ``failed``
-cell whose probe raised is ``not examined`` (the tool failed, not the subject), not a
+cell whose probe raised is ``could not be examined`` (the tool failed, not the subject), not a
 finding. Standard library only.
 """
 
@@ -123,7 +123,7 @@ class State:
 STATE_MARKS: dict[str, Mark] = {
     State.FINDING: Mark("✗", "finding", "failed",
                         "a finding about the subject: it does not lower, it drifts"),
-    State.NOT_EXAMINED: Mark("⚠", "not examined", "error",
+    State.NOT_EXAMINED: Mark("⚠", "could not be examined", "error",
                              "could not be examined: the probe never reached its subject "
                              "(it raised, or something it needs is unknown); not a finding"),
     State.CRASHED: Mark("✹", "crashed", "crashed", "its worker died or broke the protocol"),

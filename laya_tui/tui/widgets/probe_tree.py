@@ -25,13 +25,21 @@ from textual.widgets.tree import TreeNode
 
 from laya_tui.core.cellid import leaf_name
 from laya_tui.core.signals import FAILING_STATUSES, LIVE_STATUSES, Status
-from laya_tui.report.views.legend import STATUS_MARKS, status_glyph, status_word
+from laya_tui.report.views.legend import (
+    STATUS_MARKS,
+    State,
+    cell_state,
+    not_run,
+    state_mark,
+    status_glyph,
+    status_word,
+)
 from laya_tui.report.views.text import human_seconds, one_line
 from laya_tui.tui.model import ALL, ProbeState, RunModel, Scope
 
 NodeData = Scope
 StyleOf = Callable[[str], Style]
-STATUSES = tuple(str(s) for s in STATUS_MARKS)
+STATUSES = (*(str(s) for s in STATUS_MARKS), "built")
 #: Columns left of a label: the guides of a probe (depth 2) and of a family (guides + icon).
 PROBE_INDENT, FAMILY_INDENT = 6, 5
 #: The tree's own columns besides labels: its right border and its scrollbar.
@@ -67,8 +75,27 @@ def elide_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - tail:]
 
 
-def _tag(st: ProbeState, now: float | None, replay: bool) -> tuple[str, str]:
-    """``(tag, style name)``: what follows the name (seconds, a status word, a clock)."""
+def probe_state(st: ProbeState) -> str:
+    """The cell's state (report.views.legend): an ok cell built but not run or not compared
+    is not ok, a failed one whose probe raised could not be examined; live statuses as
+    they are. Only a cell with a lowering signal is read further (the only kind that says
+    a cell was not run)."""
+    status = st.status
+    if status == Status.OK:
+        entry = st.report_entry
+        if entry is not None and st.kinds.get("lowering"):
+            return cell_state(entry)
+        return State.OK
+    if status == Status.FAILED:
+        return State.NOT_EXAMINED if st.error else State.FINDING
+    if status == Status.ERROR:
+        return State.NOT_EXAMINED
+    return status
+
+
+def _tag(st: ProbeState, now: float | None, replay: bool,
+         state: str | None = None) -> tuple[str, str]:
+    """``(tag, style name)``: what follows the name (seconds, a state word, a clock)."""
     status = st.status
     if status in LIVE_STATUSES:
         if replay:
@@ -77,23 +104,30 @@ def _tag(st: ProbeState, now: float | None, replay: bool) -> tuple[str, str]:
             elapsed = (now if now is not None else time.time()) - (st.started_at or time.time())
             return f"running {max(0.0, elapsed):.1f} s", "running"
         return status, "dim"
-    if status == Status.OK:
+    state = state or probe_state(st)
+    if state == State.OK:
         return ("cached" if st.cached else human_seconds(st.seconds)), "dim"
-    return status_word(status) + (" · cached" if st.cached else ""), status
+    mark = state_mark(state)
+    return mark.word + (" · cached" if st.cached else ""), mark.css
 
 
 def probe_label(st: ProbeState, now: float | None = None, style: StyleOf = _plain, *,
                 width: int | None = None, replay: bool = False) -> Text:
-    """``✓ name  0.42 s`` / ``▶ name  running 3.1 s`` / ``⊘ name  skipped: why``, fitted
-    to ``width`` cells (None: whole): the glyph and the tag stay, the name loses its middle,
-    the reason takes what is left."""
-    glyph = "·" if replay and st.status in LIVE_STATUSES else status_glyph(st.status)
+    """``✓ name  0.42 s`` / ``▶ name  running 3.1 s`` / ``⊘ name  skipped: why`` /
+    ``◐ name  built, not run: no GPU``, fitted to ``width`` cells (None: whole): the glyph
+    and the tag stay, the name loses its middle, the reason takes what is left."""
+    live = st.status in LIVE_STATUSES
+    state = st.status if live else probe_state(st)
+    mark = state_mark(state)
+    glyph = "·" if replay and live else mark.glyph
     name = leaf_name(st.id)
-    tag, tag_style = _tag(st, now, replay)
-    reason = one_line(st.reason, 200) if st.status not in LIVE_STATUSES and \
-        st.status != Status.OK else ""
+    tag, tag_style = _tag(st, now, replay, state)
+    if state in (State.NOT_RUN, State.NOT_COMPARED) and st.report_entry is not None:
+        reason = not_run(st.report_entry) or ""
+    else:
+        reason = one_line(st.reason, 200) if not live and state != State.OK else ""
     text = Text()
-    text.append(glyph + " ", style=style(st.status if glyph != "·" else "dim"))
+    text.append(glyph + " ", style=style(mark.css if glyph != "·" else "dim"))
     if width is None:
         text.append(name)
         text.append(f"  {tag}", style=style(tag_style))

@@ -3,7 +3,8 @@ and a progress bar while probes run."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections import Counter
+from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -13,32 +14,54 @@ from textual.widgets import Static
 
 from laya_tui.core.logtext import printable
 from laya_tui.core.signals import KINDS
-from laya_tui.report.verdict import not_run, ungated, ungated_text
-from laya_tui.report.views.legend import status_word
-from laya_tui.tui.model import RunModel
+from laya_tui.report.verdict import ungated, verdict_parts
+from laya_tui.report.views.legend import State, not_run, state_word
+from laya_tui.tui.model import ProbeState, RunModel
+from laya_tui.tui.widgets.probe_tree import probe_state
 
-#: The statuses the first line counts, in order (ok and failed always, the rest when > 0).
-STATUS_ORDER = ("ok", "failed", "error", "skipped", "crashed", "timeout", "running", "queued")
-_BAD = frozenset(("failed", "error", "crashed", "timeout"))
+#: The states the first line counts, in order (ok and finding always, the rest when > 0).
+STATE_ORDER = (State.OK, State.FINDING, State.CRASHED, State.TIMEOUT, State.NOT_EXAMINED,
+               State.NOT_RUN, State.NOT_COMPARED, State.SKIPPED, "running", "queued")
+_BAD = frozenset((State.FINDING, State.NOT_EXAMINED, State.CRASHED, State.TIMEOUT))
+#: States that keep a passing verdict from being plain green (the warning colour).
+_WARN = frozenset((State.FINDING, State.NOT_EXAMINED, State.CRASHED, State.TIMEOUT))
 
 
-def status_counts(model: RunModel, *, loading: bool) -> list[tuple[str, int, bool]]:
+def state_counts_of(model: RunModel) -> Counter[str]:
+    """Probes per state (report.views.legend; live statuses as they are)."""
+    return Counter(probe_state(st) for st in model.probes.values())
+
+
+def status_counts(model: RunModel, *, loading: bool,
+                  counts: Counter[str] | None = None) -> list[tuple[str, int, bool]]:
     """``(label, count, bad)`` for the first line, in order: what a front end adds to the
     header (a new count) goes here. Loading a saved report, its probes not yet read are
     one "loading" count, not "running" and "queued" ones."""
-    counts = model.status_counts()
+    if counts is None:
+        counts = state_counts_of(model)
     out: list[tuple[str, int, bool]] = []
-    for status in STATUS_ORDER:
-        n = counts.get(status, 0)
-        if loading and status in ("running", "queued"):
+    for state in STATE_ORDER:
+        n = counts.get(state, 0)
+        if loading and state in ("running", "queued"):
             continue
-        if n or status in ("ok", "failed"):
-            out.append((status_word(status), n, status in _BAD and n > 0))
+        if n or state in (State.OK, State.FINDING):
+            out.append((state_word(state) if state not in ("running", "queued") else state,
+                        n, state in _BAD and n > 0))
     if loading:
         waiting = sum(counts.get(s, 0) for s in ("running", "queued", "pending"))
         if waiting:
             out.append(("loading", waiting, False))
     return out
+
+
+def _causes(states: list[ProbeState]) -> dict[str, int]:
+    """``{why: cells}`` of the cells built but not run or not compared."""
+    out: Counter[str] = Counter()
+    for st in states:
+        if st.report_entry is not None and probe_state(st) in (State.NOT_RUN,
+                                                               State.NOT_COMPARED):
+            out[not_run(st.report_entry) or "not run"] += 1
+    return dict(out.most_common())
 
 
 class SummaryText(Static):
@@ -48,49 +71,24 @@ class SummaryText(Static):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "summary--label", "summary--pass", "summary--fail", "summary--dim",
-        "summary--count", "summary--bad",
+        "summary--count", "summary--bad", "summary--warn",
     }
 
     def _s(self, name: str) -> Style:
         return self.get_component_rich_style(f"summary--{name}", partial=True)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._not_run: dict[str, tuple[int, str | None]] = {}  # id -> (result's id(), why)
-
-    def _built_not_run(self, model: RunModel, results: list[dict[str, Any]]) -> dict[str, int]:
-        """``{cause: cells}`` built but not run (report.verdict), each result read once."""
-        out: dict[str, int] = {}
-        for r in results:
-            hit = self._not_run.get(r["id"])
-            if hit is None or hit[0] != id(r):
-                hit = self._not_run[r["id"]] = (id(r), _not_run(model, r))
-            if hit[1]:
-                out[hit[1]] = out.get(hit[1], 0) + 1
-        return out
-
     def show(self, model: RunModel, *, watching: bool, running: bool) -> None:
         """Re-render from the model (cheap: a few counters)."""
         loading = model.replay and (running or not model.discovered)
         results = model.results()
-        built = self._built_not_run(model, results)
+        counts = state_counts_of(model)
         label, dim, cnt, bad = self._s("label"), self._s("dim"), self._s("count"), self._s("bad")
         line = Text()
         line.append("probes ", style=label)
         line.append(str(len(model.probes)), style=cnt)
-        for word, n, is_bad in status_counts(model, loading=loading):
+        for word, n, is_bad in status_counts(model, loading=loading, counts=counts):
             line.append(f"  {word} ", style=dim)
             line.append(str(n), style=bad if is_bad else cnt)
-        if built:  # counted apart (they passed what they reached, but never ran); last, so
-            # a narrow terminal cuts this and not the failed count
-            why = next(iter(built)) if len(built) == 1 else "; ".join(built)
-            n_built = str(sum(built.values()))
-            word = f"built, not run ({why})"
-            if self.size.width and line.cell_len + len(word) + len(n_built) + 3 > \
-                    self.size.width:
-                word = "not run"  # 80 columns: the short word, never cut mid-word
-            line.append(f"  {word} ", style=dim)
-            line.append(n_built, style=cnt)
         if watching:
             line.append("   ◉ watching", style=label)
         kinds = Text()
@@ -116,18 +114,18 @@ class SummaryText(Static):
             gates.append("evaluating…", style=dim)  # off the loop: the app shows it next
         else:
             failed = [g for g in evaluated if not g["passed"]]
+            loose = sum(ungated([r for r in results if r.get("status") == "failed"],
+                                evaluated).values())
+            parts = verdict_parts(not failed, counts, loose, _causes(
+                list(model.probes.values())))
             if failed:
                 gates.append(" FAIL ", style=self._s("fail"))
                 gates.append("  " + ", ".join(
                     f"{g['name']} ({len(g.get('failures', []))})" for g in failed), style=dim)
-            else:
-                gates.append(" PASS ", style=self._s("pass"))
-                gates.append(f"  {len(evaluated)} gates hold", style=dim)
-            kinds_left = ungated([r for r in results if r.get("status") == "failed"],
-                                 evaluated)
-            if kinds_left:
-                gates.append(f"  ·  {ungated_text(kinds_left)} (--fail-on failed or a "
-                             "baseline gates them)", style=dim)
+            else:  # not plain green while a finding or an unexamined cell is there
+                warn = any(counts.get(k) for k in _WARN)
+                gates.append(" PASS ", style=self._s("warn" if warn else "pass"))
+            gates.append("  ·  " + " · ".join(parts[1:]), style=dim)
             if running:
                 gates.append("  (partial: probes still running)", style=dim)
         if model.errors:
@@ -184,14 +182,3 @@ class SummaryBar(Vertical):
         bar.show(done, total, "read " if model.replay else "")
 
 
-def _not_run(model: RunModel, result: dict[str, Any]) -> str | None:
-    """:func:`report.verdict.not_run`, without its pass over every signal when the model
-    knows the answer: the probe's rows are the result's signals, and none is a lowering
-    (the only kind that says why a cell was not run). A flood of 200,000 signals made
-    that pass one stall of ~40 ms as its result came in."""
-    st = model.probes.get(result.get("id", ""))
-    sigs = result.get("signals")
-    if st is not None and st.report_entry is result and isinstance(sigs, list) \
-            and len(sigs) == len(st.rows) and not st.kinds.get("lowering"):
-        return None
-    return not_run(result)
