@@ -16,6 +16,7 @@ from laya_tui.tui.model import ALL, Changes, RunModel
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.widgets.matrix import matrix_view
 from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_text
+from laya_tui.tui.widgets.table_bands import row_band
 from tests._tui import DEMO_REPORT, TILELANG_REPORT
 
 
@@ -242,11 +243,18 @@ def test_table_sorts_on_raw_values_and_filters():
     table.apply(extra, [], [])
     assert table.column_values("count") == ["1", "2", "2", "3", "4"]
     assert row_text(extra[0])[0] == "fallback"
-    # unfiltered, unsorted: the model's own lists, probe by probe, nothing copied
+    # unfiltered, unsorted: findings first (severity band, then probe, then arrival), the
+    # model's own list for a probe whose rows share one band (nothing copied)
     table.filter, table.sort_column = TableFilter(), None
     table.rebuild()
     assert table.row_count == len(model.rows) and not table.order.listed
-    assert table.keys() == [r.key for st in model.probes.values() for r in st.rows]
+    want = sorted(model.rows.values(),
+                  key=lambda r: (row_band(r), model.probes[r.probe].rank, r.seq))
+    assert table.keys() == [r.key for r in want]
+    one_band = [st.rows for st in model.probes.values()
+                if st.rows and len({row_band(r) for r in st.rows}) == 1]
+    assert one_band and all(any(seg is rows for seg in table.order.segments)
+                            for rows in one_band)
 
 
 def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(monkeypatch):

@@ -141,6 +141,9 @@ _DROP_ORDER = ("fix", "site", "reason")
 #: NARROW_SHARE of the table (the probe is the tree's selection; the detail has them all).
 _NARROW_DROP_ORDER = ("probe", "count", "bytes")
 NARROW_SHARE = 0.6
+#: the subject's width (cut at its start: its last 10 characters) when the reason takes
+#: the room of a narrow table
+NARROW_SUBJECT = 11
 _WIDE_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
 
 
@@ -151,6 +154,8 @@ def column_widths(needs: list[int], total: int, *, least: int = 14) -> list[int]
     gets its need, up to half of what is left, then the reason the same way; the call site
     and the fix share the rest so that one needing less than an equal share gets its need
     and the other what remains.
+    Under ``2 * least`` for both (a table at 80 columns), the reason gets the room and the
+    subject :data:`NARROW_SUBJECT` (cut at its start: its end tells rows apart).
     When that leaves a wide column under ``least`` characters, the fix, then the call site,
     then the reason give their width up (the detail shows them). What is left once every
     column has its need goes to the wide columns. In :data:`COLUMNS` order."""
@@ -170,6 +175,12 @@ def column_widths(needs: list[int], total: int, *, least: int = 14) -> list[int]
     room = max(0, total - sum(widths))
     wide = [i for i, c in enumerate(COLUMNS) if c.wide and needs[i] > 0]
     subject, reason = _WIDE_INDEX["subject"], _WIDE_INDEX["reason"]
+    want = NARROW_SUBJECT + min(least, needs[reason])
+    if needs[subject] and needs[reason] and room < want and widths[value]:
+        give = min(widths[value] - len(COLUMNS[value].label) - 3, want - room)
+        if give > 0:  # (80 columns) the value gives the reason its room (the detail has it)
+            widths[value] -= give
+            room += give
     dropped: set[int] = set()
     while True:
         shown = [i for i in wide if i not in dropped]
@@ -179,8 +190,14 @@ def column_widths(needs: list[int], total: int, *, least: int = 14) -> list[int]
             if first in alloc:
                 alloc[first] = min(needs[first], max(least, left // 2))
                 left -= alloc[first]
+        narrow = subject in alloc and reason in alloc and room < 2 * least
+        if narrow:  # (80 columns) the reason gets the room; the subject keeps its end
+            alloc[subject] = min(needs[subject], max(NARROW_SUBJECT, room - needs[reason]))
+            alloc[reason] = min(needs[reason], room - alloc[subject])
+            left = room - alloc[subject] - alloc[reason]
         _share(alloc, [i for i in shown if i not in (subject, reason)], needs, max(0, left))
-        short = [i for i in shown if i != subject and alloc[i] < min(least, needs[i])]
+        short = [i for i in shown if i != subject and alloc[i] < min(least, needs[i])
+                 and not (narrow and i == reason)]
         victim = next((_WIDE_INDEX[k] for k in _DROP_ORDER if _WIDE_INDEX[k] in shown
                        and _WIDE_INDEX[k] != subject), None)
         if not short or victim is None or len(shown) <= 1:

@@ -28,6 +28,7 @@ from laya_tui.core.signals import KINDS
 from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, SORT_KEYS
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import SignalRow
+from laya_tui.tui.widgets.table_bands import BandedOrder, row_band, segment_id
 from laya_tui.tui.widgets.table_layout import ColumnLayout, cut_for, fit_cell, row_text
 from laya_tui.tui.widgets.table_rows import RowOrder, TableFilter
 
@@ -77,6 +78,9 @@ class SignalTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.order = RowOrder()
+        self.order.seg_key = segment_id
+        #: the default order: every probe's rows split by severity band (findings first)
+        self.bands = BandedOrder()
         #: the row lists of the scope shown (the model's own; see RowOrder)
         self.segments_of: Callable[[], list[tuple[str, list[SignalRow]]]] = lambda: []
         #: a probe's discovery order (the order across probes of a filtered table)
@@ -152,13 +156,17 @@ class SignalTable(ScrollView, can_focus=True):
     def accepts(self, row: SignalRow) -> bool:
         return self.filter.accepts(row)
 
+    def _segments(self) -> list[tuple[str, list[SignalRow]]]:
+        """The scope's rows as shown unsorted: split by severity band, findings first."""
+        return self.bands.segments(self.segments_of())
+
     def _key_of(self) -> Callable[[SignalRow], Any]:
         """The key rows are listed under: ``(sort value, seq)`` sorted, else
-        ``(probe rank, seq)`` (the segments' order)."""
+        ``((band, probe rank), seq)`` (the segments' order)."""
         column = self.sort_column
         if column is None:
             rank = self.rank_of
-            return lambda row: (rank(row.probe), row.seq)
+            return lambda row: ((row_band(row), rank(row.probe)), row.seq)
         value = SORT_KEYS[column]
         return lambda row: (value(row.sig, row.probe), row.seq)
 
@@ -168,7 +176,7 @@ class SignalTable(ScrollView, can_focus=True):
         keep = self._cursor_row
         self._pending.clear()  # the scope's lists hold every row, waiting ones too
         self._deferred.clear()
-        segments = self.segments_of()
+        segments = self._segments()
         column, order, filtered = self.sort_column, self.order, self.filter.active
         if not filtered and column is None:
             order.show_segments(segments)
@@ -229,13 +237,13 @@ class SignalTable(ScrollView, can_focus=True):
         if self.order.building:
             self._deferred.append((added, updated, removed))
             return
+        if updated:
+            self.bands.moved(updated)  # a row whose band changed: its probe split again
         if not self.order.listed:
-            if removed or structure:
-                reverse = self.order.reverse
-                self.order.show_segments(self.segments_of())
-                self.order.reverse = reverse
-            else:
-                self.order.touch()
+            # new rows may open a band of their probe (a segment of its own): O(probes)
+            reverse = self.order.reverse
+            self.order.show_segments(self._segments())
+            self.order.reverse = reverse
             if removed or updated or self.order.reverse:
                 first = 0
             else:  # the first row each probe got: where the display starts to differ

@@ -93,8 +93,14 @@ class ColumnLayout:
     def fit(self, width: int) -> list[int]:
         """Column widths at a table ``width`` (a space before each shown column)."""
         if width != self._width:
-            shown = sum(1 for n in self.needs if n)
-            self.widths = column_widths(self.needs, max(0, width - shown - 1))
+            needs = self.needs
+            shown = sum(1 for n in needs if n)
+            widths = column_widths(needs, max(0, width - shown - 1))
+            used = sum(1 for w in widths if w)
+            if used < shown:  # the spaces before the columns given up: to the others
+                needs = [n if w else 0 for n, w in zip(needs, widths, strict=True)]
+                widths = column_widths(needs, max(0, width - used - 1))
+            self.widths = widths
             self._width = width
         return self.widths
 

@@ -2,12 +2,13 @@
 
 Two shapes (docs/architecture.md, 'The dashboard'):
 
-* **Unfiltered and unsorted** (the default): the table shows the model's own row lists of
-  the probes in scope, one after another (each already in arrival order). Changing scope is
-  O(probes), rows streaming in cost nothing here, and a display index maps to its row by a
+* **Unfiltered and unsorted** (the default): the table shows row lists one after another:
+  the probes' rows split by severity band, findings first (``table_bands``; a probe whose
+  rows share one band is the model's own list), each in arrival order. Changing scope is
+  O(probes), a row streaming in is ranked once, and a display index maps to its row by a
   bisect over the lists' running lengths.
 * **Filtered or sorted**: a list of the accepted rows with a parallel list of sort keys
-  (``(value, seq)`` sorted; ``(rank, seq)`` filtered only), built in budgeted steps: rows
+  (``(value, seq)`` sorted; ``((band, rank), seq)`` filtered only), built in budgeted steps: rows
   are tested and keyed a chunk at a time, sorted in runs, then the runs merged.
   A filter without a sort grows in display order, so the first matches show at once; a sort
   is shown when it is done. Streamed rows are inserted by bisection.
@@ -45,6 +46,7 @@ RUN_ROWS = 8_192
 SWEEP_CHUNK = 16_384
 _seq = attrgetter("seq")
 _tkey = attrgetter("tkey")
+_probe = attrgetter("probe")
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,13 @@ class RowOrder:
         self.trash: list[list[Any]] = []
         #: the last finished sort of every row in scope (see the module docstring)
         self.shelf: Shelf | None = None
+        #: the id of the segment a row is shown in (the table's: band and probe)
+        self.seg_key: Callable[[SignalRow], str] = _probe
 
     # -- shape ------------------------------------------------------------------------------
     def show_segments(self, segments: list[tuple[str, list[SignalRow]]]) -> None:
-        """The unfiltered, unsorted order: these probes' lists, one after another."""
+        """The unfiltered, unsorted order: these lists, one after another (each named by the
+        :attr:`seg_key` of its rows)."""
         self.segments = [rows for _, rows in segments]
         self._seg_of = {pid: i for i, (pid, _) in enumerate(segments)}
         self._dirty = True
@@ -260,7 +265,7 @@ class RowOrder:
             if i is None:
                 return None
             return len(self.rows) - 1 - i if self.reverse else i
-        s = self._seg_of.get(row.probe)
+        s = self._seg_of.get(self.seg_key(row))
         if s is None or s >= len(self.segments):
             return None
         seg = self.segments[s]

@@ -1,0 +1,124 @@
+"""The signal table's default order: findings first, by severity (issue 42), cheap at
+200,000 rows (no Textual here).
+
+The rows of each probe are split by :class:`~laya_tui.report.severity.Severity` band into
+lists that keep their arrival order; the table shows every probe's list of the most severe
+band, then every probe's of the next, and so on (probes in discovery order within a band),
+so environment facts and counted kinds that did not occur come last. The split is kept
+per probe and grows with it: rows streaming in are ranked once, when they arrive; a scope
+change reuses it (O(probes)). A probe whose rows all fall in one band (the common case: a
+flood of fallbacks) is shown as the model's own list, no copy.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from operator import attrgetter
+
+from laya_tui.report.severity import severity
+from laya_tui.tui.model import SignalRow
+
+_seq = attrgetter("seq")
+Segments = list[tuple[str, list[SignalRow]]]
+
+
+def row_band(row: SignalRow) -> int:
+    """The severity band of a table row (lower: shown first)."""
+    sig = row.sig
+    return severity(sig.kind, row.failing, sig.count)
+
+
+class _Split:
+    """One probe's rows split by band: ``src`` is the model's list, ``done`` how many of it
+    are split; ``single`` the band of every row while they share one (``lists`` unused)."""
+
+    __slots__ = ("done", "lists", "single", "src")
+
+    def __init__(self, src: list[SignalRow]) -> None:
+        self.src = src
+        self.done = 0
+        self.single: int | None = None
+        self.lists: dict[int, list[SignalRow]] = {}
+
+    def grow(self) -> None:
+        """Split the rows that came since the last call."""
+        src, start = self.src, self.done
+        if start == len(src):
+            return
+        single, lists = self.single, self.lists
+        for i in range(start, len(src)):
+            row = src[i]
+            b = row_band(row)
+            if i == 0:
+                single = b
+                continue
+            if single is not None:
+                if b == single:
+                    continue
+                lists[single] = src[:i]  # the rows so far, all of one band
+                single = None
+            lst = lists.get(b)
+            if lst is None:
+                lists[b] = [row]
+            else:
+                lst.append(row)
+        self.single, self.done = single, len(src)
+
+    def bands(self) -> list[tuple[int, list[SignalRow]]]:
+        if self.single is not None:
+            return [(self.single, self.src)]
+        return sorted(self.lists.items())
+
+
+class BandedOrder:
+    """Every probe's :class:`_Split`, kept while its list is the model's same list."""
+
+    def __init__(self) -> None:
+        self._splits: dict[str, _Split] = {}
+
+    def _split(self, pid: str, rows: list[SignalRow]) -> _Split:
+        s = self._splits.get(pid)
+        if s is None or s.src is not rows or s.done > len(rows):
+            s = self._splits[pid] = _Split(rows)  # a new list (rows removed): split again
+        s.grow()
+        return s
+
+    def segments(self, segments: Segments) -> Segments:
+        """``segments`` (probe id, its rows) as the table shows them: one segment per band
+        and probe, most severe band first; a segment's id is ``band \\x1f probe``."""
+        out: list[tuple[int, int, str, list[SignalRow]]] = []
+        for n, (pid, rows) in enumerate(segments):
+            for band, lst in self._split(pid, rows).bands():
+                out.append((band, n, pid, lst))
+        out.sort(key=lambda t: (t[0], t[1]))
+        return [(f"{band}\x1f{pid}", lst) for band, _, pid, lst in out]
+
+    def moved(self, rows: list[SignalRow]) -> bool:
+        """Rows changed in place: True when one changed band (its probe is split again)."""
+        again = False
+        for row in rows:
+            s = self._splits.get(row.probe)
+            if s is None:
+                continue
+            b = row_band(row)
+            if s.single is not None:
+                if b != s.single:
+                    del self._splits[row.probe]
+                    again = True
+                continue
+            lst = s.lists.get(b)
+            if lst is not None:
+                i = bisect_left(lst, row.seq, key=_seq)
+                if i < len(lst) and lst[i] is row:
+                    continue
+            del self._splits[row.probe]
+            again = True
+        return again
+
+    def forget(self) -> None:
+        self._splits.clear()
+
+
+def segment_id(row: SignalRow) -> str:
+    """The id of the segment ``row`` is shown in (see :meth:`BandedOrder.segments`)."""
+    return f"{row_band(row)}\x1f{row.probe}"
