@@ -14,7 +14,7 @@ properties. Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from laya_tui.report.findings import Finding, prioritised
 
@@ -49,9 +49,12 @@ def command(level: str, message: str, *, file: str | None = None, line: int | No
     return f"{head}::{escape_data(message[:MESSAGE_CHARS])}"
 
 
-def finding_command(f: Finding) -> str:
-    """The annotation of one finding: at its site, titled by its rule, with its stack."""
+def finding_command(f: Finding, state: str | None = None) -> str:
+    """The annotation of one finding: at its site, titled by its rule, with its stack;
+    ``state``: its cell's state word (sarif.state_words), leading the message unless ok."""
     text = f.message
+    if state and state != "ok" and state not in text:  # (not twice: "could not be examined")
+        text = f"{_label(state)}: {text}"
     for r in f.related:
         where = f"{r.path}:{r.line}" if r.line else r.path
         text += f"\n{r.note or 'related'}: {where}" + (f" ({r.func})" if r.func else "")
@@ -60,8 +63,16 @@ def finding_command(f: Finding) -> str:
                    line=loc.line if loc else None, title=f"laya-tui: {f.rule.short}")
 
 
+def _label(word: str) -> str:
+    """``◐ built, not run`` for ``built, not run`` (report.views.legend's mark)."""
+    from laya_tui.report.views.legend import STATE_MARKS
+
+    return next((m.label for m in STATE_MARKS.values() if m.word == word), word)
+
+
 def annotation_lines(findings: Iterable[Finding], *, files: list[str] | None = None,
-                     step_summary: bool = False, per_level: int = PER_LEVEL) -> list[str]:
+                     step_summary: bool = False, per_level: int = PER_LEVEL,
+                     states: Mapping[str, str] | None = None) -> list[str]:
     """The workflow commands for ``findings``: at most ``per_level`` per level, the most
     important first, and one closing ``::notice`` counting what was left out and naming
     where everything is (``files``: the SARIF file and JSON report written, if any;
@@ -71,7 +82,7 @@ def annotation_lines(findings: Iterable[Finding], *, files: list[str] | None = N
     for f in prioritised([f for f in findings if f.state != "absent"]):
         cmd = COMMANDS[f.level]
         if len(shown[cmd]) < per_level:
-            shown[cmd].append(finding_command(f))
+            shown[cmd].append(finding_command(f, (states or {}).get(f.probe)))
         else:
             left[cmd] += 1
     if any(left.values()) and len(shown["notice"]) >= per_level:

@@ -126,6 +126,15 @@ def _notification(level: str, text: str) -> dict[str, Any]:
     return {"level": level, "message": _text(text)}
 
 
+def state_words(report: Mapping[str, Any]) -> dict[str, str]:
+    """``{probe id: its cell's state word}`` (report.views.legend): the word the summary,
+    markdown, JUnit and the page use for that cell, carried by each result and annotation."""
+    from laya_tui.report.views.legend import cell_state, state_word
+
+    return {str(p.get("id")): state_word(cell_state(p))
+            for p in report.get("probes") or () if isinstance(p, Mapping)}
+
+
 def build_sarif(report: Mapping[str, Any], sources: Sources,
                 baseline: Mapping[str, Any] | None = None, *,
                 findings: list[Finding] | None = None,
@@ -144,6 +153,10 @@ def build_sarif(report: Mapping[str, Any], sources: Sources,
         rules.setdefault(f.rule.id, f.rule)
     index = {rid: i for i, rid in enumerate(rules)}
     results = [result_object(f, index[f.rule.id]) for f in kept]
+    words = state_words(report)
+    for f, r in zip(kept, results, strict=True):
+        if f.probe in words:
+            r["properties"]["state"] = words[f.probe]
     notes = []
     if unplaced:
         notes.append(_notification("warning", f"{len(unplaced)} finding(s) have no file in "
@@ -244,7 +257,8 @@ def finding_outputs(report: dict[str, Any], settings: Settings
 
         files = [p for p in (out.sarif, out.json) if p and p != "-"]
         lines = annotation_lines(findings()[1], files=files,
-                                 step_summary=bool(os.environ.get("GITHUB_STEP_SUMMARY")))
+                                 step_summary=bool(os.environ.get("GITHUB_STEP_SUMMARY")),
+                                 states=state_words(report))
         if lines:
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()

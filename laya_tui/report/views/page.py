@@ -15,7 +15,7 @@ from typing import Any
 from laya_tui.core.files import source_excerpt
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
-from laya_tui.core.signals import FAILING_STATUSES, KINDS, STATUSES
+from laya_tui.core.signals import FAILING_STATUSES, KINDS
 from laya_tui.report.baseline import regressed
 from laya_tui.report.verdict import describe_failure, verdict_notes
 from laya_tui.report.views.detail import (
@@ -27,7 +27,15 @@ from laya_tui.report.views.detail import (
     probe_detail,
     signal_detail,
 )
-from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND, outcome_mark, status_word
+from laya_tui.report.views.legend import (
+    MATRIX_LEGEND,
+    STATE_LEGEND,
+    cell_state,
+    outcome_mark,
+    state_counts,
+    state_mark,
+    state_word,
+)
 from laya_tui.report.views.matrix import build_matrix
 from laya_tui.report.views.packed import (
     Packer,
@@ -132,10 +140,12 @@ def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, A
     host, versions, tool = as_dict(env.get("host")), as_dict(env.get("versions")), as_dict(
         report.get("tool"))
     counts = [[f"{s.get('probes', n_probes)} probes", ""]]
-    for status in STATUSES:
-        n = as_dict(s.get("status")).get(status)
+    given = s.get("states")  # report/3 writes them; a report/2 is counted here
+    states: Mapping[str, Any] = given if isinstance(given, Mapping) else state_counts(
+        as_list(report.get("probes")))
+    for state, n in states.items():
         if n:
-            counts.append([f"{status_word(status)} {n}", f"st-{status}"])
+            counts.append([f"{state_word(state)} {n}", f"st-{state_mark(state).css}"])
     if isinstance(s.get("seconds"), (int, float)):
         counts.append([human_seconds(s["seconds"]), "dim"])
     kinds = [f"{k} {n:,}" for k, n in as_dict(s.get("signals")).items()
@@ -253,10 +263,11 @@ def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[l
         sigs = as_list(p.get("signals"))
         seconds = p.get("seconds") if isinstance(p.get("seconds"), (int, float)) else None
         status = str(p.get("status") or "")
+        mark = state_mark(cell_state(p))  # the word every output uses (views.legend)
         detail = probe_detail(p, signals=len(sigs))
         read.note(detail, True)
-        out.append([printable(p.get("id")), printable(p.get("family")), status_word(status),
-                    f"st-{status}", (human_seconds(seconds) + ("  cached" if p.get("cached")
+        out.append([printable(p.get("id")), printable(p.get("family")), mark.word,
+                    f"st-{mark.css}", (human_seconds(seconds) + ("  cached" if p.get("cached")
                                                                else "")) if seconds is not None
                     else "", seconds, len(sigs), one_line(p.get("reason"), 300),
                     int(status in FAILING_STATUSES), pack.detail(detail, index)])
@@ -337,7 +348,7 @@ def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
         "errors": [[printable(f"{e.get('file')}:{e['line']}" if e.get("line") else
                               e.get("file")), printable(e.get("error"))]
                    for e in as_list(report.get("errors")) if isinstance(e, dict)],
-        "status_legend": [list(x) for x in STATUS_LEGEND],
+        "status_legend": [list(x) for x in STATE_LEGEND],
     }
     if diff is not None:
         dprobes = [p for p in as_list(diff.get("probes")) if isinstance(p, dict)]
