@@ -1,7 +1,8 @@
 """``laya-tui diff BASE NEW --pr-comment PATH``: one markdown comment for a pull request.
 
-What got worse comes first (new graph breaks with their lines, more host bytes per step, new
-lowering failures, drift that grew, then every other regression), then what got better,
+What got worse comes first, most severe first (:mod:`laya_tui.report.severity`, the table's
+order): drift that grew, new lowering failures, new graph breaks with their lines, more host
+bytes per step, then every other regression (broken cells first), then what got better,
 then notes in a closed ``<details>``. The first line is a hidden marker
 (:data:`MARKER`), so a workflow finds its own comment and updates it instead of adding one
 per push (docs/ci.md). The whole comment stays under :data:`MAX_CHARS` (GitHub takes 65,536):
@@ -21,6 +22,7 @@ from laya_tui.core.shapes import as_dict
 from laya_tui.report.baseline import regressed
 from laya_tui.report.markdown import _cell, _code
 from laya_tui.report.rules import is_graph_break
+from laya_tui.report.severity import KIND_SEVERITY, Severity
 from laya_tui.report.sources import Location, Sources
 
 MARKER = "<!-- laya-tui -->"
@@ -178,7 +180,7 @@ def _tables(items: list[Item], new_sigs: Mapping, old_sigs: Mapping, new_cells: 
             old_cells: Mapping, where: Callable[[Mapping[str, Any] | None], str],
             worse: bool) -> list[_List]:
     gbs, host, low, drift, other = [], [], [], [], []
-    for item in items:
+    for item in sorted(items, key=lambda i: KIND_SEVERITY.get(i["kind"], Severity.OTHER)):
         kind = item["kind"]
         sig = (new_sigs if worse or item["change"] != "gone" else old_sigs).get(_key(item)) \
             or old_sigs.get(_key(item))
@@ -216,14 +218,14 @@ def _tables(items: list[Item], new_sigs: Mapping, old_sigs: Mapping, new_cells: 
     else:
         titles = ("Graph breaks gone or fewer", "Less host traffic per step",
                   "Lowering fixed", "Drift that shrank", "Other improvements")
-    return [
+    return [  # most severe first (report.severity)
+        _List(titles[3], ["| check | before | after | limit | probe |",
+                          "|---|---:|---:|---:|---|"], drift),
+        _List(titles[2], ["| kernel | pass | where | first diagnostic |",
+                          "|---|---|---|---|"], low),
         _List(titles[0], ["| where | graph break | count | probe |", "|---|---|---|---|"], gbs),
         _List(titles[1], ["| where | transfer | before | after | Δ bytes | count | probe |",
                           "|---|---|---:|---:|---:|---|---|"], host),
-        _List(titles[2], ["| kernel | pass | where | first diagnostic |",
-                          "|---|---|---|---|"], low),
-        _List(titles[3], ["| check | before | after | limit | probe |",
-                          "|---|---:|---:|---:|---|"], drift),
         _List(titles[4], ["| probe | where | change |", "|---|---|---|"], other),
     ]
 
@@ -246,6 +248,10 @@ def build_pr_comment(section: Mapping[str, Any], base: Mapping[str, Any],
             f"improvement(s)", "",
             f"{_code(base_label)} → {_code(new_label)}: {p.get('compared', 0)} of "
             f"{p.get('after', 0)} probe(s) compared.", ""]
+    if isinstance(new.get("summary"), Mapping):  # the new run's story, as its summary says it
+        from laya_tui.report.verdict import verdict_line
+
+        head += [f"{_code(new_label)}: {_cell(verdict_line(new))}", ""]
     occ = [(k, v) for k, v in (section.get("occurrences") or {}).items()
            if v.get("before") or v.get("after")]
     if occ:

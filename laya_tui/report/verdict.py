@@ -130,7 +130,8 @@ def verdict_parts(passed: bool | None, states: Mapping[str, int], ungated_n: int
     for state in (State.NOT_RUN, State.NOT_COMPARED):
         n = states.get(state, 0)
         if n:
-            why = {k: v for k, v in causes.items() if not_run_state(k) == state}
+            why = {k: v for k, v in causes.items()
+                   if not_run_state(k) == state and k != "not run"}  # (an old report's)
             parts.append(f"{n} {STATE_MARKS[state].word}" + (f" ({_causes(why)})" if why else ""))
     for state in (State.CRASHED, State.TIMEOUT):
         if states.get(state):
