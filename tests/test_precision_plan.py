@@ -72,21 +72,22 @@ class Net(torch.nn.Module):
 
 
 def build(kinds: str, seed: int = 0):
-    """(bf16 model, fp32 reference, input): the reference is the model's fp32 original."""
+    """(bf16 model, fp32 reference, input): the reference is the model's fp32 original; the
+    input is representable in bf16, so both runs see the same values (as in the probe)."""
     torch.manual_seed(seed)
     ref = Net(kinds).eval()
-    x = torch.randn(8, D)
+    x = torch.randn(8, D).to(torch.bfloat16).float()
     return copy.deepcopy(ref).to(torch.bfloat16), ref, x
 
 
-def search(model, ref, x, **kw):
+def search(model, ref, x, limit=LIMIT, **kw):
     want = ref(x).detach()
 
     def check(out):
         err = float((out.float() - want).abs().max())
-        return err, err <= LIMIT
+        return err, err <= limit
 
-    return pp.search_plan(model, lambda m: m(x.to(torch.bfloat16)), check, LIMIT,
+    return pp.search_plan(model, lambda m: m(x.to(torch.bfloat16)), check, limit,
                           reference=ref, forward_reference=lambda m: m(x), **kw)
 
 
@@ -175,6 +176,13 @@ def test_fails_in_fp32_too_is_not_a_precision_problem():
     assert plan.fp32_modules == [] and plan.forwards == 2
     assert plan.fp32_error > LIMIT
     assert "not a precision problem" in plan.reason
+
+
+def test_a_limit_below_the_outputs_own_rounding_has_no_plan():
+    model, ref, x = build("ssss")
+    plan = search(model, ref, x, limit=1e-4)  # bf16 rounds outputs near 1 by ~4e-3
+    assert plan.status == pp.NO_PLAN and plan.forwards == 2
+    assert plan.fp32_error <= 1e-4 and "tighter than a bfloat16 output holds" in plan.reason
 
 
 def test_forward_bound_is_kept_and_said():

@@ -15,7 +15,9 @@ searches for a small set of modules to keep in fp32 and proves it with a re-run:
   run with the plan applied gives the verified error.
 - Bounded by forwards and seconds (both reported); a search that runs out says so.
   Before searching, the whole model in fp32 on the same device is run once: when that
-  fails too, the drift is not a precision problem and no plan is searched. These first two
+  fails too, the drift is not a precision problem and no plan is searched; when only its
+  output rounded to the model's dtype fails, the limit is tighter than that dtype holds
+  and no module plan can meet it. These first two
   forwards (the model as it is, and in fp32) always run; every later one fits the bound.
 
 Worker side (imports torch inside functions). :func:`plan_after_verdict` is the probe's
@@ -150,9 +152,11 @@ def _model_device(model: Any, torch: Any) -> Any:
     return torch.device("cpu")
 
 
-def _fp32_copy(src: Any, device: Any, low: Any, handoff: _Handoff, torch: Any) -> Any:
+def _fp32_copy(src: Any, device: Any, low: Any, handoff: _Handoff, torch: Any, *,
+               cast_out: bool = True) -> Any:
     """A fp32 copy of ``src`` on ``device`` whose floating inputs become fp32 (the kept
-    value when one was handed off) and whose floating outputs go back to ``low``."""
+    value when one was handed off) and whose floating outputs go back to ``low`` (unless
+    not ``cast_out``: the whole model's fp32 output)."""
     m = copy.deepcopy(src).to(device=device, dtype=torch.float32)
 
     def up(t: Any) -> Any:
@@ -172,7 +176,8 @@ def _fp32_copy(src: Any, device: Any, low: Any, handoff: _Handoff, torch: Any) -
         return _map(out, down, torch)
 
     m.register_forward_pre_hook(pre, with_kwargs=True)
-    m.register_forward_hook(post)
+    if cast_out:
+        m.register_forward_hook(post)
     return m
 
 
@@ -192,21 +197,31 @@ class Applier:
 
     def _copy(self, name: str) -> Any:
         """The model's own module ``name`` in fp32 (so its code, mode and attributes are the
-        model's), with the fp32 reference's weights when it has that module."""
+        model's), with the fp32 reference's weights and buffers when it has that module."""
         if name not in self.copies:
             m = _fp32_copy(self.model.get_submodule(name), self.device, self.low,
-                           self.handoff, self.torch)
+                           self.handoff, self.torch, cast_out=bool(name))
             if self.weights is not None:
                 try:
-                    m.load_state_dict(self.weights.get_submodule(name).state_dict())
+                    src = self.weights.get_submodule(name)
+                    m.load_state_dict(src.state_dict())
                 except (AttributeError, RuntimeError):
                     pass  # the reference lacks it or differs: the model's weights, upcast
+                else:  # non-persistent buffers too (rotary inv_freq was rounded as well)
+                    mine = dict(m.named_buffers())
+                    with self.torch.no_grad():
+                        for key, buf in src.named_buffers():
+                            have = mine.get(key)
+                            if have is not None and have.is_floating_point() and \
+                                    have.shape == buf.shape:
+                                have.copy_(buf)
             self.copies[name] = m
         return self.copies[name]
 
     @contextmanager
     def applied(self, names: list[str]) -> Iterator[Any]:
-        """The model with ``names`` kept in fp32 (``""`` alone: the whole model in fp32)."""
+        """The model with ``names`` kept in fp32 (``""`` alone: the whole model in fp32,
+        its output left in fp32)."""
         if names == [""]:
             try:
                 yield self._copy("")
@@ -271,6 +286,7 @@ class _Search:
         self.names = {id(m): n for n, m in model.named_modules()}
         self.ref_out: dict[str, list[list[Any] | None]] | None = None
         self.trials: list[dict[str, Any]] = []
+        self.last_output: Any = None
 
     def reference_outputs(self) -> None:
         """Every module's fp32 reference output (CPU), for the per-module comparison."""
@@ -341,6 +357,7 @@ class _Search:
             finally:
                 for h in handles:
                     h.remove()
+        self.last_output = out
         value, passed = self.check(out)
         if len(self.trials) < MAX_TRIALS:
             self.trials.append({"fp32_modules": list(plan), "error": _r(value),
@@ -446,6 +463,13 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
         if not whole_ok:
             return done(NOT_PRECISION, f"the whole model in fp32 fails too ({_fmt(whole)} > "
                                        f"{limit:.3g}): not a precision problem")
+        low = _model_dtype(model, torch)
+        rounded, rounded_ok = check(_map(s.last_output, lambda t: t.to(low), torch))
+        s.last_output = None
+        if not rounded_ok:  # every plan's output is in the model's dtype
+            return done(NO_PLAN, f"the fp32 output rounded to {dtype} fails already "
+                                 f"({_fmt(rounded)} > {limit:.3g}): the limit is tighter "
+                                 f"than a {dtype} output holds; no module plan can meet it")
         if not budget.allows():
             return done(BUDGET, _spent(budget, []))
         s.reference_outputs()
