@@ -308,3 +308,4 @@ def test_cli_eager_cell_carries_the_plan_and_the_flag_turns_it_off(tmp_path, fla
     assert sig["kind"] == "log" and plan["status"] == "found"
     assert plan["fp32_modules"] == ["1"] and plan["verified_error"] <= plan["limit"] == 0.05
     assert plan["forwards"] <= plan["max_forwards"] and "KEEP_FP32 = ['1']" in sig["fix"]
+    assert "precision plan: keep 1 module(s) in fp32: 1; verified" in proc.stderr
