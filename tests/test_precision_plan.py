@@ -309,3 +309,20 @@ def test_cli_eager_cell_carries_the_plan_and_the_flag_turns_it_off(tmp_path, fla
     assert plan["fp32_modules"] == ["1"] and plan["verified_error"] <= plan["limit"] == 0.05
     assert plan["forwards"] <= plan["max_forwards"] and "KEEP_FP32 = ['1']" in sig["fix"]
     assert "precision plan: keep 1 module(s) in fp32: 1; verified" in proc.stderr
+
+
+def test_fp16_model_gets_its_plan_and_an_fp16_snippet():
+    torch.manual_seed(0)
+    ref = Net("scss").eval()
+    x = torch.randn(8, D).to(torch.float16).float()
+    model = copy.deepcopy(ref).to(torch.float16)
+    want = ref(x).detach()
+
+    def check(out):
+        err = float((out.float() - want).abs().max())
+        return err, err <= LIMIT
+
+    plan = pp.search_plan(model, lambda m: m(x.to(torch.float16)), check, LIMIT,
+                          reference=ref, forward_reference=lambda m: m(x))
+    assert plan.status == pp.FOUND and plan.fp32_modules == ["blocks.1"]
+    assert plan.dtype == "float16" and "dtype=torch.float16" in pp.snippet(plan)
