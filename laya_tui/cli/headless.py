@@ -37,11 +37,16 @@ def _progress(quiet: bool):  # -> Callable[[Event], None]
     def on_event(event: Event) -> None:
         if quiet or not isinstance(event, ProbeFinished):
             return
+        from laya_tui.report.views.legend import State, cell_state, not_run, state_mark
+
         r = event.result
+        state = cell_state(r)  # the word every output uses for the cell (views.legend)
         tag = "cached" if r.get("cached") else f"{r.get('seconds', 0):.1f}s"
-        reason = f"  {r['reason']}" if r.get("reason") and r["status"] != "ok" else ""
-        print(printable(f"  {r['status']:<8} {r['id']} ({tag}){reason[:200]}"), file=sys.stderr,
-              flush=True)
+        why = not_run(r) if state in (State.NOT_RUN, State.NOT_COMPARED) else (
+            r.get("reason") if r["status"] != "ok" else None)
+        reason = f"  {why}" if why else ""
+        print(printable(f"  {state_mark(state).label:<10} {r['id']} ({tag}){reason[:200]}"),
+              file=sys.stderr, flush=True)
 
     return on_event
 
