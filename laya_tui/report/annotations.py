@@ -2,8 +2,9 @@
 (``::error file=F,line=L,title=T::message``), so they show on the changed lines of a pull
 request.
 
-Order: what a gate fails first, then what is new or worse than the baseline, then the rest
-(warnings before notes); findings gone since the baseline are not annotated. GitHub shows
+Order (``Finding.priority``): what a gate fails first, then the rest; within each, most
+severe first (:mod:`laya_tui.report.severity`, the signal table's order), then what is new
+or worse than the baseline; findings gone since the baseline are not annotated. GitHub shows
 at most 10 annotations per level per step (and drops the rest silently), so each level is
 capped at :data:`PER_LEVEL`, and when anything is left out one last ``::notice`` says how
 many and where they all are. Paths are relative to the repository root

@@ -32,6 +32,7 @@ from laya_tui.report.finding_index import (
     unique,
 )
 from laya_tui.report.rules import RULES, Rule, is_graph_break, probe_rule, rule_for_signal
+from laya_tui.report.severity import rule_severity
 from laya_tui.report.sources import Location, Sources
 
 #: Related locations (the user stack, a kernel's buffers) kept per finding.
@@ -99,12 +100,14 @@ class Finding:
         text = "\x1f".join(self.identity)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
-    def priority(self) -> tuple[int, int, int, int]:
-        """Sort key: gated first, then new/updated against the baseline, warnings before
-        notes, absent last; report order within."""
+    def priority(self) -> tuple[int, int, int, int, int]:
+        """Sort key: gated first, absent last; within, by severity (the table's order,
+        :mod:`laya_tui.report.severity`), then new/updated against the baseline, warnings
+        before notes, report order."""
         rank = {"error": 0, "warning": 1, "note": 2}.get(self.level, 3)
-        return (0 if self.gates else 1, 0 if self.state in BAD_STATES else 1, rank,
-                self.order)
+        head = 2 if self.state == "absent" else 0 if self.gates else 1
+        return (head, rule_severity(self.rule.id, self.sig),
+                0 if self.state in BAD_STATES else 1, rank, self.order)
 
 
 # -- the findings ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
 from laya_tui.report.baseline import regressed
+from laya_tui.report.severity import probe_severity
 from laya_tui.report.verdict import describe_failure
 
 ROWS = 15
@@ -151,7 +152,9 @@ def _ungated(report: dict[str, Any]) -> list[str]:
     """Findings no gate reads: how many, which kinds, each one, and how to gate them."""
     from laya_tui.report.verdict import finding_kind, gate_hint, ungated_probes, ungated_text
 
-    probes = ungated_probes(report.get("probes", []), report.get("gates", []))
+    # most severe first, report order within (the table's order: report.severity)
+    probes = sorted(ungated_probes(report.get("probes", []), report.get("gates", [])),
+                    key=probe_severity)
     if not probes:
         return []
     kinds = dict(Counter(finding_kind(p) for p in probes).most_common())
@@ -177,8 +180,8 @@ def build_markdown(report: dict[str, Any]) -> str:
     if occ:
         lines += ["Occurrences: " + ", ".join(f"{k} {n}" for k, n in occ.items()) + ".", ""]
     lines += _gates_table(report) + [""]
+    lines += _not_examined(report)  # the most severe first (report.severity)
     lines += _ungated(report)
-    lines += _not_examined(report)
     lines += _built(report)
     if report.get("baseline"):
         lines += _baseline(report["baseline"])

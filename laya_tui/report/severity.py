@@ -92,11 +92,17 @@ def probe_severity(probe: Mapping[str, Any]) -> Severity:
     return worst
 
 
+#: The band of a probe-state finding, by its rule (``report.rules.PROBE_RULES``).
+_RULE_BAND: dict[str, Severity] = {
+    "laya/not-examined": Severity.NOT_EXAMINED, "laya/probe/crashed": Severity.NOT_EXAMINED,
+    "laya/probe/timeout": Severity.NOT_EXAMINED, "laya/probe/raised": Severity.NOT_EXAMINED,
+}
+
+
 def rule_severity(rule_id: str, sig: Mapping[str, Any] | None) -> Severity:
-    """A SARIF/annotation finding's band: its signal's, else (a probe's state) its rule's."""
-    if sig is not None:
-        return signal_severity(sig)
-    for status, band in _STATUS.items():
-        if rule_id.endswith(status) or (status == "error" and rule_id.endswith("not-examined")):
-            return band
-    return Severity.OTHER
+    """A SARIF/annotation finding's band: its signal's (a check that passed but a baseline
+    gate fails on: its kind's), else (a probe's state) its rule's."""
+    if sig is None:
+        return _RULE_BAND.get(rule_id, Severity.OTHER)
+    band = signal_severity(sig)
+    return band if is_finding(band) else KIND_SEVERITY.get(str(sig.get("kind")), Severity.OTHER)
