@@ -6,9 +6,14 @@ tests of the side that library touches. Install nox with ``pip install nox``.
 - ``textual(floor|latest)``: the UI side alone (no torch: the dashboard never imports it),
   Textual 8.2.0 and the newest 8.x; the dashboard, show, serve and screenshot tests.
 - ``torch(2.13.0|2.14.1)``: the worker side with that torch; 2.13.0 is the CPU build on
-  this machine's disk, 2.14.1 exists here only as the CUDA 13 build (555 MB plus the CUDA
-  wheels): run it on the GPU host. torch 2.15 is untested (outside the stated range).
+  this machine's disk, 2.14.1 exists on the registry only as the CUDA 13 build (555 MB plus
+  the CUDA wheels), which this project does not install: not run yet (the GPU host lent to
+  the project has torch 2.11 and no registry). torch 2.15 is untested (outside the range).
 - ``tilelang(0.1.14|0.1.15)``: the TileLang family's fast tests with that release.
+
+``.ci/run`` runs ``textual(floor)`` (about 70 s on 2 cores); the figures of every session are
+in benchmarks/results/nox-matrix-46.txt. Keep the venvs out of the checkout:
+``nox --envdir /tmp/laya-nox -s ...``.
 """
 
 from __future__ import annotations
@@ -51,15 +56,15 @@ def textual(session: nox.Session, textual: str) -> None:
 
 
 @nox.session(python="3.11")
-@nox.parametrize("torch", ["2.13.0", "2.14.1"])
+@nox.parametrize("torch", [nox.param(v, id=v) for v in ("2.13.0", "2.14.1")])
 def torch(session: nox.Session, torch: str) -> None:
-    """The explain/env tests with that torch (2.14.1: the CUDA build, for the GPU host)."""
+    """The explain/env tests with that torch (2.14.1: only a CUDA build exists, not run)."""
     _install(session, "torch,dev", "torch", f"=={torch}")
     _pytest(session, TORCH_TESTS)
 
 
 @nox.session(python="3.11")
-@nox.parametrize("tilelang", ["0.1.14", "0.1.15"])
+@nox.parametrize("tilelang", [nox.param(v, id=v) for v in ("0.1.14", "0.1.15")])
 def tilelang(session: nox.Session, tilelang: str) -> None:
     """The TileLang family's fast tests with that release."""
     _install(session, "tilelang,dev", "tilelang", f"=={tilelang}")
