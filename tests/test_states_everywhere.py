@@ -10,17 +10,26 @@ the markdown and the step summary, and the dashboard header shows the finding co
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from laya_tui.report.verdict import verdict_line
-from laya_tui.report.views.legend import STATE_MARKS, State, state_mark
+from laya_tui.report.views.legend import State, state_mark
+from tests._state_words import (
+    Words,
+    annotation_words,
+    disagreements,
+    html_words,
+    junit_words,
+    markdown_words,
+    sarif_words,
+    summary_words,
+    tree_words,
+)
 from tests._states_project import ROOT, make_project, run_headless
 
 #: What the project must hold: the cell and its state.
@@ -39,14 +48,6 @@ def run(tmp_path_factory: Any) -> dict[str, Any]:
     pytest.importorskip("tilelang", reason="tilelang not installed: pip install "
                                            "'laya-tui[tilelang]'")
     return run_headless(make_project(tmp_path_factory.mktemp("states")))
-
-
-def _word_of(label: str) -> str | None:
-    """The state word a text opens with (``◐ built, not run: ...`` -> ``built, not run``)."""
-    for mark in sorted(STATE_MARKS.values(), key=lambda m: -len(m.label)):
-        if label.startswith(mark.label):
-            return mark.word
-    return None
 
 
 def _states(run: dict[str, Any]) -> dict[str, str]:
@@ -69,70 +70,29 @@ def test_the_run_holds_every_state(run: dict[str, Any]) -> None:
     assert run["report"]["summary"]["states"][State.FINDING] == 1
 
 
-def _outputs(run: dict[str, Any], tmp: Path) -> dict[str, dict[str, str]]:
+def _outputs(run: dict[str, Any], tmp: Path) -> dict[str, Words]:
     """``{output: {cell: state word it gives}}`` (cells an output does not name: absent)."""
-    out: dict[str, dict[str, str]] = {}
-    report = run["report"]
-    # HTML: the probes table the page draws
-    from laya_tui.report.views.page import page_data
-
-    out["html"] = {row[0]: row[2] for row in page_data(report)["probes"]}
-    # JUnit: a skipped / failure / error message opens with the state; no child: ok
-    junit: dict[str, str] = {}
-    for case in ET.fromstring(run["junit"]).iter("testcase"):
-        pid = f"{case.get('classname')}/{case.get('name')}"
-        kids = [k for k in case if k.tag in ("skipped", "failure", "error")]
-        word = _word_of(kids[0].get("message") or "") if kids else state_mark(State.OK).word
-        if word is not None:
-            junit[pid] = word
-    out["junit"] = junit
-    # SARIF: every result carries its cell's state word
-    out["sarif"] = {r["properties"]["probe"]: r["properties"]["state"]
-                    for r in run["sarif"]["runs"][0]["results"]}
-    # markdown: the tables' first column is the state
-    md: dict[str, str] = {}
-    for m in re.finditer(r"^\| ([^|`]+) \| `([^`]+)` \|", run["markdown"], re.M):
-        word = _word_of(m.group(1).strip())
-        if word is not None:
-            md[m.group(2)] = word
-    out["markdown"] = md
-    # annotations: a cell that is not ok opens its message with its state
-    notes: dict[str, str] = {}
-    for line in run["proc"].stdout.splitlines():
-        m = re.match(r"::\w+ [^:]*::(.*)$", line)
-        pid = re.search(r"[Pp]robe ([\w/\[\],.]+?)[ .:]", m.group(1)) if m else None
-        if m and pid:
-            word = _word_of(m.group(1))
-            if word is not None:
-                notes[pid.group(1)] = word
-    out["annotations"] = notes
-    # headless summary (the run's stderr) and show --headless: one line per cell not ok
     shown = subprocess.run([sys.executable, "-m", "laya_tui", "show", str(run["dir"] / "r.json"),
                             "--headless"], capture_output=True, text=True, timeout=120,
                            cwd=tmp, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert shown.returncode in (0, 1), shown.stderr[-2000:]
-    for name, text in (("headless", run["proc"].stderr), ("show", shown.stdout)):
-        cells: dict[str, str] = {}
-        for line in text.splitlines():
-            word = _word_of(line.strip())
-            m = re.match(r"\s+\S+ [^:]+: (\S+?)(?::|$)", line)
-            if word is not None and m:
-                cells[m.group(1)] = word
-        out[name] = cells
-    return out
+    return {"tree": tree_words(run["report"]), "html": html_words(run["report"]),
+            "junit": junit_words(run["junit"]), "sarif": sarif_words(run["sarif"]),
+            "markdown": markdown_words(run["markdown"]),
+            "annotations": annotation_words(run["proc"].stdout),
+            "headless": summary_words(run["proc"].stderr), "show": summary_words(shown.stdout)}
 
 
 def test_each_cell_has_the_same_word_in_every_output(run: dict[str, Any],
                                                      tmp_path: Path) -> None:
     want = {pid: state_mark(s).word for pid, s in _states(run).items()}
     outputs = _outputs(run, tmp_path)
-    differ = [(name, pid, word, want[pid]) for name, cells in outputs.items()
-              for pid, word in cells.items() if pid in want and word != want[pid]]
-    assert differ == []
+    assert disagreements(want, outputs) == []
     # every output names the cells it should: all of them (html, junit), every cell not
     # plain ok (markdown tables, the summaries), every finding's cell (sarif, annotations)
     not_ok = {pid for pid, s in _states(run).items() if s != State.OK}
-    assert set(want) <= set(outputs["html"]) and set(want) <= set(outputs["junit"])
+    for name in ("tree", "html", "junit"):
+        assert set(want) <= set(outputs[name]), (name, set(want) - set(outputs[name]))
     for name in ("headless", "show"):
         assert not_ok <= set(outputs[name]), (name, not_ok - set(outputs[name]))
     built = {pid for pid, s in _states(run).items()
