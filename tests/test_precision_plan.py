@@ -248,6 +248,8 @@ def test_plan_after_verdict_emits_a_log_with_the_plan_and_snippet():
     assert detail["fp32_modules"] == ["blocks.1"] and detail["limit"] == LIMIT
     assert detail["verified_error"] <= LIMIT and detail["forwards"] == sig["count"]
     assert "cast_keeping_fp32" in sig["fix"] and "blocks.1" in sig["fix"]
+    assert sig["site"]["file"] == __file__ and sig["site"]["func"] == "Cancel.forward"
+    assert detail["sites"]["blocks.1"].endswith(f":{sig['site']['line']}(Cancel.forward)")
     Ctx.options = {"precision_plan": False}
     assert pp.plan_after_verdict(Ctx(), "out", verdict, model=model, reference=ref,
                                  forward=lambda m: m(x), forward_reference=lambda m: m(x),

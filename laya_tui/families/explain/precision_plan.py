@@ -607,6 +607,24 @@ def ranking_from_drift(drift: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def module_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Where each kept module's class defines ``forward``: ``{name: {file, line, func}}``
+    (modules whose source cannot be found are left out)."""
+    import inspect
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        try:
+            fwd = type(model.get_submodule(name)).forward
+            file = inspect.getsourcefile(fwd)
+            line = inspect.getsourcelines(fwd)[1]
+        except (AttributeError, OSError, TypeError):
+            continue
+        if file:
+            out[name] = {"file": file, "line": line, "func": fwd.__qualname__}
+    return out
+
+
 def enabled(opts: dict[str, Any]) -> bool:
     """On unless ``--no-precision-plan`` (option ``precision_plan`` False)."""
     return opts.get("precision_plan", True) is not False
@@ -639,10 +657,16 @@ def plan_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model
     if plan.status == SKIPPED:
         return plan
     detail = plan.detail()
-    fix = None
+    fix = site = None
     if plan.status == FOUND:
         detail["snippet"] = fix = snippet(plan)
-    ctx.log(plan.reason, subject=f"{subject} precision plan", fix=fix,
+        sites = module_sites(model, plan.fp32_modules)
+        if sites:
+            from laya_tui.families.explain.sites import format_frame
+
+            detail["sites"] = {n: format_frame(v) for n, v in sites.items()}
+            site = next(iter(sites.values()))  # the first kept module's forward
+    ctx.log(plan.reason, subject=f"{subject} precision plan", fix=fix, site=site,
             value=plan.verified_error if plan.status == FOUND else None,
             limit=plan.limit, count=plan.forwards, seconds=round(plan.seconds, 4),
             detail={"precision_plan": detail})
