@@ -151,6 +151,37 @@ def test_fp32_hand_off_between_kept_modules():
                                                         abs=1e-7)
 
 
+class InPlace(torch.nn.Module):
+    """Adds 1 in place to what the first block returns before the second sees it: the
+    hand-off must not give the second block the stale fp32 value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = Shift(512.0), Shift(-512.0)
+
+    def forward(self, x):
+        y = self.a(x)
+        y += 1.0
+        return self.b(y)
+
+
+def test_hand_off_skips_a_value_changed_in_place():
+    torch.manual_seed(0)
+    ref = InPlace().eval()
+    x = torch.randn(4, D).to(torch.bfloat16).float()
+    model = copy.deepcopy(ref).to(torch.bfloat16)
+    with pp.Applier(model, ref).applied(["a", "b"]) as m, torch.no_grad():
+        out = m(x.to(torch.bfloat16)).float()
+    assert not torch.allclose(out, x, atol=1e-3)  # the stale fp32 value would give x exactly
+    assert float((out - (x + 1)).abs().max()) <= 4.0  # x + 1 through bf16 near 512 (spacing 4)
+    space: dict = {}
+    exec(pp.snippet(pp.Plan(status=pp.FOUND, limit=LIMIT, fp32_modules=["a", "b"],  # noqa: S102
+                            dtype="bfloat16")), space)
+    with torch.no_grad():
+        mine = space["cast_keeping_fp32"](copy.deepcopy(ref))(x.to(torch.bfloat16)).float()
+    assert torch.equal(mine, out)
+
+
 def test_fine_in_bf16_no_plan_no_false_alarm():
     model, ref, x = build("ssss")
     plan = search(model, ref, x)

@@ -100,19 +100,21 @@ def normalize(names: list[str] | tuple[str, ...]) -> list[str]:
 
 class _Handoff:
     """fp32 values of cast-back outputs, found again when the same tensor object reaches
-    another kept module (keyed by id, checked by a weak reference)."""
+    another kept module unchanged (keyed by id, checked by a weak reference and the
+    tensor's version counter, which an in-place op bumps)."""
 
     def __init__(self) -> None:
-        self.values: dict[int, tuple[Any, Any]] = {}
+        self.values: dict[int, tuple[Any, Any, int]] = {}
 
     def keep(self, low: Any, high: Any) -> None:
         import weakref
 
-        self.values[id(low)] = (weakref.ref(low), high)
+        self.values[id(low)] = (weakref.ref(low), high, low._version)
 
     def find(self, t: Any) -> Any:
         entry = self.values.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t else None
+        return entry[1] if entry is not None and entry[0]() is t and \
+            t._version == entry[2] else None
 
     def clear(self) -> None:
         self.values.clear()
@@ -537,7 +539,7 @@ def cast_keeping_fp32(model, dtype=torch.{dtype}, keep=KEEP_FP32):
     states = {{n: {{k: v.clone() for k, v in model.get_submodule(n).state_dict().items()}}
               for n in keep}}
     model.to(dtype)
-    handed = {{}}  # id(cast-back tensor) -> (weakref, its fp32 value)
+    handed = {{}}  # id(cast-back tensor) -> (weakref, its fp32 value, its version)
 
     def each(x, fn):
         if torch.is_tensor(x):
@@ -550,11 +552,11 @@ def cast_keeping_fp32(model, dtype=torch.{dtype}, keep=KEEP_FP32):
 
     def up(t):
         hit = handed.get(id(t))
-        return hit[1] if hit and hit[0]() is t else t.float()
+        return hit[1] if hit and hit[0]() is t and hit[2] == t._version else t.float()
 
     def down(t):
         low = t.to(dtype)
-        handed[id(low)] = (weakref.ref(low), t)
+        handed[id(low)] = (weakref.ref(low), t, low._version)
         return low
 
     for n in keep:
