@@ -154,3 +154,43 @@ def test_markdown_and_annotations_follow_the_same_order():
     notes = [ln for ln in lines if ln.startswith("::notice")]
     assert notes and "int64->bool" in "".join(notes)  # the cast is a note, after them
     assert "no device in region" not in "".join(lines)  # a bounce that did not occur
+
+
+def test_a_rerun_moves_rows_between_bands_in_place():
+    """A re-run that makes a zero-count bounce occur (and a fallback stop) moves each row to
+    its band's place, without splitting the probe again; a row gone leaves the order."""
+    from laya_tui.tui.model import RunModel
+    from tests.test_tui_model import _table, fb, run
+
+    model = RunModel()
+    bounce = {"kind": "host_bounce", "subject": "region forward", "count": 0,
+              "reason": "no device in region"}
+    env = {"kind": "environment", "subject": "torch", "value": "2.5"}
+    first = [env, bounce, fb("aten::neg"), fb("aten::mul", count=2), fb("aten::gelu")]
+    run(model, "fam/p", first)
+    table = _table(model)
+    table.rebuild()
+    assert [r.sig.subject for r in map(table.row_at, range(table.row_count))] == [
+        "aten::neg", "aten::mul", "aten::gelu", "region forward", "torch"]
+    split = table.bands._splits["fam/p"]
+    second = [env, dict(bounce, count=3), fb("aten::neg"), fb("aten::mul", count=0),
+              fb("aten::gelu")]
+    changes = run(model, "fam/p", second)
+    assert len(changes.updated) == 2 and not changes.removed
+    table.apply(changes.added, changes.updated, changes.removed)
+
+    def subjects() -> list[str]:
+        return [r.sig.subject for r in map(table.row_at, range(table.row_count))]
+
+    assert subjects() == ["aten::neg", "aten::gelu", "region forward", "aten::mul", "torch"]
+    assert table.bands._splits["fam/p"] is split  # moved in place, not ranked again
+    assert all(table.index_of(table.row_at(i)) == i for i in range(table.row_count))
+    changes = run(model, "fam/p", second[:4])  # gelu gone: the model's list is a new one
+    table.apply(changes.added, changes.updated, changes.removed)
+    assert subjects() == ["aten::neg", "region forward", "aten::mul", "torch"]
+    # filtered: the same order
+    from laya_tui.tui.widgets.table_rows import TableFilter
+
+    table.filter = TableFilter(text="aten::")
+    table.rebuild()
+    assert subjects() == ["aten::neg", "aten::mul"]

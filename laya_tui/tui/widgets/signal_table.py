@@ -234,11 +234,11 @@ class SignalTable(ScrollView, can_focus=True):
         keep = self._cursor_row
         if added or updated or removed or structure:
             self.order.forget_shelf()  # a kept sort no longer holds every row in its place
+        if updated:
+            self.bands.moved(updated)  # a row whose band changed moves to its new one
         if self.order.building:
             self._deferred.append((added, updated, removed))
             return
-        if updated:
-            self.bands.moved(updated)  # a row whose band changed: its probe split again
         if not self.order.listed:
             # new rows may open a band of their probe (a segment of its own): O(probes)
             reverse = self.order.reverse

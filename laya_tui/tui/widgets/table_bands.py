@@ -64,6 +64,34 @@ class _Split:
                 lst.append(row)
         self.single, self.done = single, len(src)
 
+    def move(self, row: SignalRow, band: int) -> None:
+        """``row`` (changed in place) is of ``band`` now: out of its old list, into the
+        new one at its arrival place. A row not split yet is left to :meth:`grow`."""
+        src = self.src
+        i = bisect_left(src, row.seq, 0, self.done, key=_seq)
+        if i >= self.done or src[i] is not row:
+            return
+        single, lists = self.single, self.lists
+        if single is not None:
+            if band != single:  # the first row of another band: the model's list is copied
+                keep = [r for r in src[:self.done] if r is not row]
+                if keep:
+                    lists[single] = keep
+                lists[band] = [row]
+                self.single = None
+            return
+        for old, lst in lists.items():
+            j = bisect_left(lst, row.seq, key=_seq)
+            if j < len(lst) and lst[j] is row:
+                if old == band:
+                    return
+                del lst[j]
+                if not lst:
+                    del lists[old]
+                break
+        dst = lists.setdefault(band, [])
+        dst.insert(bisect_left(dst, row.seq, key=_seq), row)
+
     def bands(self) -> list[tuple[int, list[SignalRow]]]:
         if self.single is not None:
             return [(self.single, self.src)]
@@ -93,27 +121,12 @@ class BandedOrder:
         out.sort(key=lambda t: (t[0], t[1]))
         return [(f"{band}\x1f{pid}", lst) for band, _, pid, lst in out]
 
-    def moved(self, rows: list[SignalRow]) -> bool:
-        """Rows changed in place: True when one changed band (its probe is split again)."""
-        again = False
+    def moved(self, rows: list[SignalRow]) -> None:
+        """Rows changed in place (a re-run): each goes to the list of its band now."""
         for row in rows:
             s = self._splits.get(row.probe)
-            if s is None:
-                continue
-            b = row_band(row)
-            if s.single is not None:
-                if b != s.single:
-                    del self._splits[row.probe]
-                    again = True
-                continue
-            lst = s.lists.get(b)
-            if lst is not None:
-                i = bisect_left(lst, row.seq, key=_seq)
-                if i < len(lst) and lst[i] is row:
-                    continue
-            del self._splits[row.probe]
-            again = True
-        return again
+            if s is not None:
+                s.move(row, row_band(row))
 
     def forget(self) -> None:
         self._splits.clear()
