@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from laya_tui.families.tilelang.cell_state import (
@@ -60,7 +61,9 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         kernel = built.kernel if built.kind == "kernel" else _load(func, artifact, tgt, built,
                                                                    call)
         _run_own_check(ctx, state, kernel, record, artifact.params,
-                       call.out_idx if call is not None else None)
+                       call.out_idx if call is not None else None,
+                       rebuild=(lambda config: _rebuilt(state, func, call, config))
+                       if ctx.options.get("precision_plan") is not False else None)
         return
     if example is None and record is not None and record.inputs_from is not None:
         state.extra["run_skipped"] = (
@@ -198,8 +201,23 @@ def compare_outputs(ctx: Any, example: Any, prefix: str, actual: dict[str, Any],
 # -- the file's own check ---------------------------------------------------------------------
 
 
+def _rebuilt(state: CellState, func: Any, call: KernelCall | None,
+             config: dict[str, Any]) -> Any:
+    """The kernel built again by TileLang itself with pass configuration ``config`` (the pass
+    bisection's builds: :mod:`laya_tui.families.tilelang.pass_bisect`)."""
+    import tilelang
+
+    from laya_tui.families.tilelang.cell_state import cuda_target_spec
+
+    target: Any = cuda_target_spec() if state.target == "cuda" else state.target
+    return tilelang.compile(func, out_idx=call.out_idx if call is not None else None,
+                            target=target, pass_configs=config,
+                            execution_backend=state.extra.get("execution_backend") or "auto")
+
+
 def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: Any,
-                   out_idx: Any) -> None:
+                   out_idx: Any, rebuild: Callable[[dict[str, Any]], Any] | None = None
+                   ) -> None:
     """Run the built kernel the way the file checks it, with its tolerances: the file's
     reference program on the inputs TileLang's profiler supplies, or each check the file
     made (:mod:`laya_tui.families.tilelang.own_checks`) made again on the kernel's real
@@ -245,10 +263,32 @@ def _run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params:
     state.extra["reference"] = "the file's own check"
     if failures:
         first = next((how for _, v, how in results if not v.passed), "")
+        fix = _bisect(state, record, params, out_idx, rebuild) if rebuild else None
         raise StageFailed(Diagnostic(stage="run", exception="ToleranceExceeded",
                                      line=failures[0], text="\n".join(failures),
-                                     site=check_site(check_file, first)))
+                                     site=check_site(check_file, first), fix=fix))
     state.outcome = "ran"
+
+
+def _bisect(state: CellState, record: Any, params: Any, out_idx: Any,
+            rebuild: Callable[[dict[str, Any]], Any]) -> str | None:
+    """After a failed check: the pass option whose change makes it pass (the detail's
+    ``pass_bisection``), as the finding's fix when there is one."""
+    from laya_tui.families.tilelang.pass_bisect import bisect_passes
+    from laya_tui.families.tilelang.stages import pass_config
+
+    def passes(config: dict[str, Any]) -> bool:
+        kernel = rebuild(config)
+        got = (_profiler_check(state, kernel, record, params, out_idx)
+               if record.ref_program is not None else _file_checks(state, kernel, record))
+        return all(v.passed for _, v, _ in got)
+
+    base = pass_config(None) | dict(state.extra.get("_pass_configs_all") or {})
+    found = bisect_passes(base, passes)
+    if found is None:
+        return None
+    state.extra["pass_bisection"] = found.as_detail()
+    return found.fix()
 
 
 def check_site(file: str, how: str) -> dict[str, Any] | None:

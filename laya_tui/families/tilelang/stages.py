@@ -210,6 +210,7 @@ def lower_stage(ctx: Any, state: CellState, func: Any, fsite: dict[str, Any] | N
     config = pass_config(call)
     state.extra["pass_configs"] = {k: v for k, v in config.items()
                                    if isinstance(v, (bool, int, float, str))}
+    state.extra["_pass_configs_all"] = config  # (not in the detail: values may be objects)
     backend = execution_backend(tgt, call)
     state.extra["execution_backend"] = backend
     log = PassLog()
