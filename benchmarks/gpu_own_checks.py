@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-FILE_SECONDS = 150  # one file's cells, at most (a file that hangs costs no more)
+FILE_SECONDS = int(os.environ.get("FILE_SECONDS", "150"))  # one file's cells, at most
 
 
 def _detail(signal: dict[str, Any]) -> dict[str, Any]:
@@ -79,8 +79,9 @@ def one(examples: str, tag: str, rel: str) -> list[dict[str, Any]]:
                           "reason": s.get("reason")}
                          for s in sig if s.get("kind") == "tolerance"],
             "no_reference": [x for x in logs if x and "ref" in str(x)][:2],
-            "lowering": [{k: _detail(s).get(k) for k in
-                          ("outcome", "run_skipped", "not_run", "not_compared")}
+            "lowering": [{**{k: _detail(s).get(k) for k in
+                             ("outcome", "run_skipped", "not_run", "not_compared",
+                              "pass_bisection")}, "fix": s.get("fix")}
                          for s in sig if s.get("kind") == "lowering"]})
     return out
 
