@@ -68,7 +68,11 @@ def status_word(status: str) -> str:
 #: A cell of the lowering matrix: the stage it reached, or its probe's status.
 OUTCOME_MARKS: dict[str, Mark] = {
     "ran": Mark("✓", "ran", "ran", "built, ran and matched the reference within tolerance"),
-    "built": Mark("◐", "built", "built", "built, not run here (no device for its target)"),
+    # (matrix words fit its 7-cell columns: the glyph says which state, as everywhere)
+    "built": Mark("◐", "built", "built", "built, not run here (no GPU, no libcuda, no "
+                  "compiler): nothing was compared"),
+    "not-compared": Mark("◑", "built", "built", "built, not compared: nothing to "
+                         "compare its output with (the file has no check)"),
     "lowered": Mark("◔", "lowered", "lowered", "lowered, not built"),
     "lower-failed": Mark("✗", "lower", "lower-failed", "failed to lower"),
     "build-failed": Mark("✗", "build", "build-failed", "lowered, failed to build"),
@@ -92,8 +96,8 @@ def outcome_mark(outcome: str) -> Mark:
 #: The legend of the matrix: the outcomes a finished run shows, in reading order.
 MATRIX_LEGEND: tuple[tuple[str, str], ...] = tuple(
     (OUTCOME_MARKS[o].label, OUTCOME_MARKS[o].meaning)
-    for o in ("ran", "built", "lowered", "lower-failed", "build-failed", "run-failed",
-              "skipped", "crashed", "timeout", "error")) + (("·", "no such cell"),)
+    for o in ("ran", "built", "not-compared", "lowered", "lower-failed", "build-failed",
+              "run-failed", "skipped", "crashed", "timeout", "error")) + (("·", "no such cell"),)
 
 #: The legend of the status glyphs (tree, summary, page).
 STATUS_LEGEND: tuple[tuple[str, str], ...] = tuple(
@@ -101,9 +105,10 @@ STATUS_LEGEND: tuple[tuple[str, str], ...] = tuple(
 
 #: The matrix legend in one or two lines (under the dashboard's matrix; the help and the
 #: page give :data:`MATRIX_LEGEND` in full).
-MATRIX_LEGEND_SHORT = ("✓ ran within tolerance · ◐ built, not run · ◔ lowered · "
+MATRIX_LEGEND_SHORT = ("✓ ran within tolerance · ◐ built, not run · ◑ built, not compared · "
+                       "◔ lowered · "
                        "✗ lower / build / run: failed there · ⊘ skipped · ✹ crashed · "
-                       "◷ timeout · ⚠ n/e: not examined · · no cell")
+                       "◷ timeout · ⚠ n/e: could not be examined · · no cell")
 
 
 class State:
@@ -124,8 +129,8 @@ STATE_MARKS: dict[str, Mark] = {
     State.FINDING: Mark("✗", "finding", "failed",
                         "a finding about the subject: it does not lower, it drifts"),
     State.NOT_EXAMINED: Mark("⚠", "could not be examined", "error",
-                             "could not be examined: the probe never reached its subject "
-                             "(it raised, or something it needs is unknown); not a finding"),
+                             "the probe never reached its subject (it raised, or something "
+                             "it needs is unknown): not a finding"),
     State.CRASHED: Mark("✹", "crashed", "crashed", "its worker died or broke the protocol"),
     State.TIMEOUT: Mark("◷", "timeout", "timeout", "it ran past its deadline"),
     State.NOT_RUN: Mark("◐", "built, not run", "built",

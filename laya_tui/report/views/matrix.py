@@ -11,7 +11,7 @@ from typing import Any
 
 from laya_tui.core import cellid
 from laya_tui.core.signals import COMPLETED_STATUSES, Status
-from laya_tui.report.views.legend import Mark, outcome_mark
+from laya_tui.report.views.legend import Mark, State, not_run_state, outcome_mark
 from laya_tui.report.views.signals import SignalLike
 
 #: Column order: C before LLVM before CUDA; fp32, fp16, bf16; the CPU specialization first.
@@ -88,6 +88,9 @@ def lowering_outcome(sig: SignalLike) -> tuple[str, MatrixColumn, str] | None:
         return None
     column = MatrixColumn(str(d["target"]), str(d["dtype"]), str(d.get("spec") or ""))
     outcome = str(d.get("outcome") or ("ran" if sig.get("passed") else "lower-failed"))
+    if outcome == "built" and d.get("not_run") and \
+            not_run_state(str(d["not_run"])) == State.NOT_COMPARED:
+        outcome = "not-compared"  # built, nothing to compare with (views.legend's state)
     return str(d["kernel"]), column, outcome
 
 

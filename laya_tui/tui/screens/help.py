@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from laya_tui.report.views.legend import MATRIX_LEGEND, STATUS_LEGEND
+from laya_tui.report.views.legend import LIVE_MARKS, MATRIX_LEGEND, STATE_LEGEND
 
 NAVIGATION = [
     ("↑ ↓  /  k j", "move in the tree, the table or the matrix"),
@@ -92,7 +92,8 @@ class HelpScreen(ModalScreen[None]):
             Text(HINT, style="dim"), Text(""),
             _table("keys", keys), Text(""),
             _table("moving around", NAVIGATION), Text(""),
-            _table("probe status (tree, summary)", list(STATUS_LEGEND)), Text(""),
+            _table("cell state (tree, summary, every output)", [*STATE_LEGEND, *(
+                (m.label, m.meaning) for m in LIVE_MARKS.values())]), Text(""),
             _table("lowering matrix cells (m)", list(MATRIX_LEGEND)))
         with HelpBody(id="help-body"):
             yield Static(body, id="help-text")
