@@ -362,7 +362,7 @@ def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
     assert p["id"] == "tilelang/unknown_args[c,fp32]" and p["status"] == "error"
     assert doc["summary"]["passed"] is False
     assert "verdict: FAIL" in proc.stderr and "1 could not be examined" in proc.stderr
-    assert "  could not be examined: tilelang/unknown_args[c,fp32]: kernel arguments unknown" \
+    assert "  ⚠ could not be examined: tilelang/unknown_args[c,fp32]: kernel arguments unknown" \
         in proc.stderr
     assert '      [tool.laya-tui.kernel-args."k/unknown_args.py::shift_rows"]' in proc.stderr
     junit = out["j.xml"].read_text()
