@@ -377,7 +377,7 @@ def test_cli_unknown_kernel_arguments_fail_the_run(tmp_path: Path) -> None:
             str(out["j.xml"]))
     md = out["m.md"].read_text()
     assert "## laya-tui: ❌ FAIL" in md and "1 could not be examined" in md
-    assert "**Could not be examined** (1)" in md
+    assert "**⚠ could not be examined** (1)" in md
 
 
 @needs_cc
