@@ -8,7 +8,7 @@ import pytest
 
 from laya_tui.report.verdict import not_run
 from laya_tui.report.views.legend import cell_state
-from laya_tui.tui.widgets.probe_tree import probe_state
+from laya_tui.tui.widgets.probe_tree import _STATES, probe_state
 from tests._tui import DEMO_REPORT, SIZE, TILELANG_REPORT, recorded_app
 
 pytestmark = pytest.mark.asyncio
@@ -52,5 +52,8 @@ async def test_a_probe_without_lowering_signals_is_not_read_again():
                 r = next(r for r in model.results() if not_run(r))
             r["signals"] = _Counted(r["signals"])
             _Counted.passes = 0
+            _STATES.clear()
             assert probe_state(model.probes[r["id"]]) == cell_state(r)
+            assert _Counted.passes == (1 if want_plain else 2)
+            probe_state(model.probes[r["id"]])  # the same result: not read again
             assert _Counted.passes == (1 if want_plain else 2)

@@ -75,6 +75,10 @@ def elide_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - tail:]
 
 
+#: ``{probe id: (its result, its state)}``: :func:`probe_state` of an ok lowering cell.
+_STATES: dict[str, tuple[object, str]] = {}
+
+
 def probe_state(st: ProbeState) -> str:
     """The cell's state (report.views.legend): an ok cell built but not run or not compared
     is not ok, a failed one whose probe raised could not be examined; live statuses as
@@ -84,7 +88,10 @@ def probe_state(st: ProbeState) -> str:
     if status == Status.OK:
         entry = st.report_entry
         if entry is not None and st.kinds.get("lowering"):
-            return cell_state(entry)
+            hit = _STATES.get(st.id)
+            if hit is None or hit[0] is not entry:  # each result read once (the header and
+                hit = _STATES[st.id] = (entry, cell_state(entry))  # the tree ask often)
+            return hit[1]
         return State.OK
     if status == Status.FAILED:
         return State.NOT_EXAMINED if st.error else State.FINDING
