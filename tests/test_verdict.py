@@ -137,6 +137,16 @@ async def test_the_dashboard_header_counts_them_and_the_ungated_findings():
         main = app.main_screen
         status = str(main.query_one("#summary-status").render())
         gates = str(main.query_one("#summary-gates").render())
+        from laya_tui.tui.widgets.summary import SummaryText
+
+        text = main.query_one(SummaryText)
+        verdict = text.lines[2]
+        start = verdict.plain.index(" PASS ")
+        style = next(sp.style for sp in verdict.spans if sp.start == start)
+        warn = text.get_component_rich_style("summary--warn", partial=True)
+        green = text.get_component_rich_style("summary--pass", partial=True)
+    # not plain green while 14 findings are there: the warning colour
+    assert style == warn and warn != green
     # the recorded run: 20 cuda cells built with nvcc on a machine without a GPU, and 14
     # failed lowerings that no default gate reads
     # issue 42: the 20 cells built but not run are not counted ok
