@@ -132,9 +132,14 @@ def bisect_passes(base: dict[str, Any],
             break
     else:
         everything = {k: v for k, v, _ in SWITCHES if base.get(k) != v}
-        if everything and not spent() and attempt(everything):
+        together = attempt(everything) if everything and not spent() else False
+        if together:
             out.verdict = ("no single option restores the check; all of TileLang's pass "
                            "switches together do: passes interact")
+        elif together is None:
+            out.verdict = (f"no single pass option restores the check, and with every "
+                           f"switch at once the kernel does not build "
+                           f"({out.trials[-1].note[:120]})")
         elif not spent():
             out.verdict = ("no pass option restores the check: the difference is not from "
                            "an optional pass (the kernel's maths, or its reference)")
