@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="workspace root (default: the current folder)")
     ap.add_argument("--precision-plan", action=argparse.BooleanOptionalAction, default=None,
                     help="after a failing bf16/fp16 eager tolerance, search the modules to keep "
-                    "in fp32 and verify the plan (bounded; default: on)")
+                    "in fp32 and verify the plan; after a TileLang kernel fails its file's "
+                    "check, the pass option that restores it (bounded; default: on)")
     ap.add_argument("--rbln-log", metavar="PATH",
                     help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
     ap.add_argument("--watch", action="store_true",
