@@ -49,6 +49,7 @@ class ResultDict(TypedDict):
     id: str
     family: str
     status: str  # a report status: laya_tui.core.signals.STATUSES
+    state: NotRequired[str]  # report/3, written by build_report: report.views.legend.State
     reason: str | None
     seconds: float | None
     cached: bool
