@@ -271,9 +271,19 @@ def test_assert_torch_equal_on_an_in_place_kernels_masks_is_the_files_check(
         tl: Any, tmp_path: Path) -> None:
     """``assert torch.equal(isneginf(got), isneginf(ref))`` on an in-place kernel's output
     is recorded as the file's check (during the capture it would fail on the stand-in and end
-    the run), made again on the real output, and so is the ``assert_close`` after it."""
+    the run), made again on the real output, and so is the ``assert_close`` after it.
+    TileLang 0.1.14 has no C for ``T.infinity`` (its own ``tilelang.lower(..., target="c")``
+    raises the same): there the cell fails to lower and no check is reached."""
+    from importlib.metadata import version
+
     folder = ROOT / "tests" / "fixtures" / "own_checks_equal"
     status, signals = run_folder_cell("mask_fill[c,fp32]", tmp_path, folder)
+    if version("tilelang") == "0.1.14":  # the version matrix: noxfile.py tilelang(0.1.14)
+        (low,) = [s for s in signals if s["kind"] == "lowering"]
+        assert status == "failed" and low["reason"].startswith("lower failed: Unresolved call")
+        assert 'name="tl.infinity"' in low["reason"], low["reason"]
+        assert not [s for s in signals if s["kind"] == "tolerance"]
+        return
     assert status == "ok", status
     checks = sorted(s["detail"]["check"].split(" at ")[0] for s in signals
                     if s["kind"] == "tolerance")
