@@ -10,6 +10,8 @@ passed/failed checks: every band, the worst case). Per shape, in ms (median of r
 * ``split``: the first ``BandedOrder.segments`` of the scope (every row ranked once);
 * ``again``: the same call once split (a scope change, Esc after a filter): O(probes);
 * ``batch``: one call after 1,024 more rows streamed in (what a pump step adds);
+* ``gone``: a re-run in which every 1,000th row went away (the model lists the rest anew):
+  ``removed`` then ``segments`` (before: the probe split anew, as ``split``);
 * ``rank``: ``row_band`` over every row (µs per row).
 """
 
@@ -77,12 +79,19 @@ def measure(shape: str, n: int) -> dict[str, float]:
     bands.segments(segments)
     batch = time.perf_counter() - t0
     rows = model.probes[PID].rows
+    bands.segments(segments)
+    kept = [r for i, r in enumerate(rows) if i % 1000]
+    dropped = rows[::1000]
+    t0 = time.perf_counter()
+    bands.removed(dropped)
+    bands.segments([(PID, kept)])
+    gone = time.perf_counter() - t0
     t0 = time.perf_counter()
     for r in rows:
         row_band(r)
     rank = (time.perf_counter() - t0) / len(rows)
     return {"split": split * 1e3, "again": again * 1e3, "batch": batch * 1e3,
-            "rank": rank * 1e6}
+            "gone": gone * 1e3, "rank": rank * 1e6}
 
 
 def main() -> None:
@@ -96,7 +105,8 @@ def main() -> None:
         runs = [measure(shape, args.signals) for _ in range(args.repeats)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(f"  {shape:5}  split {med['split']:7.1f} ms   again {med['again']:6.3f} ms   "
-              f"batch of 1,024 {med['batch']:5.2f} ms   rank {med['rank']:.2f} µs/row")
+              f"batch of 1,024 {med['batch']:5.2f} ms   gone {med['gone']:5.1f} ms   "
+              f"rank {med['rank']:.2f} µs/row")
 
 
 if __name__ == "__main__":

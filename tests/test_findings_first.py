@@ -188,6 +188,30 @@ def test_a_rerun_moves_rows_between_bands_in_place():
     changes = run(model, "fam/p", second[:4])  # gelu gone: the model's list is a new one
     table.apply(changes.added, changes.updated, changes.removed)
     assert subjects() == ["aten::neg", "region forward", "aten::mul", "torch"]
+    assert table.bands._splits["fam/p"] is split and split.src is model.probes["fam/p"].rows
+    # a probe of one band: the model's own list, kept through a removal too
+    run(model, "fam/q", [fb(f"op{i}") for i in range(5)])
+    table.apply([], [], [], structure=True)
+    q = table.bands._splits["fam/q"]
+    assert q.single is not None and any(seg is model.probes["fam/q"].rows
+                                        for seg in table.order.segments)
+    changes = run(model, "fam/q", [fb(f"op{i}") for i in (0, 2, 4)])
+    table.apply(changes.added, changes.updated, changes.removed)
+    assert table.bands._splits["fam/q"] is q and q.src is model.probes["fam/q"].rows
+    assert [r.sig.subject for r in map(table.row_at, range(table.row_count))
+            if r.probe == "fam/q"] == ["op0", "op2", "op4"]
+    # many rows gone at once (one pass over the lists) from a probe of every band
+    big = [fb(f"b{i}", count=i % 2) for i in range(600)]
+    run(model, "fam/r", big)
+    table.apply([], [], [], structure=True)
+    changes = run(model, "fam/r", big[::3])
+    assert len(changes.removed) == 400
+    table.apply(changes.added, changes.updated, changes.removed)
+    r_rows = [r for r in map(table.row_at, range(table.row_count)) if r.probe == "fam/r"]
+    assert [r.sig.subject for r in r_rows] == [
+        s["subject"] for s in big[::3] if s["count"]] + [
+        s["subject"] for s in big[::3] if not s["count"]]
+    assert all(table.index_of(table.row_at(i)) == i for i in range(table.row_count))
     # filtered: the same order
     from laya_tui.tui.widgets.table_rows import TableFilter
 

@@ -234,8 +234,10 @@ class SignalTable(ScrollView, can_focus=True):
         keep = self._cursor_row
         if added or updated or removed or structure:
             self.order.forget_shelf()  # a kept sort no longer holds every row in its place
-        if updated:
+        if updated or removed:  # the split follows at once, shown or not (table_bands)
             self.bands.moved(updated)  # a row whose band changed moves to its new one
+            self.bands.removed(removed)  # out of their lists, not a new split of the probe
+            self.bands.segments(self.segments_of())  # a probe's new list taken as it is
         if self.order.building:
             self._deferred.append((added, updated, removed))
             return

@@ -19,6 +19,9 @@ from laya_tui.report.severity import severity
 from laya_tui.tui.model import SignalRow
 
 _seq = attrgetter("seq")
+#: rows gone from one probe in one change taken out one at a time (bisection and ``del``);
+#: more: one pass over its lists
+DROP_ONE_BY_ONE = 256
 Segments = list[tuple[str, list[SignalRow]]]
 
 
@@ -32,13 +35,15 @@ class _Split:
     """One probe's rows split by band: ``src`` is the model's list, ``done`` how many of it
     are split; ``single`` the band of every row while they share one (``lists`` unused)."""
 
-    __slots__ = ("done", "lists", "single", "src")
+    __slots__ = ("done", "gone", "last", "lists", "single", "src")
 
     def __init__(self, src: list[SignalRow]) -> None:
         self.src = src
         self.done = 0
         self.single: int | None = None
         self.lists: dict[int, list[SignalRow]] = {}
+        self.last = -1  # the seq of the last row split
+        self.gone = 0  # split rows gone since the model's list was last replaced
 
     def grow(self) -> None:
         """Split the rows that came since the last call."""
@@ -62,7 +67,7 @@ class _Split:
                 lists[b] = [row]
             else:
                 lst.append(row)
-        self.single, self.done = single, len(src)
+        self.single, self.done, self.last = single, len(src), src[-1].seq
 
     def move(self, row: SignalRow, band: int) -> None:
         """``row`` (changed in place) is of ``band`` now: out of its old list, into the
@@ -92,6 +97,40 @@ class _Split:
         dst = lists.setdefault(band, [])
         dst.insert(bisect_left(dst, row.seq, key=_seq), row)
 
+    def drop(self, rows: list[SignalRow]) -> None:
+        """``rows`` went away (the model lists its rows anew without them): out of the
+        lists; :meth:`rebase` takes the new list."""
+        rows = [r for r in rows if r.seq <= self.last]  # the others were never split
+        self.gone += len(rows)
+        if self.single is not None or not rows:
+            return
+        lists = self.lists
+        if len(rows) > DROP_ONE_BY_ONE:  # many: one pass over the lists, not a del each
+            ids = {id(r) for r in rows}
+            kept = {b: [r for r in lst if id(r) not in ids] for b, lst in lists.items()}
+            self.lists = {b: lst for b, lst in kept.items() if lst}
+            return
+        for row in rows:
+            for b, lst in lists.items():
+                j = bisect_left(lst, row.seq, key=_seq)
+                if j < len(lst) and lst[j] is row:
+                    del lst[j]
+                    if not lst:
+                        del lists[b]
+                    break
+
+    def rebase(self, rows: list[SignalRow]) -> bool:
+        """Take the model's new list (its old one less the rows dropped, then any new):
+        False when it is not that (it is split anew)."""
+        done = self.done - self.gone
+        if not 0 <= done <= len(rows):
+            return False
+        if done and rows[done - 1].seq > self.last or done < len(rows) and \
+                rows[done].seq <= self.last:
+            return False
+        self.src, self.done, self.gone = rows, done, 0
+        return True
+
     def bands(self) -> list[tuple[int, list[SignalRow]]]:
         if self.single is not None:
             return [(self.single, self.src)]
@@ -106,8 +145,10 @@ class BandedOrder:
 
     def _split(self, pid: str, rows: list[SignalRow]) -> _Split:
         s = self._splits.get(pid)
-        if s is None or s.src is not rows or s.done > len(rows):
-            s = self._splits[pid] = _Split(rows)  # a new list (rows removed): split again
+        if s is not None and s.src is not rows and not s.rebase(rows):
+            s = None
+        if s is None or s.done > len(rows):
+            s = self._splits[pid] = _Split(rows)  # a list unlike the one split: anew
         s.grow()
         return s
 
@@ -127,6 +168,16 @@ class BandedOrder:
             s = self._splits.get(row.probe)
             if s is not None:
                 s.move(row, row_band(row))
+
+    def removed(self, rows: list[SignalRow]) -> None:
+        """Rows went away (a re-run): out of their probe's lists (see :meth:`_Split.drop`)."""
+        by_probe: dict[str, list[SignalRow]] = {}
+        for row in rows:
+            by_probe.setdefault(row.probe, []).append(row)
+        for pid, gone in by_probe.items():
+            s = self._splits.get(pid)
+            if s is not None:
+                s.drop(gone)
 
     def forget(self) -> None:
         self._splits.clear()
