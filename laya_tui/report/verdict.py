@@ -147,7 +147,12 @@ def verdict_line(report: Mapping[str, Any]) -> str:
     probes = report.get("probes") or []
     given = s.get("states")
     states: Mapping[str, int] = given if isinstance(given, Mapping) else state_counts(probes)
-    loose = (s.get("ungated") or {}).get("count", 0)  # written only when there are some
+    if isinstance(s.get("ungated"), Mapping):
+        loose = s["ungated"].get("count", 0)
+    elif isinstance(given, Mapping):  # report/3 writes "ungated" whenever there are some
+        loose = 0
+    else:  # an older report: counted from its probes and gates
+        loose = len(ungated_probes(probes, report.get("gates") or []))
     return " · ".join(verdict_parts(bool(s.get("passed")), states, int(loose or 0),
                                     not_run_counts(probes)))
 
