@@ -218,3 +218,25 @@ def test_a_rerun_moves_rows_between_bands_in_place():
     table.filter = TableFilter(text="aten::")
     table.rebuild()
     assert subjects() == ["aten::neg", "aten::mul"]
+
+
+def test_rows_streamed_in_while_sorted_are_split_as_they_come():
+    """A sort shown while rows stream in: the split by band keeps up, so clearing the sort
+    does not rank a whole probe in one pass."""
+    from laya_tui.tui.model import RunModel
+    from tests.test_tui_model import _table, fb, run
+
+    model = RunModel()
+    run(model, "fam/p", [fb("a", count=0), fb("b")])
+    table = _table(model)
+    table.sort_column = "count"
+    table.rebuild()
+    changes = run(model, "fam/p", [fb("a", count=0), fb("b"), *(fb(f"c{i}") for i in range(50))])
+    table.apply(changes.added, changes.updated, changes.removed)
+    split = table.bands._splits["fam/p"]
+    assert split.done == len(model.probes["fam/p"].rows) == 52
+    table.sort_column = None
+    table.rebuild()
+    assert table.bands._splits["fam/p"] is split
+    subjects = [r.sig.subject for r in map(table.row_at, range(table.row_count))]
+    assert subjects == ["b", *(f"c{i}" for i in range(50)), "a"]

@@ -234,17 +234,18 @@ class SignalTable(ScrollView, can_focus=True):
         keep = self._cursor_row
         if added or updated or removed or structure:
             self.order.forget_shelf()  # a kept sort no longer holds every row in its place
-        if updated or removed:  # the split follows at once, shown or not (table_bands)
-            self.bands.moved(updated)  # a row whose band changed moves to its new one
-            self.bands.removed(removed)  # out of their lists, not a new split of the probe
-            self.bands.segments(self.segments_of())  # a probe's new list taken as it is
+        # the split by band follows every change at once, shown or not: a sort or filter
+        # shown while rows stream in leaves no probe to split whole when it is cleared
+        self.bands.moved(updated)  # a row whose band changed moves to its new one
+        self.bands.removed(removed)  # out of their lists, not a new split of the probe
+        segments = self._segments()  # new rows ranked; a probe's new list taken as it is
         if self.order.building:
             self._deferred.append((added, updated, removed))
             return
         if not self.order.listed:
             # new rows may open a band of their probe (a segment of its own): O(probes)
             reverse = self.order.reverse
-            self.order.show_segments(self._segments())
+            self.order.show_segments(segments)
             self.order.reverse = reverse
             if removed or updated or self.order.reverse:
                 first = 0
