@@ -35,6 +35,7 @@ raises is status ``error``), and
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from laya_tui import param, probe
@@ -132,9 +133,11 @@ def _output(result: Any) -> tuple[str, Any]:
 
 
 def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any = None,
-             drift: dict[str, Any] | None = None, plan: dict[str, Any] | None = None) -> None:
+             drift: dict[str, Any] | None = None, plan: dict[str, Any] | None = None,
+             compiled: Callable[[], Any] | None = None) -> None:
     """The tolerance verdict; when it fails and ``plan`` holds ``model``, ``reference``,
-    ``forward`` and ``forward_reference``, the precision plan search follows it."""
+    ``forward`` and ``forward_reference``, the precision plan search follows it; when it
+    fails and ``compiled`` compiles and runs the model afresh, torch's compiler bisector."""
     from laya_tui.families.numeric import max_abs_diff
     from laya_tui.tolerance import compare_logits, logits_verdict
 
@@ -149,8 +152,6 @@ def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any
                              **extra)
     else:
         sig = ctx.compare(f"{subject} {name_out}", t_out, t_ref, atol=limit, mask=m, **extra)
-    if plan is None:
-        return
 
     def check(o: Any) -> tuple[float, bool]:  # the verdict above, on a plan run's output
         t = _output(o)[1].detach().float().cpu()
@@ -159,6 +160,14 @@ def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any
             return float(v["value"]), bool(v["passed"])
         value = max_abs_diff(t, t_ref, mask=m)[0]
         return value, value <= limit
+
+    if compiled is not None:
+        from laya_tui.families.explain.compile_bisect import bisect_after_verdict
+
+        bisect_after_verdict(ctx, f"{subject} {name_out}", sig, run_compiled=compiled,
+                             good=lambda o: check(o)[1])
+    if plan is None:
+        return
 
     from laya_tui.families.explain.precision_plan import plan_after_verdict
 
@@ -241,7 +250,10 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
                 "model": model, "reference": reference,
                 "forward": lambda m, i=i: m(**inputs[i]),
                 "forward_reference": lambda m, i=i: m(**batches[i])}
-            _compare(ctx, subject, results[i], ref, LIMITS[dtype], mask, drift, plan)
+            compiled = None if not scenario.startswith("compile") or backend != "inductor" \
+                else (lambda i=i: torch.compile(model, dynamic=False)(**inputs[i]))
+            _compare(ctx, subject, results[i], ref, LIMITS[dtype], mask, drift, plan,
+                     compiled)
     if scenario.startswith("compile"):
         torch._dynamo.reset()
 
@@ -354,7 +366,10 @@ def _user_model(ctx: Any, spec: str, scenario: str) -> None:
             "model": model, "reference": reference,
             "forward": lambda m, i=i: presets.call_with(m, on_dev[i]),
             "forward_reference": lambda m, i=i: presets.call_with(m, on_cpu[i])}
-        _compare(ctx, subject, outs[i], ref, limit, drift=drift, plan=plan)
+        backend = str(ctx.options.get("explain_backend") or "inductor")
+        compiled = None if scenario != "compile" or backend != "inductor" else (
+            lambda i=i: presets.call_with(torch.compile(model), on_dev[i]))
+        _compare(ctx, subject, outs[i], ref, limit, drift=drift, plan=plan, compiled=compiled)
     if scenario == "compile":
         torch._dynamo.reset()
 
