@@ -123,3 +123,13 @@ def test_no_copy_of_a_default_and_no_namespace_on_the_settings_path() -> None:
         if rel.startswith(("cli/", "report/")):
             assert "setattr(args" not in text and "getattr(args" not in text, rel
     assert os.path.basename(settings_mod.__file__) == "settings.py"
+
+
+def test_the_numerics_searches_are_on_except_under_watch_unless_asked(ws: Path) -> None:
+    """A failing save in watch mode reports as fast as a passing one: the precision plan,
+    the TileLang pass bisection and the compiler bisector wait for --precision-plan there."""
+    assert _settings(ws).run.precision_plan is True
+    assert _settings(ws, "--no-precision-plan").run.precision_plan is False
+    assert _settings(ws, "--watch").run.precision_plan is False
+    assert _settings(ws, "--watch", "--precision-plan").run.precision_plan is True
+    assert "precision_plan" in _settings(ws, "--watch").run.options()

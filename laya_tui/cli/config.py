@@ -309,8 +309,15 @@ def _run_options(flags: dict[str, Any], table: dict[str, Any], workspace: str) -
         durations=frozen_map(durations) if durations is not None else None,
         durations_path=os.path.abspath(durations_path) if durations_path and durations is not None
         else None,
-        envs=envs, precision_plan=flags.get("precision_plan") is not False,
+        envs=envs, precision_plan=_numerics_searches(flags),
     )
+
+
+def _numerics_searches(flags: dict[str, Any]) -> bool:
+    """``--[no-]precision-plan``: on by default, off by default under ``--watch`` (a failing
+    save reports as fast as a passing one; ``--precision-plan`` asks for them there)."""
+    asked = flags.get("precision_plan")
+    return bool(asked) if asked is not None else not flags.get("watch")
 
 
 def _envs(flags: dict[str, Any], table: dict[str, Any]) -> tuple[Environment, ...]:

@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="after a failing bf16/fp16 eager tolerance, search the modules to keep "
                     "in fp32 and verify the plan; after a TileLang kernel fails its file's "
                     "check, the pass option that restores it; after a compile cell fails, "
-                    "torch's compiler bisector (bounded; default: on)")
+                    "torch's compiler bisector (bounded; default: on, off under --watch)")
     ap.add_argument("--rbln-log", metavar="PATH",
                     help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
     ap.add_argument("--watch", action="store_true",
