@@ -29,7 +29,9 @@ UI_TESTS = ["tests/test_show.py", "tests/test_tui_summary.py", "tests/test_tui_r
 TORCH_TESTS = ["tests/test_explain_probe.py", "tests/test_graph_breaks.py",
                "tests/test_env_compare.py", "tests/test_version_ranges.py"]
 TILELANG_TESTS = ["tests/test_tilelang_probe.py", "tests/test_tilelang_labels.py",
-                  "tests/test_env_tilelang.py"]
+                  "tests/test_env_tilelang.py",
+                  # the two that expect per release (0.1.14: T.gemm's k_pack, no C infinity)
+                  "tests/test_tilelang_anywhere.py", "tests/test_tilelang_file_run.py"]
 
 
 def _install(session: nox.Session, extras: str, dist: str, version: str) -> None:
