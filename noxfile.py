@@ -11,7 +11,7 @@ tests of the side that library touches. Install nox with ``pip install nox``.
   the project has torch 2.11 and no registry). torch 2.15 is untested (outside the range).
 - ``tilelang(0.1.14|0.1.15)``: the TileLang family's fast tests with that release.
 
-``.ci/run`` runs ``textual(floor)`` (about 70 s on 2 cores); the figures of every session are
+``.ci/run`` runs ``textual(floor)`` (about 100 s on 2 cores); the figures of every session are
 in benchmarks/results/nox-matrix-46.txt. Keep the venvs out of the checkout:
 ``nox --envdir /tmp/laya-nox -s ...``.
 """
@@ -25,7 +25,9 @@ import nox
 nox.options.default_venv_backend = "venv"
 ROOT = Path(__file__).parent
 UI_TESTS = ["tests/test_show.py", "tests/test_tui_summary.py", "tests/test_tui_readable.py",
-            "tests/test_screenshot.py", "tests/test_serve.py", "tests/test_version_ranges.py"]
+            "tests/test_screenshot.py", "tests/test_serve.py", "tests/test_version_ranges.py",
+            "tests/test_tui_imports.py", "tests/test_tui_live.py", "tests/test_tui_model.py",
+            "tests/test_tui_pilot.py", "tests/test_tui_repaint.py", "tests/test_tui_snapshots.py"]
 TORCH_TESTS = ["tests/test_explain_probe.py", "tests/test_graph_breaks.py",
                "tests/test_env_compare.py", "tests/test_version_ranges.py"]
 TILELANG_TESTS = ["tests/test_tilelang_probe.py", "tests/test_tilelang_labels.py",
