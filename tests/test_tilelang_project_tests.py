@@ -111,6 +111,17 @@ def test_a_cached_maker_behind_a_cuda_guard_is_built_by_a_parametrized_test(
     assert _signal(cell, "tolerance")["passed"] is True
 
 
+def test_an_in_place_kernel_written_through_a_flat_view_is_compared_on_its_buffer(
+        run: dict[str, Any]) -> None:
+    """``kernel(x.reshape(-1), y.reshape(-1), out.reshape(-1))`` and the test checks ``out``
+    (4x8): the check is made on the written buffer, as the test makes it."""
+    cell = run["cells"]["inplace[c,fp32]"]
+    assert cell["status"] == "ok", cell.get("reason")
+    tol = _signal(cell, "tolerance")
+    assert tol["passed"] is True and tol["value"] < 1e-5
+    assert tol["detail"]["check"].endswith("in test_ops.py")
+
+
 def test_a_kernel_nothing_builds_is_examined_at_its_own_defaults(
         run: dict[str, Any]) -> None:
     import tilelang

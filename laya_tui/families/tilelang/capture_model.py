@@ -368,6 +368,24 @@ def kernel_data_dtype(func: Any) -> str | None:
     combined by :func:`laya_tui.families.tilelang.data_dtype.combine`."""
     from laya_tui.families.tilelang.data_dtype import combine
 
+    found = _params_written(func)
+    if found is None:  # not a PrimFunc TileLang traced
+        return first_tensor_dtype(func)
+    params, written = found
+    return combine([d for n, d in params if n not in written],
+                   [d for n, d in params if n in written])
+
+
+def written_params(func: Any) -> set[int] | None:
+    """The positions of the buffer parameters a PrimFunc writes (None: not readable)."""
+    found = _params_written(func)
+    if found is None:
+        return None
+    params, written = found
+    return {i for i, (n, _) in enumerate(params) if n in written}
+
+
+def _params_written(func: Any) -> tuple[list[tuple[str, str]], set[str]] | None:
     try:
         from tvm import tirx
         from tvm.tirx import stmt_functor
@@ -387,9 +405,8 @@ def kernel_data_dtype(func: Any) -> str | None:
 
         stmt_functor.post_order_visit(func.body, visit)
     except Exception:  # noqa: BLE001 - not a PrimFunc TileLang traced
-        return first_tensor_dtype(func)
-    return combine([d for n, d in params if n not in written],
-                   [d for n, d in params if n in written])
+        return None
+    return params, written
 
 
 def _written_by_call(call: Any, tirx: Any, written: set[str]) -> None:

@@ -136,6 +136,23 @@ def _storage(t: Any) -> int:
         return 0
 
 
+def _tag_base(view: Any, leaf: Any) -> None:
+    """An in-place kernel given a whole-buffer view (``out.reshape(-1)``, ``out.view(n)``)
+    writes its base too: the file checks ``out``, which is the written argument reshaped."""
+    import torch
+
+    from laya_tui.families.tilelang.own_checks import Op, node_of, tag
+
+    with torch._C.DisableTorchFunction():  # read past the capture's mode: no derived node
+        base = getattr(view, "_base", None)
+        if base is None or node_of(base) is not None or base.numel() != view.numel() \
+                or view.storage_offset() != base.storage_offset() \
+                or not (view.is_contiguous() and base.is_contiguous()):
+            return
+        shape = tuple(base.shape)
+    tag(base, Op(torch.reshape, (leaf, shape), {}))
+
+
 class StubKernel:
     """What the file gets instead of a compiled kernel while it is being captured."""
 
@@ -194,11 +211,22 @@ class StubKernel:
                     self._registry.setdefault(-_storage(t), (rec, -1 - i, t))
                 if call is not None and not outs:
                     tag(t, Leaf(rec, call, -1 - i))
+                    if i in self._written():
+                        _tag_base(t, Leaf(rec, call, -1 - i))
         if not rec.outputs:
             rec.outputs = outs
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs
+
+    def _written(self) -> set[int]:
+        """The argument positions the kernel writes (read once from its PrimFunc)."""
+        known: set[int] | None = self.__dict__.get("_written_params")  # (no __getattr__)
+        if known is None:
+            from laya_tui.families.tilelang.capture_model import written_params
+
+            known = self.__dict__["_written_params"] = written_params(self.prim_func) or set()
+        return known
 
     def get_profiler(self, *args: Any, **kwargs: Any) -> StubProfiler:
         supply = kwargs.get("tensor_supply_type", args[0] if args else None)
