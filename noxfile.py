@@ -8,7 +8,8 @@ tests of the side that library touches. Install nox with ``pip install nox``.
 - ``torch(2.13.0|2.14.1)``: the worker side with that torch; 2.13.0 is the CPU build on
   this machine's disk, 2.14.1 exists on the registry only as the CUDA 13 build (555 MB plus
   the CUDA wheels), which this project does not install: not run yet (the GPU host lent to
-  the project has torch 2.11 and no registry). torch 2.15 is untested (outside the range).
+  the project has torch 2.11 and no registry); it skips unless LAYA_NOX_CUDA_TORCH=1.
+  torch 2.15 is untested (outside the range).
 - ``tilelang(0.1.14|0.1.15)``: the TileLang family's fast tests with that release.
 
 ``.ci/run`` runs ``textual(floor)`` (about 100 s on 2 cores); the figures of every session are
@@ -18,6 +19,7 @@ in benchmarks/results/nox-matrix-46.txt. Keep the venvs out of the checkout:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -63,6 +65,9 @@ def textual(session: nox.Session, textual: str) -> None:
 @nox.parametrize("torch", [nox.param(v, id=v) for v in ("2.13.0", "2.14.1")])
 def torch(session: nox.Session, torch: str) -> None:
     """The explain/env tests with that torch (2.14.1: only a CUDA build exists, not run)."""
+    if torch != "2.13.0" and not os.environ.get("LAYA_NOX_CUDA_TORCH"):
+        session.skip(f"torch {torch} exists on the registry only as the CUDA build (~3 GB with "
+                     "its nvidia wheels); LAYA_NOX_CUDA_TORCH=1 installs it")
     _install(session, "torch,dev", "torch", f"=={torch}")
     _pytest(session, TORCH_TESTS)
 
