@@ -239,3 +239,14 @@ def test_control_characters_are_escaped_on_the_page_and_the_terminal(browser, tm
     for c in ("\x00", "\x1b", "\x07"):
         assert c not in body
     assert "nul\\x00 esc\\x1b[31m bell\\x07" in body
+
+
+def test_a_pass_beside_findings_no_gate_reads_is_not_green(browser, tmp_path):
+    """The recorded TileLang run passes with 14 lowering findings no gate reads: the
+    page's verdict badge takes the warning colour, as the dashboard header does."""
+    _open(browser, _page(tmp_path, TILELANG_REPORT, REPO))
+    assert browser.eval("document.querySelector('#verdict').innerText") == "PASS"
+    assert browser.eval("document.querySelector('#verdict').className") == "badge warn"
+    colour = browser.eval("getComputedStyle(document.querySelector('#verdict'))"
+                          ".backgroundColor")
+    assert colour == "rgb(154, 103, 0)", colour  # --warn, not --ok's rgb(26, 127, 55)

@@ -109,7 +109,7 @@ function open(ctx, to) { if (typeof to === "string") openProbe(+to.slice(1)); el
 // -- sections ----------------------------------------------------------------------------
 function header() {
   const h = D.header;
-  return el("header", {}, el("h1", {}, h.title, "  ", el("span", {class: "badge " + (h.passed ? "pass" : "fail"), id: "verdict"}, h.verdict)),
+  return el("header", {}, el("h1", {}, h.title, "  ", el("span", {class: "badge " + (h.passed ? (h.warn ? "warn" : "pass") : "fail"), id: "verdict"}, h.verdict)),
     el("div", {class: "dim"}, h.line),
     el("div", {class: "counts"}, h.counts.map(([t, c]) => el("span", {class: c || null}, t))),
     el("div", {class: "counts dim"}, h.kinds),

@@ -147,14 +147,18 @@ def verdict_line(report: Mapping[str, Any]) -> str:
     probes = report.get("probes") or []
     given = s.get("states")
     states: Mapping[str, int] = given if isinstance(given, Mapping) else state_counts(probes)
+    return " · ".join(verdict_parts(bool(s.get("passed")), states,
+                                    findings_not_gated(report), not_run_counts(probes)))
+
+
+def findings_not_gated(report: Mapping[str, Any]) -> int:
+    """How many findings no gate reads (a PASS beside them is not plain green anywhere)."""
+    s = report.get("summary") or {}
     if isinstance(s.get("ungated"), Mapping):
-        loose = s["ungated"].get("count", 0)
-    elif isinstance(given, Mapping):  # report/3 writes "ungated" whenever there are some
-        loose = 0
-    else:  # an older report: counted from its probes and gates
-        loose = len(ungated_probes(probes, report.get("gates") or []))
-    return " · ".join(verdict_parts(bool(s.get("passed")), states, int(loose or 0),
-                                    not_run_counts(probes)))
+        return int(s["ungated"].get("count", 0) or 0)
+    # an older report (its summary normalised on reading may already hold "states"):
+    # counted from its probes and gates
+    return len(ungated_probes(report.get("probes") or [], report.get("gates") or []))
 
 
 def verdict_notes(report: Mapping[str, Any]) -> list[str]:

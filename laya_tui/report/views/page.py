@@ -17,7 +17,7 @@ from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS
 from laya_tui.report.baseline import regressed
-from laya_tui.report.verdict import describe_failure, verdict_notes
+from laya_tui.report.verdict import describe_failure, findings_not_gated, verdict_notes
 from laya_tui.report.views.detail import (
     Detail,
     FileHead,
@@ -158,7 +158,8 @@ def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, A
             report.get("schema")]
     passed = bool(s.get("passed"))
     return {"title": printable(title), "verdict": "PASS" if passed else "FAIL",
-            "passed": passed, "line": printable(" · ".join(str(b) for b in line if b)),
+            "passed": passed, "warn": passed and findings_not_gated(report) > 0,
+            "line": printable(" · ".join(str(b) for b in line if b)),
             "counts": counts, "kinds": "signals: " + ("  ".join(kinds) or "none"),
             # beside the verdict: cells built but not run, findings no gate reads
             "notes": [printable(t) for t in verdict_notes(report)]}
