@@ -4,7 +4,7 @@ releases, and what a second environment costs, measured side by side in one run.
 Usage: .venv/bin/python benchmarks/bench_envs.py [--old .venv-014/bin/python]
        [--new .venv/bin/python] [--repeat 5] [--skip-cells]
 
-``--old`` is a second environment made as the README's recipe says (TileLang 0.1.14 and
+``--old`` is a second environment made as docs/environments.md's recipe says (TileLang 0.1.14 and
 torch 2.13.0). Printed:
 
 1. The first diagnostic of each kernel x dtype cell (the GPU specialization lowered to
@@ -118,7 +118,7 @@ def main() -> int:
     ap.add_argument("--skip-cells", action="store_true", help="only the start-up figures")
     args = ap.parse_args()
     if not os.path.exists(args.old):
-        print(f"no second environment at {args.old}: make it as the README says "
+        print(f"no second environment at {args.old}: make it as docs/environments.md says "
               "(python3.11 -m venv .venv-014 && .venv-014/bin/pip install torch==2.13.0 "
               "tilelang==0.1.14)", file=sys.stderr)
         return 2

@@ -140,13 +140,13 @@ def test_only_is_checked_before_the_shard_split(tmp_path):
 
 
 def test_the_readmes_only_examples_select_cells():
-    """The README's CI jobs (cpu shards and the gpu job) run on this repository: each of
-    their --only patterns matches a cell here, so none of them is now an error."""
+    """The README's and docs' CI jobs (cpu shards and the gpu job) run on this repository:
+    each of their --only patterns matches a cell here, so none of them is now an error."""
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text()
+    readme = "".join(p.read_text() for p in [root / "README.md", *sorted(root.glob("docs/*.md"))])
     pats = re.findall(r"--only '([^']+)'", readme)
     assert len(pats) >= 10
     proc = run_cli("--list", *[a for p in pats for a in ("--only", p)], cwd=root)

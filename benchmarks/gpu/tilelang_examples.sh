@@ -5,7 +5,7 @@
 #
 #   bash benchmarks/gpu/tilelang_examples.sh EXAMPLES_DIR [REPORT.json] [SHARDS] [DEADLINE_S]
 #
-# Needs python3 with torch (CUDA) and tilelang importable (README "On a GPU host");
+# Needs python3 with torch (CUDA) and tilelang importable (docs/gpu-hosts.md);
 # laya-tui runs from this source tree. SHARDS laya-tui runs share the host's cores (nvcc
 # builds are CPU-bound); cells unfinished at DEADLINE_S are counted as such.
 set -euo pipefail

@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/gpu/upstream_kernels.sh [REPORT.json]
 #
-# Needs python3 with torch (CUDA) and tilelang importable (see README "On a GPU host" for an
+# Needs python3 with torch (CUDA) and tilelang importable (see docs/gpu-hosts.md for an
 # offline install); laya-tui runs from this source tree, no install. Writes the report
 # (default benchmarks/results/gpu-h200-upstream-kernels.json) and prints one line per cell:
 # status, outcome, lower/build/run seconds, each output's max |diff| against ref_program and
