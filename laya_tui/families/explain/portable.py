@@ -22,6 +22,13 @@ from typing import Any
 from laya_tui.families.explain.aggregate import Aggregator
 from laya_tui.families.explain.compiled_calls import FALLBACK, call_kind, kernel_frame
 from laya_tui.families.explain.dynamo_watch import DynamoWatch
+from laya_tui.families.explain.placement import (
+    NO_PLACEMENT_CPU,
+    NOT_MEASURED_DEVICE,
+    NOT_RECORDED,
+    PlacementWatch,
+    no_placement,
+)
 from laya_tui.families.explain.sites import user_site
 
 #: User frames kept in ``detail.stack`` beyond the site (in practice the whole user stack).
@@ -376,6 +383,7 @@ class PortableRegion:
                 dev = "cpu"
         self.rec = Recorder(name, phase=phase, with_stack=with_stack, device=dev)
         self.dynamo = DynamoWatch(with_stack=with_stack)
+        self.placement_watch = PlacementWatch()
         self.wall_s = 0.0
         self._mode: Any = None
 
@@ -384,6 +392,7 @@ class PortableRegion:
         self.dynamo.on_compiled = self._compiled
         self.dynamo.on_compile_start = self._compile_started
         self.dynamo.start()
+        self.placement_watch.start()
         self._mode = mode_class()(self.rec)
         self._t0 = time.perf_counter()
         self._mode.__enter__()
@@ -395,6 +404,7 @@ class PortableRegion:
         finally:
             self.wall_s = time.perf_counter() - self._t0
             self.dynamo.stop()
+            self.placement_watch.stop()
         self.dynamo.emit(self.rec.agg, self.name, self.phase)
 
     def _compile_started(self) -> None:
@@ -423,4 +433,16 @@ class PortableRegion:
             for (name, how), n in sorted(self.rec.kernels.items()):
                 calls.setdefault(how, {})[name] = n
             out["compiled_code_kernels"] = calls
+        out["placement"] = self._placement()
         return out
+
+    def _placement(self) -> dict[str, Any]:
+        """Inductor's generated-kernel placement, or why the region has none."""
+        got = self.placement_watch.placement()
+        if got is not None:
+            return got
+        if self.rec.kernels:
+            return no_placement(NOT_RECORDED)
+        if self.no_device:
+            return no_placement(NO_PLACEMENT_CPU)
+        return no_placement(NOT_MEASURED_DEVICE.format(device=self.rec.device))
