@@ -244,6 +244,9 @@ def human_summary(report: dict[str, Any]) -> str:
         + f" ({s.get('cached', 0)} cached)"
     ]
     lines += cell_lines(probes, cell_state)
+    from laya_tui.report.views.placement import placement_lines
+
+    lines += placement_lines(probes)
     kinds = ", ".join(f"{k} {n}" for k, n in s["signals"].items() if n)
     if kinds:
         lines.append(f"  signals: {kinds}")

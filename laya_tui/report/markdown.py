@@ -183,6 +183,9 @@ def build_markdown(report: dict[str, Any]) -> str:
     lines += _not_examined(report)  # the most severe first (report.severity)
     lines += _ungated(report)
     lines += _built(report)
+    from laya_tui.report.views.placement import placement_markdown
+
+    lines += placement_markdown(report.get("probes", []))
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
     if report.get("env_comparison"):  # --env: what differs between the environments

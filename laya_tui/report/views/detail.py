@@ -226,6 +226,10 @@ def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, Any]]:
     if d.get("outcome"):
         cell = ", ".join(str(d[k]) for k in ("kernel", "target", "dtype", "spec") if d.get(k))
         out.append(("outcome", f"{d['outcome']}  ({cell})" if cell else d["outcome"]))
+    if "placement" in d:
+        from laya_tui.report.views.placement import placement_text
+
+        out.append(("placement", placement_text(d["placement"])))
     return out
 
 
@@ -412,6 +416,7 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
 
 #: Detail keys shown in their own sections (the rest go to "more detail").
 _SHOWN = frozenset((
+    "placement",
     "diagnostic", "source_excerpt", "generated_source", "path", "package", "argmax_match",
     "rows", "top2_gap_min", "mismatch_rows", "mismatch_top2_gaps", "stack", "kernel",
     "target", "dtype", "spec", "outcome", "seconds", "stage", "pass", "exception",
