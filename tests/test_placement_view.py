@@ -15,7 +15,7 @@ NONE = {"on_device": None, "fallback": None, "share": None, "unit": None,
 def _probe(field: dict) -> dict:
     return {"id": "explain/m[fp32,compile]", "status": "ok", "signals": [
         {"kind": "timing", "subject": "fwd: region wall", "value": 0.1,
-         "detail": {"region": "fwd", "placement": field}}]}
+         "detail": {"region": "fwd", "phase": "cold", "placement": field}}]}
 
 
 def test_placement_text() -> None:
@@ -29,7 +29,7 @@ def test_placement_text() -> None:
 
 def test_summary_line_lists_counted_placements_only() -> None:
     assert placement_lines([_probe(FIELD), _probe(NONE)]) == [
-        "  placement: explain/m[fp32,compile] [fwd]: generated kernels 41 ops · outside 3 "
+        "  placement: explain/m[fp32,compile] [fwd cold]: generated kernels 41 ops · outside 3 "
         "(6.82%) [extern 2, custom 1]"]
 
 
@@ -44,5 +44,14 @@ def test_drill_down_and_markdown_show_it() -> None:
     report = {"summary": {"probes": 1, "seconds": 1.0, "passed": True, "signals": {},
                           "gates": []}, "probes": [probe], "gates": []}
     md = build_markdown(report)
-    assert "| `explain/m[fp32,compile]` | fwd | 41 | 3 | 6.82% | generated-kernel placement |" \
-        in md
+    row = "| `explain/m[fp32,compile]` | fwd cold | 41 | 3 | 6.82% | generated-kernel placement |"
+    assert row in md
+
+
+def test_phases_with_one_placement_share_a_line() -> None:
+    probe = _probe(FIELD)
+    warm = {"kind": "timing", "subject": "fwd: region wall", "value": 0.1,
+            "detail": {"region": "fwd", "phase": "warm", "placement": FIELD}}
+    probe["signals"].append(warm)
+    assert len(placement_lines([probe])) == 1
+    assert "[fwd cold, fwd warm]" in placement_lines([probe])[0]

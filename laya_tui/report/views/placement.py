@@ -35,8 +35,8 @@ def placement_text(p: Any) -> str | None:
 
 
 def probe_placements(probe: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
-    """(region, text, field) for each counted placement a cell's signals carry."""
-    out = []
+    """(region and phase, text, field) for each counted placement a cell's signals carry."""
+    out: list[tuple[str, str, Mapping[str, Any]]] = []
     for sig in probe.get("signals") or ():
         d = sig.get("detail") if isinstance(sig, Mapping) else None
         if not isinstance(d, Mapping):
@@ -44,15 +44,23 @@ def probe_placements(probe: Mapping[str, Any]) -> list[tuple[str, str, Mapping[s
         p = d.get("placement")
         if isinstance(p, Mapping) and isinstance(p.get("on_device"), int):
             text = placement_text(p)
+            where = " ".join(str(d[k]) for k in ("region", "phase") if d.get(k)) or "?"
             if text:
-                out.append((str(d.get("region") or "?"), text, p))
+                out.append((where, text, p))
     return out
 
 
 def placement_lines(probes: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``  placement: explain/x_compile [fwd]: generated kernels 4 ops · outside 1 (20%)``."""
-    return [f"  placement: {p.get('id')} [{region}]: {text}"
-            for p in probes for region, text, _ in probe_placements(p)]
+    """``  placement: explain/x[compile] [fwd cold]: generated kernels 4 ops · outside 1 (20%)``
+    (one line per cell and distinct placement; the phases that share it are listed)."""
+    lines = []
+    for p in probes:
+        by_text: dict[str, list[str]] = {}
+        for where, text, _ in probe_placements(p):
+            by_text.setdefault(text, []).append(where)
+        lines += [f"  placement: {p.get('id')} [{', '.join(wheres)}]: {text}"
+                  for text, wheres in by_text.items()]
+    return lines
 
 
 def placement_markdown(probes: Sequence[Mapping[str, Any]]) -> list[str]:
