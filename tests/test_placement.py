@@ -157,3 +157,26 @@ def test_fallback_claims_its_own_op_not_its_input() -> None:
     g = graph_placement({"cpp_fused_add_0:1": ["add"], "torch.ops.aten.sort.stable:2":
                          ["sort", "add"]}, {"add": "add", "sort": "sort"})
     assert g.inside == {"add"} and g.outside == {"sort": FALLBACK}
+
+
+def test_post_grad_targets_read_inductor_logged_graph() -> None:
+    import logging
+
+    from laya_tui.families.explain.placement import POST_GRAD, post_grad_targets
+
+    graphs: list[str] = []
+
+    class Grab(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if POST_GRAD in (getattr(record, "metadata", None) or {}):
+                graphs.append(record.payload)  # type: ignore[attr-defined]
+
+    log, grab = logging.getLogger("torch.__trace"), Grab()
+    log.addHandler(grab)
+    try:
+        _, code = _compile_and_watch(Sorts(), torch.randn(4, 8))
+    finally:
+        log.removeHandler(grab)
+    targets = post_grad_targets(graphs[-1])
+    assert targets["sort"] == "sort" and targets["add"] == "add"
+    assert targets["sum_1"] == "sum"

@@ -36,6 +36,8 @@ NO_PLACEMENT_CPU = "eager on the CPU: no device or compiler placement to report"
 NOT_MEASURED_DEVICE = "eager on {device}: device placement not measured here"
 NOT_RECORDED = ("compiled code ran but Inductor compiled it before the region opened: "
                 "no provenance record")
+NOT_MEASURED_RBLN = ("RBLN device placement not measured here: torch.rbln.explain's op counts "
+                     "are not read yet")
 GENERATED = "generated"
 
 
