@@ -138,19 +138,39 @@ def test_watch_restores_inductor_config() -> None:
     assert ic.trace.provenance_tracking_level == before
 
 
-def test_region_reports_placement_and_eager_cpu_says_none() -> None:
+def test_region_reports_placement_then_a_region_without_compile_says_so() -> None:
+    from laya_tui.families.explain.placement import NOT_RECORDED
     from laya_tui.families.explain.portable import PortableRegion
 
     torch._dynamo.reset()
     model = MatMul()
     x = torch.randn(4, 8)
+    compiled = torch.compile(model)
     with PortableRegion("compiled", model=model) as r, torch.no_grad():
-        torch.compile(model)(x)
+        compiled(x)
     got = r.summary()["placement"]
     assert got["on_device"] == 2 and got["outside"][EXTERN] == 1
-    with PortableRegion("eager", model=model) as r, torch.no_grad():
-        model(x)
-    assert r.summary()["placement"]["note"] == NO_PLACEMENT_CPU
+    with PortableRegion("warm", model=model) as r, torch.no_grad():
+        compiled(x)
+    assert r.summary()["placement"]["note"] == NOT_RECORDED
+
+
+def test_eager_cpu_region_has_no_placement() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch\n"
+            "from laya_tui.families.explain.portable import PortableRegion\n"
+            "m = torch.nn.Linear(4, 4)\n"
+            "with PortableRegion('eager', model=m) as r, torch.no_grad():\n"
+            "    m(torch.randn(2, 4))\n"
+            "print(r.summary()['placement']['note'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120,
+                         env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == NO_PLACEMENT_CPU
 
 
 def test_fallback_claims_its_own_op_not_its_input() -> None:

@@ -34,8 +34,8 @@ POST_GRAD = "inductor_post_grad_graph"
 _NODE_LINE = re.compile(r"^\s+(\w+)(?:: [^=]*)? = torch\.ops\.\w+\.(\w+)\.\w+\(", re.M)
 NO_PLACEMENT_CPU = "eager on the CPU: no device or compiler placement to report"
 NOT_MEASURED_DEVICE = "eager on {device}: device placement not measured here"
-NOT_RECORDED = ("compiled code ran but Inductor compiled it before the region opened: "
-                "no provenance record")
+NOT_RECORDED = ("no graph compiled in this region (its compiled code, if any, comes from an "
+                "earlier compile): placement is on the region that compiled it")
 NOT_MEASURED_RBLN = ("RBLN device placement not measured here: torch.rbln.explain's op counts "
                      "are not read yet")
 GENERATED = "generated"

@@ -441,7 +441,7 @@ class PortableRegion:
         got = self.placement_watch.placement()
         if got is not None:
             return got
-        if self.rec.kernels:
+        if self.rec.kernels or inductor_code_loaded():
             return no_placement(NOT_RECORDED)
         if self.no_device:
             return no_placement(NO_PLACEMENT_CPU)
