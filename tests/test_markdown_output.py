@@ -84,7 +84,9 @@ def test_failures_occurrences_and_baseline_changes_are_spelled_out(runs):
     assert gates["`fail-on:host_bounce`"][2].startswith("ci/llama_forward: host_bounce ")
     fallbacks = sum(s.get("count", 1) for p in now["probes"] for s in p["signals"]
                     if s["kind"] == "fallback")
-    assert fallbacks == 4 and f"Occurrences: fallback {fallbacks}," in text
+    # in the table's severity order: the failing check first, then the fallbacks
+    assert fallbacks == 4 and \
+        f"Occurrences: failing tolerance 1, fallback {fallbacks}, host_bounce 2, cast 1." in text
     section = now["baseline"]
     regs, imps = section["regressions"], section["improvements"]
     assert len(regs) == 5 and len(imps) == 4

@@ -90,7 +90,8 @@ def _baseline(section: dict[str, Any]) -> list[str]:
 def _occurrences(report: dict[str, Any]) -> dict[str, int]:
     """Counted kinds by occurrences; checks by finding cell, each under its one finding kind
     (a wrong-output kernel fails its tolerance and so its lowering cell's run stage: one
-    ``failing tolerance``, not also ``failing lowering``)."""
+    ``failing tolerance``, not also ``failing lowering``); in the severity order the table
+    and the lists below use (:mod:`laya_tui.report.severity`)."""
     from laya_tui.report.verdict import finding_kind
     from laya_tui.report.views.legend import State, cell_state
 
@@ -106,7 +107,12 @@ def _occurrences(report: dict[str, Any]) -> dict[str, int]:
             kind = finding_kind(p)
             if kind in CHECK_KINDS:
                 out[f"failing {kind}"] = out.get(f"failing {kind}", 0) + 1
-    return out
+    from laya_tui.report.severity import KIND_SEVERITY, Severity
+
+    def band(key: str) -> Severity:  # the table's order: failed checks, fallbacks, ...
+        return KIND_SEVERITY.get(key.removeprefix("failing "), Severity.OTHER)
+
+    return dict(sorted(out.items(), key=lambda kv: band(kv[0])))
 
 
 def _not_examined(report: dict[str, Any]) -> list[str]:
