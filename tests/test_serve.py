@@ -92,6 +92,19 @@ class Screen:
                                      f"{self.since(mark)[-2000:]}")
             self.page.wait_for_timeout(50)  # lets Playwright deliver the frames
 
+    def settle(self, quiet: float = 0.4, timeout: float = 10.0) -> None:
+        """Wait until no frame has arrived for ``quiet`` seconds: the app has drawn what the
+        last key did (a key pressed while a filter is still being applied lands on the
+        list as it was, and the test would race the app, not test it)."""
+        end = time.monotonic() + timeout
+        seen, since = len(self.chunks), time.monotonic()
+        while time.monotonic() < end:
+            self.page.wait_for_timeout(50)
+            if len(self.chunks) != seen:
+                seen, since = len(self.chunks), time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+
 
 def test_served_dashboard_in_chromium(served_show):
     url, t0, note_children = served_show
@@ -118,9 +131,11 @@ def test_served_dashboard_in_chromium(served_show):
             mark = screen.mark()
             page.keyboard.press("f")  # only failing cells: the first one is selected
             screen.wait_for("add_ln_kernel[c,fp32,gpu]", mark)
+            screen.settle()
             mark = screen.mark()
             page.keyboard.press("ArrowDown")  # the selection moves to the second
             screen.wait_for("add_ln_kernel[c,fp16,gpu]", mark)
+            screen.settle()
             mark = screen.mark()
             page.keyboard.press("Enter")  # its diagnostic opens: the lowering's own words
             screen.wait_for("CPU reduce only supports local src", mark)
