@@ -20,7 +20,9 @@ Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on
 Every compared output also says where its drift starts: each module's output against the
 fp32 CPU reference in execution order (:mod:`laya_tui.families.explain.drift`), in the tolerance
 signal's ``detail.drift`` and a JSON artifact. A failing bf16/fp16 eager comparison is
-followed by the precision plan search (:mod:`laya_tui.families.explain.precision_plan`):
+followed by the gap table (:mod:`laya_tui.families.explain.gap_table`: each module's error
+and its own error, ``detail.gap_table``; for a passing cell too with ``--numerics``) and the
+precision plan search (:mod:`laya_tui.families.explain.precision_plan`):
 the modules to keep in fp32, verified by a re-run, as a ``log`` signal with
 ``detail.precision_plan`` and the snippet in ``fix``.
 
@@ -168,6 +170,9 @@ def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any
                              good=lambda o: check(o)[1])
     if plan is None:
         return
+    from laya_tui.families.explain.gap_table import table_after_verdict
+
+    table_after_verdict(ctx, f"{subject} {name_out}", sig, mask=mask, **plan)
 
     from laya_tui.families.explain.precision_plan import plan_after_verdict
 

@@ -627,6 +627,25 @@ def module_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def class_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Where each kept module's class is defined (its ``class`` line): ``{name: {file, line,
+    func}}``, the place a SARIF fix points at (modules whose source cannot be found are left
+    out)."""
+    import inspect
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        try:
+            cls = type(model.get_submodule(name))
+            file = inspect.getsourcefile(cls)
+            line = inspect.getsourcelines(cls)[1]
+        except (AttributeError, OSError, TypeError):
+            continue
+        if file:
+            out[name] = {"file": file, "line": line, "func": cls.__qualname__}
+    return out
+
+
 def enabled(opts: dict[str, Any]) -> bool:
     """On unless ``--no-precision-plan`` (option ``precision_plan`` False)."""
     return opts.get("precision_plan", True) is not False
@@ -668,6 +687,9 @@ def plan_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model
 
             detail["sites"] = {n: format_frame(v) for n, v in sites.items()}
             site = next(iter(sites.values()))  # the first kept module's forward
+        classes = class_sites(model, plan.fp32_modules)
+        if classes:  # the class lines (report.sarif's fix location)
+            detail["class_sites"] = classes
     ctx.log(plan.reason, subject=f"{subject} precision plan", fix=fix, site=site,
             value=plan.verified_error if plan.status == FOUND else None,
             limit=plan.limit, count=plan.forwards, seconds=round(plan.seconds, 4),

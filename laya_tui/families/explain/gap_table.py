@@ -1,0 +1,490 @@
+"""The gap table: each module's error against the fp32 run, and its own (local) error.
+
+For every module call of a low-precision (or compiled-from-eager) run compared with the fp32
+reference run of the same module names:
+
+- ``error``: max |diff| of the module's output against the reference's output (what it
+  returns, with everything it inherited from the modules before it);
+- ``local``: max |diff| of the module re-run on the *reference's* inputs (cast to the
+  dtype and device the model's call received) against the reference's output: its own
+  error, separated from what it inherits;
+- ``limit``: the drift's limit for the output dtype, scaled by max(1, max|reference|)
+  (:data:`laya_tui.families.explain.drift.DEFAULT_LIMITS`);
+- ``share``: local / error (capped at 1): how much of the module's output error is its
+  own (near 1: it makes the error; near 0: it passes on what it was given).
+
+Rows are ranked by local / limit, the whole model left out (its local error is the output
+error): the module that makes the error comes first, not the ones downstream of it.
+
+Streamed with hooks under a memory budget. The reference run records each module call's
+fp32 inputs and output (CPU copies); the model run then compares each call as it returns
+and drops that record at once, so a record lives only until its call is compared. Records
+fit in ``budget_bytes`` of memory; beyond it they are spilled with ``torch.save`` into a
+temporary folder under the run's artifact folder (deleted afterwards), earliest kept in
+memory (they are compared first). ``peak_bytes`` is the most the records held in memory at
+once; ``activation_bytes`` what all of them come to (the memory without a budget).
+
+Non-tensor arguments of a re-run (a KV-cache object, a config) are the model call's own,
+copied as they were when the call started, so a re-run never changes the model's state.
+A re-run that raises leaves ``local`` empty with the reason. Worker side (torch inside
+functions).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
+
+#: Memory budget of the fp32 records (MB) unless ``LAYA_TUI_NUMERICS_MB`` says otherwise.
+DEFAULT_BUDGET_MB = 256.0
+#: Seconds of local re-runs before the rest are left empty (said in ``note``).
+MAX_SECONDS = 60.0
+#: Rows kept in the signal detail (ranked); the artifact holds every row.
+MAX_ROWS = 200
+_PRIMITIVE = (int, float, bool, str, bytes, type(None))
+
+
+def budget_bytes(opts: dict[str, Any] | None = None) -> int | None:
+    """The records' memory budget: option ``numerics_budget_mb``, else env
+    ``LAYA_TUI_NUMERICS_MB``, else 256 MB; ``0`` or less: no budget (all in memory)."""
+    raw = (opts or {}).get("numerics_budget_mb") or os.environ.get("LAYA_TUI_NUMERICS_MB")
+    try:
+        mb = float(raw) if raw not in (None, "") else DEFAULT_BUDGET_MB
+    except ValueError as exc:
+        raise ValueError(f"LAYA_TUI_NUMERICS_MB={raw!r}: not a number of MB") from exc
+    return None if mb <= 0 else int(mb * 1024 * 1024)
+
+
+@dataclass
+class Row:
+    """One module call of the table."""
+
+    module: str
+    type: str
+    call: int
+    dtype: str | None
+    error: float
+    local: float | None
+    limit: float
+    order: int
+    note: str = ""
+
+    @property
+    def share(self) -> float | None:
+        if self.local is None or not self.error > 0:
+            return None
+        return min(1.0, self.local / self.error)
+
+    def ratio(self) -> float:
+        """local / limit (the rank key; an empty local ranks last)."""
+        if self.local is None:
+            return -1.0
+        return self.local / self.limit if self.limit > 0 else float("inf")
+
+
+@dataclass
+class GapTable:
+    rows: list[Row] = field(default_factory=list)
+    budget_bytes: int | None = None
+    peak_bytes: int = 0
+    activation_bytes: int = 0
+    spilled_bytes: int = 0
+    spilled_files: int = 0
+    seconds: float = 0.0
+    skipped: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+    def ranked(self) -> list[Row]:
+        """Rows by local / limit, largest first (the whole model left out)."""
+        rows = [r for r in self.rows if r.module != ROOT]
+        return sorted(rows, key=lambda r: (-r.ratio(), r.order))
+
+    def detail(self, *, path: str = "eager", artifact: str | None = None) -> dict[str, Any]:
+        """The ``gap_table`` entry of the signal detail (ranked rows, at most MAX_ROWS)."""
+        ranked = self.ranked()
+        root = next((r for r in self.rows if r.module == ROOT), None)
+        out: dict[str, Any] = {
+            "path": path,
+            "rows": [_row(r) for r in ranked[:MAX_ROWS]],
+            "modules": len(self.rows),
+            "output": None if root is None else _row(root),
+            "budget_bytes": self.budget_bytes, "peak_bytes": self.peak_bytes,
+            "activation_bytes": self.activation_bytes, "spilled_bytes": self.spilled_bytes,
+            "spilled_files": self.spilled_files, "seconds": round(self.seconds, 4),
+        }
+        if self.skipped:
+            out["skipped"] = [{"module": k, "reason": v} for k, v in
+                              list(self.skipped.items())[:20]]
+        if self.note:
+            out["note"] = self.note
+        if len(ranked) > MAX_ROWS:
+            out["rows_shown"] = MAX_ROWS
+        if artifact:
+            out["artifact"] = artifact
+        return out
+
+
+def _r(x: float | None) -> float | None:
+    if x is None or x != x or x in (float("inf"), float("-inf")):
+        return None
+    return float(f"{x:.4g}")
+
+
+def _row(r: Row) -> dict[str, Any]:
+    out = {"module": r.module, "type": r.type, "call": r.call, "dtype": r.dtype,
+           "error": _r(r.error), "local": _r(r.local), "limit": _r(r.limit),
+           "share": _r(r.share)}
+    if r.note:
+        out["note"] = r.note
+    return out
+
+
+# -- the records' store ----------------------------------------------------------------------
+
+class Store:
+    """fp32 records by key: in memory up to ``budget`` bytes, spilled to ``folder`` beyond;
+    each taken once (and then dropped)."""
+
+    def __init__(self, budget: int | None, folder: str | None) -> None:
+        self.budget, self.folder = budget, folder
+        self.mem: dict[Any, tuple[Any, int]] = {}
+        self.disk: dict[Any, tuple[str, int]] = {}
+        self.resident = self.peak = self.total = self.spilled = self.files = 0
+        self._dir: str | None = None
+
+    def put(self, key: Any, value: Any, nbytes: int) -> None:
+        self.total += nbytes
+        if self.budget is not None and self.resident + nbytes > self.budget:
+            import torch
+
+            if self._dir is None:
+                base = self.folder or tempfile.gettempdir()
+                os.makedirs(base, exist_ok=True)
+                self._dir = tempfile.mkdtemp(prefix="gap-", dir=base)
+            path = os.path.join(self._dir, f"{self.files}.pt")
+            torch.save(value, path)
+            self.disk[key] = (path, nbytes)
+            self.spilled += nbytes
+            self.files += 1
+            return
+        self.mem[key] = (value, nbytes)
+        self.resident += nbytes
+        self.peak = max(self.peak, self.resident)
+
+    def take(self, key: Any) -> Any:
+        """The record (None when there is none), dropped from the store."""
+        if key in self.mem:
+            value, nbytes = self.mem.pop(key)
+            self.resident -= nbytes
+            return value
+        if key in self.disk:
+            import torch
+
+            path, _ = self.disk.pop(key)
+            value = torch.load(path, weights_only=True)
+            os.unlink(path)
+            return value
+        return None
+
+    def close(self) -> None:
+        self.mem.clear()
+        self.disk.clear()
+        self.resident = 0
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+# -- the two runs ----------------------------------------------------------------------------
+
+def _inputs(args: Any, kwargs: Any, torch: Any) -> list[Any] | None:
+    return _leaves((tuple(args), dict(kwargs)), torch)
+
+
+def _nbytes(tensors: list[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+def _snapshot(x: Any, torch: Any, depth: int = 0) -> Any:
+    """``x`` with every tensor kept as it is and other objects copied (a cache that a call
+    changes: the copy is as it was when the call started); an object that cannot be copied
+    is kept."""
+    if isinstance(x, torch.Tensor) or isinstance(x, _PRIMITIVE) or depth > 6:
+        return x
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_snapshot(v, torch, depth + 1) for v in x))
+    if isinstance(x, (tuple, list)):
+        return type(x)(_snapshot(v, torch, depth + 1) for v in x)
+    if type(x) is dict:
+        return {k: _snapshot(v, torch, depth + 1) for k, v in x.items()}
+    try:
+        return copy.deepcopy(x)
+    except Exception:  # noqa: BLE001 - not copyable: the object itself
+        return x
+
+
+def _substitute(x: Any, refs: list[Any], torch: Any, at: list[int], depth: int = 0) -> Any:
+    """``x`` (the model call's arguments) with its tensors, in :func:`_leaves` order,
+    replaced by the reference's (cast to each tensor's dtype and device)."""
+    if isinstance(x, torch.Tensor):
+        r = refs[at[0]]
+        at[0] += 1
+        if r is None:
+            return x
+        if tuple(r.shape) != tuple(x.shape):
+            raise ValueError(f"input shape {tuple(x.shape)} vs {tuple(r.shape)} in the "
+                             "reference")
+        return r.to(device=x.device, dtype=x.dtype)
+    if depth > 6:
+        return x
+    if isinstance(x, dict):
+        return {k: _substitute(x[k], refs, torch, at, depth + 1) for k in x}
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_substitute(v, refs, torch, at, depth + 1) for v in x))
+    if isinstance(x, (tuple, list)):
+        return type(x)(_substitute(v, refs, torch, at, depth + 1) for v in x)
+    return x
+
+
+def _worst(out: Any, ref: list[Any] | None, mask: Any, lim: dict[str, float], torch: Any
+           ) -> tuple[float, float, str] | str:
+    """(max |diff|, limit, dtype) of the leaf furthest past its limit, or why the output
+    cannot be compared."""
+    leaves = _leaves(out, torch)
+    if leaves is None or ref is None:
+        return "no tensor output"
+    if len(leaves) != len(ref):
+        return f"output structure differs: {len(leaves)} tensor(s) vs {len(ref)}"
+    best: tuple[float, float, str] | None = None
+    for t, r in zip(leaves, ref, strict=True):
+        if r is None or not t.is_floating_point():
+            continue
+        a = _masked(t.detach(), mask).float().cpu()
+        if tuple(a.shape) != tuple(r.shape):
+            return f"shape {tuple(a.shape)} vs {tuple(r.shape)} in the reference"
+        if a.numel() == 0:
+            continue
+        diff = (a - r).abs()
+        d = float(diff.max()) if bool(torch.isfinite(diff).all()) else float("inf")
+        dt = str(t.dtype).removeprefix("torch.")
+        limit = lim.get(dt, lim["bfloat16"]) * max(1.0, float(r.abs().max()))
+        if best is None or d / limit > best[0] / best[1]:
+            best = (d, limit, dt)
+    return best if best is not None else "no floating output"
+
+
+def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
+              run_reference: Callable[[], Any], *, mask: Any = None,
+              budget: int | None = None, folder: str | None = None,
+              limits: dict[str, float] | None = None,
+              max_seconds: float = MAX_SECONDS) -> GapTable:
+    """Run the reference, then the model, with hooks; the table of every module call the
+    two runs share (names, call index), local errors from re-runs on the reference's
+    inputs. ``budget``: bytes of records kept in memory (None: no bound); ``folder``:
+    where the spill folder is made."""
+    import torch
+
+    lim = dict(DEFAULT_LIMITS, **(limits or {}))
+    cpu_mask = None if mask is None else mask.detach().bool().cpu()
+    store = Store(budget, folder)
+    table = GapTable(budget_bytes=budget)
+    t_start = time.perf_counter()
+    ref_names = {id(m): n or ROOT for n, m in reference.named_modules()}
+    model_names = {id(m): n or ROOT for n, m in model.named_modules()}
+    state = {"busy": False, "order": 0}
+    open_calls: dict[str, list[Any]] = {}
+    counts: dict[str, int] = {}
+
+    def ref_pre(m: Any, args: Any, kwargs: Any) -> None:
+        name = ref_names.get(id(m), "?")
+        idx = counts.get(name, 0)
+        counts[name] = idx + 1
+        leaves = _inputs(args, kwargs, torch) or []
+        kept = [t.detach().float().cpu().clone() if t.is_floating_point()
+                else t.detach().cpu().clone() for t in leaves]
+        open_calls.setdefault(name, []).append((idx, kept))
+
+    def ref_post(m: Any, _args: Any, _kwargs: Any, out: Any) -> None:
+        name = ref_names.get(id(m), "?")
+        idx, kept = open_calls[name].pop()
+        leaves = _leaves(out, torch)
+        outs = None if leaves is None else [
+            _masked(t.detach().float().cpu().clone(), cpu_mask) if t.is_floating_point()
+            else None for t in leaves]
+        store.put((name, idx), {"inputs": kept, "output": outs},
+                  _nbytes(kept) + _nbytes(outs or []))
+
+    handles = [m.register_forward_pre_hook(ref_pre, with_kwargs=True)
+               for m in reference.modules()]
+    handles += [m.register_forward_hook(ref_post, with_kwargs=True)
+                for m in reference.modules()]
+    try:
+        with torch.no_grad():
+            run_reference()
+    finally:
+        for h in handles:
+            h.remove()
+    counts.clear()
+    open_calls.clear()
+
+    def model_pre(m: Any, args: Any, kwargs: Any) -> None:
+        if state["busy"]:
+            return
+        name = model_names.get(id(m), "?")
+        idx = counts.get(name, 0)
+        counts[name] = idx + 1
+        state["order"] += 1
+        snap = None if name == ROOT else (_snapshot(tuple(args), torch),
+                                          _snapshot(dict(kwargs), torch))
+        open_calls.setdefault(name, []).append((idx, state["order"], snap))
+
+    def model_post(m: Any, _args: Any, _kwargs: Any, out: Any) -> None:
+        if state["busy"]:
+            return
+        name = model_names.get(id(m), "?")
+        idx, order, snap = open_calls[name].pop()
+        rec = store.take((name, idx))
+        if rec is None:
+            table.skipped.setdefault(name, "not called (that often) in the reference run")
+            return
+        got = _worst(out, rec["output"], cpu_mask, lim, torch)
+        if isinstance(got, str):
+            if got not in ("no tensor output", "no floating output"):
+                table.skipped.setdefault(name, got)
+            return
+        error, limit, dtype = got
+        row = Row(name, type(m).__name__, idx, dtype, error, None, limit, order)
+        if name == ROOT:
+            row.note = "the whole model: its local error is its output error"
+        elif time.perf_counter() - t_start > max_seconds:
+            row.note = "not re-run: the time bound was spent"
+            table.note = f"local errors stop after {max_seconds:g} s"
+        else:
+            row.local, row.note = _local(m, snap, rec, cpu_mask, lim, torch, state)
+        table.rows.append(row)
+
+    handles = [m.register_forward_pre_hook(model_pre, with_kwargs=True)
+               for m in model.modules()]
+    handles += [m.register_forward_hook(model_post, with_kwargs=True)
+                for m in model.modules()]
+    try:
+        with torch.no_grad():
+            run_model()
+    finally:
+        for h in handles:
+            h.remove()
+        table.peak_bytes, table.activation_bytes = store.peak, store.total
+        table.spilled_bytes, table.spilled_files = store.spilled, store.files
+        store.close()
+    table.seconds = time.perf_counter() - t_start
+    return table
+
+
+def _local(m: Any, snap: Any, rec: dict[str, Any], mask: Any, lim: dict[str, float],
+           torch: Any, state: dict[str, Any]) -> tuple[float | None, str]:
+    """The module re-run on the reference's inputs: (max |diff| vs the reference output,
+    note)."""
+    args, kwargs = snap
+    try:
+        at = [0]
+        call_args = _substitute(args, rec["inputs"], torch, at)
+        call_kwargs = _substitute(kwargs, rec["inputs"], torch, at)
+    except (ValueError, IndexError) as exc:
+        return None, f"not re-run: {exc}"
+    state["busy"] = True
+    try:
+        with torch.no_grad():
+            out = m(*call_args, **call_kwargs)
+    except Exception as exc:  # noqa: BLE001 - a module that cannot be re-run alone
+        return None, f"re-run raised {type(exc).__name__}: {exc}"[:200]
+    finally:
+        state["busy"] = False
+    got = _worst(out, rec["output"], mask, lim, torch)
+    if isinstance(got, str):
+        return None, f"re-run: {got}"
+    return got[0], ""
+
+
+# -- the probe's entry -----------------------------------------------------------------------
+
+def wanted(opts: dict[str, Any], passed: bool | None) -> bool:
+    """After a failing verdict unless ``--no-precision-plan``; for any cell with
+    ``--numerics``."""
+    if opts.get("numerics"):
+        return True
+    return passed is False and opts.get("precision_plan", True) is not False
+
+
+def ranking(table: GapTable) -> list[str]:
+    """Module names whose own error passes their limit, worst first."""
+    out: list[str] = []
+    for r in table.ranked():
+        if r.local is not None and r.local > r.limit and r.module not in out:
+            out.append(r.module)
+    return out
+
+
+def summary(table: GapTable) -> str:
+    """One line: the module that makes most error, and the memory the table took."""
+    from laya_tui.report.views.text import human_bytes
+
+    top = next(iter(table.ranked()), None)
+    mem = (f"peak {human_bytes(table.peak_bytes)} of fp32 records in memory"
+           + (f" (budget {human_bytes(table.budget_bytes)}, "
+              f"{human_bytes(table.spilled_bytes)} spilled)" if table.budget_bytes else "")
+           + f", {human_bytes(table.activation_bytes)} in all")
+    if top is None or top.local is None:
+        return f"gap table: {len(table.rows)} module call(s), no local error; {mem}"
+    share = "" if top.share is None else f", {top.share:.0%} of its output error"
+    return (f"gap table: {len(table.rows)} module call(s); most own error: {top.module} "
+            f"({top.type}) local {top.local:.3g} vs limit {top.limit:.3g}{share}; {mem}")
+
+
+def write_artifact(table: GapTable, folder: str, name: str, path: str) -> str:
+    """Every row as JSON in ``folder``; returns its path."""
+    import json
+
+    os.makedirs(folder, exist_ok=True)
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:120]
+    out = os.path.join(folder, f"{safe}.gap.json")
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump({"path": path, "rows": [_row(r) for r in table.ranked()],
+                   "execution_order": [_row(r) for r in table.rows]}, fh, indent=1)
+    return out
+
+
+def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
+                        reference: Any, forward: Callable[[Any], Any],
+                        forward_reference: Callable[[Any], Any], mask: Any = None,
+                        path: str = "eager") -> GapTable | None:
+    """After a verdict: the gap table when :func:`wanted`, as a ``log`` signal
+    (``detail.gap_table``) and a JSON artifact. Never raises: a failure is a log line."""
+    if not wanted(ctx.options, verdict.get("passed")):
+        return None
+    from laya_tui.core.files import artifact_dir
+
+    ctx.step("gap table")
+    folder = artifact_dir(ctx.options, "numerics")
+    try:
+        table = gap_table(model, reference, lambda: forward(model),
+                          lambda: forward_reference(reference), mask=mask,
+                          budget=budget_bytes(ctx.options), folder=folder)
+    except Exception as exc:  # noqa: BLE001 - the table must never hide the verdict
+        ctx.log(f"gap table failed: {type(exc).__name__}: {exc}"[:300],
+                subject=f"{subject} gap table")
+        return None
+    artifact = write_artifact(table, folder, f"{ctx.id}-{subject}", path)
+    top = next(iter(table.ranked()), None)
+    ctx.log(summary(table), subject=f"{subject} gap table",
+            value=None if top is None else _r(top.local), limit=None if top is None
+            else _r(top.limit), seconds=round(table.seconds, 4),
+            detail={"gap_table": table.detail(path=path, artifact=artifact)})
+    return table
