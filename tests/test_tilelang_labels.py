@@ -187,3 +187,50 @@ def test_a_run_names_the_failed_stage_has_no_missing_and_reads_an_old_baseline(
     assert low["detail"]["built_by"]["entry"] == "the __main__ block"
     assert not [p["id"] for p in doc["probes"] if "missing" in p["params"]]
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+NESTED = ROOT / "tests" / "fixtures" / "labels_nested"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="no C++ compiler")
+def test_a_kernel_made_deeper_is_labelled_by_its_factory_and_its_run_says_what_it_built(
+        tl: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A factory inside a cached compile helper, its dtype mapped from the caller's
+    tensors: reading the file labels it with the factory's own ``dtype_name="float32"``
+    default (the dtype table's first entry, fp16, labelled it before); where the file's
+    run builds another dtype (fp16 tensors), the cell says what TileLang built, read from
+    the kernel TileLang traced for the same call."""
+    import torch
+
+    cells = {f"tilelang/{c['name']}[{c['id']}]" for c in matrix_cells(
+        {"kernels": [str(NESTED)], "workspace": str(ROOT)})}
+    assert cells == {f"tilelang/{n}[{t},fp32]" for n in ("mapped_add", "mapped_half_add")
+                     for t in ("c", "cuda")}
+    report = tmp_path / "r.json"
+    proc = run_cli("--headless", "--no-cache", "--no-demo", "--only", "tilelang/*[c,*",
+                   "--kernels", str(NESTED), "--out", str(tmp_path / "out"),
+                   "--json", str(report), cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    by_id = {p["id"]: p for p in json.loads(report.read_text())["probes"]}
+    for name, tensor_dtype in (("mapped_add", torch.float32),
+                               ("mapped_half_add", torch.float16)):
+        spec = importlib.util.spec_from_file_location(f"nested_{name}", NESTED / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "c")  # the file's own @tilelang.jit
+        kernel = mod._compile_add(256, 64, mod._dtype_name(tensor_dtype))
+        func = kernel.prim_func
+        built = {str(func.buffer_map[p].dtype) for p in func.params}
+        cell = by_id[f"tilelang/{name}[c,fp32]"]
+        (low,) = [s for s in cell["signals"] if s["kind"] == "lowering"]
+        assert cell["status"] == "ok" and low["detail"]["outcome"] == "ran", cell
+        note = low["detail"]["built_by"].get("data dtype")
+        if built == {"float32"}:
+            assert note is None
+        else:
+            assert built == {"float16"}
+            assert note is not None and note.startswith("fp16: the file's run built it so")
+            (tol,) = [s for s in cell["signals"] if s["kind"] == "tolerance"]
+            assert tol["detail"]["rtol"] == pytest.approx(1e-3)  # the check's fp16 limits

@@ -206,10 +206,39 @@ def segment_data_dtype(segment: str) -> str | None:
     if len(kernels) != 1:
         return None
     names: dict[str, str] = {}
+    defaults: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             dt = dtype_name(node.value)
             if dt:
                 names.setdefault(node.targets[0].id, dt)
-    return static_data_dtype(kernels[0], names.get)
+        elif isinstance(node, ast.FunctionDef):  # a maker's ``dtype="float32"`` default
+            for param, default in _defaults(node.args):
+                dt = dtype_name(default)
+                if dt:
+                    defaults.setdefault(param, dt)
+    found = static_data_dtype(kernels[0], names.get)
+    if found is not None or not defaults:
+        return found
+    # nothing the text assigns names a dtype: the makers' defaults, only where they give
+    # every tensor its dtype (a default accumulator beside a caller's dtype is no label)
+    merged = {**defaults, **names}
+    unknown: list[str] = []
+
+    def lookup(name: str) -> str | None:
+        if name not in merged:
+            unknown.append(name)
+        return merged.get(name)
+
+    found = static_data_dtype(kernels[0], lookup)
+    return None if unknown else found
+
+
+def _defaults(a: ast.arguments) -> list[tuple[str, ast.expr]]:
+    """(parameter, default) of every parameter that has one."""
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip((p.arg for p in positional[len(positional) - len(a.defaults):]),
+                     a.defaults, strict=True))
+    return pairs + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                    if d is not None]

@@ -90,6 +90,9 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
             "builds": n, **({"tuned": build.tuned} if build.tuned else {}),
             **({"globals": build.run_globals} if build.run_globals else {}),
             **({"file": by} if by else {})}
+        built_dtype = _built_dtype(build.func, state.dtype)
+        if built_dtype:
+            state.extra["built_by"]["data dtype"] = built_dtype
         if state.kind == "nested" and over:  # the run's own trace, with the table's
             call.sources.update({k: sources.get(k, "the cell's dtype") for k in over})
             call.record = None  # values (the file's check was made with other sizes)
@@ -288,3 +291,16 @@ def _file_defaults(file: str, missing: list[str], finder: Any) -> dict[str, Any]
             return finder(ast.parse(f.read(), filename=os.path.basename(file)), missing)
     except (OSError, SyntaxError):
         return {}
+
+
+def _built_dtype(func: Any, dtype: str) -> str | None:
+    """What the file's run built when its data dtype is not the cell id's (read from the
+    file before the run: a maker's dtype comes from its caller), else None."""
+    from laya_tui.families.tilelang.capture_model import kernel_data_dtype
+    from laya_tui.families.tilelang.data_dtype import label
+
+    built = kernel_data_dtype(func) if func is not None else None
+    if not built or label(built) == label(dtype):
+        return None
+    return (f"{label(built)}: the file's run built it so (the cell id's {label(dtype)} is "
+            f"what reading the file gives)")
