@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,12 +161,18 @@ class ResultCache:
         if entry is not None:
             self._write(probe_id, dumps_strict(entry))
 
+    def spool(self, probe_id: str) -> SignalSpool | None:
+        """A :class:`SignalSpool` for a run of ``probe_id`` about to stream, in this cache's
+        folder (None when the cache is unusable)."""
+        return SignalSpool(self.root, probe_id) if self.usable() else None
+
     async def store_async(self, probe_id: str, params: Any, options: Any,
                           versions: dict[str, Any], deps: list[str],
-                          result: dict[str, Any]) -> None:
+                          result: dict[str, Any], spool: SignalSpool | None = None) -> None:
         """:meth:`store` without holding the event loop or a second copy of the run: a
         result with many signals is encoded in slices (yielding between them), each slice
-        written to the file as it is made."""
+        written to the file as it is made. ``spool``: the run's signals as the worker wrote
+        them; when it holds every one of them, their text is copied, not encoded again."""
         if not self.usable():
             return
         entry = _entry(probe_id, params, options, versions, deps, result)
@@ -175,6 +181,9 @@ class ResultCache:
         sigs = result.get("signals")
         if not isinstance(sigs, list) or len(sigs) <= _SLICE:
             await asyncio.to_thread(self._write, probe_id, dumps_strict(entry))
+            return
+        if spool is not None and spool.holds(sigs):
+            await self._store_spooled(probe_id, entry, result, spool)
             return
         # ~4 ms of C encoding per slice instead of ~200 ms at once for 100k signals
         head, tail = dumps_strict(dict(entry, result=dict(result, signals=_HOLE))).split(
@@ -200,6 +209,30 @@ class ResultCache:
                 raise
             self._unwritable(exc)
 
+    async def _store_spooled(self, probe_id: str, entry: dict[str, Any],
+                             result: dict[str, Any], spool: SignalSpool) -> None:
+        head, tail = dumps_strict(dict(entry, result=dict(result, signals=_HOLE))).split(
+            json.dumps(_HOLE), 1)
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write((head + "[").encode())
+                for chunk in spool.chunks():
+                    fh.write(chunk)
+                    await asyncio.sleep(0)
+                fh.write(("]" + tail).encode())
+            os.replace(tmp, self._path(probe_id))
+        except BaseException as exc:  # unwritable (said once) or cancelled
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            if not isinstance(exc, OSError):
+                raise
+            self._unwritable(exc)
+
     def _write(self, probe_id: str, text: str) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -213,3 +246,96 @@ class ResultCache:
     def _unwritable(self, exc: OSError) -> None:
         self.notice("write", f"cache {self.root} cannot be written ({exc.strerror or exc}): "
                     "results from here on are not cached")
+
+
+#: How a signal batch line starts, up to its probe id (``laya_tui.worker.main`` writes
+#: ``{"type": "signals", "probe": ID, "signals": [S1, S2, ...]}`` a line).
+_BATCH_START = b'{"type": "signals", "probe": '
+_BATCH_END = b"]}\n"
+_SPOOL_CHUNK = 1 << 20
+
+
+class SignalSpool:
+    """The signals of one streaming run as JSON text, copied from the worker's batch lines
+    (kept in memory up to a store slice's worth, then in a temporary file in the cache
+    folder), so storing the result copies their bytes instead of encoding every signal
+    again. The runner still parses and checks every line; this keeps the text it parsed.
+
+    A line not in the worker's batch layout, or a signal that arrived another way, makes
+    the spool decline (:meth:`holds` is False): the result is then encoded as before.
+    """
+
+    def __init__(self, root: Path, probe_id: str) -> None:
+        self._root = root
+        self._head = _BATCH_START + json.dumps(probe_id).encode() + b', "signals": ['
+        self._parts: list[bytes] = []  # not written to the file yet
+        self._fh: Any = None
+        self._path: str | None = None
+        self._written = False
+        self.count = 0  # signals spooled
+        self.ok = True
+
+    def add(self, line: bytes, event: Mapping[str, object]) -> None:
+        """Keep the signals of one batch: ``line`` as read, ``event`` as parsed from it."""
+        if not self.ok:
+            return
+        head, batch = self._head, event.get("signals")
+        if (len(event) != 3 or not isinstance(batch, list) or not line.startswith(head)
+                or not line.endswith(_BATCH_END)):
+            self.decline()
+            return
+        part = line[len(head):-len(_BATCH_END)]
+        if not batch:
+            if part:
+                self.decline()
+            return
+        self._parts.append(part)
+        self.count += len(batch)
+        if self._fh is None and self.count <= _SLICE:
+            return
+        try:
+            if self._fh is None:
+                fd, self._path = tempfile.mkstemp(dir=self._root, prefix=".spool-",
+                                                  suffix=".tmp")
+                self._fh = os.fdopen(fd, "w+b")
+            for text in self._parts:
+                self._fh.write(b", " + text if self._written else text)
+                self._written = True
+        except OSError:
+            self.decline()
+            return
+        self._parts.clear()
+
+    def decline(self) -> None:
+        """Give up: the result will be encoded from its signals."""
+        self.ok = False
+        self.close()
+
+    def holds(self, signals: list[Any]) -> bool:
+        """True when the spool holds exactly ``signals`` (every one, in order)."""
+        return self.ok and self.count == len(signals)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The spooled text (``S1, S2, ...``), in chunks of bytes."""
+        fh = self._fh
+        if fh is not None:
+            fh.flush()
+            fh.seek(0)
+            while chunk := fh.read(_SPOOL_CHUNK):
+                yield chunk
+        if self._parts:
+            yield (b", " if self._written else b"") + b", ".join(self._parts)
+
+    def close(self) -> None:
+        """Drop the text and remove the temporary file (call it for every run: crashed
+        and cancelled ones too)."""
+        fh, path = self._fh, self._path
+        self._fh = self._path = None
+        self._parts = []
+        if fh is not None:
+            fh.close()
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.cellid import matches_any
 from laya_tui.core.defaults import usable_cores
@@ -35,6 +35,9 @@ from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
+
+if TYPE_CHECKING:  # the cache (hashlib) is imported when a Runner is made
+    from laya_tui.core.cache import SignalSpool
 
 __all__ = ["Discovery", "Runner", "WorkerDied", "WorkerHandle", "matches_any"]
 
@@ -279,17 +282,23 @@ class Runner(EventSource):
                 self.on_event(ProbeFinished(hit))
                 return hit
         lock = self._lock.setdefault(worker_key(probe), asyncio.Lock())
-        async with lock:
-            outcome = await self._execute(probe)
-        result = outcome.result
-        if result is None:
-            # A superseded run is no result: not cached, no ProbeFinished (the listeners
-            # see the newer run next), None for the caller.
-            return None
-        deps = sorted(set(probe.get("deps", [])) | set(outcome.abs_deps))
-        # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
-        await self.cache.store_async(probe["id"], probe.get("params"), options,
-                                     versions, deps, result)
+        spool = self.cache.spool(probe["id"])  # the signals' text as the worker wrote it
+        try:
+            async with lock:
+                outcome = await self._execute(probe, spool)
+            result = outcome.result
+            if result is None:
+                # A superseded run is no result: not cached, no ProbeFinished (the listeners
+                # see the newer run next), None for the caller.
+                return None
+            deps = sorted(set(probe.get("deps", [])) | set(outcome.abs_deps))
+            # sliced: encoding a 100k-signal result at once would hold the loop ~0.2 s
+            # (the spooled text is copied instead when it holds every signal)
+            await self.cache.store_async(probe["id"], probe.get("params"), options,
+                                         versions, deps, result, spool)
+        finally:
+            if spool is not None:
+                spool.close()
         self.on_event(ProbeFinished(result))
         return result
 
@@ -334,7 +343,8 @@ class Runner(EventSource):
             await handle.start()
         return handle
 
-    async def _execute(self, probe: dict[str, Any]) -> _Outcome:
+    async def _execute(self, probe: dict[str, Any],
+                       spool: SignalSpool | None = None) -> _Outcome:
         pid, fam, key = probe["id"], probe["family"], worker_key(probe)
         log_path = os.path.join(self.log_dir, safe_name(pid) + ".log")
         if os.path.exists(log_path):
@@ -375,6 +385,8 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.extend(batch)
+                    if spool is not None:
+                        spool.add(handle.last_line, event)
                     wd.saw_signal()
                     on_event = self.on_event
                     for sig in batch:
@@ -401,6 +413,8 @@ class Runner(EventSource):
                         raise WorkerDied("malformed signal event on the signal pipe: "
                                          + json.dumps(event)[:200])
                     signals.append(sig)
+                    if spool is not None:
+                        spool.decline()  # a lone signal line: the result is encoded
                     wd.saw_signal()
                     self.on_event(SignalEmitted(pid, sig))
                 elif etype == Reply.STEP and event.get("probe") == pid:

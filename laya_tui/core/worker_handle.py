@@ -40,6 +40,7 @@ class WorkerHandle:
         self.reader: asyncio.StreamReader | None = None
         self.worker_log = os.path.join(log_dir, f"_worker-{safe_name(family)}.log")
         self.killed = False
+        self.last_line = b""  # the line of the event next_event returned last
 
     @property
     def alive(self) -> bool:
@@ -107,6 +108,7 @@ class WorkerHandle:
             raise WorkerDied(f"malformed line on the signal pipe: {exc}") from exc
         if not line:
             raise WorkerDied(await self._exit_reason())
+        self.last_line = line
         try:
             event = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):

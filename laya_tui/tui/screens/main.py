@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -12,7 +13,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static, Tree
 
@@ -20,6 +20,7 @@ from laya_tui.core.signals import KINDS
 from laya_tui.tui.loop_pass import MAX_WAITS, later
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
+from laya_tui.tui.textual_fence import PacedScreen
 from laya_tui.tui.widgets.detail import DetailPane
 from laya_tui.tui.widgets.footer import KeyFooter
 from laya_tui.tui.widgets.probe_tree import ProbeTree, is_failing
@@ -37,7 +38,7 @@ TREE_SHARE = 0.4
 TREE_MIN = 20
 
 
-class MainScreen(Screen[None]):
+class MainScreen(PacedScreen):
     """Families -> probes -> signals -> one signal's detail."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -63,7 +64,7 @@ class MainScreen(Screen[None]):
 
     #: Screen's own ``focused`` repaints the whole screen on every focus change (a full
     #: frame: every widget's lines cut and composed again, ~15 ms); the widgets that gain
-    #: and lose the focus repaint themselves (Widget._on_focus/_on_blur), so nothing else
+    #: and lose the focus repaint themselves (Widget's focus and blur handlers), so nothing else
     #: on the screen needs it.
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
@@ -76,28 +77,29 @@ class MainScreen(Screen[None]):
         self._update_waits = 0  # times the screen's update let other work go first
         self._update_later: asyncio.TimerHandle | None = None  # the update waiting
 
-    def _on_timer_update(self) -> None:
-        """Textual's screen update (its repaint timer); right after a pump slice or the
-        widgets' update it waits a moment (:mod:`laya_tui.tui.loop_pass`)."""
+    def update_due(self, update: Callable[[], None]) -> None:
+        """Textual's screen update (its repaint timer, through the fence); right after a pump
+        slice or the widgets' update it waits a moment (:mod:`laya_tui.tui.loop_pass`)."""
         passes = self.laya.loop_pass
         if self._update_later is not None:  # one update at a time: the timer's or the wait's
             self._update_later.cancel()
             self._update_later = None
         if passes.just_worked("paint") and self._update_waits < MAX_WAITS:
             self._update_waits += 1
-            self._update_later = later(self._on_timer_update)
+            self._update_later = later(self.update_due, update)
             return
         self._update_waits = 0
         try:
-            super()._on_timer_update()
+            update()
         finally:
             passes.worked("paint")
 
-    def _on_screen_resume(self, event: events.ScreenResume) -> None:
-        """Runs before Screen's own handler: the first time, skip its restyle of every
-        widget, which were all styled as they mounted a moment ago and restyled on each
-        later class change (a whole styling pass, ~a fifth of the time to the first frame).
-        Later resumes (back from another screen) restyle as usual."""
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Runs before Screen's own handler (a subclass's handler comes first): the first
+        time, skip its restyle of every widget, which were all styled as they mounted a
+        moment ago and restyled on each later class change (a whole styling pass, ~a fifth
+        of the time to the first frame). Later resumes (back from another screen) restyle
+        as usual."""
         if not self._shown_once:
             self._shown_once = True
             event.refresh_styles = False

@@ -15,7 +15,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from laya_tui.tui.textual_fence import FooterKey, auto_focus_now, mark_bindings_ready
 
 #: Actions in the order they keep their place in a narrow footer (first: kept longest).
 PRIORITY = ("help", "quit", "choose", "select_cursor", "filter", "back", "rerun",
@@ -64,9 +65,7 @@ class KeyFooter(Footer):
         composing it) before the keys are composed, so the focused widget's keys are in
         the first frame instead of a rebuild later."""
         super().__init__(*args, **kwargs)
-        ready = getattr(Footer, "_bindings_ready", None)  # Textual internals (8.x): guarded
-        if ready is not None:
-            self.set_reactive(ready, True)
+        mark_bindings_ready(self)
         self._shown: tuple[Any, ...] | None = None
         self._auto_focus_first = auto_focus_first
 
@@ -105,9 +104,8 @@ class KeyFooter(Footer):
             for b, enabled, _tooltip in bindings))
 
     def compose(self) -> ComposeResult:
-        auto_focus = getattr(self.screen, "_update_auto_focus", None)
-        if self._auto_focus_first and self.screen.focused is None and auto_focus is not None:
-            auto_focus()
+        if self._auto_focus_first and self.screen.focused is None:
+            auto_focus_now(self.screen)
         self._shown = self._keys()
         compact, bindings = self._plan()
         self.set_reactive(Footer.compact, compact)

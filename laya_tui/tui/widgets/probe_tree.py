@@ -36,6 +36,7 @@ from laya_tui.report.views.legend import (
 )
 from laya_tui.report.views.text import human_seconds, one_line
 from laya_tui.tui.model import ALL, ProbeState, RunModel, Scope
+from laya_tui.tui.textual_fence import grow_tree_line_cache, tree_line
 
 NodeData = Scope
 StyleOf = Callable[[str], Style]
@@ -257,19 +258,19 @@ class ProbeTree(Tree[NodeData]):
         if style is None:
             return super().render_line(y)
         scroll_x, scroll_y = self.scroll_offset
-        return self._render_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
+        return tree_line(self, y + scroll_y, scroll_x, scroll_x + self.size.width, style)
 
-    def _on_resize(self, event: events.Resize) -> None:
-        # Tree's own handler clears every cached line and lays the tree out again; the
-        # lines are cached by width, and only the height changed when the panes beside
-        # it move (the filter box shown or hidden): a repaint is enough then
+    def on_resize(self, event: events.Resize) -> None:
+        # Runs before Tree's own handler (a subclass's handler comes first), which clears
+        # every cached line and lays the tree out again; the lines are cached by width, and
+        # only the height changed when the panes beside it move (the filter box shown or
+        # hidden): a repaint is enough then
         if event.size.width == self._painted_width and self._painted_width:
-            event.prevent_default()  # Tree._on_resize would run after this one
-            self._line_cache.grow(event.size.height)
+            event.prevent_default()  # Tree's handler is skipped
+            grow_tree_line_cache(self, event.size.height)
             self.refresh()
             return
-        self._painted_width = event.size.width
-        super()._on_resize(event)
+        self._painted_width = event.size.width  # Tree's handler runs next
 
     def width_needed(self) -> int:
         """Cells the tree needs to show every label without its reason: it depends on the

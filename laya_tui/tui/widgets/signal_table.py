@@ -28,6 +28,7 @@ from laya_tui.core.signals import KINDS
 from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, SORT_KEYS
 from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import SignalRow
+from laya_tui.tui.textual_fence import repaint_due, update_scrollbars
 from laya_tui.tui.widgets.table_bands import BandedOrder, row_band, segment_id
 from laya_tui.tui.widgets.table_layout import ColumnLayout, cut_for, fit_cell, row_text
 from laya_tui.tui.widgets.table_rows import RowOrder, TableFilter
@@ -309,13 +310,10 @@ class SignalTable(ScrollView, can_focus=True):
             self.set_timer(PENDING_TICK_S, self._continue)
 
     def _paint_due(self) -> bool:
-        """The screen has a layout or another widget's repaint waiting (Textual internals,
-        guarded): the table's own repaint after its last step does not count, or a filter
-        growing would wait for a frame at every step."""
-        screen = self.screen
-        if getattr(screen, "_layout_required", False):
-            return True
-        return any(w is not self for w in getattr(screen, "_dirty_widgets", None) or ())
+        """The screen has a layout or another widget's repaint waiting: the table's own
+        repaint after its last step does not count, or a filter growing would wait for a
+        frame at every step."""
+        return repaint_due(self.screen, self)
 
     def _continue(self) -> None:
         self._scheduled = False
@@ -395,7 +393,7 @@ class SignalTable(ScrollView, can_focus=True):
             # not ``self.virtual_size = size``: that reactive lays the whole screen out
             # again (every widget repainted) for what only moves this scrollbar
             self.set_reactive(SignalTable.virtual_size, size)
-            self._scroll_update(size)
+            update_scrollbars(self, size)
         old = self.cursor
         index = self.order.index_of(keep) if keep is not None else None
         new = index if index is not None else min(self.cursor, max(0, n - 1))
