@@ -8,8 +8,9 @@ Two shapes (docs/architecture.md, 'The dashboard'):
   O(probes), a row streaming in is ranked once, and a display index maps to its row by a
   bisect over the lists' running lengths.
 * **Filtered or sorted**: a list of the accepted rows with a parallel list of sort keys
-  (``(value, seq)`` sorted; ``((band, rank), seq)`` filtered only), built in budgeted steps: rows
-  are tested and keyed a chunk at a time, sorted in runs, then the runs merged.
+  (``(value, seq)`` sorted; ``((band, rank), seq)`` filtered only), built in budgeted steps
+  (``table_build.ListBuild``): rows are tested and keyed a chunk at a time, sorted in runs,
+  then the runs merged.
   A filter without a sort grows in display order, so the first matches show at once; a sort
   is shown when it is done. Streamed rows are inserted by bisection.
 
@@ -21,7 +22,6 @@ sort shows it again at once. Without it, Esc after a filter re-sorted 200,000 ro
 
 from __future__ import annotations
 
-import heapq
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
@@ -29,19 +29,10 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.report.views.signals import haystack
 from laya_tui.tui.model import SignalRow
+from laya_tui.tui.widgets.table_build import Key, ListBuild, ScopeLists
 
-#: ``(value, seq)``; a sort lists a row under its entry ``(value, seq, index)``: the seq
-#: is unique, so both shapes order alike and a row's key finds its place in either
-Key = tuple[Any, ...]
-#: rows tested (and keyed) per step of a build; the time budget is checked between steps
-BUILD_CHUNK = 512
-#: rows merged per step of a sort's merge
-MERGE_CHUNK = 1024
-#: rows sorted together into one run before the runs are merged (fewer runs: a cheaper merge)
-RUN_ROWS = 8_192
 #: items freed per step of releasing a list no longer shown (:meth:`RowOrder.sweep`)
 SWEEP_CHUNK = 16_384
 _seq = attrgetter("seq")
@@ -88,7 +79,7 @@ class Shelf:
     (and their lengths) then, its list, keys and generation."""
 
     column: object
-    scope: list[tuple[str, list[SignalRow], int]]
+    scope: ScopeLists
     rows: list[SignalRow]
     keys: list[Key]
     gen: int
@@ -102,8 +93,7 @@ class Shelf:
                    for (pid, seg), (p, rows, n) in zip(segments, self.scope, strict=True))
 
 
-def scope_of(segments: list[tuple[str, list[SignalRow]]]) -> list[tuple[str, list[SignalRow],
-                                                                       int]]:
+def scope_of(segments: list[tuple[str, list[SignalRow]]]) -> ScopeLists:
     """The segments as a :class:`Shelf` remembers them (lists and lengths)."""
     return [(pid, rows, len(rows)) for pid, rows in segments]
 
@@ -121,7 +111,7 @@ class RowOrder:
         self.keys: list[Key] = []
         self.reverse = False
         self.key_of: Callable[[SignalRow], Key] | None = None
-        self._build: _Build | None = None
+        self._build: ListBuild | None = None
         #: bumped by every build: a row's ``tkey`` is the key it is listed under in
         #: generation ``tgen``; ``list_gen`` is the generation of the list shown (a row of
         #: another generation is not in it)
@@ -201,7 +191,7 @@ class RowOrder:
             return False
         self._drop_build()
         old = self.rows, self.keys
-        b = self._build = _Build(iter(s.rows), accept, _tkey, False, len(s.rows), s.gen)
+        b = self._build = ListBuild(iter(s.rows), accept, _tkey, False, len(s.rows), s.gen)
         b.reads = s.rows
         # the rows keep the keys they have in the shelf: its generation is the list's
         self.listed, self.key_of, self.reverse, self.list_gen = True, s.key_of, reverse, s.gen
@@ -310,7 +300,7 @@ class RowOrder:
             return k
 
         self._drop_build()
-        self._build = _Build(source, accept, keyed if not sort else key_of, sort, total, gen)
+        self._build = ListBuild(source, accept, keyed if not sort else key_of, sort, total, gen)
         if shelve is not None and sort and accept is None:
             self._build.shelve = (shelve[0], scope_of(shelve[1]))
         if not sort:  # grows in display order: shown from the first step on
@@ -392,117 +382,3 @@ class RowOrder:
         del self.rows[i]
         row.tkey, row.tgen = None, -1
         return True
-
-
-class _Build:
-    """One budgeted build of the filtered/sorted list.
-
-    What it allocates is shaped for the cyclic garbage collector, which pauses the loop
-    for a walk of every container it tracks (docs/architecture.md, 'The dashboard'):
-
-    * a sort keys rows as flat ``(value, seq, index)`` tuples, ``index`` naming the row in
-      :attr:`scanned`: a tuple of atoms is untracked at the collector's first pass (one
-      holding the row stays tracked: 200,000 of them made every full collection during a
-      sort a 150-260 ms pause);
-    * the runs are slices of one list (:attr:`entries`), sorted in place, not a list each;
-    * with ``core.gc_sight.FREEZE_ABOVE`` rows or more, the lists that grow to one item per row
-      (``rows``, ``keys``, ``scanned``, ``entries``) are moved out of the collector's sight
-      when they are created (``gc.freeze()``), as the model's rows are (``tui/pump.py``):
-      a full collection walked each of them, 200,000 items, over again (40-80 ms each).
-    """
-
-    def __init__(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
-                 key_of: Callable[[SignalRow], Key], sort: bool, total: int,
-                 gen: int) -> None:
-        self.source, self.accept, self.key_of = source, accept, key_of
-        self.sort, self.gen = sort, gen
-        self.rows: list[SignalRow] = []
-        self.keys: list[Key] = []
-        #: a sort's rows in the order they were scanned (an entry's index names one)
-        self.scanned: list[SignalRow] = []
-        #: a sort's ``(value, seq, index)`` entries; ``runs`` are the sorted slices of it
-        self.entries: list[tuple[Any, int, int]] = []
-        self.runs: list[tuple[int, int]] = []
-        self.merge: Iterator[tuple[Any, int, int]] | None = None
-        self.seen = 0
-        self.total = total
-        self.merged = 0
-        self.exhausted = False
-        #: a sort of every row to keep as the shelf when done: (column, scope_of(segments))
-        self.shelve: tuple[object, list[tuple[str, list[SignalRow], int]]] | None = None
-        #: the shelf's list a filter scans, and lists to free when this build ends
-        self.reads: list[SignalRow] | None = None
-        self.holds: list[list[Any]] = []
-        freeze_if_large(total)
-
-    def progress(self) -> float:
-        if not self.sort:
-            return 0.0 if self.total == 0 else min(1.0, self.seen / self.total)
-        if not self.exhausted:
-            return 0.0 if self.total == 0 else 0.7 * min(1.0, self.seen / self.total)
-        return 0.7 + 0.3 * min(1.0, self.merged / (len(self.entries) or 1))
-
-    def run(self, budget: float | None) -> bool:
-        deadline = None if budget is None else time.perf_counter() + budget
-        while not self.exhausted:
-            self._scan()
-            if deadline is not None and time.perf_counter() > deadline:
-                return False
-        if not self.sort:
-            return True
-        entries = self.entries
-        if self.merge is None:
-            # flat (value, seq, index): compared in C, the seq is unique
-            at = entries.__getitem__  # (not islice: it would step over every entry before a)
-            self.merge = heapq.merge(*(map(at, range(a, b)) for a, b in self.runs))
-        keys, rows, merge, gen, scanned = self.keys, self.rows, self.merge, self.gen, \
-            self.scanned
-        while True:
-            n = 0
-            for e in merge:  # the entry is the row's key: no tuple more per row
-                keys.append(e)
-                r = scanned[e[2]]
-                rows.append(r)
-                r.tkey, r.tgen = e, gen
-                n += 1
-                if n == MERGE_CHUNK:
-                    break
-            self.merged += n
-            if n < MERGE_CHUNK:
-                return True
-            if deadline is not None and time.perf_counter() > deadline:
-                return False
-
-    def _scan(self) -> None:
-        accept, key_of, source = self.accept, self.key_of, self.source
-        entries, scanned = self.entries, self.scanned
-        n = 0
-        if accept is None:  # a sort of every row
-            for row in source:
-                n += 1
-                v, q = key_of(row)
-                entries.append((v, q, len(scanned)))
-                scanned.append(row)
-                if n == BUILD_CHUNK:
-                    break
-        else:
-            for row in source:
-                n += 1
-                if accept(row):
-                    if self.sort:
-                        v, q = key_of(row)
-                        entries.append((v, q, len(scanned)))
-                        scanned.append(row)
-                    else:
-                        self.keys.append(key_of(row))
-                        self.rows.append(row)
-                if n == BUILD_CHUNK:
-                    break
-        self.seen += n
-        if n < BUILD_CHUNK:
-            self.exhausted = True
-        start = self.runs[-1][1] if self.runs else 0
-        end = len(entries)
-        if end > start and (end - start >= RUN_ROWS or self.exhausted):
-            entries[start:end] = sorted(entries[start:end])  # in place: no list per run
-            self.runs.append((start, end))
