@@ -1,5 +1,6 @@
 """``laya-tui init``: write a commented ``[tool.laya-tui]`` table into the project's
-pyproject.toml (created when absent). An existing table is never touched (exit 2).
+pyproject.toml (created when absent): every key of the option table, commented out, with
+an example value. An existing table is never touched (exit 2).
 """
 
 from __future__ import annotations
@@ -9,26 +10,11 @@ import os
 import sys
 import tomllib
 
+from laya_tui.cli.options import template
 from laya_tui.core.errors import EXIT_OK, UsageError
 
-TEMPLATE = """\
-[tool.laya-tui]
-# What laya-tui examines in this project; `laya-tui --list` shows the probe ids.
-# Models for the explain and aoti families: "module:callable" returning (model, inputs),
-# imported from this folder.
-# models = ["mypkg.models:build"]
-# Folders of TileLang kernel files (@tilelang.jit functions or kernel factories).
-# kernels = ["kernels"]
-# Folders of your own @probe files, run beside the built-in families (default: probes/).
-# probes = ["probes"]
-# The built-in demo: tiny Llama/ModernBERT, a decision model, an MLX encoder, five kernels.
-# demo = false
-# CI gates: any occurrence of these kinds fails; more than N of a kind fails.
-# fail-on = ["host_bounce"]
-# max = { recompile = 4 }
-# timeouts = { tilelang = 240 }
-# baseline = "ci/baseline.json"
-"""
+#: every ``[tool.laya-tui]`` key, commented out, under its note (from the option table)
+TEMPLATE = template()
 
 
 def write_table(workspace: str) -> str:

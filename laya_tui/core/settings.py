@@ -3,6 +3,13 @@ the CLI (:func:`laya_tui.cli.config.settings_from`) from the flags, the ``[tool.
 table and the defaults (:mod:`laya_tui.core.defaults`), in that order of precedence
 (docs/architecture.md, 'Gates and exit codes').
 
+**The option table.** Each field declared with :func:`~laya_tui.core.options.option` is an
+option, declared here once: its type and default are the field's; its flag, table key,
+help line, template example and check (its ``kind``) are the ``option(...)`` arguments.
+The flags, ``--help``, the table's validation and merge and the ``laya-tui init`` template
+are derived from them (``laya_tui.cli.options``); ``tests/test_options.py`` checks they
+agree. The ``--help`` order is the fields' order here, by ``group``.
+
 Standard library only.
 """
 
@@ -12,7 +19,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -22,6 +29,7 @@ from laya_tui.core.defaults import (  # noqa: F401 - re-exported: the settings' 
     default_jobs,
 )
 from laya_tui.core.envs import Environment
+from laya_tui.core.options import option, options_of
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
 
 #: the longest per-probe timeout a flag or the table may ask for (a week: beyond that a
@@ -51,17 +59,47 @@ def _empty() -> Mapping[str, Any]:
     return frozen_map()
 
 
+def _freeze(obj: object) -> None:
+    """Store a frozen dataclass's lists as tuples and its dicts as read-only mappings."""
+    for f in fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        if isinstance(value, list):
+            object.__setattr__(obj, f.name, tuple(value))
+        elif isinstance(value, dict):
+            object.__setattr__(obj, f.name, frozen_map(value))
+
+
 @dataclass(frozen=True)
 class Outputs:
     """Where the run's report and CI files go (``None``: not written; json ``-``: stdout)."""
 
-    json: str | None = None
-    junit: str | None = None
-    markdown: str | None = None
-    html: str | None = None
-    trace: str | None = None
-    sarif: str | None = None
-    annotations: bool = False  # GitHub workflow commands on stdout
+    json: str | None = option(
+        flags=("--json",), kind="path-or-stdout", metavar="PATH", group="top",
+        help="write the JSON report to PATH (or '-' for stdout)")
+    junit: str | None = option(
+        flags=("--junit",), key="junit", kind="path", metavar="PATH", group="ci",
+        example='"out/junit.xml"', help="also write JUnit XML (one case per cell)")
+    markdown: str | None = option(
+        flags=("--markdown",), key="markdown", kind="path", metavar="PATH", group="ci",
+        example='"out/summary.md"',
+        help="also write a markdown summary (appended to $GITHUB_STEP_SUMMARY when set)")
+    html: str | None = option(
+        flags=("--html",), kind="path", metavar="PATH", group="ci",
+        help="also write a self-contained HTML page of the report")
+    trace: str | None = option(
+        flags=("--trace",), kind="path", metavar="PATH", group="ci",
+        help="also write the run's timeline as Chrome trace JSON (Perfetto)")
+    sarif: str | None = option(
+        flags=("--sarif",), key="sarif", kind="path", metavar="PATH", group="ci",
+        example='"out/findings.sarif"',
+        help="also write the findings as SARIF 2.1.0 (GitHub code scanning)")
+    annotations: bool = option(  # GitHub workflow commands on stdout
+        False, flags=("--annotations",), key="annotations", kind="bool", group="ci",
+        example="true", help="print the most important findings as GitHub workflow commands "
+        "(annotations on the pull request's lines)")
+
+    def __post_init__(self) -> None:
+        _freeze(self)
 
     def by_flag(self) -> dict[str, str | None]:
         """``{"--json": path, "--junit": path, ...}`` in flag order (for messages)."""
@@ -78,11 +116,35 @@ class Outputs:
 class Gates:
     """Which optional gates apply (the default gates always do); kinds already checked."""
 
-    fail_on: tuple[str, ...] = ()
-    max_counts: Mapping[str, int] = field(default_factory=_empty)
-    baseline: str | None = None  # a report path; loaded by report.gates.prepare_gates
-    tolerance_margin: float = DEFAULT_MARGIN
-    fail_on_env_change: bool = False  # --fail-on-env-change (laya_tui.report.envcompare)
+    baseline: str | None = option(  # a report path; loaded by report.gates.prepare_gates
+        flags=("--baseline",), key="baseline", kind="path", metavar="PATH", group="ci",
+        example='"ci/baseline.json"',
+        help="compare with an earlier --json report; any regression fails",
+        off_flag="--no-baseline",
+        off_help="ignore the baseline set in pyproject.toml (to write a fresh one)")
+    fail_on: tuple[str, ...] = option(
+        (), flags=("--fail-on",), key="fail-on", kind="signal-kinds",
+        metavar="KIND[,KIND...]", group="ci", example='["host_bounce"]',
+        help="fail on any occurrence of KIND (a signal kind, or failed/skipped)",
+        note="fail on any occurrence of these kinds (signal kinds, or failed/skipped)")
+    max_counts: Mapping[str, int] = option(
+        default_factory=_empty, flags=("--max",), key="max", kind="kind-counts",
+        metavar="KIND=N", group="ci", example="{ recompile = 4 }",
+        help="fail on more than N occurrences of KIND (repeatable)",
+        note="fail on more than N occurrences of a kind")
+    fail_on_env_change: bool = option(  # laya_tui.report.envcompare
+        False, flags=("--fail-on-env-change",), key="fail-on-env-change", kind="switch",
+        group="ci", example="true",
+        help="with several --env: fail when a later environment is worse than the first (a "
+        "cell no longer ok, new fallbacks/recompiles, a lowering or tolerance check that now "
+        "fails)")
+    tolerance_margin: float = option(
+        DEFAULT_MARGIN, key="tolerance-margin", kind="ratio", example="0.5",
+        note="a tolerance value moved (a baseline regression, laya-tui diff) when it got worse "
+        "or better by more than this fraction")
+
+    def __post_init__(self) -> None:
+        _freeze(self)
 
 
 @dataclass(frozen=True)
@@ -93,42 +155,100 @@ class RunOptions:
     Sequences given as lists and dicts are stored as tuples and read-only mappings.
     """
 
-    workspace: str = "."  # absolute once built by cli.config.settings_from
-    probes: tuple[str, ...] = ()
-    kernels: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
-    only: tuple[str, ...] = ()
-    demo: bool = False
-    device: str | None = None
-    timeout: float | None = None
-    family_timeouts: Mapping[str, float] = field(default_factory=_empty)
-    jobs: int = field(default_factory=default_jobs)
-    use_cache: bool = True
-    cache_dir: str | None = None
-    out: str | None = None
-    rbln_log: str | None = None
-    kernel_args: Mapping[str, Any] = field(default_factory=_empty)
-    shard: tuple[int, int] | None = None
+    probes: tuple[str, ...] = option(
+        (), flags=("--probes",), key="probes", kind="paths", metavar="PATH",
+        example='["probes"]',
+        help="probe file or folder beside the built-in ones (repeatable; default: ./probes)",
+        note="folders of your own @probe files, run beside the built-in families "
+        "(default: probes/)")
+    kernels: tuple[str, ...] = option(
+        (), flags=("--kernels",), key="kernels", kind="paths", metavar="DIR",
+        example='["kernels"]',
+        help="TileLang kernel folder or one kernel file (repeatable; default: ./kernels)",
+        note="folders of TileLang kernel files (@tilelang.jit functions or kernel factories)")
+    models: tuple[str, ...] = option(
+        (), flags=("--model",), key="models", kind="strings", metavar="MODULE:CALLABLE",
+        example='["mypkg.models:build"]',
+        help="model for the explain/aoti probes, imported from the workspace: a callable "
+        "returning (model, inputs)",
+        note='models for the explain and aoti families: "module:callable" returning (model, '
+        "inputs), imported from this folder")
+    demo: bool = option(
+        False, flags=("--demo",), key="demo", kind="bool", example="false",
+        help="also run the built-in demo (tiny Llama/ModernBERT, decision model, MLX encoder, "
+        "five TileLang kernels); default: [tool.laya-tui] demo",
+        note="the built-in demo: tiny Llama/ModernBERT, a decision model, an MLX encoder, "
+        "five kernels")
+    device: str | None = option(
+        flags=("--device",), key="device", kind="device", metavar="DEV", example='"cpu"',
+        probes_see=True,
+        help="where explain models run: cpu, cuda, cuda:N, mps, rbln (default: the "
+        "accelerator when present)")
+    #: --env / envs =, each checked (core.envs.inspect_env)
+    envs: tuple[Environment, ...] = option(
+        (), flags=("--env",), key="envs", kind="envs", metavar="NAME=PYTHON",
+        example='{ old = ".venv-old/bin/python", new = ".venv/bin/python" }',
+        help="run every cell once per environment, in workers started with that Python "
+        "(repeatable; ids get @NAME; the first is the reference; also envs = {...} in "
+        "[tool.laya-tui])",
+        note="run every cell once per environment, in workers started with that Python (ids "
+        "get @NAME; the first is the reference)")
+    only: tuple[str, ...] = option(
+        (), flags=("--only",), kind="strings", metavar="GLOB",
+        help="run only probe ids matching GLOB (repeatable; '[' is literal)")
+    timeout: float | None = option(
+        flags=("--timeout",), key="timeout", kind="seconds", metavar="SECONDS", example="600",
+        help="per-probe timeout for every family (default: per family)")
+    family_timeouts: Mapping[str, float] = option(
+        default_factory=_empty, key="timeouts", kind="family-seconds",
+        example="{ tilelang = 240 }", note="per-probe timeout of one family, in seconds")
+    jobs: int = option(
+        default_factory=default_jobs, flags=("--jobs",), key="jobs", kind="jobs",
+        metavar="N", example="2",
+        help="families run at once, one warm worker each (default: {default})",
+        note="families run at once, one warm worker each (default: 2, 1 on one core)")
+    use_cache: bool = option(
+        True, flags=("--no-cache",), kind="off-switch", help="run every probe, ignore the cache")
+    cache_dir: str | None = option(
+        flags=("--cache-dir",), kind="path", metavar="DIR", help="result cache folder")
+    out: str | None = option(
+        flags=("--out",), kind="path", metavar="DIR",
+        help="folder for artifacts (packages, generated source); default: cache")
+    workspace: str = option(  # absolute once built by cli.config.settings_from
+        ".", flags=("--workspace",), kind="path", metavar="DIR",
+        help="workspace root (default: the current folder)")
+    #: search a verified fp32 plan after a failing bf16/fp16 eager tolerance (issue 43)
+    precision_plan: bool = option(
+        True, flags=("--precision-plan",), kind="bool", probes_see=True,
+        help="after a failing bf16/fp16 eager tolerance, search the modules to keep in fp32 "
+        "and verify the plan; after a TileLang kernel fails its file's check, the pass option "
+        "that restores it; after a compile cell fails, torch's compiler bisector (bounded; "
+        "default: on, off under --watch)")
+    rbln_log: str | None = option(
+        flags=("--rbln-log",), kind="path", metavar="PATH", probes_see=True,
+        help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
+    kernel_args: Mapping[str, Any] = option(  # [tool.laya-tui.kernel-args."file.py::kernel"]
+        default_factory=_empty, key="kernel-args", kind="kernel-args", probes_see=True,
+        example='{ "kernels/gemm.py::matmul" = { M = 1024, N = 1024, K = 1024 } }',
+        note="arguments to build a kernel factory with, per kernel file and function")
+    shard: tuple[int, int] | None = option(
+        flags=("--shard",), kind="shard", metavar="K/N",
+        help="run only the K-th of N balanced, disjoint parts of the selected cells (merge the "
+        "parts' reports with 'laya-tui merge')")
+    durations_path: str | None = option(
+        flags=("--durations",), kind="path", metavar="REPORT",
+        help="--shard: balance by the probe seconds of this earlier report (give every machine "
+        "the same file and they agree on the split)")
+    #: the probe seconds read from ``durations_path``
     durations: Mapping[str, float] | None = None
-    durations_path: str | None = None
-    envs: tuple[Environment, ...] = ()  # --env / envs =, each checked (core.envs.inspect_env)
     #: the interpreter of the workers when no ``envs`` are given
     python: str = sys.executable
     #: cells inside a family: "longest-first" (headless: the family ends soonest) or
     #: "shortest-first" (a user watching: first results at once), by recorded durations
     order: str = "longest-first"
-    #: search a verified fp32 plan after a failing bf16/fp16 eager tolerance (issue 43)
-    precision_plan: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("probes", "kernels", "models", "only", "envs"):
-            value = getattr(self, name)
-            if not isinstance(value, tuple):
-                object.__setattr__(self, name, tuple(value))
-        for name in ("family_timeouts", "kernel_args", "durations"):
-            value = getattr(self, name)
-            if isinstance(value, dict):
-                object.__setattr__(self, name, frozen_map(value))
+        _freeze(self)
 
     def options(self) -> dict[str, Any]:
         """The options probes see through ``laya_tui.api.options()`` (JSON-able)."""
@@ -140,14 +260,11 @@ class RunOptions:
             "out": self.out,
             "demo": self.demo,
         }
-        if self.device:
-            opts["device"] = self.device
-        if self.rbln_log:
-            opts["rbln_log"] = self.rbln_log
-        if self.kernel_args:
-            opts["kernel_args"] = dict(self.kernel_args)  # [tool.laya-tui.kernel-args]
-        if not self.precision_plan:  # only when off: the default keeps cache keys as they were
-            opts["precision_plan"] = False
+        for opt in options_of("run", RunOptions):  # the rest only when not the default
+            value = getattr(self, opt.name)  # (so cache keys stay as they were)
+            if opt.probes_see and value != opt.default:
+                opts[opt.name] = (dict(value) if isinstance(value, Mapping)
+                                  else list(value) if isinstance(value, tuple) else value)
         return opts
 
     def timeout_for(self, probe: Mapping[str, Any]) -> float:
@@ -168,11 +285,20 @@ class Settings:
     run: RunOptions = field(default_factory=RunOptions)
     gates: Gates = field(default_factory=Gates)
     outputs: Outputs = field(default_factory=Outputs)
-    headless: bool = False  # --headless as given (see laya_tui.cli.main.wants_headless)
-    list_only: bool = False  # --list
-    watch: bool = False
-    debounce_ms: int | None = None  # --debounce-ms (None: the watcher's default)
-    quiet: bool = False
+    headless: bool = option(  # as given (see laya_tui.cli.main.wants_headless)
+        False, flags=("--headless",), kind="switch", group="top",
+        help="no dashboard: run, print a summary to stderr (implied without a TTY)")
+    list_only: bool = option(
+        False, flags=("--list",), kind="switch", group="top",
+        help="print probe ids and exit (runs nothing)")
+    watch: bool = option(
+        False, flags=("--watch",), kind="switch",
+        help="re-run the probes whose files change (headless: a JSON line per re-run)")
+    debounce_ms: int | None = option(  # None: the watcher's default
+        flags=("--debounce-ms",), kind="ms", metavar="MS",
+        help=f"watch: let a burst of saves settle this long (default: {DEFAULT_DEBOUNCE_MS})")
+    quiet: bool = option(
+        False, flags=("--quiet", "-q"), kind="switch", help="headless: no progress lines")
 
     @property
     def workspace(self) -> str:
