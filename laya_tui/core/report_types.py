@@ -65,6 +65,7 @@ class ResultDict(TypedDict):
     budget: NotRequired[Mapping[str, Any]]
     host: NotRequired[str]
     nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
+    numerics: NotRequired[list[Mapping[str, Any]]]  # report/4: report.views.numerics
 
 
 class GateDict(TypedDict):

@@ -9,10 +9,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-SCHEMA_ID = "laya-tui.report/3"
+SCHEMA_ID = "laya-tui.report/4"
 
 #: Older report schemas this version still reads (baselines, show, diff, merge).
-READABLE_SCHEMAS: tuple[str, ...] = ("laya-tui.report/1", "laya-tui.report/2", SCHEMA_ID)
+READABLE_SCHEMAS: tuple[str, ...] = ("laya-tui.report/1", "laya-tui.report/2",
+                                     "laya-tui.report/3", SCHEMA_ID)
 
 #: The closed set of signal kinds.
 KINDS: tuple[str, ...] = (

@@ -85,8 +85,13 @@ def build_report(probes: list[dict[str, Any]], *, seconds: float,
     from laya_tui.report.views.legend import cell_state
 
     clean = [{k: v for k, v in p.items() if not k.startswith("_")} for p in probes]
+    from laya_tui.report.views.numerics import cell_numerics
+
     for p in clean:  # report/3: the state every output names (views.legend)
         p["state"] = cell_state({**p, "state": None})
+        numerics = cell_numerics(p)  # report/4: gap tables and precision plans (issue 43)
+        if numerics:
+            p["numerics"] = numerics
     summary = summarise(clean, seconds)
     summary["passed"] = all(g["passed"] for g in gates)
     from laya_tui.report.verdict import ungated

@@ -192,6 +192,9 @@ def build_markdown(report: dict[str, Any]) -> str:
     from laya_tui.report.views.placement import placement_markdown
 
     lines += placement_markdown(report.get("probes", []))
+    from laya_tui.report.views.numerics import numerics_markdown
+
+    lines += numerics_markdown(report.get("probes", []))
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
     if report.get("env_comparison"):  # --env: what differs between the environments

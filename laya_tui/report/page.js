@@ -52,6 +52,19 @@ function plot(points, first) {
     v.setAttribute("class", "first"); svg.append(v); }
   return svg;
 }
+// a table sortable by each column (click a header; again: the other way); keys: sort values
+function sortable(cols, rows, keys) {
+  const body = el("tbody"), order = rows.map((_, i) => i);
+  let by = -1, dir = 1;
+  const draw = () => body.replaceChildren(...order.map(i => el("tr", {}, ...rows[i].map(c => el("td", {}, c)))));
+  const heads = cols.map((c, j) => el("th", {class: "sort", title: "sort by " + c, onclick: () => {
+    const numeric = keys.some(k => typeof k[j] === "number");
+    dir = by === j ? -dir : (numeric ? -1 : 1); by = j;
+    order.sort((a, b) => dir * cmp(low(keys[a][j]), low(keys[b][j])) || a - b); draw();
+  }}, c));
+  draw();
+  return el("table", {class: "sortable"}, el("thead", {}, el("tr", {}, ...heads)), body);
+}
 // a packed detail [shape, text ids...] -> its sections, as views/packed.py's sections()
 function unpack(packed) {
   let at = 1;
@@ -61,7 +74,7 @@ function unpack(packed) {
     if (t[0] === "src") return ["src", t[1], next(), next()];
     if (t[0] === "b") return ["b", t[1], next(), t[2], t[3]];
     if (t[0] === "file") return ["file", t[1], next(), next(), t[2]];
-    return t;  // log, plot: all in the shape
+    return t;  // log, plot, table: all in the shape
   });
 }
 function section(sec, ctx) {
@@ -83,6 +96,7 @@ function section(sec, ctx) {
     return [h, numbered(f.text, 1, new Set(f.hl)), more];
   }
   if (type === "plot") return [head, plot(sec[2], sec[3])];
+  if (type === "table") return [head, sortable(sec[2], sec[3], sec[4])];
   return [];
 }
 const detail = el("section", {id: "detail", hidden: true});

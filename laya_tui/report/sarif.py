@@ -151,12 +151,20 @@ def build_sarif(report: Mapping[str, Any], sources: Sources,
     rules: dict[str, Rule] = dict(RULES)
     for f in kept:
         rules.setdefault(f.rule.id, f.rule)
+    from laya_tui.report.views.numerics import plan_results, plan_rule
+
+    plans = plan_results(report, sources, len(rules))  # issue 43: found precision plans
+    if plans:
+        rules.setdefault(plan_rule().id, plan_rule())
     index = {rid: i for i, rid in enumerate(rules)}
     results = [result_object(f, index[f.rule.id]) for f in kept]
+    for r in plans:
+        r["ruleIndex"] = index[r["ruleId"]]
     words = state_words(report)
     for f, r in zip(kept, results, strict=True):
         if f.probe in words:
             r["properties"]["state"] = words[f.probe]
+    results += plans[: max(0, max_results - len(results))]
     notes = []
     if unplaced:
         notes.append(_notification("warning", f"{len(unplaced)} finding(s) have no file in "

@@ -101,7 +101,19 @@ class Plot:
     height: int
 
 
-Section = Facts | Source | Block | ProbeLog | FileHead | Plot
+@dataclass(slots=True)
+class Table:
+    """Rows under column headers, sortable by any column (``keys``: each row's sort values,
+    numbers or text, None when absent); rows come in their first order (the gap table's:
+    local error against its limit, largest first)."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    keys: tuple[tuple[Any, ...], ...]
+
+
+Section = Facts | Source | Block | ProbeLog | FileHead | Plot | Table
 
 
 @dataclass(slots=True)
@@ -268,6 +280,7 @@ def _detail_sections(sig: SignalLike, d: dict[str, Any], kind: str,
             parts.append(Block("excerpt", printable(excerpt)))  # already numbered
     if kind == "lowering":
         parts += tilelang_sections(d, full=full)
+    parts += numerics_sections(d)
     rest = {k: v for k, v in d.items() if k not in _SHOWN}
     if rest:
         limit = 4000 if full else 300
@@ -330,6 +343,27 @@ def drift_sections(drift: Any, *, full: bool = True) -> list[Section]:
     if len(points) >= 2:
         parts.append(Plot("max |diff| per module call (log scale) and its limit", points,
                           first_x, 16 if full else 12))
+    return parts
+
+
+def numerics_sections(d: Mapping[str, Any]) -> list[Section]:
+    """A precision plan's facts; a gap table's facts and its table (issue 43)."""
+    from laya_tui.report.views import numerics as nv
+
+    parts: list[Section] = []
+    plan = as_dict(d.get("precision_plan"))
+    if plan:
+        parts += _facts("precision plan", list(nv.plan_facts(plan)))
+    gap = as_dict(d.get("gap_table"))
+    if gap:
+        parts += _facts("gap table", list(nv.gap_facts(gap)))
+        rows = [r for r in as_list(gap.get("rows")) if isinstance(r, dict)]
+        if rows:
+            parts.append(Table(
+                "each module's error, and its own (re-run on the fp32 inputs)",
+                tuple(label for label, _ in nv.COLUMNS),
+                tuple(tuple(printable(t) for t in nv.row_texts(r)) for r in rows),
+                tuple(tuple(nv.row_values(r)) for r in rows)))
     return parts
 
 
@@ -401,6 +435,9 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
         ("signals", str(signals)),
     ]
     parts: list[Section] = _facts(None, facts)
+    from laya_tui.report.views.numerics import numerics_facts
+
+    parts += _facts("numerics", list(numerics_facts(result)))
     parts += _source("raised at", err.get("site"), 8 if full else 3)
     if err.get("traceback") and full:
         parts.append(Block("traceback", printable(err["traceback"]), dim=True))
@@ -416,7 +453,7 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
 
 #: Detail keys shown in their own sections (the rest go to "more detail").
 _SHOWN = frozenset((
-    "placement",
+    "placement", "gap_table", "precision_plan",
     "diagnostic", "source_excerpt", "generated_source", "path", "package", "argmax_match",
     "rows", "top2_gap_min", "mismatch_rows", "mismatch_top2_gaps", "stack", "kernel",
     "target", "dtype", "spec", "outcome", "seconds", "stage", "pass", "exception",

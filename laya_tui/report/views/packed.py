@@ -26,6 +26,7 @@ from laya_tui.report.views.detail import (
     ProbeLog,
     Section,
     Source,
+    Table,
     own_fact,
     plain_signal,
     signal_detail,
@@ -48,7 +49,8 @@ def sections(detail: Detail, probe_index: Mapping[str, int]) -> list[list[Any]]:
     """A detail's sections as the page's script draws them, each ``[type, title, ...]``:
     ``["f", title, [[label, value], ...]]``, ``["src", title, where, excerpt key]``,
     ``["b", title, text, lang, dim]``, ``["log", title, probe index]``,
-    ``["file", title, path, file key, note]``, ``["plot", title, points, first]``."""
+    ``["file", title, path, file key, note]``, ``["plot", title, points, first]``,
+    ``["table", title, columns, rows, sort keys]``."""
     out: list[list[Any]] = []
     for sec in detail.sections:
         shape, texts = _split(sec, probe_index)
@@ -71,6 +73,8 @@ def _split(sec: Section, probe_index: Mapping[str, int]) -> tuple[tuple[Any, ...
         return ("file", sec.title, sec.note), [printable(sec.path), file_key(sec)]
     if type(sec) is Plot:
         return ("plot", sec.title, sec.points, sec.first), []
+    if type(sec) is Table:
+        return ("table", sec.title, sec.columns, sec.rows, sec.keys), []
     raise TypeError(f"unknown section {sec!r}")
 
 
@@ -87,6 +91,9 @@ def _join(shape: tuple[Any, ...], texts: Any) -> list[Any]:
         return ["file", title, next(texts), next(texts), shape[2]]
     if kind == "plot":
         return ["plot", title, [list(p) for p in shape[2]], shape[3]]
+    if kind == "table":
+        return ["table", title, list(shape[2]), [list(r) for r in shape[3]],
+                [list(k) for k in shape[4]]]
     return list(shape)  # log
 
 

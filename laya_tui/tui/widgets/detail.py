@@ -32,6 +32,9 @@ from laya_tui.report.views.detail import (
     probe_detail,
     signal_detail,
 )
+from laya_tui.report.views.detail import (
+    Table as TableSection,
+)
 from laya_tui.report.views.text import printable
 from laya_tui.tui.model import ProbeState, SignalRow
 
@@ -101,6 +104,11 @@ class Renderer:
         if isinstance(sec, Plot):
             plot = drift_plot(sec)
             return [plot] if plot is not None else []
+        if isinstance(sec, TableSection):  # the gap table, in its ranked order
+            table = Table(*sec.columns, box=None, header_style="bold", padding=(0, 1))
+            for row in sec.rows:
+                table.add_row(*(Text(c) for c in row))
+            return [_section_title(sec.title), table]
         return []
 
     def _source(self, sec: Source) -> list[RenderableType]:

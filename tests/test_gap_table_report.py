@@ -1,0 +1,164 @@
+"""The numerics of a cell (gap table, precision plan) in every output: the report/4
+``numerics`` field, the drill-down (dashboard and page), markdown and SARIF; a saved
+report/3 (``tests/fixtures/report_v3``, written before the field) reads the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laya_tui.core.signals import READABLE_SCHEMAS, SCHEMA_ID
+from laya_tui.report.views import numerics as nv
+from laya_tui.report.views.detail import Table, probe_detail, signal_detail
+
+ROOT = Path(__file__).resolve().parents[1]
+V3 = ROOT / "tests" / "fixtures" / "report_v3" / "report.json"
+MODEL = ROOT / "tests" / "fixtures" / "report_v3" / "numerics_model.py"
+
+
+def _v3() -> dict[str, Any]:
+    return json.loads(V3.read_text())
+
+
+def _class_line() -> int:
+    lines = MODEL.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.startswith("class Cancel("))
+
+
+def test_the_fixture_is_report_3_without_the_field_and_still_readable():
+    doc = _v3()
+    assert doc["schema"] == "laya-tui.report/3" != SCHEMA_ID == "laya-tui.report/4"
+    assert "laya-tui.report/3" in READABLE_SCHEMAS
+    (probe,) = doc["probes"]
+    assert "numerics" not in probe
+    (entry,) = nv.numerics_of(probe)  # derived from its signals
+    assert entry["subject"] == "bfloat16 vs fp32 cpu output"
+    plan = entry["precision_plan"]
+    assert plan["status"] == "found" and plan["fp32_modules"] == ["1"]
+    assert plan["verified_error"] <= plan["limit"] == 0.05
+    assert "gap_table" not in entry
+
+
+def test_markdown_and_page_show_the_plan_of_a_report_3():
+    from laya_tui.report.markdown import build_markdown
+    from laya_tui.report.views.page import page_data
+
+    md = build_markdown(_v3())
+    assert "### Numerics" in md
+    assert "- precision plan: keep 1 in fp32: verified max|diff| 0.002306 <= 0.05 " \
+           "(was 0.3369), 6 forwards" in md
+    data = page_data(_v3())
+    assert any("keep 1 in fp32: verified max|diff| 0.002306" in s for s in data["strings"])
+
+
+def _fixture_with_class_sites() -> dict[str, Any]:
+    """The report/3 fixture with its plan's class line (report/4 workers record it)."""
+    doc = _v3()
+    for sig in doc["probes"][0]["signals"]:
+        plan = (sig.get("detail") or {}).get("precision_plan")
+        if plan:
+            plan["class_sites"] = {"1": {"file": str(MODEL), "line": _class_line(),
+                                         "func": "Cancel"}}
+    return doc
+
+
+def test_sarif_carries_the_plan_as_a_fix_at_the_class_line():
+    pytest.importorskip("jsonschema")
+    from laya_tui.report.sarif import build_sarif, validate_sarif
+    from laya_tui.report.sources import Sources
+
+    doc = build_sarif(_fixture_with_class_sites(), Sources(str(ROOT), env={}))
+    validate_sarif(doc)
+    run = doc["runs"][0]
+    (res,) = [r for r in run["results"] if r["ruleId"] == nv.PLAN_RULE_ID]
+    assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == nv.PLAN_RULE_ID
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "tests/fixtures/report_v3/numerics_model.py"
+    assert loc["region"]["startLine"] == _class_line()
+    (change,) = res["fixes"][0]["artifactChanges"]
+    rep = change["replacements"][0]
+    assert rep["deletedRegion"]["startLine"] == _class_line()
+    assert "keep 1 in fp32" in rep["insertedContent"]["text"]
+    assert "verified max|diff| 0.002306 <= 0.05" in res["message"]["text"]
+    # without a class line in the source tree: no plan result (and no unused rule)
+    plain = build_sarif(_v3(), Sources(str(ROOT), env={}))
+    assert not [r for r in plain["runs"][0]["results"] if r["ruleId"] == nv.PLAN_RULE_ID]
+    assert nv.PLAN_RULE_ID not in [r["id"] for r in plain["runs"][0]["tool"]["driver"]["rules"]]
+
+
+def _gap_signal(tmp_path: Path) -> dict[str, Any]:
+    """A real gap table signal from the Cancel model (tests/test_gap_table.py's)."""
+    pytest.importorskip("torch")
+    import torch
+
+    from laya_tui.families.explain import gap_table as g
+    from tests.test_gap_table import Ctx, build
+
+    model, ref, x = build("scss")
+    ctx = Ctx(tmp_path)
+    g.table_after_verdict(ctx, "out", {"passed": False}, model=model, reference=ref,
+                          forward=lambda m: m(x.to(torch.bfloat16)),
+                          forward_reference=lambda m: m(x))
+    (sig,) = ctx.sigs
+    return dict(sig, kind="log", probe="explain/model:x[eager]")
+
+
+def test_a_report_4_cell_carries_numerics_and_validates(tmp_path):
+    from laya_tui.report.document import build_report, validate_report
+    from laya_tui.report.markdown import build_markdown
+
+    probe = copy.deepcopy(_v3()["probes"][0])
+    probe.pop("state", None)
+    sig = _gap_signal(tmp_path)
+    sig["subject"] = "bfloat16 vs fp32 cpu output gap table"  # the plan's output
+    probe["signals"].append(sig)
+    report = build_report([probe], seconds=1.0, gates=[])
+    validate_report(report)
+    assert report["schema"] == "laya-tui.report/4"
+    (entry,) = report["probes"][0]["numerics"]  # one output: its table and its plan
+    assert entry["subject"] == "bfloat16 vs fp32 cpu output"
+    assert entry["precision_plan"]["fp32_modules"] == ["1"]
+    gap = entry["gap_table"]
+    assert gap["rows"][0]["module"] == "blocks.1" and len(gap["rows"]) == 9  # root aside
+    assert gap["peak_bytes"] == gap["activation_bytes"] == 9472
+    md = build_markdown(report)
+    assert "| module | type | error | local error | limit | local/limit | share |" in md
+    assert "| blocks.1 | Cancel |" in md
+    facts = probe_detail(report["probes"][0], signals=1).sections
+    assert any(getattr(s, "title", None) == "numerics" for s in facts)
+
+
+def test_the_drill_down_table_is_ranked_and_sortable_keys_are_numbers(tmp_path):
+    from laya_tui.report.views.packed import Packer, Strings, sections, unpack
+
+    sig = _gap_signal(tmp_path)
+    detail = signal_detail(sig, "explain/model:x[eager]")
+    (table,) = [s for s in detail.sections if isinstance(s, Table)]
+    assert table.columns[:4] == ("module", "type", "error", "local error")
+    assert table.rows[0][:2] == ("blocks.1", "Cancel")
+    local = [k[3] for k in table.keys]
+    assert local == sorted(local, reverse=True)  # ranked by local/limit (same limits here)
+    assert all(isinstance(k[2], float) for k in table.keys)
+    pack = Packer(Strings())
+    packed = pack.detail(detail, {})
+    assert unpack(packed, pack.shapes, pack.strings.table) == sections(detail, {})
+    (drawn,) = [s for s in sections(detail, {}) if s[0] == "table"]
+    assert drawn[3][0][0] == "blocks.1" and len(drawn[4]) == len(drawn[3])
+
+
+def test_the_dashboard_draws_the_table(tmp_path):
+    from rich.console import Console
+
+    from laya_tui.tui.widgets.detail import Renderer
+
+    sig = _gap_signal(tmp_path)
+    console = Console(width=140, record=True, color_system=None)
+    console.print(Renderer(None).detail(signal_detail(sig, "p")))
+    text = console.export_text()
+    assert "local error" in text and "blocks.1" in text and "Cancel" in text
+    assert text.index("blocks.1 ") < text.index("head ")  # ranked: the culprit first
