@@ -17,8 +17,10 @@ ALLOWED: dict[str, set[str]] = {
     "core": {"core"},
     "report": {"core", "report"},
     "watch": {"core", "report", "watch"},
-    "tui": {"core", "report", "watch", "tui"},
-    "cli": {"core", "report", "watch", "tui", "cli"},
+    "tui": {"core", "report", "watch", "tui", "cluster"},
+    "cli": {"core", "report", "watch", "tui", "cli", "cluster"},
+    # --cluster: the runner on Ray nodes (Ray allowed, nothing heavy); the front ends pick it
+    "cluster": {"core", "cluster"},
     # worker side: the probe API, the worker process and the families never import a front end
     "api": {"core", "api", "families"},
     "worker": {"core", "api", "worker", "families"},

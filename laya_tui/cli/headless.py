@@ -58,8 +58,11 @@ def run_headless(settings: Settings, gates: GateSettings) -> int:
 
         return run_watch_headless(settings, gates)
     try:
+        from laya_tui.cluster.factory import make_runner
+
         results, disc, seconds = asyncio.run(run_probes(settings.run,
-                                                        _progress(settings.quiet)))
+                                                        _progress(settings.quiet),
+                                                        make_runner=make_runner))
     except asyncio.CancelledError:
         print("laya-tui: terminated", file=sys.stderr)
         return 143

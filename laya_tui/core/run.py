@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from laya_tui.core.errors import UsageError
@@ -33,10 +34,13 @@ async def discover_checked(runner: Runner) -> Discovery:
     return disc
 
 
-async def run_probes(config: RunOptions, on_event: Any = None
+async def run_probes(config: RunOptions, on_event: Any = None, *,
+                     make_runner: Callable[..., Runner] = Runner
                      ) -> tuple[list[dict[str, Any]], Discovery, float]:
-    """Discover and run every selected probe; workers are ended on the way out."""
-    runner = Runner(config, on_event=on_event)
+    """Discover and run every selected probe; workers are ended on the way out.
+    ``make_runner(config, on_event=...)`` builds the runner (the front end's choice:
+    ``laya_tui.cluster.factory.make_runner`` under ``--cluster``)."""
+    runner = make_runner(config, on_event=on_event)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stopped_by: list[int] = []

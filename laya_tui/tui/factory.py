@@ -32,14 +32,14 @@ def build_app(config: RunOptions | None = None, *,
         elif config is not None:
             import dataclasses
 
-            from laya_tui.core.runner import Runner
+            from laya_tui.cluster.factory import make_runner
 
             # a user is watching: the shortest cells of each family first, so results
             # appear at once (headless runs the longest first)
             config = dataclasses.replace(config, order="shortest-first")
 
             def runner_factory(on_event: Callable[[Event], None]) -> RunnerLike:
-                return Runner(config, on_event=on_event)
+                return make_runner(config, on_event=on_event)
         else:
             raise ValueError("build_app needs a RunOptions, a recorded report or a runner factory")
     if workspace is None and config is not None:
