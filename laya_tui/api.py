@@ -12,11 +12,15 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.cellid import cell_id
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Reply  # noqa: F401 - re-exported
 from laya_tui.core.signals import make_signal
+
+if TYPE_CHECKING:
+    from laya_tui.core.protocol import SignalEvent
+    from laya_tui.core.report_types import SignalDict
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ def options() -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
-def _failure_text(sig: dict[str, Any]) -> str:
+def _failure_text(sig: SignalDict) -> str:
     """One line for a failing signal: ``tolerance logits: 0.31 > limit 0.05``."""
     head = " ".join(str(x) for x in (sig["kind"], sig.get("subject")) if x)
     if sig.get("reason"):
@@ -122,7 +126,7 @@ class Context:
         self,
         probe_id: str,
         family: str,
-        emit: Callable[[dict[str, Any]], None],
+        emit: Callable[[SignalEvent], None],
         *,
         params: dict[str, Any] | None = None,
         opts: dict[str, Any] | None = None,
@@ -140,7 +144,7 @@ class Context:
         self.artifacts_dir = self.options.get("out")
 
     # -- the primitive -------------------------------------------------------------
-    def signal(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def signal(self, kind: str, **fields: Any) -> SignalDict:
         """Emit one signal of ``kind`` (see :data:`laya_tui.core.signals.FIELDS`)."""
         sig = make_signal(kind, self.id, **fields)
         if sig.get("passed") is False:
@@ -149,11 +153,11 @@ class Context:
         return sig
 
     # -- conveniences --------------------------------------------------------------
-    def environment(self, subject: str, value: Any, **fields: Any) -> dict[str, Any]:
+    def environment(self, subject: str, value: Any, **fields: Any) -> SignalDict:
         """An environment fact (a version, a path, a device)."""
         return self.signal("environment", subject=subject, value=value, **fields)
 
-    def timing(self, subject: str, seconds: float, **fields: Any) -> dict[str, Any]:
+    def timing(self, subject: str, seconds: float, **fields: Any) -> SignalDict:
         """A measured duration."""
         return self.signal("timing", subject=subject, seconds=round(float(seconds), 6), **fields)
 
@@ -176,7 +180,7 @@ class Context:
             box["seconds"] = time.perf_counter() - t0
             self.timing(subject, box["seconds"], **fields)
 
-    def artifact(self, subject: str, path: str | os.PathLike[str], **fields: Any) -> dict[str, Any]:
+    def artifact(self, subject: str, path: str | os.PathLike[str], **fields: Any) -> SignalDict:
         """A file the probe produced (generated source, package); bytes filled in if it exists."""
         path = os.fspath(path)
         size = os.path.getsize(path) if os.path.isfile(path) else None
@@ -186,12 +190,12 @@ class Context:
                            detail=detail, **fields)
 
     def lowering(self, subject: str, *, passed: bool, reason: str | None = None,
-                 **fields: Any) -> dict[str, Any]:
+                 **fields: Any) -> SignalDict:
         """A lowering/build/run outcome of a kernel cell."""
         return self.signal("lowering", subject=subject, passed=passed, reason=reason, **fields)
 
     def tolerance(self, subject: str, value: float, limit: float, *, passed: bool | None = None,
-                  **fields: Any) -> dict[str, Any]:
+                  **fields: Any) -> SignalDict:
         """A numeric delta against its limit; ``passed`` defaults to ``value <= limit``."""
         value = float(value)
         ok = (value <= limit) if passed is None else passed
@@ -201,7 +205,7 @@ class Context:
                            passed=bool(ok), **fields)
 
     def compare(self, subject: str, out: Any, ref: Any, *, atol: float,
-                mask: Any = None, **fields: Any) -> dict[str, Any]:
+                mask: Any = None, **fields: Any) -> SignalDict:
         """Compare ``out`` with ``ref`` (torch, numpy or mlx arrays): max |diff| vs ``atol``.
 
         ``mask`` (broadcastable boolean) restricts the comparison to valid positions.
@@ -213,7 +217,7 @@ class Context:
         extra.update(detail)
         return self.tolerance(subject, value, atol, detail=extra, **fields)
 
-    def log(self, text: str, **fields: Any) -> dict[str, Any]:
+    def log(self, text: str, **fields: Any) -> SignalDict:
         """A free-form note kept with the probe's signals."""
         return self.signal("log", reason=text, **fields)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from laya_tui.core.report_types import SCHEMA_DEFS
+from laya_tui.core.report_types import SCHEMA_DEFS, SCHEMA_PATHS
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "laya_tui" / "report" /
                      "schema.json").read_text())
@@ -20,6 +20,17 @@ def test_each_typed_dict_mirrors_its_schema_definition(name: str) -> None:
     spec = SCHEMA["$defs"][name]
     assert set(typed.__annotations__) == set(spec["properties"]), name
     assert set(typed.__required_keys__) == set(spec.get("required", ())), name
+
+
+@pytest.mark.parametrize("path", sorted(SCHEMA_PATHS))
+def test_each_nested_typed_dict_mirrors_its_schema_object(path: str) -> None:
+    """Objects inside a probe or the report (a result's error and budget, a file error)."""
+    typed = SCHEMA_PATHS[path]
+    spec = SCHEMA
+    for key in path.split("/"):
+        spec = spec[key]
+    assert set(typed.__annotations__) == set(spec["properties"]), path
+    assert set(typed.__required_keys__) == set(spec.get("required", ())), path
 
 
 def test_a_real_result_fits_its_typed_dict() -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from laya_tui.core.cellid import with_env
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import CellSpec
 
 #: The oldest Python a worker runs on (laya-tui's ``requires-python``).
 MIN_PYTHON = (3, 11)
@@ -100,11 +101,10 @@ def worker_key(probe: Mapping[str, Any]) -> str:
     return f"{fam}@{env}" if env else fam
 
 
-def expand(probes: Iterable[dict[str, Any]], envs: Iterable[Environment]
-           ) -> list[dict[str, Any]]:
+def expand(probes: Iterable[CellSpec], envs: Iterable[Environment]) -> list[CellSpec]:
     """Every discovered cell once per environment, environment by environment."""
     cells = list(probes)
-    return [dict(p, id=cell_id(p["id"], e.name), env=e.name) for e in envs for p in cells]
+    return [{**p, "id": cell_id(p["id"], e.name), "env": e.name} for e in envs for p in cells]
 
 
 # -- parsing -------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from laya_tui.core.report_types import SignalDict
+
 
 @dataclass(frozen=True)
 class ProbeQueued:
@@ -32,7 +34,7 @@ class SignalEmitted:
     """A probe emitted one signal."""
 
     probe_id: str
-    signal: dict[str, Any]
+    signal: SignalDict
 
 
 @dataclass(frozen=True)

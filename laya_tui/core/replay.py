@@ -10,7 +10,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.events import (
     Event,
@@ -22,6 +22,7 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.gc_sight import freeze_if_large
+from laya_tui.core.report_types import CellSpec
 from laya_tui.core.runner import Discovery
 
 #: A fixed start time, so nothing in a replay depends on the clock.
@@ -55,9 +56,10 @@ class RecordedRunner(EventSource):
 
     async def discover(self, *, warm: bool = False) -> Discovery:
         """The recorded probes as discovery entries (``warm`` changes nothing here)."""
-        probes = [{"id": p["id"], "family": p["family"], "file": p.get("file"),
-                   "func": None, "param": None, "params": p.get("params", {}),
-                   "timeout": None, "deps": p.get("deps", [])}
+        # a recorded cell is never run: no function, and its file as the report had it
+        probes = [cast(CellSpec, {"id": p["id"], "family": p["family"], "file": p.get("file"),
+                                  "func": None, "param": None, "params": p.get("params", {}),
+                                  "timeout": None, "deps": p.get("deps", [])})
                   for p in self.report.get("probes", [])]
         return Discovery(probes, list(self.report.get("errors", [])))
 
@@ -66,14 +68,14 @@ class RecordedRunner(EventSource):
         """A recording has no run configuration (see ``core.runner_like.RunnerLike``)."""
         return None
 
-    async def run(self, probes: list[dict[str, Any]], *, use_cache: bool | None = None
+    async def run(self, probes: list[CellSpec], *, use_cache: bool | None = None
                   ) -> list[dict[str, Any]]:
         """Replay every given probe, in order (``use_cache`` changes nothing here)."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
         return [r for p in probes if (r := await self.run_one(p)) is not None]
 
-    async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None
+    async def run_one(self, probe: CellSpec, *, use_cache: bool | None = None
                       ) -> dict[str, Any] | None:
         """Replay one probe's recorded events."""
         recorded = self._results[probe["id"]]

@@ -23,6 +23,39 @@ class SiteDict(TypedDict):
     func: NotRequired[str | None]
 
 
+class FileErrorDict(TypedDict):
+    """A probe file that did not load (discovery): an item of the report's ``errors``."""
+
+    file: str
+    error: str
+    line: NotRequired[int | None]
+
+
+class ErrorDict(TypedDict):
+    """The exception a probe raised: a result's ``error`` (``$defs/probe``)."""
+
+    type: NotRequired[str]
+    message: NotRequired[str]
+    traceback: NotRequired[str]
+    site: NotRequired[SiteDict | None]
+
+
+class BudgetDict(TypedDict, total=False):
+    """A run's timeout bounds and what it used of them: a result's ``budget``
+    (``laya_tui.core.watchdog``)."""
+
+    timeout: float
+    idle_window: float
+    cpu_budget: float
+    ceiling: float
+    wall_limit: float
+    seconds: float
+    own_seconds: float
+    cpu_seconds: float
+    longest_idle: float
+    ended_by: str
+
+
 class SignalDict(TypedDict):
     """One signal: ``$defs/signal`` (its kinds: ``laya_tui.core.signals.KINDS``)."""
 
@@ -61,8 +94,8 @@ class ResultDict(TypedDict):
     file: NotRequired[str | None]
     started: NotRequired[float]
     ended: NotRequired[float]
-    error: NotRequired[Mapping[str, Any]]
-    budget: NotRequired[Mapping[str, Any]]
+    error: NotRequired[ErrorDict | None]
+    budget: NotRequired[BudgetDict]
     host: NotRequired[str]
     nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
     numerics: NotRequired[list[Mapping[str, Any]]]  # report/4: report.views.numerics
@@ -89,6 +122,19 @@ class ChangeDict(TypedDict):
     message: str
     subject: NotRequired[str | None]
     reason: NotRequired[str | None]
+
+
+class ShardDict(TypedDict):
+    """The part of the cells a ``--shard K/N`` run took: ``$defs/shard``."""
+
+    index: int
+    count: int
+    plan: str
+    cells: NotRequired[int]
+    selected: NotRequired[int]
+    balance: NotRequired[str]  # "report" | "cache" | "counts"
+    durations: NotRequired[str]
+    estimated_seconds: NotRequired[list[float]]
 
 
 class CellSpec(TypedDict):
@@ -129,4 +175,10 @@ class WatchRecord(TypedDict):
 
 #: The schema's ``$defs`` name of each typed dict.
 SCHEMA_DEFS: dict[str, type] = {"site": SiteDict, "signal": SignalDict, "probe": ResultDict,
-                                "gate": GateDict, "change": ChangeDict}
+                                "gate": GateDict, "change": ChangeDict, "shard": ShardDict}
+#: Typed dicts of objects nested in the schema, by their path in it (keys joined by "/").
+SCHEMA_PATHS: dict[str, type] = {
+    "properties/errors/items": FileErrorDict,
+    "$defs/probe/properties/error": ErrorDict,
+    "$defs/probe/properties/budget": BudgetDict,
+}

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
+from laya_tui.core.report_types import ErrorDict, SignalDict
 from laya_tui.core.signals import FAILING_STATUSES  # noqa: F401 - re-exported
 
 #: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
@@ -59,10 +60,10 @@ def failing(sig: Mapping[str, Any] | Signal) -> bool:
 
 
 def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
-                seconds: float, deps: list[str], signals: list[dict[str, Any]],
+                seconds: float, deps: list[str], signals: list[SignalDict],
                 log_tail: str = "", started: float | None = None,
                 ended: float | None = None, cached: bool = False,
-                error: dict[str, Any] | None = None) -> dict[str, Any]:
+                error: ErrorDict | None = None) -> dict[str, Any]:
     """One probe result as the report holds it (``probe``: the cell's discovery entry).
 
     The key order is the report's. ``started``/``ended`` (wall clock, for ``--trace``) and
@@ -123,14 +124,14 @@ class Signal:
             set_slot(new, get(name))
         return new
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SignalDict:
         """The report's signal object (fields in schema order, absent ones left out)."""
         out: dict[str, Any] = {"kind": self.kind, "probe": self.probe}
         for name in _SIGNAL_FIELDS[2:]:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
-        return out
+        return cast(SignalDict, out)  # the fields of a Signal are the schema's
 
     def key(self) -> SignalKey:
         """Identity across runs (:func:`signal_key`)."""
@@ -182,7 +183,7 @@ class ProbeResult:
     deps: tuple[str, ...] = ()
     signals: tuple[Signal, ...] = ()
     log_tail: str = ""
-    error: Mapping[str, Any] | None = None
+    error: ErrorDict | None = None
     started: float | None = None
     ended: float | None = None
     env: str | None = None  # --env: the environment it ran in
@@ -212,7 +213,7 @@ class ProbeResult:
             seconds=self.seconds or 0.0,
             deps=list(self.deps), signals=[s.to_dict() for s in self.signals],
             log_tail=self.log_tail, started=self.started, ended=self.ended,
-            cached=self.cached, error=dict(self.error) if self.error else None)
+            cached=self.cached, error=self.error.copy() if self.error else None)
 
     def key(self) -> str:
         """Identity across runs: the cell id."""

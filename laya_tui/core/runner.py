@@ -29,7 +29,8 @@ from laya_tui.core.events import (
     ProbeStarted,
     SignalEmitted,
 )
-from laya_tui.core.protocol import Op, Reply
+from laya_tui.core.protocol import DiscoveredEvent, Op, Reply, RunCommand, WorkerEvent
+from laya_tui.core.report_types import CellSpec, FileErrorDict, ShardDict, SignalDict
 from laya_tui.core.results import make_result
 from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
@@ -62,16 +63,16 @@ _SUPERSEDED = _Outcome(None)
 class Discovery:
     """What discovery found: probe cells and per-file errors."""
 
-    probes: list[dict[str, Any]]
-    errors: list[dict[str, Any]]
-    shard: dict[str, Any] | None = None  # the report's "shard" object under --shard K/N
+    probes: list[CellSpec]
+    errors: list[FileErrorDict]
+    shard: ShardDict | None = None  # the report's "shard" object under --shard K/N
     envs: dict[str, Any] | None = None  # the report's "envs" object under --env
     #: ``--only`` patterns matching no discovered cell (checked before ``--shard`` splits)
     unmatched_only: tuple[str, ...] = ()
     discovered: int = 0  # cells discovered before --only and --shard narrowed them
 
 
-def unmatched_patterns(probes: list[dict[str, Any]], only: tuple[str, ...]) -> tuple[str, ...]:
+def unmatched_patterns(probes: list[CellSpec], only: tuple[str, ...]) -> tuple[str, ...]:
     """The ``--only`` patterns that select none of ``probes`` (by id, or by the id without
     its ``@env`` under ``--env``), in the order given."""
     ids = [p["id"] for p in probes] + [base_id(p) for p in probes if p.get("env")]
@@ -137,10 +138,10 @@ class Runner(EventSource):
                     await handle.send({"op": Op.INVALIDATE, "files": sorted(self._disc_stale)})
                     await handle.next_event(timeout=30.0)
                     self._disc_stale.clear()
-                await handle.send({"op": Op.DISCOVER, "paths": self.config.probes})
+                await handle.send({"op": Op.DISCOVER, "paths": list(self.config.probes)})
                 event = await handle.next_event(timeout=120.0)
-                if event.get("type") != Reply.DISCOVERED:
-                    raise WorkerDied(f"unexpected discovery reply {event.get('type')!r}")
+                if event["type"] != Reply.DISCOVERED:
+                    raise WorkerDied(f"unexpected discovery reply {event['type']!r}")
             except (WorkerDied, TimeoutError, OSError) as exc:
                 handle = handle or self._disc
                 tail = log_tail(handle.worker_log) if handle is not None else ""
@@ -165,7 +166,7 @@ class Runner(EventSource):
             handle.kill()
             await handle.close()
 
-    def _select(self, event: dict[str, Any]) -> Discovery:
+    def _select(self, event: DiscoveredEvent) -> Discovery:
         """The ``discovered`` reply, narrowed by ``--only`` and ``--shard``."""
         probes = event.get("probes", [])
         envs = None
@@ -187,8 +188,7 @@ class Runner(EventSource):
         disc.unmatched_only, disc.discovered = unmatched, discovered
         return disc
 
-    def _select_shard(self, probes: list[dict[str, Any]],
-                      errors: list[dict[str, Any]]) -> Discovery:
+    def _select_shard(self, probes: list[CellSpec], errors: list[FileErrorDict]) -> Discovery:
         """``--shard K/N``: keep part K of the selection (see :mod:`laya_tui.core.shard`)."""
         from laya_tui.core.shard import read_cache_durations, select_shard
 
@@ -203,13 +203,13 @@ class Runner(EventSource):
         return Discovery(chosen, errors, shard=info)
 
     # -- running -----------------------------------------------------------------------
-    async def run(self, probes: list[dict[str, Any]], *, use_cache: bool | None = None
+    async def run(self, probes: list[CellSpec], *, use_cache: bool | None = None
                   ) -> list[dict[str, Any]]:
         """Run probe cells (the cache first, unless ``use_cache`` is False, or the run
         options say so when it is None); results in the order given."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
-        by_family: dict[str, list[dict[str, Any]]] = {}  # by worker: family[@env]
+        by_family: dict[str, list[CellSpec]] = {}  # by worker: family[@env]
         for p in probes:
             by_family.setdefault(worker_key(p), []).append(p)
         families = self._schedule(by_family)
@@ -242,7 +242,7 @@ class Runner(EventSource):
             self._slots = asyncio.Semaphore(max(1, self.config.jobs))
         return self._slots
 
-    def _schedule(self, by_family: dict[str, list[dict[str, Any]]]) -> list[str]:
+    def _schedule(self, by_family: dict[str, list[CellSpec]]) -> list[str]:
         """Order families and, in place, the cells inside each, by recorded durations.
 
         ``env`` first; then the longest families first (``jobs`` run at once, so the
@@ -264,7 +264,7 @@ class Runner(EventSource):
         fam = {k: cells[0]["family"] if cells else k for k, cells in by_family.items()}
         return sorted(names, key=lambda f: (fam[f] != "env", -total[f], names.index(f)))
 
-    async def run_one(self, probe: dict[str, Any], *,
+    async def run_one(self, probe: CellSpec, *,
                       use_cache: bool | None = None) -> dict[str, Any] | None:
         """Run one cell in its family's warm worker (or serve it from the cache): its
         result, or None when :meth:`cancel` superseded the run (watch mode)."""
@@ -302,7 +302,7 @@ class Runner(EventSource):
         self.on_event(ProbeFinished(result))
         return result
 
-    def _versions_for(self, probe: dict[str, Any]) -> dict[str, Any]:
+    def _versions_for(self, probe: CellSpec) -> dict[str, Any]:
         """The versions a cell's cache entry is keyed on: its environment's, else laya-tui's
         own interpreter's."""
         env = probe.get("env")
@@ -343,13 +343,13 @@ class Runner(EventSource):
             await handle.start()
         return handle
 
-    async def _execute(self, probe: dict[str, Any],
+    async def _execute(self, probe: CellSpec,
                        spool: SignalSpool | None = None) -> _Outcome:
         pid, fam, key = probe["id"], probe["family"], worker_key(probe)
         log_path = os.path.join(self.log_dir, safe_name(pid) + ".log")
         if os.path.exists(log_path):
             os.unlink(log_path)
-        signals: list[dict[str, Any]] = []
+        signals: list[SignalDict] = []
         files: dict[str, str] = {}  # one string per call-site file, shared by the signals
         t0 = time.perf_counter()
         started = time.time()  # wall clock, for --trace
@@ -366,19 +366,19 @@ class Runner(EventSource):
         self._running[key] = pid
         wd: Watchdog | None = None
         try:
-            cmd = {"op": Op.RUN, "id": pid, "file": probe["file"], "func": probe["func"],
-                   "param": probe.get("param"), "log": log_path}
+            cmd: RunCommand = {"op": Op.RUN, "id": pid, "file": probe["file"],
+                               "func": probe["func"], "param": probe.get("param"),
+                               "log": log_path}
             if probe.get("env"):
                 cmd["cell"] = base_id(probe)  # the id discovery gave it (no @env)
             await handle.send(cmd)
             assert handle.proc is not None
             wd = Watchdog(handle.proc.pid, Bounds.of(timeout, self.cores))
             while True:
-                event = await wd.next_event(handle.next_event)  # raises Expired
-                etype = event["type"]
-                if etype == Reply.STARTED:
+                event: WorkerEvent = await wd.next_event(handle.next_event)  # raises Expired
+                if event["type"] == Reply.STARTED:
                     self.on_event(ProbeStarted(pid, fam, time.time()))
-                elif etype == Reply.SIGNALS:  # a batch: one line, one json.loads
+                elif event["type"] == Reply.SIGNALS:  # a batch: one line, one json.loads
                     batch = event.get("signals")
                     if (event.get("probe") != pid or not isinstance(batch, list)
                             or not all(type(s) is dict for s in batch)):
@@ -407,7 +407,7 @@ class Runner(EventSource):
                         on_event(SignalEmitted(pid, sig))
                     await asyncio.sleep(0)  # buffered lines never suspend readline: let
                     # the UI's loop breathe between batches in a flood
-                elif etype == Reply.SIGNAL:  # one signal (the batched form is the usual one)
+                elif event["type"] == Reply.SIGNAL:  # one signal (the batched form is usual)
                     sig = event.get("signal")
                     if not isinstance(sig, dict) or event.get("probe") != pid:
                         raise WorkerDied("malformed signal event on the signal pipe: "
@@ -417,9 +417,9 @@ class Runner(EventSource):
                         spool.decline()  # a lone signal line: the result is encoded
                     wd.saw_signal()
                     self.on_event(SignalEmitted(pid, sig))
-                elif etype == Reply.STEP and event.get("probe") == pid:
+                elif event["type"] == Reply.STEP and event.get("probe") == pid:
                     wd.saw_step(str(event.get("step"))[:200])
-                elif etype == Reply.FINISHED and event.get("id") == pid:
+                elif event["type"] == Reply.FINISHED and event.get("id") == pid:
                     if pid in self._cancelled:  # it ended before the kill landed
                         return _SUPERSEDED
                     result = make_result(
@@ -431,7 +431,7 @@ class Runner(EventSource):
                     result["budget"] = wd.usage()
                     return _Outcome(result, tuple(event.get("deps", [])))
                 else:
-                    raise WorkerDied(f"unexpected event on the signal pipe: {etype!r}")
+                    raise WorkerDied(f"unexpected event on the signal pipe: {event['type']!r}")
         except Expired as exc:
             handle.kill()
             await handle.close()
@@ -457,14 +457,14 @@ class Runner(EventSource):
         finally:
             self._running.pop(key, None)
 
-    def _ended(self, probe: dict[str, Any], status: str, reason: str, t0: float,
-               started: float, signals: list[dict[str, Any]], tail: str) -> dict[str, Any]:
+    def _ended(self, probe: CellSpec, status: str, reason: str, t0: float,
+               started: float, signals: list[SignalDict], tail: str) -> dict[str, Any]:
         """A run the worker did not finish: crashed or timed out."""
         return make_result(probe, status, reason, seconds=round(time.perf_counter() - t0, 3),
                            deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,
                            started=started, ended=time.time())
 
-    def _rel_deps(self, probe: dict[str, Any], run_deps: list[str]) -> list[str]:
+    def _rel_deps(self, probe: CellSpec, run_deps: list[str]) -> list[str]:
         root = os.path.realpath(self.config.workspace)
         out = []
         for d in sorted(set(probe.get("deps", [])) | set(run_deps)):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from laya_tui.core.events import Event
+    from laya_tui.core.report_types import CellSpec
     from laya_tui.core.runner import Discovery
     from laya_tui.core.settings import RunOptions
 
@@ -23,9 +24,9 @@ class RunnerLike(Protocol):
         real: watch mode needs a live runner)."""
 
     async def discover(self, *, warm: bool = False) -> Discovery: ...
-    async def run(self, probes: list[dict[str, Any]], *, use_cache: bool | None = None
+    async def run(self, probes: list[CellSpec], *, use_cache: bool | None = None
                   ) -> list[dict[str, Any]]: ...
-    async def run_one(self, probe: dict[str, Any], *, use_cache: bool | None = None
+    async def run_one(self, probe: CellSpec, *, use_cache: bool | None = None
                       ) -> dict[str, Any] | None: ...
     async def close(self) -> None: ...
     def kill_all(self) -> None: ...

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import CellSpec, ShardDict
 
 #: The largest part may run this many times the mean before a family is split.
 TARGET = 1.25
@@ -310,10 +311,10 @@ def make_plan(cells: list[tuple[str, str]], n: int, durations: Mapping[str, floa
                 balance=source if timed else "counts", digest=digest)
 
 
-def select_shard(probes: list[dict[str, Any]], shard: tuple[int, int],
+def select_shard(probes: list[CellSpec], shard: tuple[int, int],
                  durations: Mapping[str, float] | None, source: str,
                  source_path: str | None = None
-                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                 ) -> tuple[list[CellSpec], ShardDict]:
     """The probes of part K (in their discovery order) and the report's ``shard`` object."""
     from laya_tui.core.envs import worker_key
     from laya_tui.core.renamed import with_renamed
@@ -325,7 +326,7 @@ def select_shard(probes: list[dict[str, Any]], shard: tuple[int, int],
     plan = make_plan([(p["id"], worker_key(p)) for p in probes], n, durations, source)
     mine = set(plan.parts[k - 1])
     chosen = [p for p in probes if p["id"] in mine]
-    info: dict[str, Any] = {
+    info: ShardDict = {
         "index": k, "count": n, "cells": len(chosen), "selected": len(probes),
         "plan": plan.digest, "balance": plan.balance,
         "estimated_seconds": plan.estimates,

@@ -7,7 +7,10 @@ Pure standard library: imported by the UI, the runner and the workers alike.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from laya_tui.core.report_types import SignalDict
 
 SCHEMA_ID = "laya-tui.report/4"
 
@@ -94,7 +97,7 @@ _FIELD_SET = frozenset(FIELDS)
 _ORDER: dict[tuple[str, ...], tuple[str, ...]] = {}  # kwargs order -> FIELDS order
 
 
-def make_signal(kind: str, probe: str, **fields: Any) -> dict[str, Any]:
+def make_signal(kind: str, probe: str, **fields: Any) -> SignalDict:
     """Build one signal dict; ``None`` fields are dropped (absent = not applicable)."""
     if kind not in _KIND_SET:
         raise SignalError(f"unknown signal kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -115,7 +118,7 @@ def make_signal(kind: str, probe: str, **fields: Any) -> dict[str, Any]:
     site = sig.get("site")
     if site is not None and not (isinstance(site, dict) and "file" in site):
         raise SignalError("site must be a dict with at least 'file' (and 'line', 'func')")
-    return sig
+    return cast("SignalDict", sig)  # its fields checked against FIELDS above
 
 
 def format_site(site: dict[str, Any] | None) -> str:

@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from laya_tui.core.defaults import usable_cores
+from laya_tui.core.report_types import BudgetDict
+
+_E = TypeVar("_E")  # what ``read`` returns: the worker's events
 
 #: The idle window is this fraction of the timeout ...
 IDLE_FRACTION = 0.1
@@ -76,7 +79,7 @@ class Bounds:
                    ceiling=timeout * CEILING_FACTOR, wall=timeout * WALL_FACTOR,
                    interval=min(SAMPLE_EVERY, idle / 4), cores=cores)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> BudgetDict:
         """The report's ``budget`` limits."""
         return {"timeout": self.timeout, "idle_window": round(self.idle, 3),
                 "cpu_budget": self.cpu, "ceiling": self.ceiling, "wall_limit": self.wall}
@@ -213,8 +216,7 @@ class Watchdog:
         """The event just read said the probe began step ``name``."""
         self.step = (name, self.last_event)
 
-    async def next_event(self, read: Callable[[float], Awaitable[dict[str, Any]]]
-                         ) -> dict[str, Any]:
+    async def next_event(self, read: Callable[[float], Awaitable[_E]]) -> _E:
         """The next event of ``read(timeout)`` (the worker's signal pipe), sampling the tree
         whenever a sample is due, even in a flood of events; raises :class:`Expired` once
         a bound is passed. Every event is progress."""
@@ -284,9 +286,9 @@ class Watchdog:
                else "idle" if idle_for >= b.idle else None)
         return Expiry(why, elapsed, cpu, idle_for, self.own) if why else None
 
-    def usage(self, expiry: Expiry | None = None) -> dict[str, Any]:
+    def usage(self, expiry: Expiry | None = None) -> BudgetDict:
         """The result's ``budget``: the bounds, what the run used of them, what ended it."""
-        out: dict[str, Any] = self.bounds.as_dict()
+        out = self.bounds.as_dict()
         out["seconds"] = round(self.clock() - self.t0, 3)
         out["own_seconds"] = round(self.own, 3)
         if self.cpu0 is not None:
@@ -296,7 +298,7 @@ class Watchdog:
             out["ended_by"] = expiry.why
         return out
 
-    def reason(self, expiry: Expiry, signals: list[dict[str, Any]]) -> str:
+    def reason(self, expiry: Expiry, signals: Sequence[Mapping[str, Any]]) -> str:
         """The timeout reason: which bound, the step it was in, its last signal."""
         b = self.bounds
         cpu = f", {expiry.cpu:.3g} s of CPU" if expiry.cpu is not None else ""
@@ -333,7 +335,7 @@ class Watchdog:
         return "; ".join(parts)
 
 
-def describe_signal(sig: dict[str, Any]) -> str:
+def describe_signal(sig: Mapping[str, Any]) -> str:
     """``timing package 204.9 s``: a signal in a few words."""
     text = " ".join(str(x) for x in (sig.get("kind"), sig.get("subject")) if x)
     secs = sig.get("seconds")

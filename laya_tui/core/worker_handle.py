@@ -11,11 +11,11 @@ import json
 import os
 import re
 import signal
-from typing import Any
+from typing import cast
 
 from laya_tui.core.envs import Environment
 from laya_tui.core.logtext import trim_faulthandler
-from laya_tui.core.protocol import Op, Reply
+from laya_tui.core.protocol import Command, Op, Reply, WorkerEvent
 from laya_tui.core.settings import RunOptions
 
 LOG_TAIL_CHARS = 4000
@@ -86,7 +86,7 @@ class WorkerHandle:
         if event.get("type") != Reply.READY:
             raise WorkerDied(f"worker did not start: {event}")
 
-    async def send(self, cmd: dict[str, Any]) -> None:
+    async def send(self, cmd: Command) -> None:
         """Write one command line to the worker's stdin."""
         assert self.proc is not None and self.proc.stdin is not None
         try:
@@ -95,7 +95,7 @@ class WorkerHandle:
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise WorkerDied("worker stdin closed") from exc
 
-    async def next_event(self, timeout: float | None) -> dict[str, Any]:
+    async def next_event(self, timeout: float | None) -> WorkerEvent:
         """The next event; raises WorkerDied on EOF/garbage, TimeoutError past ``timeout``."""
         assert self.reader is not None
         try:
@@ -117,7 +117,8 @@ class WorkerHandle:
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise WorkerDied("malformed event on the signal pipe: " + line[:200].decode(
                 "utf-8", "replace").strip())
-        return event
+        # an object with a "type": an event; its fields are checked where they are read
+        return cast(WorkerEvent, event)
 
     async def _exit_reason(self) -> str:
         assert self.proc is not None

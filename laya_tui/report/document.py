@@ -8,14 +8,14 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
-from laya_tui.core.report_types import GateDict
+from laya_tui.core.report_types import FileErrorDict, GateDict
 from laya_tui.core.signals import KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
@@ -78,7 +78,7 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
 
 
 def build_report(probes: list[dict[str, Any]], *, seconds: float,
-                 gates: list[GateDict], errors: list[dict[str, Any]] | None = None,
+                 gates: list[GateDict], errors: Sequence[FileErrorDict] | None = None,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report document from finished probe results and evaluated gates."""
     from laya_tui.core.versions import TOOL_VERSION as __version__

@@ -15,12 +15,12 @@ tolerance or lowering signal counts only when it failed (``passed: false``); the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import GateDict
+from laya_tui.core.report_types import FileErrorDict, GateDict
 from laya_tui.core.results import (
     CHECK_KINDS,
     COUNTED_KINDS,
@@ -172,7 +172,7 @@ def _max_failure(probes: list[dict[str, Any]], kind: str, limit: int) -> list[di
 
 
 def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None = None,
-                   errors: list[dict[str, Any]] | None = None) -> list[GateDict]:
+                   errors: Sequence[FileErrorDict] | None = None) -> list[GateDict]:
     """Evaluate the threshold gates over finished probe results; one entry per gate.
 
     The baseline gate is added by :func:`evaluate_all` (it also yields a report section).
@@ -219,7 +219,7 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
 
 
 def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = None,
-                 errors: list[dict[str, Any]] | None = None
+                 errors: Sequence[FileErrorDict] | None = None
                  ) -> tuple[list[GateDict], dict[str, Any]]:
     """Every gate, baseline included; returns ``(gates, extra report sections)``."""
     s = settings or GateSettings()

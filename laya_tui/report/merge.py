@@ -18,11 +18,11 @@ import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.jsonfast import dumps_strict
-from laya_tui.core.report_types import GateDict
+from laya_tui.core.report_types import FileErrorDict, GateDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
@@ -139,7 +139,7 @@ class Merger:
     chosen: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)
     inputs: list[Input] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[FileErrorDict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     envs: dict[str, dict[str, Any]] = field(default_factory=dict)  # --env: name -> info
@@ -178,7 +178,7 @@ class Merger:
             self.seconds += float(sec)
         for e in doc.get("errors") or []:
             if isinstance(e, dict) and e not in self.errors:
-                self.errors.append(e)
+                self.errors.append(cast(FileErrorDict, e))  # an errors[] item of a report
         self._add_envs(doc.get("envs"), idx)
         for p in doc["probes"]:
             probe = dict(p, host=rename.get(p.get("host"), fallback))

@@ -30,6 +30,7 @@ from collections import Counter
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import SignalDict
 from laya_tui.core.results import make_result
 from laya_tui.core.signals import make_signal
 from laya_tui.core.tracelog import CompileKey, trace_files
@@ -103,11 +104,11 @@ def _compile_detail(c: Compile, frame: str) -> dict[str, Any]:
 
 
 def frame_signals(probe: str, comps: list[Compile], log: TraceLog, files: list[str]
-                  ) -> tuple[list[dict[str, Any]], str, dict[str, Any] | None]:
+                  ) -> tuple[list[SignalDict], str, dict[str, Any] | None]:
     """The signals of one frame (its compiles in compile-id order), its name and site;
     ``files``: the log's full file names (to resolve the ones torch shortened)."""
     frame, fsite = _frame_name(comps)
-    sigs: list[dict[str, Any]] = []
+    sigs: list[SignalDict] = []
     for c in comps:
         m = c.metrics
         detail = _compile_detail(c, frame)
@@ -136,7 +137,7 @@ def frame_signals(probe: str, comps: list[Compile], log: TraceLog, files: list[s
 
 def _recompile(probe: str, c: Compile, frame: str, fsite: dict[str, Any] | None,
                detail: dict[str, Any], seconds: float | None, log: TraceLog, files: list[str],
-               ) -> dict[str, Any]:
+               ) -> SignalDict:
     failures = [tf.parse_guard_failure(g) for g in c.guard_failures]
     reason, site = NO_GUARD, fsite
     fix = FIX_RECOMPILE
@@ -179,15 +180,15 @@ def _origin_in(log: TraceLog, first: dict[str, Any], key: CompileKey, files: lis
     return origin
 
 
-def _graph_breaks(probe: str, comps: list[Compile]) -> list[dict[str, Any]]:
+def _graph_breaks(probe: str, comps: list[Compile]) -> list[SignalDict]:
     """Graph breaks of a frame, one signal per (type, user line), counted over compiles."""
-    by: dict[tuple[Any, ...], dict[str, Any]] = {}
+    by: dict[tuple[Any, ...], tuple[SignalDict, list[str]]] = {}  # the signal, its ids
     for c in comps:
         for gb in c.breaks:
             site = gb.get("site")
             key = (gb["type"], None if site is None else (site.get("file"), site.get("line")))
-            sig = by.get(key)
-            if sig is None:
+            entry = by.get(key)
+            if entry is None:
                 detail: dict[str, Any] = {"graph_break": True, "source": "torch_trace",
                                           "graph_break_type": gb["type"], "compile_ids": []}
                 for k_in, k_out in (("gb_id", "graph_break_id"),
@@ -199,13 +200,14 @@ def _graph_breaks(probe: str, comps: list[Compile]) -> list[dict[str, Any]]:
                 if gb.get("stack"):
                     detail["stack"] = [tf_frame(f) for f in gb["stack"][-7:]]
                 fix = next((h for h in gb.get("hints", []) if not _boiler(h)), FIX_GRAPH_BREAK)
-                sig = by[key] = make_signal(
+                entry = by[key] = (make_signal(
                     "fallback", probe, subject="graph break", count=0, reason=gb["type"],
                     site={k: site[k] for k in ("file", "line", "func") if k in site}
-                    if site else None, fix=fix, detail=detail)
-            sig["count"] += 1
-            sig["detail"]["compile_ids"].append(_cid(c.key))
-    return list(by.values())
+                    if site else None, fix=fix, detail=detail), detail["compile_ids"])
+            sig, compile_ids = entry
+            sig["count"] = (sig.get("count") or 0) + 1
+            compile_ids.append(_cid(c.key))
+    return [sig for sig, _ in by.values()]
 
 
 def tf_frame(f: dict[str, Any]) -> str:
@@ -218,8 +220,8 @@ def _boiler(hint: str) -> bool:
     return "report an issue" in low or low.startswith("this graph break is fundamental")
 
 
-def _export_signals(probe: str, log: TraceLog) -> tuple[list[dict[str, Any]], str | None]:
-    sigs: list[dict[str, Any]] = []
+def _export_signals(probe: str, log: TraceLog) -> tuple[list[SignalDict], str | None]:
+    sigs: list[SignalDict] = []
     first_reason = None
     for e in log.exports:
         stack = tf.user_only(e.get("stack") or [])
@@ -256,7 +258,7 @@ def _export_signals(probe: str, log: TraceLog) -> tuple[list[dict[str, Any]], st
     return sigs, first_reason
 
 
-def _result(cell: str, status: str, reason: str | None, signals: list[dict[str, Any]], *,
+def _result(cell: str, status: str, reason: str | None, signals: list[SignalDict], *,
             params: dict[str, Any], file: str | None, seconds: float = 0.0,
             started: float | None = None, ended: float | None = None) -> dict[str, Any]:
     return make_result({"id": cell, "family": FAMILY, "params": params, "file": file},
@@ -284,7 +286,7 @@ def log_results(log: TraceLog, label: str) -> list[dict[str, Any]]:
         sigs, name, fsite = frame_signals(cell, comps, log, files)
         for s in sigs:
             totals[s["kind"] if s.get("subject") != "graph break" else "graph break"] += \
-                s.get("count", 1)
+                (s.get("count", 1) or 0)
         secs = [s for s in (_seconds(c.metrics) for c in comps) if s is not None]
         starts = [(c.metrics or {}).get("start_time") for c in comps]
         spans = [(st, st + (_seconds(c.metrics) or 0.0)) for st, c in zip(starts, comps,

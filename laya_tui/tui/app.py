@@ -24,7 +24,7 @@ from textual.screen import Screen
 
 from laya_tui.core.errors import EXIT_USAGE, UsageError
 from laya_tui.core.logtext import printable
-from laya_tui.core.report_types import GateDict
+from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.tui.editor import open_site
@@ -102,7 +102,7 @@ class LayaApp(SavesScreenshots, App[int]):
                               busy=lambda: self.loop_pass.just_worked("pump"),
                               worked=lambda: self.loop_pass.worked("pump"))
         self.runner: RunnerLike | None = None
-        self.probe_specs: dict[str, dict[str, Any]] = {}
+        self.probe_specs: dict[str, CellSpec] = {}
         self._clock: Any = None
         self._runner_lock = asyncio.Lock()
         self._gates_job: int | None = None  # the model's gate generation being evaluated
@@ -174,7 +174,7 @@ class LayaApp(SavesScreenshots, App[int]):
                 self.runner = await asyncio.to_thread(self.runner_factory, self.pump.push)
             return self.runner
 
-    async def ensure_discovered(self, runner: RunnerLike) -> list[dict[str, Any]]:
+    async def ensure_discovered(self, runner: RunnerLike) -> list[CellSpec]:
         """Discover once; later calls return the known probe specs."""
         if not self.model.discovered:
             disc = await runner.discover()
@@ -457,13 +457,13 @@ class LayaApp(SavesScreenshots, App[int]):
         if not results:
             self.notify("nothing to export yet: no probe has finished", severity="warning")
             return
-        specs = [self.probe_specs.get(pid, {"id": pid}) for pid in self.model.probes]
+        specs = [self.probe_specs[pid] for pid in self.model.probes if pid in self.probe_specs]
         self._export(list(results), specs, list(self.model.errors), self.model.run_seconds,
                      self.export_path)
 
     @work(thread=True, exit_on_error=False, group="export")
-    def _export(self, results: list[dict[str, Any]], specs: list[dict[str, Any]],
-                errors: list[dict[str, Any]], seconds: float, path: str) -> None:
+    def _export(self, results: list[dict[str, Any]], specs: list[CellSpec],
+                errors: list[FileErrorDict], seconds: float, path: str) -> None:
         from laya_tui.report.document import write_report
         from laya_tui.report.outputs import make_report
 

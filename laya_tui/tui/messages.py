@@ -8,20 +8,20 @@ signals on the pipe).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from laya_tui.tui.model import Changes
 
 if TYPE_CHECKING:
-    from laya_tui.core.report_types import WatchRecord
+    from laya_tui.core.report_types import FileErrorDict, WatchRecord
 
 
 class ProbesDiscovered(Message):
     """Discovery finished: ``count`` probe cells, ``errors`` per broken probe file."""
 
-    def __init__(self, count: int, errors: list[dict[str, Any]]) -> None:
+    def __init__(self, count: int, errors: list[FileErrorDict]) -> None:
         super().__init__()
         self.count = count
         self.errors = errors

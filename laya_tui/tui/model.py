@@ -20,7 +20,7 @@ from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
 from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
 
 if TYPE_CHECKING:
-    from laya_tui.core.report_types import GateDict
+    from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict, SignalDict
     from laya_tui.report.gates import GateSettings
 
 Scope = tuple[str, str | None]
@@ -103,7 +103,7 @@ class ProbeState:
     _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
     _signals: list[Signal] = field(default_factory=list)  # this run's, frozen as they came
     _gate_view: dict[str, Any] | None = None  # the result as the gates read it (gate_view)
-    _gate_sigs: list[dict[str, Any]] = field(default_factory=list)  # this run's, for gates
+    _gate_sigs: list[SignalDict] = field(default_factory=list)  # this run's, for gates
     _gate_seen: int = 0  # signals ingested in this run (all of them, not only _gate_sigs)
 
     @property
@@ -141,7 +141,7 @@ class RunModel:
         self.families: dict[str, list[str]] = {}
         self.rows: dict[str, SignalRow] = {}
         self.kind_counts: Counter[str] = Counter({k: 0 for k in KINDS})
-        self.errors: list[dict[str, Any]] = []
+        self.errors: list[FileErrorDict] = []
         self.discovered = False
         self.run_started: float | None = None
         self.run_seconds: float = 0.0
@@ -162,7 +162,7 @@ class RunModel:
         self.replay = False
 
     # -- discovery ----------------------------------------------------------------------
-    def discover(self, probes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> Changes:
+    def discover(self, probes: list[CellSpec], errors: list[FileErrorDict]) -> Changes:
         """Register discovered probe cells (kept in discovery order)."""
         changes = Changes(structure=True)
         for spec in probes:
@@ -225,7 +225,7 @@ class RunModel:
         st._gate_sigs = []
         st._gate_seen = 0
 
-    def _ingest(self, st: ProbeState, raw: dict[str, Any], changes: Changes) -> None:
+    def _ingest(self, st: ProbeState, raw: SignalDict, changes: Changes) -> None:
         """One signal of ``st``'s run into its row: the row of the same key (kind, subject,
         reason, occurrence) is updated in place, a new key adds a row.
 

@@ -7,16 +7,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.watch.engine import Record, Watcher
 
 if TYPE_CHECKING:
+    from laya_tui.core.report_types import CellSpec
     from laya_tui.core.runner_like import RunnerLike
     from laya_tui.tui.app import LayaApp
 
 
-async def watch_factory(app: LayaApp, runner: RunnerLike, probes: list[dict[str, Any]]
+async def watch_factory(app: LayaApp, runner: RunnerLike, probes: list[CellSpec]
                         ) -> AsyncIterator[Record]:
     """Run a Watcher on the app's live runner, starting from the results already shown."""
     config = runner.config

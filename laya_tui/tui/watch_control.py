@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.events import ProbeFinished
 from laya_tui.core.logtext import printable
@@ -15,12 +15,12 @@ from laya_tui.core.runner_like import RunnerLike
 from laya_tui.tui.messages import RunFailed, WatchChanged, WatchToggled
 
 if TYPE_CHECKING:
-    from laya_tui.core.report_types import WatchRecord
+    from laya_tui.core.report_types import CellSpec, WatchRecord
     from laya_tui.tui.app import LayaApp
 
 #: ``factory(app, runner, probes)`` -> async iterator of change records
 #: ``{probe, trigger, seconds, status, new, gone, changed}``; re-runs go through ``runner``.
-WatchFactory = Callable[["LayaApp", RunnerLike, list[dict[str, Any]]],
+WatchFactory = Callable[["LayaApp", RunnerLike, list["CellSpec"]],
                         AsyncIterator["WatchRecord"]]
 
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from laya_tui.core.report_types import CellSpec
 from laya_tui.core.signals import ABORTED_STATUSES
 from laya_tui.watch.changes import NATIVE_SUFFIXES, under
 from laya_tui.watch.records import diagnostic_of
@@ -23,8 +24,7 @@ class DependencyIndex:
         #: every file discovery itself imported (an edit re-runs discovery)
         self.discovery: set[str] = set()
 
-    def discovered(self, probes: Iterable[dict[str, Any]],
-                   cells: Mapping[str, dict[str, Any]]) -> None:
+    def discovered(self, probes: Iterable[CellSpec], cells: Mapping[str, CellSpec]) -> None:
         """Take a discovery: the files it imported (``probes``: what it found), and each
         cell's deps (``cells``: the cells now known) joined to what the cell already had."""
         self.discovery = {d for p in probes for d in p.get("deps", [])}
@@ -37,7 +37,7 @@ class DependencyIndex:
     def of(self, pid: str) -> set[str]:
         return self.cells.get(pid, set())
 
-    def ran(self, probe: dict[str, Any], result: dict[str, Any]) -> None:
+    def ran(self, probe: CellSpec, result: dict[str, Any]) -> None:
         """A run's result replaces the cell's set (a partial run keeps the old one too)."""
         pid = result["id"]
         diag = diagnostic_of(result)

@@ -69,6 +69,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from laya_tui.core.report_types import CellSpec, FileErrorDict
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner
 from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions
@@ -129,15 +130,15 @@ class Watcher:
         self.filter = ChangeFilter([self.workspace, *self.probe_roots, *self.kernel_roots],
                                    ignore)
         #: probe id -> probe dict from discovery, in discovery order
-        self.probes: dict[str, dict[str, Any]] = {}
+        self.probes: dict[str, CellSpec] = {}
         #: probe id -> latest result (real run or diagnostic); what the report shows
         self.results: dict[str, dict[str, Any]] = {}
         #: discovery errors now standing (``{file, error, line}``)
-        self.errors: list[dict[str, Any]] = []
-        self.errors_seen: list[dict[str, Any]] = []
+        self.errors: list[FileErrorDict] = []
+        self.errors_seen: list[FileErrorDict] = []
         self._baseline: dict[str, dict[str, Any]] = {}  # last real (non-diagnostic) result
         self.deps = DependencyIndex(self.workspace)
-        self._blocked: dict[str, dict[str, Any]] = {}  # probe file -> its import error
+        self._blocked: dict[str, FileErrorDict] = {}  # probe file -> its import error
         self._known_py: set[str] = set()
         #: path -> content digest (None: absent) as of the last batch that touched it
         self._digests: dict[str, str | None] = {}
@@ -323,7 +324,7 @@ class Watcher:
                 self.reruns.cancel(pid)
                 self._diagnose(pid, err, diag, trigger)
 
-    def _forget(self, probe: dict[str, Any], trigger: str | None) -> None:
+    def _forget(self, probe: CellSpec, trigger: str | None) -> None:
         pid = probe["id"]
         self.reruns.cancel(pid)
         before = self.results.pop(pid, None) or {}
@@ -333,13 +334,13 @@ class Watcher:
                                 previous_status=before.get("status"),
                                 gone=list((base or before).get("signals", []))))
 
-    def _diagnose(self, pid: str, err: dict[str, Any], diag: dict[str, Any],
+    def _diagnose(self, pid: str, err: FileErrorDict, diag: dict[str, Any],
                   trigger: str | None) -> None:
         p = self.probes[pid]
         before = self.results.get(pid)
         result = make_result(p, "failed", error_line(err), seconds=0.0,
                              deps=self.deps.relative_all(self.deps.of(pid)), signals=[],
-                             error={"type": "ProbeFileError", "message": err.get("error"),
+                             error={"type": "ProbeFileError", "message": err["error"],
                                     "site": {"file": diag["file"], "line": diag["line"]}})
         self.results[pid] = result
         self._emit(self._record("result", pid, family=p["family"], trigger=trigger,
@@ -411,7 +412,7 @@ class Watcher:
             await self.runner.close()
 
 
-def _definition(probe: dict[str, Any]) -> tuple[Any, ...]:
+def _definition(probe: CellSpec) -> tuple[Any, ...]:
     """What makes a cell run differently (not its deps or timeout)."""
     return (probe.get("family"), probe.get("file"), probe.get("func"), probe.get("param"),
             repr(probe.get("params")), probe.get("env"))

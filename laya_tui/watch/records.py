@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, cast
 
-from laya_tui.core.report_types import WatchRecord
+from laya_tui.core.report_types import FileErrorDict, WatchRecord
 from laya_tui.core.results import failing, signal_key
 from laya_tui.core.shapes import as_dict
 
@@ -103,7 +103,7 @@ def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
     return {"file": file, "line": line, "message": message}
 
 
-def error_line(err: dict[str, Any]) -> str:
+def error_line(err: FileErrorDict) -> str:
     """A discovery error (``{file, line, error}``) as one line."""
     where = f"{err['file']}:{err['line']}" if err.get("line") else err.get("file", "")
     return f"{where}: {err.get('error')}"

@@ -13,6 +13,7 @@ from typing import Any
 
 from laya_tui.core.envs import worker_key
 from laya_tui.core.events import Event, ProbeStarted
+from laya_tui.core.report_types import CellSpec
 from laya_tui.core.runner import Runner
 
 #: What a re-run was for: (the changed file that caused it, when it changed).
@@ -30,7 +31,7 @@ class RerunScheduler:
     was still waiting to be dropped from that worker's modules).
     """
 
-    def __init__(self, runner: Runner, probes: Callable[[], dict[str, dict[str, Any]]],
+    def __init__(self, runner: Runner, probes: Callable[[], dict[str, CellSpec]],
                  runnable: Callable[[str], bool], deps_of: Callable[[str], set[str]],
                  on_done: OnDone, stop: asyncio.Event, *, use_cache: bool) -> None:
         self.runner = runner

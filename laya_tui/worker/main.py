@@ -31,10 +31,11 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.jsonfast import compact_encoder
-from laya_tui.core.protocol import Op, Reply
+from laya_tui.core.protocol import Command, Op, Reply, RunCommand, WorkerEvent
+from laya_tui.core.report_types import CellSpec, ErrorDict, FileErrorDict, SignalDict, SiteDict
 from laya_tui.families.rbln_status import guard_autoload
 from laya_tui.worker.shadow import keep_behind_installed
 
@@ -77,7 +78,7 @@ class Worker:
         self._buffered_at = 0.0
         self._wake = threading.Event()
         threading.Thread(target=self._flusher, daemon=True, name="laya-signal-flush").start()
-        self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.commands: queue.Queue[Command | None] = queue.Queue()
         roots = [self.workspace] + [os.path.realpath(p) for p in _extra_roots()]
         self.tracker = DependencyTracker(roots)
         self.tracker.install()
@@ -85,9 +86,9 @@ class Worker:
         keep_behind_installed(self.workspace)
 
     # -- output ------------------------------------------------------------------------
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: WorkerEvent) -> None:
         """Send one event; ``signal`` events are batched (see the module docstring)."""
-        if event.get("type") == Reply.SIGNAL:
+        if event["type"] == Reply.SIGNAL:
             self._emit_signal(str(event.get("probe")), event.get("signal"))
             return
         data = (_encode(event) + "\n").encode()
@@ -95,7 +96,7 @@ class Worker:
             self._flush_locked()
             self._write(data)
 
-    def _emit_signal(self, probe: str, sig: Any) -> None:
+    def _emit_signal(self, probe: str, sig: SignalDict | None) -> None:
         text = _encode(sig)
         with self.lock:
             if self._buf and probe != self._buf_probe:
@@ -159,7 +160,9 @@ class Worker:
                 cmd = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            self.commands.put(cmd)
+            if not isinstance(cmd, dict) or not isinstance(cmd.get("op"), str):
+                continue  # not a command (the runner writes only commands)
+            self.commands.put(cast(Command, cmd))  # an object with an "op": a command
             if cmd.get("op") == Op.EXIT:
                 return
         # The runner vanished without saying goodbye: take the whole group down.
@@ -174,14 +177,13 @@ class Worker:
         self.emit({"type": Reply.READY, "pid": os.getpid()})
         while True:
             cmd = self.commands.get()
-            if cmd is None or cmd.get("op") == Op.EXIT:
+            if cmd is None or cmd["op"] == Op.EXIT:
                 return
-            op = cmd.get("op")
-            if op == Op.DISCOVER:
+            if cmd["op"] == Op.DISCOVER:
                 self.discover(cmd.get("paths", []))
-            elif op == Op.RUN:
+            elif cmd["op"] == Op.RUN:
                 self.run(cmd)
-            elif op == Op.INVALIDATE:
+            elif cmd["op"] == Op.INVALIDATE:
                 dropped = self.tracker.invalidate(set(cmd.get("files", [])))
                 for f in cmd.get("files", []):
                     self.module_deps.pop(os.path.realpath(f), None)
@@ -208,8 +210,8 @@ class Worker:
         """Import every probe file and report its cells (ids, families, deps) or its error."""
         from laya_tui.worker.loader import ProbeFileError, probe_files, probes_in
 
-        probes: list[dict[str, Any]] = []
-        errors: list[dict[str, Any]] = []
+        probes: list[CellSpec] = []
+        errors: list[FileErrorDict] = []
         missing = [p for p in paths if not os.path.exists(p)]
         for p in missing:
             errors.append({"file": p, "error": "probe path does not exist", "line": None})
@@ -240,7 +242,7 @@ class Worker:
         self.emit({"type": Reply.DISCOVERED, "probes": probes, "errors": errors})
 
     # -- running -------------------------------------------------------------------------
-    def run(self, cmd: dict[str, Any]) -> None:
+    def run(self, cmd: RunCommand) -> None:
         """Run one probe cell with fds 1/2 redirected to its log file."""
         from laya_tui.api import Context, Failed, Skipped, Unexamined
         from laya_tui.families.torch_trace_capture import cell_trace
@@ -251,7 +253,7 @@ class Worker:
         self.emit({"type": Reply.STARTED, "id": probe_id, "pid": os.getpid()})
         t0 = time.perf_counter()
         status, reason = "ok", None
-        error: dict[str, Any] | None = None
+        error: ErrorDict | None = None
         with _redirect_fds(log_path), self.tracker.recording() as deps:
             try:
                 mod = self.load(cmd["file"])
@@ -330,9 +332,9 @@ def _json_default(obj: Any) -> Any:
 _encode = compact_encoder(_json_default, strict=True)
 
 
-def _user_site(exc: BaseException, workspace: str) -> dict[str, Any] | None:
+def _user_site(exc: BaseException, workspace: str) -> SiteDict | None:
     """The innermost traceback frame inside the workspace (the user's code)."""
-    site = None
+    site: SiteDict | None = None
     for frame in traceback.extract_tb(exc.__traceback__):
         path = os.path.realpath(frame.filename)
         if path.startswith(workspace + os.sep) and os.sep + ".venv" + os.sep not in path:
