@@ -162,3 +162,73 @@ def test_the_dashboard_draws_the_table(tmp_path):
     text = console.export_text()
     assert "local error" in text and "blocks.1" in text and "Cancel" in text
     assert text.index("blocks.1 ") < text.index("head ")  # ranked: the culprit first
+
+
+FINE_MODEL = '''
+import torch
+
+
+def build():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    return model.eval().to(torch.bfloat16), torch.randn(8, 16).to(torch.bfloat16)
+'''
+
+
+@pytest.mark.parametrize("flag", [None, "--numerics"])
+def test_cli_numerics_flag_gives_a_passing_cell_its_gap_table(tmp_path, flag):
+    pytest.importorskip("torch")
+    from laya_tui.report.document import validate_report
+    from tests._util import run_cli
+
+    (tmp_path / "gt_fine_model.py").write_text(FINE_MODEL)
+    out = tmp_path / "r.json"
+    proc = run_cli("--headless", "--json", str(out), "--no-cache", "--device", "cpu",
+                   "--only", "explain/model:*[eager]", "--model", "gt_fine_model:build",
+                   "--workspace", str(tmp_path), *([flag] if flag else []),
+                   env={"PYTHONPATH": str(tmp_path)})
+    report = json.loads(out.read_text())
+    validate_report(report)
+    (probe,) = report["probes"]
+    assert probe["status"] == "ok", (proc.stderr[-2000:], probe.get("reason"))
+    tables = [s for s in probe["signals"] if "gap_table" in (s.get("detail") or {})]
+    if not flag:
+        assert tables == [] and "numerics" not in probe
+        return
+    (sig,) = tables
+    gap = sig["detail"]["gap_table"]
+    assert sig["kind"] == "log" and gap["modules"] == 4 and len(gap["rows"]) == 3
+    assert all(r["local"] <= r["limit"] for r in gap["rows"])
+    assert probe["numerics"][0]["gap_table"]["rows"] == gap["rows"]
+
+
+def test_cli_failing_cell_has_table_plan_and_sarif_fix(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("jsonschema")
+    from laya_tui.report.sarif import validate_sarif
+    from tests._util import run_cli
+
+    (tmp_path / "gt_model.py").write_text(MODEL.read_text())
+    out, sarif = tmp_path / "r.json", tmp_path / "r.sarif"
+    proc = run_cli("--headless", "--json", str(out), "--sarif", str(sarif), "--no-cache",
+                   "--device", "cpu", "--only", "explain/model:*[eager]", "--model",
+                   "gt_model:build", "--workspace", str(tmp_path), "--out",
+                   str(tmp_path / "out"), env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    (probe,) = report["probes"]
+    assert probe["status"] == "failed", proc.stderr[-2000:]
+    (entry,) = probe["numerics"]
+    assert entry["gap_table"]["rows"][0]["module"] == "1"  # Cancel: the plan's module
+    assert entry["precision_plan"]["fp32_modules"] == ["1"]
+    assert "most own error: 1 (Cancel)" in proc.stderr
+    assert entry["precision_plan"]["class_sites"]["1"]["func"] == "Cancel"
+    doc = json.loads(sarif.read_text())
+    validate_sarif(doc)
+    (res,) = [r for r in doc["runs"][0]["results"] if r["ruleId"] == nv.PLAN_RULE_ID]
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "gt_model.py"
+    lines = MODEL.read_text().splitlines()
+    assert lines[loc["region"]["startLine"] - 1].startswith("class Cancel(")
+    assert res["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"] == "gt_model.py"
+    spill = tmp_path / "out" / "numerics"
+    assert [p.name for p in spill.iterdir() if p.is_dir()] == []  # no spill folder left

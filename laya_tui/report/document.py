@@ -285,6 +285,8 @@ def cell_lines(probes: list[dict[str, Any]], state_of: Any) -> list[str]:
         lines.append(f"  {state_mark(state).label}: {p['id']}" + (f": {first}" if first else ""))
         if state == State.NOT_EXAMINED:  # what stopped the probe, in its own words
             lines += [f"      {ln}" for ln in rest[:12]]
+        lines += [f"      {sig['reason']}" for sig in p.get("signals") or ()
+                  if "gap_table" in (sig.get("detail") or {}) and sig.get("reason")]
         lines += [f"      precision plan: {sig['reason']}" for sig in p.get("signals") or ()
                   if "precision_plan" in (sig.get("detail") or {}) and sig.get("reason")]
     if len(cells) > LISTED_CELLS:
