@@ -246,6 +246,12 @@ class RunOptions:
         flags=("--durations",), kind="path", metavar="REPORT",
         help="--shard: balance by the probe seconds of this earlier report (give every machine "
         "the same file and they agree on the split)")
+    #: issue 47: run the cells on a Ray cluster (laya_tui.cluster, docs/cluster.md)
+    cluster: str | None = option(
+        flags=("--cluster",), key="cluster", kind="string", metavar="ADDRESS",
+        example='"auto"',
+        help="run the cells on a Ray cluster, each on a node offering what it needs: "
+        "host:port of a head, ray://host:10001, auto, or local (docs/cluster.md)")
     #: the probe seconds read from ``durations_path``
     durations: Mapping[str, float] | None = None
     #: the interpreter of the workers when no ``envs`` are given
