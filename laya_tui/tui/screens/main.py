@@ -18,7 +18,6 @@ from textual.widgets import Input, Static, Tree
 
 from laya_tui.core.signals import KINDS
 from laya_tui.tui.loop_pass import MAX_WAITS, later
-from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import ALL, Changes, Scope
 from laya_tui.tui.textual_fence import PacedScreen
 from laya_tui.tui.widgets.detail import DetailPane
@@ -298,7 +297,7 @@ class MainScreen(PacedScreen):
         return True
 
     # -- table --------------------------------------------------------------------------
-    def on_signal_highlighted(self, event: SignalHighlighted) -> None:
+    def on_signal_table_signal_highlighted(self, event: SignalTable.SignalHighlighted) -> None:
         # after the frame with the cursor moved: the key shows at once, the detail follows
         if not self._detail_due:
             self._detail_due = True
@@ -308,13 +307,13 @@ class MainScreen(PacedScreen):
         self._detail_due = False
         self._update_detail()
 
-    def on_signal_chosen(self, event: SignalChosen) -> None:
+    def on_signal_table_signal_chosen(self, event: SignalTable.SignalChosen) -> None:
         from laya_tui.tui.screens.signal import SignalScreen
 
         if event.key in self.laya.model.rows:
             self.app.push_screen(SignalScreen(event.key))
 
-    def on_sort_changed(self, event: SortChanged) -> None:
+    def on_signal_table_sort_changed(self, event: SignalTable.SortChanged) -> None:
         self._status_line()
 
     def on_descendant_focus(self) -> None:

@@ -13,27 +13,27 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from laya_tui.core.signals import KINDS
 from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, SORT_KEYS
-from laya_tui.tui.messages import SignalChosen, SignalHighlighted, SortChanged
 from laya_tui.tui.model import SignalRow
 from laya_tui.tui.textual_fence import repaint_due, update_scrollbars
 from laya_tui.tui.widgets.table_bands import BandedOrder, row_band, segment_id
-from laya_tui.tui.widgets.table_layout import ColumnLayout, cut_for, fit_cell, row_text
+from laya_tui.tui.widgets.table_layout import ColumnLayout, row_text
+from laya_tui.tui.widgets.table_paint import PAINT_CLASSES, TablePaint
 from laya_tui.tui.widgets.table_rows import RowOrder, TableFilter
 
-__all__ = ["COLUMN_KEYS", "SignalTable", "TableFilter", "row_text"]
+__all__ = ["COLUMN_KEYS", "SignalTable", "TableFilter", "TableMessage", "row_text"]
 
 #: streamed rows taken in per step (the time budget is checked between steps)
 PENDING_CHUNK = 1024
@@ -47,12 +47,40 @@ BUILD_BUDGET_S = 0.015
 YIELD_TO_PAINT = 2
 #: seconds between two measurements of the columns while rows stream in
 MEASURE_EVERY_S = 0.5
-_KINDS = frozenset(KINDS)
-_CUTS = [cut_for(i) for i in range(len(COLUMNS))]
+
+
+@dataclass
+class TableMessage(Message):
+    """A message a :class:`SignalTable` posts; its ``control`` is the table."""
+
+    table: SignalTable
+
+    @property
+    def control(self) -> SignalTable:
+        return self.table
 
 
 class SignalTable(ScrollView, can_focus=True):
     """Signal rows in display order; sorted on raw values; only visible lines rendered."""
+
+    @dataclass
+    class SignalHighlighted(TableMessage):
+        """The cursor moved to the row ``key`` (None: the table is empty)."""
+
+        key: str | None
+
+    @dataclass
+    class SignalChosen(TableMessage):
+        """Enter on a row: drill down to the full detail of signal ``key``."""
+
+        key: str
+
+    @dataclass
+    class SortChanged(TableMessage):
+        """The table is now sorted by ``column`` (None: arrival order)."""
+
+        column: str | None
+        reverse: bool
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
@@ -65,14 +93,7 @@ class SignalTable(ScrollView, can_focus=True):
         Binding("l", "choose", "Drill down", show=False),
     ]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "signal-table--header",
-        "signal-table--header-sorted",
-        "signal-table--cursor",
-        "signal-table--failing",
-        "signal-table--empty",
-        *(f"signal-table--kind-{k}" for k in KINDS),
-    }
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(PAINT_CLASSES)
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
 
@@ -91,7 +112,7 @@ class SignalTable(ScrollView, can_focus=True):
         self.filter = TableFilter()
         self.empty_text = "no signals"
         self.layout_cols = ColumnLayout()
-        self._styles: dict[str, Style] | None = None
+        self.paint = TablePaint(lambda name: self.get_component_rich_style(name, partial=True))
         self._paint_style: Style | None = None  # rich_style during one render_lines
         self._cursor_row: SignalRow | None = None
         self._first_changed = 0  # see _after_change
@@ -126,8 +147,7 @@ class SignalTable(ScrollView, can_focus=True):
 
     def keys(self) -> list[str]:
         """Row keys in display order (tests, export: one pass over every row)."""
-        at = self.order.at
-        return [r.key for r in (at(i) for i in range(len(self.order))) if r is not None]
+        return [r.key for r in self.order.shown()]
 
     def key_at(self, index: int) -> str | None:
         row = self.order.at(index)
@@ -150,16 +170,10 @@ class SignalTable(ScrollView, can_focus=True):
     def column_values(self, column: str) -> list[str]:
         """Display text of one column, in display order (for tests and export)."""
         i = COLUMN_KEYS.index(column)
-        at = self.order.at
-        return [row_text(r)[i] for r in (at(j) for j in range(len(self.order)))
-                if r is not None]
+        return [row_text(r)[i] for r in self.order.shown()]
 
     def accepts(self, row: SignalRow) -> bool:
         return self.filter.accepts(row)
-
-    def _segments(self) -> list[tuple[str, list[SignalRow]]]:
-        """The scope's rows as shown unsorted: split by severity band, findings first."""
-        return self.bands.segments(self.segments_of())
 
     def _key_of(self) -> Callable[[SignalRow], Any]:
         """The key rows are listed under: ``(sort value, seq)`` sorted, else
@@ -177,7 +191,7 @@ class SignalTable(ScrollView, can_focus=True):
         keep = self._cursor_row
         self._pending.clear()  # the scope's lists hold every row, waiting ones too
         self._deferred.clear()
-        segments = self._segments()
+        segments = self.bands.segments(self.segments_of())
         column, order, filtered = self.sort_column, self.order, self.filter.active
         if not filtered and column is None:
             order.show_segments(segments)
@@ -239,7 +253,8 @@ class SignalTable(ScrollView, can_focus=True):
         # shown while rows stream in leaves no probe to split whole when it is cleared
         self.bands.moved(updated)  # a row whose band changed moves to its new one
         self.bands.removed(removed)  # out of their lists, not a new split of the probe
-        segments = self._segments()  # new rows ranked; a probe's new list taken as it is
+        # new rows ranked; a probe's new list taken as it is
+        segments = self.bands.segments(self.segments_of())
         if self.order.building:
             self._deferred.append((added, updated, removed))
             return
@@ -251,11 +266,7 @@ class SignalTable(ScrollView, can_focus=True):
             if removed or updated or self.order.reverse:
                 first = 0
             else:  # the first row each probe got: where the display starts to differ
-                heads: dict[str, SignalRow] = {}
-                for row in added:
-                    heads.setdefault(row.probe, row)
-                found = [i for i in map(self.order.index_of, heads.values()) if i is not None]
-                first = min(found, default=len(self.order))
+                first = self.order.first_index(added)
             self._maybe_measure(bool(added))
             self._first_changed = first
             self._after_change(keep, announce=keep is not None and self.index_of(keep) is None)
@@ -274,13 +285,7 @@ class SignalTable(ScrollView, can_focus=True):
         first: int | None = None
         if self._pending and (updated or removed):
             self._take_pending(None)  # rows waiting come before the changes that follow
-        for row in removed:
-            if order.remove(row):
-                first = 0
-        for row in updated:
-            order.remove(row)
-            if self.accepts(row):
-                order.insert(row)
+        if order.refold(updated, removed, self.accepts):
             first = 0
         self._pending.extend(added)
         taken = self._take_pending(self._budget())
@@ -309,18 +314,15 @@ class SignalTable(ScrollView, can_focus=True):
             # a timer, not call_later: the loop runs other callbacks (and frames) first
             self.set_timer(PENDING_TICK_S, self._continue)
 
-    def _paint_due(self) -> bool:
-        """The screen has a layout or another widget's repaint waiting: the table's own
-        repaint after its last step does not count, or a filter growing would wait for a
-        frame at every step."""
-        return repaint_due(self.screen, self)
-
     def _continue(self) -> None:
         self._scheduled = False
-        if self.order.building and self._yielded < YIELD_TO_PAINT and self._paint_due():
-            # A repaint is due (the key's own frame, the last step's rows): let it run in a
-            # loop pass of its own first. A step and a repaint in one pass held the loop for
-            # both (Esc: the filter box hidden and the table refocused, then a sort step).
+        if self.order.building and self._yielded < YIELD_TO_PAINT and \
+                repaint_due(self.screen, self):
+            # A repaint is due (the key's own frame, the last step's rows; not the table's
+            # own after its last step, or a filter growing would wait for a frame at every
+            # step): let it run in a loop pass of its own first. A step and a repaint in one
+            # pass held the loop for both (Esc: the filter box hidden and the table
+            # refocused, then a sort step).
             self._yielded += 1
             self._schedule()
             return
@@ -349,18 +351,7 @@ class SignalTable(ScrollView, can_focus=True):
     def _take_pending(self, budget: float | None) -> int | None:
         """Take waiting rows in (all of them when ``budget`` is None); returns the first
         storage index that changed, None when no row was added."""
-        pending, order = self._pending, self.order
-        deadline = None if budget is None else time.perf_counter() + budget
-        first: int | None = None
-        while pending:
-            n = min(len(pending), PENDING_CHUNK)
-            chunk = [r for r in (pending.popleft() for _ in range(n)) if self.accepts(r)]
-            at = order.extend(chunk) if chunk else None
-            if at is not None:
-                first = at if first is None else min(first, at)
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-        return first
+        return self.order.take(self._pending, self.accepts, budget, PENDING_CHUNK)
 
     def set_sort(self, column: str | None, reverse: bool = False) -> None:
         """Sort by ``column``'s raw values (None: arrival order)."""
@@ -368,7 +359,7 @@ class SignalTable(ScrollView, can_focus=True):
             raise ValueError(f"unknown column {column!r}")
         self.sort_column, self.sort_reverse = column, reverse
         self.rebuild()
-        self.post_message(SortChanged(column, reverse))
+        self.post_message(self.SortChanged(self, column, reverse))
 
     def _measure(self) -> None:
         self._measured_at = time.monotonic()
@@ -401,7 +392,7 @@ class SignalTable(ScrollView, can_focus=True):
         new_row = self.order.at(new)
         if announce or new_row is not self._cursor_row:
             self._cursor_row = new_row
-            self.post_message(SignalHighlighted(new_row.key if new_row is not None else None))
+            self.post_message(self.SignalHighlighted(self, new_row.key if new_row else None))
         if new != old or first < int(self.scroll_y) + max(1, self.size.height - 1):
             self.refresh()
 
@@ -414,7 +405,7 @@ class SignalTable(ScrollView, can_focus=True):
         row = self.order.at(value)
         if row is not self._cursor_row:
             self._cursor_row = row
-            self.post_message(SignalHighlighted(row.key if row is not None else None))
+            self.post_message(self.SignalHighlighted(self, row.key if row is not None else None))
         self._scroll_to_cursor()
         self.refresh()
 
@@ -446,7 +437,7 @@ class SignalTable(ScrollView, can_focus=True):
     def action_choose(self) -> None:
         key = self.cursor_key
         if key is not None:
-            self.post_message(SignalChosen(key))
+            self.post_message(self.SignalChosen(self, key))
 
     # -- mouse --------------------------------------------------------------------------
     def on_click(self, event: events.Click) -> None:
@@ -481,23 +472,14 @@ class SignalTable(ScrollView, can_focus=True):
         self.virtual_size = Size(event.size.width, len(self.order) + 1)
 
     def on_focus(self) -> None:  # the cursor's style differs with the focus
-        self._styles = None
+        self.paint.forget_styles()
         self.refresh()
 
     on_blur = on_focus
 
     def notify_style_update(self) -> None:
-        self._styles = None
+        self.paint.forget_styles()
         super().notify_style_update()
-
-    def _style(self, name: str) -> Style:
-        if self._styles is None:
-            self._styles = {}
-        style = self._styles.get(name)
-        if style is None:
-            style = self.get_component_rich_style(f"signal-table--{name}", partial=True)
-            self._styles[name] = style
-        return style
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # the base style once per paint, not per line: rich_style walks every ancestor's
@@ -509,49 +491,4 @@ class SignalTable(ScrollView, can_focus=True):
             self._paint_style = None
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        base = self._paint_style or self.rich_style
-        widths = self.layout_cols.fit(width)
-        if y == 0:
-            return self._header(widths, width, base)
-        index = int(self.scroll_y) + y - 1
-        row = self.order.at(index)
-        if row is None:
-            if index == 0 and not len(self.order):
-                text = self.busy_text() or self.empty_text
-                return Strip([Segment(fit_cell(" " + text, width), base + self._style("empty"))],
-                             width)
-            return Strip.blank(width, base)
-        cells = row_text(row)
-        if self.layout_cols.note(row, cells):
-            self.call_later(self.refresh)  # a column the sample left out: draw it too
-        line_style = base
-        if row.failing:
-            line_style = line_style + self._style("failing")
-        if index == self.cursor:
-            line_style = line_style + self._style("cursor")
-        segments = [Segment(" ", line_style)]
-        for i, (w, text) in enumerate(zip(widths, cells, strict=True)):
-            if not w:
-                continue
-            style = line_style
-            if i == 0 and index != self.cursor and text in _KINDS:
-                style = line_style + self._style(f"kind-{text}")
-            segments.append(Segment(fit_cell(text, w, **_CUTS[i]), style))
-            segments.append(Segment(" ", line_style))
-        return Strip(segments).adjust_cell_length(width, line_style)
-
-    def _header(self, widths: list[int], width: int, base: Style) -> Strip:
-        style = base + self._style("header")
-        segments = [Segment(" ", style)]
-        for col, w in zip(COLUMNS, widths, strict=True):
-            if not w:
-                continue
-            label = col.label
-            cstyle = style
-            if col.key == self.sort_column:
-                label = f"{label} {'▼' if self.sort_reverse else '▲'}"
-                cstyle = style + self._style("header-sorted")
-            segments.append(Segment(fit_cell(label, w, right=col.numeric), cstyle))
-            segments.append(Segment(" ", style))
-        return Strip(segments).adjust_cell_length(width, style)
+        return self.paint.line(self, y, self._paint_style or self.rich_style)

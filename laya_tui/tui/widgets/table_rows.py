@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -266,6 +267,19 @@ class RowOrder:
             return len(self) - 1 - at if self.reverse else at
         return None
 
+    def shown(self) -> Iterator[SignalRow]:
+        """Every row shown, in display order (one pass over every row)."""
+        return (r for r in map(self.at, range(len(self))) if r is not None)
+
+    def first_index(self, rows: Iterable[SignalRow]) -> int:
+        """Where the display starts to differ after ``rows`` were appended to their probes'
+        lists: the lowest index of the first of them each probe got (the length: none)."""
+        heads: dict[str, SignalRow] = {}
+        for row in rows:
+            heads.setdefault(row.probe, row)
+        found = [i for i in map(self.index_of, heads.values()) if i is not None]
+        return min(found, default=len(self))
+
     def _find(self, row: SignalRow) -> int | None:
         """The storage index of ``row`` in the list, by the key it went in under."""
         t = row.tkey
@@ -382,3 +396,33 @@ class RowOrder:
         del self.rows[i]
         row.tkey, row.tgen = None, -1
         return True
+
+    def refold(self, updated: list[SignalRow], removed: list[SignalRow],
+               accept: Callable[[SignalRow], bool]) -> bool:
+        """Take ``removed`` out of the list and put ``updated`` in again at their new keys
+        (if ``accept`` takes them); True when the list may have changed."""
+        changed = bool(updated)
+        for row in removed:
+            changed = self.remove(row) or changed
+        for row in updated:
+            self.remove(row)
+            if accept(row):
+                self.insert(row)
+        return changed
+
+    def take(self, queue: deque[SignalRow], accept: Callable[[SignalRow], bool],
+             budget: float | None, chunk: int) -> int | None:
+        """Put the rows waiting in ``queue`` that ``accept`` takes in, ``chunk`` at a time,
+        for about ``budget`` seconds (None: all of them); the lowest storage index that
+        changed, None when no row went in."""
+        deadline = None if budget is None else time.perf_counter() + budget
+        first: int | None = None
+        while queue:
+            n = min(len(queue), chunk)
+            rows = [r for r in (queue.popleft() for _ in range(n)) if accept(r)]
+            at = self.extend(rows) if rows else None
+            if at is not None:
+                first = at if first is None else min(first, at)
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        return first
