@@ -3,6 +3,11 @@ cycles, layer-rule breaches, and ``--help`` / ``--list`` / first-paint wall and 
 
 Usage: python benchmarks/layers.py [--before REV] [--after REV|.] [--runs N] [--paints N]
                                    [--no-timing] [--no-paint]
+       python benchmarks/layers.py --types [--before REV] [--after REV|.] [--no-mypy]
+
+``--types`` prints issue 44's typing figures instead (``benchmarks/layer_types.py``:
+``[str, Any]`` and ``Any`` counts and mypy errors under the strict flags, per layer;
+before defaults to 3fa4163 there, after to this checkout).
 
 Each revision's tree is exported with ``git archive`` into a temporary folder (``--after .``
 measures this checkout as it is on disk). Both trees are measured by the same code:
@@ -362,6 +367,11 @@ def loc_row(label: str, before: tuple[int, int], after: tuple[int, int]) -> str:
 
 
 def main() -> None:
+    if "--types" in sys.argv[1:]:  # issue 44's typing figures (benchmarks/layer_types.py)
+        import layer_types
+
+        layer_types.main([a for a in sys.argv[1:] if a != "--types"])
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", default=BEFORE, help=f"revision before (default {BEFORE})")
     ap.add_argument("--after", default="HEAD", help="revision after (default HEAD; '.' is "
