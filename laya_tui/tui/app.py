@@ -1,9 +1,10 @@
-"""The dashboard app and its factory.
+"""The dashboard app.
 
-The runner (live or recorded) runs inside Textual async workers on the app's loop; its
-``on_event`` callback only appends to the :class:`EventPump`, which a short interval timer
-drains into the model in time-boxed slices, posting one :class:`RunUpdated` per slice.
-Screens update their widgets by key from that record.
+The runner (live or recorded) runs inside Textual async workers on the app's loop
+(:class:`~laya_tui.tui.run_control.RunControl`); its ``on_event`` callback only appends to
+the :class:`EventPump`, which a short interval timer drains into the model in time-boxed
+slices, posting one ``RunControl.RunUpdated`` per slice. Screens update their widgets by key
+from that record.
 """
 
 from __future__ import annotations
@@ -14,32 +15,25 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.screen import Screen
 
-from laya_tui.core.errors import EXIT_USAGE, UsageError
 from laya_tui.core.logtext import printable
 from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.tui.editor import open_site
 from laya_tui.tui.loop_pass import MAX_WAITS, LoopPass, later
-from laya_tui.tui.messages import (
-    ProbesDiscovered,
-    ReportExported,
-    RunCompleted,
-    RunFailed,
-    RunUpdated,
-    WatchChanged,
-    WatchToggled,
-)
 from laya_tui.tui.model import Changes, RunModel, Scope, SignalRow
 from laya_tui.tui.pump import EventPump
+from laya_tui.tui.run_control import RunControl
 from laya_tui.tui.screens.contracts import PicksRerunTargets, ShowsChanges
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.screenshot import SavesScreenshots
@@ -51,6 +45,14 @@ OFFLINE_ACTIONS = frozenset(("rerun", "rerun_all", "toggle_watch", "export"))
 
 class LayaApp(SavesScreenshots, App[int]):
     """laya-tui: live probe signals with drill-down."""
+
+    @dataclass
+    class ReportExported(Message):
+        """``e`` wrote the report document to ``path``."""
+
+        path: str
+        probes: int
+        passed: bool
 
     CSS_PATH = "app.tcss"
     TITLE = "laya-tui"
@@ -82,8 +84,7 @@ class LayaApp(SavesScreenshots, App[int]):
         self.report_info = report_info
         #: why the app ended with exit code 2 (a saved report that could not be read)
         self.exit_error: str | None = None
-        self._run_pending = False
-        self.runner_factory = runner_factory
+        self.runs = RunControl(self, runner_factory)
         self.workspace = workspace
         self.autorun = autorun
         self.watch_mode = WatchControl(self, watch_factory, on_start=watch)
@@ -101,10 +102,7 @@ class LayaApp(SavesScreenshots, App[int]):
                               freeze_every=freeze_every, post=self._post_changes,
                               busy=lambda: self.loop_pass.just_worked("pump"),
                               worked=lambda: self.loop_pass.worked("pump"))
-        self.runner: RunnerLike | None = None
-        self.probe_specs: dict[str, CellSpec] = {}
         self._clock: Any = None
-        self._runner_lock = asyncio.Lock()
         self._gates_job: int | None = None  # the model's gate generation being evaluated
         self._posting = 0  # changes handed to call_soon, not yet posted (_post_changes)
         self._warming = False  # warm_imports run or its thread started
@@ -161,40 +159,31 @@ class LayaApp(SavesScreenshots, App[int]):
         except (NotImplementedError, RuntimeError, ValueError):
             pass
         if self.autorun:
-            self._run_pending = True
+            self.runs.due = True
             self.call_after_refresh(self.start_run)  # paint first, then spawn workers
         elif self.watch_mode.on_start:
             self.watch_mode.on_start = False
             self.call_after_refresh(self.action_toggle_watch)
 
+    @property
+    def runner(self) -> RunnerLike | None:
+        return self.runs.runner
+
+    @property
+    def probe_specs(self) -> dict[str, CellSpec]:
+        return self.runs.probe_specs
+
     async def ensure_runner(self) -> RunnerLike:
         """The runner, created on first use (after the first paint)."""
-        async with self._runner_lock:
-            if self.runner is None:
-                self.runner = await asyncio.to_thread(self.runner_factory, self.pump.push)
-            return self.runner
+        return await self.runs.ensure_runner()
 
     async def ensure_discovered(self, runner: RunnerLike) -> list[CellSpec]:
         """Discover once; later calls return the known probe specs."""
-        if not self.model.discovered:
-            disc = await runner.discover()
-            for spec in disc.probes:
-                self.probe_specs[spec["id"]] = spec
-            changes = self.model.discover(disc.probes, disc.errors)
-            self.post_message(ProbesDiscovered(len(disc.probes), disc.errors))
-            self.post_message(RunUpdated(changes))
-        return list(self.probe_specs.values())
+        return await self.runs.ensure_discovered(runner)
 
     async def shutdown_runner(self) -> None:
         """Cancel every run and end every probe worker (quit, SIGTERM)."""
-        self.workers.cancel_all()
-        runner = self.runner
-        if runner is not None:
-            runner.kill_all()
-            try:
-                await asyncio.wait_for(runner.close(), 5.0)
-            except (TimeoutError, OSError):
-                runner.kill_all()
+        await self.runs.shutdown()
 
     async def action_quit(self) -> None:
         await self.shutdown_runner()
@@ -208,7 +197,7 @@ class LayaApp(SavesScreenshots, App[int]):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # not running (a test driving the pump by hand)
-            self.post_message(RunUpdated(changes))
+            self.post_message(RunControl.RunUpdated(changes))
             return
         self._posting += 1
         loop.call_soon(self._post_now, changes)
@@ -218,9 +207,9 @@ class LayaApp(SavesScreenshots, App[int]):
             later(self._post_now, changes, waited + 1)
             return
         self._posting -= 1
-        self.post_message(RunUpdated(changes))
+        self.post_message(RunControl.RunUpdated(changes))
 
-    def on_run_updated(self, message: RunUpdated) -> None:
+    def on_run_control_run_updated(self, message: RunControl.RunUpdated) -> None:
         for screen in self.screen_stack:
             if isinstance(screen, ShowsChanges):
                 screen.apply_changes(message.changes)
@@ -285,9 +274,7 @@ class LayaApp(SavesScreenshots, App[int]):
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while loop.time() < end:
-            busy = self._run_pending or any(
-                w.group in ("run", "rerun") and not w.is_finished for w in self.workers)
-            if not busy and not self.updates_pending:
+            if not self.runs.busy and not self.updates_pending:
                 await asyncio.sleep(self.flush_interval * 2)
                 if not self.updates_pending:
                     return
@@ -297,72 +284,23 @@ class LayaApp(SavesScreenshots, App[int]):
     # -- runs ---------------------------------------------------------------------------
     def start_run(self, *, use_cache: bool | None = None) -> None:
         """Discover (once) and run every probe; a new run cancels the one in progress."""
-        self._run_pending = False
         gc.freeze()  # the app's own objects live as long as it: no full scans of them mid-run
-        self._run_all(use_cache)
-
-    @work(exclusive=True, exit_on_error=False, group="run")
-    async def _run_all(self, use_cache: bool | None) -> None:
-        runner: RunnerLike | None = None
-        try:
-            runner = await self.ensure_runner()
-            probes = await self.ensure_discovered(runner)
-            await runner.run(probes, use_cache=use_cache)
-            self.post_message(RunCompleted("all", len(probes)))
-        except asyncio.CancelledError:
-            self._abandon(runner)
-            self.post_message(RunCompleted("all", 0, cancelled=True))
-            raise
-        except UsageError as exc:  # a saved report that turned out unreadable: exit 2
-            self.exit_error = str(exc)
-            self.exit(return_code=EXIT_USAGE)
-        except Exception as exc:  # noqa: BLE001 - a runner bug is shown, never fatal
-            self._abandon(runner)
-            self.post_message(RunFailed(f"{type(exc).__name__}: {exc}"))
+        self.runs.run_all(use_cache)
 
     def rerun(self, probe_ids: list[str]) -> None:
         """Re-run these probes now (cache ignored), beside any run in progress."""
-        self._rerun(tuple(probe_ids))
+        self.runs.rerun(probe_ids)
 
-    @work(exit_on_error=False, group="rerun")
-    async def _rerun(self, probe_ids: tuple[str, ...]) -> None:
-        runner: RunnerLike | None = None
-        try:
-            runner = await self.ensure_runner()
-            await self.ensure_discovered(runner)
-            specs = [self.probe_specs[p] for p in probe_ids if p in self.probe_specs]
-            from laya_tui.core.events import ProbeQueued
-
-            for spec in specs:
-                self.pump.push(ProbeQueued(spec["id"], spec["family"]))
-            await asyncio.gather(*(runner.run_one(s, use_cache=False) for s in specs))
-            self.post_message(RunCompleted("selection", len(specs)))
-        except asyncio.CancelledError:
-            self._abandon(runner)
-            raise
-        except Exception as exc:  # noqa: BLE001
-            self._abandon(runner)
-            self.post_message(RunFailed(f"{type(exc).__name__}: {exc}"))
-
-    def _abandon(self, runner: RunnerLike | None) -> None:
-        if runner is not None:
-            runner.kill_all()
-        leftover = self.pump.flush()
-        if leftover:
-            self.post_message(RunUpdated(leftover))
-        changes = self.model.abandon()
-        if changes:
-            self.post_message(RunUpdated(changes))
-
-    def on_run_completed(self, message: RunCompleted) -> None:
+    def on_run_control_run_completed(self, message: RunControl.RunCompleted) -> None:
         if message.what == "all" and not message.cancelled:
             self.watch_mode.first_run_done()
 
-    def on_run_failed(self, message: RunFailed) -> None:
+    def on_run_control_run_failed(self, message: RunControl.RunFailed) -> None:
         self.notify(printable(message.error), title="runner error", severity="error",
                     timeout=10, markup=False)
 
-    def on_probes_discovered(self, message: ProbesDiscovered) -> None:
+    def on_run_control_probes_discovered(self, message: RunControl.ProbesDiscovered
+                                         ) -> None:
         if message.errors:
             e = message.errors[0]
             where = f"{e['file']}:{e['line']}" if e.get("line") else e["file"]
@@ -438,11 +376,11 @@ class LayaApp(SavesScreenshots, App[int]):
         if not self._offline():
             self.watch_mode.toggle()
 
-    def on_watch_toggled(self, message: WatchToggled) -> None:
+    def on_watch_control_watch_toggled(self, message: WatchControl.WatchToggled) -> None:
         self.main_screen.refresh_summary()
         self.notify("watching for changes" if message.on else "watch mode off")
 
-    def on_watch_changed(self, message: WatchChanged) -> None:
+    def on_watch_control_watch_changed(self, message: WatchControl.WatchChanged) -> None:
         self.watch_mode.changed(message.record)
 
     # -- export, editor, help, palette --------------------------------------------------
@@ -471,11 +409,11 @@ class LayaApp(SavesScreenshots, App[int]):
             report = make_report(results, Discovery(specs, errors), seconds, self.gate_settings)
             write_report(path, report)
         except OSError as exc:
-            self.post_message(RunFailed(f"cannot write {path}: {exc}"))
+            self.post_message(RunControl.RunFailed(f"cannot write {path}: {exc}"))
             return
-        self.post_message(ReportExported(path, len(results), report["summary"]["passed"]))
+        self.post_message(self.ReportExported(path, len(results), report["summary"]["passed"]))
 
-    def on_report_exported(self, message: ReportExported) -> None:
+    def on_laya_app_report_exported(self, message: LayaApp.ReportExported) -> None:
         verdict = "PASS" if message.passed else "FAIL"
         self.notify(f"{message.probes} probes, verdict {verdict} -> {message.path}",
                     title="report exported")

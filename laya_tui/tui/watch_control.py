@@ -1,18 +1,21 @@
 """Watch mode in the dashboard: toggled with ``w`` (or on by ``--watch`` once the first run
 is in); a watch engine runs in a Textual worker and its change records arrive as
-:class:`~laya_tui.tui.messages.WatchChanged` (docs/architecture.md, 'Watch mode').
+``WatchControl.WatchChanged`` (docs/architecture.md, 'Watch mode').
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from textual.message import Message
 
 from laya_tui.core.events import ProbeFinished
 from laya_tui.core.logtext import printable
 from laya_tui.core.runner_like import RunnerLike
-from laya_tui.tui.messages import RunFailed, WatchChanged, WatchToggled
+from laya_tui.tui.run_control import RunControl
 
 if TYPE_CHECKING:
     from laya_tui.core.report_types import CellSpec, WatchRecord
@@ -33,6 +36,18 @@ def default_watch_factory() -> WatchFactory:
 
 class WatchControl:
     """The app's watch switch and the worker that runs the engine."""
+
+    @dataclass
+    class WatchToggled(Message):
+        """Watch mode was switched on or off."""
+
+        on: bool
+
+    @dataclass
+    class WatchChanged(Message):
+        """The watch engine re-ran a probe: ``record`` is its change record."""
+
+        record: WatchRecord
 
     def __init__(self, app: LayaApp, factory: WatchFactory | None, *, on_start: bool) -> None:
         self.app = app
@@ -57,7 +72,7 @@ class WatchControl:
     def start(self, factory: WatchFactory) -> None:
         """Run a watch engine in a worker; its change records arrive as WatchChanged."""
         self.watching = True
-        self.app.post_message(WatchToggled(True))
+        self.app.post_message(self.WatchToggled(True))
         self.app.run_worker(self._watch(factory), exclusive=True, exit_on_error=False,
                             group="watch")
 
@@ -65,7 +80,7 @@ class WatchControl:
         """Stop the watch worker (the runner and its warm workers stay)."""
         self.app.workers.cancel_group(self.app, "watch")
         self.watching = False
-        self.app.post_message(WatchToggled(False))
+        self.app.post_message(self.WatchToggled(False))
 
     def first_run_done(self) -> None:
         """A full run is in: ``--watch`` starts watching now (once)."""
@@ -80,14 +95,14 @@ class WatchControl:
             runner = await app.ensure_runner()
             probes = await app.ensure_discovered(runner)
             async for record in factory(app, runner, probes):
-                app.post_message(WatchChanged(record))
+                app.post_message(self.WatchChanged(record))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001
-            app.post_message(RunFailed(f"watch stopped: {type(exc).__name__}: {exc}"))
+            app.post_message(RunControl.RunFailed(f"watch stopped: {type(exc).__name__}: {exc}"))
         if self.watching:
             self.watching = False
-            app.post_message(WatchToggled(False))
+            app.post_message(self.WatchToggled(False))
 
     def changed(self, rec: WatchRecord) -> None:
         """A change record: push the watcher's own results, and say what changed."""
