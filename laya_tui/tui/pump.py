@@ -40,7 +40,8 @@ class Interval(Protocol):
 
 class EventPump:
     """A buffer of runner events, a budgeted drain into the model, and the clock that
-    drains it and hands the changes to ``post`` (the app posts them as ``RunUpdated``)."""
+    drains it and hands the changes to ``post`` (the app posts them as
+    ``RunControl.RunUpdated``)."""
 
     def __init__(self, model: RunModel, *, budget: float = 0.008,
                  post: Callable[[Changes], None] | None = None,
