@@ -216,3 +216,29 @@ def test_class_sites_point_at_the_kept_modules_class_line():
     lines, start = inspect.getsourcelines(Cancel)
     assert sites["blocks.1"] == {"file": __file__, "line": start, "func": "Cancel"}
     assert lines[0].startswith("class Cancel(")
+
+
+class TokenNet(torch.nn.Module):
+    """A transformers-like shape: the inner model is fed token ids, not floats."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = torch.nn.Sequential(torch.nn.Embedding(32, D), Stable(), Cancel(),
+                                         Stable())
+        self.head = torch.nn.Linear(D, 4)
+
+    def forward(self, ids):
+        return self.head(self.model(ids))
+
+
+def test_a_container_fed_token_ids_ranks_after_the_modules_inside_it():
+    torch.manual_seed(0)
+    ref = TokenNet().eval()
+    model = copy.deepcopy(ref).to(torch.bfloat16)
+    ids = torch.randint(0, 32, (4, 5))
+    t = g.gap_table(model, ref, lambda: model(ids), lambda: ref(ids))
+    inner = row(t, "model")
+    assert inner.whole and inner.note == g.WHOLE and inner.local > inner.limit
+    ranked = [r.module for r in t.ranked()]
+    assert ranked[0] == "model.2" and ranked[-1] == "model"
+    assert not row(t, "model.0").whole  # the embedding is fed ids too, but has no submodule

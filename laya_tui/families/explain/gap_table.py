@@ -14,7 +14,11 @@ reference run of the same module names:
   own (near 1: it makes the error; near 0: it passes on what it was given).
 
 Rows are ranked by local / limit, the whole model left out (its local error is the output
-error): the module that makes the error comes first, not the ones downstream of it.
+error): the module that makes the error comes first, not the ones downstream of it. A
+module with submodules that is fed no floating input (a transformers model's inner
+``model`` fed token ids) recomputes everything from scratch like the whole model: it is
+ranked after the rest. Equal local errors keep execution order (an enclosing module before
+the module inside it that makes all of its error).
 
 Streamed with hooks under a memory budget. The reference run records each module call's
 fp32 inputs and output (CPU copies); the model run then compares each call as it returns
@@ -50,6 +54,8 @@ MAX_SECONDS = 60.0
 #: Rows kept in the signal detail (ranked); the artifact holds every row.
 MAX_ROWS = 200
 _PRIMITIVE = (int, float, bool, str, bytes, type(None))
+WHOLE = ("fed no floating input: its local error is all it computes (ranked after the "
+         "modules inside it)")
 
 
 def budget_bytes(opts: dict[str, Any] | None = None) -> int | None:
@@ -76,6 +82,10 @@ class Row:
     limit: float
     order: int
     note: str = ""
+
+    #: a module with submodules fed no floating input: its local error is all it computes
+    #: (as the whole model's), ranked after the others
+    whole: bool = False
 
     @property
     def share(self) -> float | None:
@@ -105,7 +115,7 @@ class GapTable:
     def ranked(self) -> list[Row]:
         """Rows by local / limit, largest first (the whole model left out)."""
         rows = [r for r in self.rows if r.module != ROOT]
-        return sorted(rows, key=lambda r: (-r.ratio(), r.order))
+        return sorted(rows, key=lambda r: (r.whole, -r.ratio(), r.order))
 
     def detail(self, *, path: str = "eager", artifact: str | None = None) -> dict[str, Any]:
         """The ``gap_table`` entry of the signal detail (ranked rows, at most MAX_ROWS)."""
@@ -369,6 +379,10 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
             table.note = f"local errors stop after {max_seconds:g} s"
         else:
             row.local, row.note = _local(m, snap, rec, cpu_mask, lim, torch, state)
+            if row.local is not None and next(m.children(), None) is not None and not any(
+                    t.is_floating_point() for t in rec["inputs"]):
+                row.whole = True
+                row.note = WHOLE
         table.rows.append(row)
 
     handles = [m.register_forward_pre_hook(model_pre, with_kwargs=True)
