@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 
 from laya_tui.core.errors import EXIT_OK
 from laya_tui.core.events import Event, ProbeFinished
@@ -33,7 +34,7 @@ def list_probes(config: RunOptions) -> int:
     return EXIT_OK
 
 
-def _progress(quiet: bool):  # -> Callable[[Event], None]
+def _progress(quiet: bool) -> Callable[[Event], None]:
     def on_event(event: Event) -> None:
         if quiet or not isinstance(event, ProbeFinished):
             return

@@ -66,9 +66,10 @@ def with_renamed(durations: Mapping[str, float], ids: Iterable[str]) -> dict[str
     return {renames.get(k, k): v for k, v in durations.items()}  # in their order (run order)
 
 
-def renamed_index(renames: dict[str, str], status: dict[str, Any], agg: dict[tuple, Any],
-                  cells: dict[tuple, Any]) -> tuple[dict[str, Any], dict[tuple, Any],
-                                                    dict[tuple, Any]]:
+def renamed_index(renames: dict[str, str], status: dict[str, Any],
+                  agg: dict[tuple[Any, ...], Any], cells: dict[tuple[Any, ...], Any]
+                  ) -> tuple[dict[str, Any], dict[tuple[Any, ...], Any],
+                             dict[tuple[Any, ...], Any]]:
     """A baseline's index (statuses by id, signals by (id, kind, subject, reason), lowering
     cells by (id, subject)) with its old ids and their signals' subjects renamed."""
     def pid(p: str) -> str:

@@ -33,7 +33,8 @@ def load_report(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     """A report document from a path or an already loaded dict."""
     if isinstance(source, dict):
         return source
-    return json.loads(Path(source).read_text())
+    doc: dict[str, Any] = json.loads(Path(source).read_text())  # a report: JSON from a file
+    return doc
 
 
 class RecordedRunner(EventSource):

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from laya_tui.core.defaults import (  # noqa: F401 - re-exported: the settings' defaults
-    DEFAULT_DEBOUNCE_MS,
-    DEFAULT_MARGIN,
-    default_jobs,
-)
+# the settings' defaults, re-exported ("as": explicitly, for mypy's no_implicit_reexport)
+from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS as DEFAULT_DEBOUNCE_MS
+from laya_tui.core.defaults import DEFAULT_MARGIN as DEFAULT_MARGIN
+from laya_tui.core.defaults import default_jobs as default_jobs
 from laya_tui.core.envs import Environment
 from laya_tui.core.options import option, options_of
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT

@@ -61,7 +61,8 @@ def _stages(probe: dict[str, Any]) -> list[Stage]:
     return out
 
 
-def _spans(report: dict[str, Any]) -> tuple[list[tuple[str, float, float, dict]], bool]:
+def _spans(report: dict[str, Any]
+           ) -> tuple[list[tuple[str, float, float, dict[str, Any]]], bool]:
     """(family, start, end, probe) per probe, and whether the times were recorded."""
     from laya_tui.core.envs import worker_key  # --env: one track per family@env worker
 

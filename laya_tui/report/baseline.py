@@ -179,7 +179,11 @@ def _text(value: Any) -> str:
     return value if type(value) is str else str(value)
 
 
-def _index(probes: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
+_Index = tuple[dict[str, tuple[str, Any]], dict[tuple[str, str, str, str], list[Any]],
+               dict[tuple[str, str], tuple[bool, str]]]
+
+
+def _index(probes: list[dict[str, Any]]) -> _Index:
     """One pass: statuses, aggregated counted/tolerance keys, lowering cells."""
     status: dict[str, tuple[str, Any]] = {}
     agg: dict[tuple[str, str, str, str], list[Any]] = {}
@@ -260,7 +264,8 @@ def _item(change: str, kind: str, probe: str, subject: str, reason: str,
 
 # -- comparison ---------------------------------------------------------------------------
 
-def _counted(key: tuple, now: list | None, old: list | None, regs: list, imps: list) -> None:
+def _counted(key: tuple[str, str, str, str], now: list[Any] | None, old: list[Any] | None,
+             regs: list[dict[str, Any]], imps: list[dict[str, Any]]) -> None:
     pid, kind, subject, reason = key
     what = _what(kind, subject, reason)
     if old is None:
@@ -293,8 +298,8 @@ def _counted(key: tuple, now: list | None, old: list | None, regs: list, imps: l
         imps.append(_item(change, kind, pid, subject, reason, before, after, f"{change} {text}"))
 
 
-def _tolerance(key: tuple, now: list, old: list | None, margin: float,
-               regs: list, imps: list) -> None:
+def _tolerance(key: tuple[str, str, str, str], now: list[Any], old: list[Any] | None,
+               margin: float, regs: list[dict[str, Any]], imps: list[dict[str, Any]]) -> None:
     pid, kind, subject, reason = key
     nv, nl, nf = now
     after = {"value": nv, "limit": nl, "passed": not nf}
@@ -390,27 +395,27 @@ def _compare(baseline: Baseline, probes: list[dict[str, Any]],
     for key, now in n_agg.items():
         if key[0] not in compared:
             continue
-        old = b_agg.get(key)
+        was = b_agg.get(key)
         if key[1] == "tolerance":
             occurrences["tolerance"]["after"] += now[2]
-            _tolerance(key, now, old, margin, regs, imps)
+            _tolerance(key, now, was, margin, regs, imps)
         else:
             occurrences[key[1]]["after"] += now[0]
-            if old != now:
-                _counted(key, now, old, regs, imps)
-    for key, old in b_agg.items():
+            if was != now:
+                _counted(key, now, was, regs, imps)
+    for key, was in b_agg.items():
         if key[0] not in compared:
             continue
         if key[1] == "tolerance":
-            occurrences["tolerance"]["before"] += old[2]
+            occurrences["tolerance"]["before"] += was[2]
             if key not in n_agg:
                 notes.append(_item("gone-check", "tolerance", key[0], key[2], key[3],
-                                   {"value": old[0], "limit": old[1], "passed": not old[2]},
+                                   {"value": was[0], "limit": was[1], "passed": not was[2]},
                                    None, f"tolerance {key[2]}: check no longer reported"))
         else:
-            occurrences[key[1]]["before"] += old[0]
+            occurrences[key[1]]["before"] += was[0]
             if key not in n_agg:
-                _counted(key, None, old, regs, imps)
+                _counted(key, None, was, regs, imps)
     for cell, (failed, reason) in n_cells.items():
         if cell[0] not in compared:
             continue

@@ -124,7 +124,8 @@ def diff_markdown(section: dict[str, Any], base_label: str, new_label: str) -> s
 
 # -- the dashboard's view of a diff --------------------------------------------------------
 
-def _signals_by_key(report: dict[str, Any]) -> dict[tuple[str, str, str, str], dict]:
+def _signals_by_key(report: dict[str, Any]
+                    ) -> dict[tuple[str, str, str, str], dict[str, Any]]:
     out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for p in report.get("probes", []):
         for s in p.get("signals") or ():

@@ -25,7 +25,8 @@ SCHEMA_PATH = Path(__file__).with_name("schema.json")
 @lru_cache(maxsize=1)
 def report_schema() -> dict[str, Any]:
     """The report's JSON Schema, shipped in the package."""
-    return json.loads(SCHEMA_PATH.read_text())
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return schema
 
 
 def validate_report(report: dict[str, Any]) -> None:

@@ -197,7 +197,7 @@ def _tolerance_deltas(before: dict[str, Any], after: dict[str, Any],
         a, b = r["before"], r["after"]
         if a is None or b is None:
             return math.inf
-        return abs(b - a) / max(abs(a), abs(r["limit"] or 0.0) * 0.01, 1e-30)
+        return float(abs(b - a) / max(abs(a), abs(r["limit"] or 0.0) * 0.01, 1e-30))
 
     rows.sort(key=lambda r: (-size(r), r["probe"], r["subject"]))
     return rows

@@ -19,7 +19,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from laya_tui.report.gates import describe_failure, failures_by_probe
+from laya_tui.report.gates import failures_by_probe
+from laya_tui.report.verdict import describe_failure
 from laya_tui.report.views.legend import State, cell_state, not_run, state_mark
 
 #: Characters XML 1.0 forbids (ANSI escapes from compiler logs, NULs...).
@@ -102,7 +103,7 @@ def _span(probes: list[dict[str, Any]]) -> float:
     starts = [p["started"] for p in ran if isinstance(p.get("started"), int | float)]
     ends = [p["ended"] for p in ran if isinstance(p.get("ended"), int | float)]
     if ran and len(starts) == len(ends) == len(ran):
-        return max(ends) - min(starts)
+        return float(max(ends) - min(starts))
     return sum(float(p.get("seconds") or 0.0) for p in ran)
 
 

@@ -100,7 +100,7 @@ def result_fingerprint(probe: dict[str, Any]) -> tuple[Any, ...]:
 
 def _describe(probe: dict[str, Any]) -> str:
     reason = " ".join(str(probe.get("reason") or "").split())
-    return probe["status"] + (f": {reason[:100]}" if reason else "")
+    return str(probe["status"]) + (f": {reason[:100]}" if reason else "")
 
 
 # -- hosts ------------------------------------------------------------------------------------

@@ -176,8 +176,9 @@ def _gb(sig: Mapping[str, Any] | None, item: Item) -> str:
     return _cell(text + str(item.get("reason") or ""))
 
 
-def _tables(items: list[Item], new_sigs: Mapping, old_sigs: Mapping, new_cells: Mapping,
-            old_cells: Mapping, where: Callable[[Mapping[str, Any] | None], str],
+def _tables(items: list[Item], new_sigs: Mapping[Any, Any], old_sigs: Mapping[Any, Any],
+            new_cells: Mapping[Any, Any], old_cells: Mapping[Any, Any],
+            where: Callable[[Mapping[str, Any] | None], str],
             worse: bool) -> list[_List]:
     gbs, host, low, drift, other = [], [], [], [], []
     for item in sorted(items, key=lambda i: KIND_SEVERITY.get(i["kind"], Severity.OTHER)):

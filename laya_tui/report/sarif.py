@@ -52,7 +52,8 @@ _SLICE = 2000
 @lru_cache(maxsize=1)
 def sarif_schema() -> dict[str, Any]:
     """The official SARIF 2.1.0 JSON Schema (draft-04), shipped in the package."""
-    return json.loads(SCHEMA_PATH.read_text())
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return schema
 
 
 def validate_sarif(doc: Mapping[str, Any]) -> None:

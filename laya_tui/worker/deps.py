@@ -76,7 +76,7 @@ class DependencyTracker:
 
     def workspace_file(self, module: Any) -> str | None:
         """The module's source file when it lives in the workspace, else None."""
-        path = getattr(module, "__file__", None)
+        path: str | None = getattr(module, "__file__", None)
         if not path:
             return None
         path = os.path.realpath(path)
