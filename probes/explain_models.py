@@ -136,10 +136,13 @@ def _output(result: Any) -> tuple[str, Any]:
 
 def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any = None,
              drift: dict[str, Any] | None = None, plan: dict[str, Any] | None = None,
-             compiled: Callable[[], Any] | None = None) -> None:
+             compiled: Callable[[], Any] | None = None,
+             gap: dict[str, Any] | None = None) -> None:
     """The tolerance verdict; when it fails and ``plan`` holds ``model``, ``reference``,
-    ``forward`` and ``forward_reference``, the precision plan search follows it; when it
-    fails and ``compiled`` compiles and runs the model afresh, torch's compiler bisector."""
+    ``forward`` and ``forward_reference``, the gap table and the precision plan search
+    follow it; when it fails and ``compiled`` compiles and runs the model afresh, torch's
+    compiler bisector, and with ``gap`` (``plan``'s keys and ``path``) the gap table of the
+    model compiled module by module."""
     from laya_tui.families.numeric import max_abs_diff
     from laya_tui.tolerance import compare_logits, logits_verdict
 
@@ -168,10 +171,12 @@ def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any
 
         bisect_after_verdict(ctx, f"{subject} {name_out}", sig, run_compiled=compiled,
                              good=lambda o: check(o)[1])
-    if plan is None:
-        return
     from laya_tui.families.explain.gap_table import table_after_verdict
 
+    if gap is not None:
+        table_after_verdict(ctx, f"{subject} {name_out}", sig, mask=mask, **gap)
+    if plan is None:
+        return
     table_after_verdict(ctx, f"{subject} {name_out}", sig, mask=mask, **plan)
 
     from laya_tui.families.explain.precision_plan import plan_after_verdict
@@ -257,8 +262,12 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
                 "forward_reference": lambda m, i=i: m(**batches[i])}
             compiled = None if not scenario.startswith("compile") or backend != "inductor" \
                 else (lambda i=i: torch.compile(model, dynamic=False)(**inputs[i]))
+            gap = None if compiled is None else {  # compiled module by module (issue 43)
+                "model": model, "reference": reference, "path": "compile",
+                "forward": lambda m, i=i: m(**inputs[i]),
+                "forward_reference": lambda m, i=i: m(**batches[i])}
             _compare(ctx, subject, results[i], ref, LIMITS[dtype], mask, drift, plan,
-                     compiled)
+                     compiled, gap)
     if scenario.startswith("compile"):
         torch._dynamo.reset()
 
@@ -374,7 +383,12 @@ def _user_model(ctx: Any, spec: str, scenario: str) -> None:
         backend = str(ctx.options.get("explain_backend") or "inductor")
         compiled = None if scenario != "compile" or backend != "inductor" else (
             lambda i=i: presets.call_with(torch.compile(model), on_dev[i]))
-        _compare(ctx, subject, outs[i], ref, limit, drift=drift, plan=plan, compiled=compiled)
+        gap = None if compiled is None else {  # compiled module by module (issue 43)
+            "model": model, "reference": reference, "path": "compile",
+            "forward": lambda m, i=i: presets.call_with(m, on_dev[i]),
+            "forward_reference": lambda m, i=i: presets.call_with(m, on_cpu[i])}
+        _compare(ctx, subject, outs[i], ref, limit, drift=drift, plan=plan, compiled=compiled,
+                 gap=gap)
     if scenario == "compile":
         torch._dynamo.reset()
 

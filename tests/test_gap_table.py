@@ -242,3 +242,25 @@ def test_a_container_fed_token_ids_ranks_after_the_modules_inside_it():
     ranked = [r.module for r in t.ranked()]
     assert ranked[0] == "model.2" and ranked[-1] == "model"
     assert not row(t, "model.0").whole  # the embedding is fed ids too, but has no submodule
+
+
+def test_compile_path_compiles_each_leaf_and_says_so(tmp_path):
+    model, ref, x = build("scss")
+    ctx = Ctx(tmp_path, numerics=True)
+    calls: list = []
+
+    def forward(m):
+        calls.append(type(m.head.forward).__name__)  # compiled while the table runs
+        return m(x.to(torch.bfloat16))
+
+    t = g.table_after_verdict(ctx, "out", {"passed": True}, model=model, reference=ref,
+                              forward=forward, forward_reference=lambda m: m(x),
+                              path=g.COMPILED)
+    assert t is not None and calls and calls[0] != "method"
+    assert "forward" not in model.head.__dict__  # restored: the model's own forward again
+    (sig,) = ctx.sigs
+    detail = sig["detail"]["gap_table"]
+    assert detail["path"] == "compile" and "module by module" in detail["note"]
+    assert detail["rows"][0]["module"] == "blocks.1"
+    eager = table("scss")
+    assert row(t, "blocks.2").local == pytest.approx(row(eager, "blocks.2").local, abs=0.01)

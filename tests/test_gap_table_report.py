@@ -211,12 +211,15 @@ def test_cli_failing_cell_has_table_plan_and_sarif_fix(tmp_path):
     (tmp_path / "gt_model.py").write_text(MODEL.read_text())
     out, sarif = tmp_path / "r.json", tmp_path / "r.sarif"
     proc = run_cli("--headless", "--json", str(out), "--sarif", str(sarif), "--no-cache",
-                   "--device", "cpu", "--only", "explain/model:*[eager]", "--model",
+                   "--device", "cpu", "--only", "explain/model:*", "--model",
                    "gt_model:build", "--workspace", str(tmp_path), "--out",
                    str(tmp_path / "out"), env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
     report = json.loads(out.read_text())
-    (probe,) = report["probes"]
-    assert probe["status"] == "failed", proc.stderr[-2000:]
+    probe, compiled = sorted(report["probes"], key=lambda p: not p["id"].endswith("[eager]"))
+    assert probe["status"] == compiled["status"] == "failed", proc.stderr[-2000:]
+    (centry,) = compiled["numerics"]  # the compile cell: its table, module by module
+    assert centry["gap_table"]["path"] == "compile" and "precision_plan" not in centry
+    assert centry["gap_table"]["rows"][0]["module"] == "1"
     (entry,) = probe["numerics"]
     assert entry["gap_table"]["rows"][0]["module"] == "1"  # Cancel: the plan's module
     assert entry["precision_plan"]["fp32_modules"] == ["1"]

@@ -41,7 +41,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -475,12 +476,40 @@ def write_artifact(table: GapTable, folder: str, name: str, path: str) -> str:
     return out
 
 
+COMPILED = "compile"
+COMPILED_NOTE = ("compiled module by module: each leaf module's forward compiled alone "
+                 "(torch.compile, Inductor), so fusions across module boundaries are not "
+                 "those of the cell's whole-graph compile, which has no module boundaries "
+                 "to compare at")
+
+
+@contextmanager
+def leaves_compiled(model: Any) -> Iterator[None]:
+    """Every leaf module's ``forward`` compiled alone (Inductor) for the duration; hooks
+    stay eager around it. Dynamo's recompile limits are raised meanwhile (one graph per
+    module instance and shape)."""
+    import torch
+
+    leaves = [m for m in model.modules() if next(m.children(), None) is None]
+    for m in leaves:
+        m.forward = torch.compile(m.forward, dynamic=False)
+    try:
+        with torch._dynamo.config.patch(recompile_limit=4096,
+                                        accumulated_recompile_limit=65536):
+            yield
+    finally:
+        for m in leaves:
+            if "forward" in m.__dict__:
+                del m.forward
+
+
 def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
                         reference: Any, forward: Callable[[Any], Any],
                         forward_reference: Callable[[Any], Any], mask: Any = None,
                         path: str = "eager") -> GapTable | None:
     """After a verdict: the gap table when :func:`wanted`, as a ``log`` signal
-    (``detail.gap_table``) and a JSON artifact. Never raises: a failure is a log line."""
+    (``detail.gap_table``) and a JSON artifact (``path`` :data:`COMPILED`: with
+    :func:`leaves_compiled`). Never raises: a failure is a log line."""
     if not wanted(ctx.options, verdict.get("passed")):
         return None
     from laya_tui.core.files import artifact_dir
@@ -488,9 +517,12 @@ def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, mode
     ctx.step("gap table")
     folder = artifact_dir(ctx.options, "numerics")
     try:
-        table = gap_table(model, reference, lambda: forward(model),
-                          lambda: forward_reference(reference), mask=mask,
-                          budget=budget_bytes(ctx.options), folder=folder)
+        with leaves_compiled(model) if path == COMPILED else nullcontext():
+            table = gap_table(model, reference, lambda: forward(model),
+                              lambda: forward_reference(reference), mask=mask,
+                              budget=budget_bytes(ctx.options), folder=folder)
+        if path == COMPILED:
+            table.note = "; ".join(x for x in (COMPILED_NOTE, table.note) if x)
     except Exception as exc:  # noqa: BLE001 - the table must never hide the verdict
         ctx.log(f"gap table failed: {type(exc).__name__}: {exc}"[:300],
                 subject=f"{subject} gap table")
