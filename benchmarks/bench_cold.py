@@ -2,7 +2,7 @@
 it contains.
 
 Usage: .venv/bin/python benchmarks/bench_cold.py [--only GLOB] [--jobs N] [--keep DIR]
-                                                  [--hogs N]
+                                                  [--hogs N] [--floor]
        .venv/bin/python benchmarks/bench_cold.py --from-report PATH [--inductor-cache DIR]
 
 ``--hogs N`` runs N CPU-bound processes beside the run, each in its own session (Linux's
@@ -36,6 +36,16 @@ processes and counts inductor's cache events in those logs: a ``fx_graph_cache_h
 graph compiled a second time in the run (served from the cache). Tracing adds its own
 time, so such a run's wall is not the cold figure. With ``--jobs 2`` two families run at
 once, so the ratio can go below 1.
+
+``--floor`` then runs ``benchmarks/floor_cold.py`` in the same invocation, cold too (its own
+fresh ``HOME`` and ``TORCHINDUCTOR_CACHE_DIR``, the same ``--jobs``): the same library work
+the cells ask for without laya-tui's instrumentation. Printed: the run's CPU-seconds, the
+floor's, their ratio (issue 45's target: at most 1.1x) and the instrumentation's share (run
+minus floor), split by where the report's figures allow: per family and per cell (each
+cell's CPU from its ``budget``, the worker's process tree sampled by the watchdog, against
+the floor's cell), the runner and worker start-up (the run's CPU outside any cell), and per
+stage the wall seconds the report's timing signals record (export, package, compile,
+lower + build) against the floor's same stage.
 """
 
 from __future__ import annotations
@@ -197,6 +207,88 @@ def closeness(b: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def cell_cpu(report: dict[str, Any]) -> dict[str, float]:
+    """Each cell's CPU-seconds (its ``budget``: the worker's process tree, sampled)."""
+    return {p["id"]: float((p.get("budget") or {}).get("cpu_seconds") or 0.0)
+            for p in report["probes"]}
+
+
+def stage_walls(report: dict[str, Any]) -> dict[str, float]:
+    """Wall seconds per stage kind the report's timing signals record, comparable with the
+    floor's stages: aoti export / package / compile, explain compile (first compile and
+    recompile of the compile scenarios), tilelang lower+build."""
+    out: dict[str, float] = defaultdict(float)
+    for p in report["probes"]:
+        fam = p.get("family")
+        for s in p.get("signals", []):
+            secs, kind, subject = s.get("seconds"), s.get("kind"), str(s.get("subject", ""))
+            if not isinstance(secs, (int, float)):
+                continue
+            if fam == "aoti" and kind == "timing" and subject in (
+                    "export", "package", "compile", "load-fresh"):
+                out[f"aoti {subject}"] += secs
+            elif fam == "explain" and kind in ("compile", "recompile"):
+                out["explain compile+recompile"] += secs
+            elif fam == "tilelang" and kind == "timing" \
+                    and subject.rsplit("/", 1)[-1] in ("lower", "build"):
+                out["tilelang lower+build"] += secs
+    return dict(out)
+
+
+def floor_stage_walls(floor: dict[str, Any]) -> dict[str, float]:
+    """The floor's wall seconds in the same stage kinds as :func:`stage_walls`."""
+    out: dict[str, float] = defaultdict(float)
+    for fam in floor["families"]:
+        for r in fam["rows"]:
+            f, stage = fam["family"], r["stage"]
+            if f == "aoti" and stage in ("export", "package", "compile", "load-fresh"):
+                out[f"aoti {stage}"] += r["wall"]
+            elif f == "explain" and stage in ("compile", "recompile"):
+                out["explain compile+recompile"] += r["wall"]
+            elif f == "tilelang" and stage == "lower+build":
+                out["tilelang lower+build"] += r["wall"]
+    return dict(out)
+
+
+def describe_floor(report: dict[str, Any], run_cpu: float, floor: dict[str, Any]) -> None:
+    """The run against the floor: totals, per family, per cell, per stage."""
+    import floor_cold
+
+    fcpu = floor["cpu"]
+    print(f"run CPU {run_cpu:.1f} s, floor CPU {fcpu:.1f} s: ratio {run_cpu / fcpu:.2f}x "
+          f"(target <= 1.1x); instrumentation's share {run_cpu - fcpu:.1f} s "
+          f"({(run_cpu - fcpu) / run_cpu:.0%} of the run)")
+    cells = cell_cpu(report)
+    in_cells = sum(cells.values())
+    print(f"  run CPU outside any cell (runner, worker start-up and imports, the watchdog's "
+          f"last sample interval): {run_cpu - in_cells:.1f} s; in cells {in_cells:.1f} s")
+    fcells = floor_cold.per_cell(floor)
+    fams: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for p in report["probes"]:
+        fams[p["family"]][0] += cells[p["id"]]
+    for fam in floor["families"]:
+        fams[fam["family"]][1] += fam["cpu"]
+    print("  per family, CPU s run cells / floor process (difference): " + ", ".join(
+        f"{f} {r:.1f}/{fl:.1f} ({r - fl:+.1f})" for f, (r, fl) in
+        sorted(fams.items(), key=lambda x: -(x[1][0] - x[1][1]))))
+    walls, fwalls = stage_walls(report), floor_stage_walls(floor)
+    print("  per stage, wall s run signals / floor (ratio): " + ", ".join(
+        f"{k} {walls.get(k, 0.0):.1f}/{fwalls.get(k, 0.0):.1f} ("
+        + (f"{walls.get(k, 0.0) / fwalls[k]:.2f}x" if fwalls.get(k) else "-") + ")"
+        for k in sorted(set(walls) | set(fwalls))))
+    diffs = sorted(((cells.get(c, 0.0) - v["cpu"], c) for c, v in fcells.items()),
+                   reverse=True)
+    print("  cells, CPU s run / floor (difference), largest differences first:")
+    for d, c in diffs[:15]:
+        print(f"    {cells.get(c, 0.0):7.1f} / {fcells[c]['cpu']:6.1f} ({d:+6.1f}) {c}")
+    only_run = sorted(((v, c) for c, v in cells.items() if c not in fcells and v > 0.5),
+                      reverse=True)
+    if only_run:
+        print("  run cells with no floor work (skips, account cells, agreement cells): "
+              + ", ".join(f"{c} {v:.1f}" for v, c in only_run[:10])
+              + f"; {sum(v for v, _ in only_run):.1f} s in all")
+
+
 def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
     """``n`` busy loops, each in its own session; each stops when this process is gone."""
     loop = f"import os\nwhile os.getppid() == {os.getpid()}: pass\n"
@@ -214,6 +306,8 @@ def main() -> None:
                     help="count inductor's cache hits through TORCH_TRACE (adds overhead)")
     ap.add_argument("--hogs", type=int, default=0,
                     help="run N CPU-bound processes (own sessions) beside the run")
+    ap.add_argument("--floor", action="store_true",
+                    help="also run benchmarks/floor_cold.py (cold) and compare CPU-seconds")
     ap.add_argument("--from-report", default=None, help="only print a report's figures")
     ap.add_argument("--inductor-cache", default=None,
                     help="with --from-report: the run's TORCHINDUCTOR_CACHE_DIR, to count")
@@ -271,6 +365,34 @@ def main() -> None:
                 if f.is_file() and f.parts[len(inductor.parts)] in ("fxgraph", "aotautograd")))
             if torch_trace is not None:
                 (keep / "cache-events.json").write_text(json.dumps(cache_events(torch_trace)))
+        if args.floor:
+            run_floor(args, report, cpu)
+
+
+def run_floor(args: argparse.Namespace, report: dict[str, Any], run_cpu: float) -> None:
+    """The plain-script floor, cold, beside the run (the same hogs and jobs)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import floor_cold
+
+    if args.only:
+        os.environ["FLOOR_CELLS"] = "\n".join(args.only)
+    load0 = os.getloadavg()
+    hogs = start_hogs(args.hogs)
+    try:
+        floor = floor_cold.run_families(list(floor_cold.FAMILIES), args.jobs)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    load1 = os.getloadavg()
+    print(f"\n# floor (benchmarks/floor_cold.py, cold, --jobs {args.jobs}); load average "
+          f"before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, after "
+          f"{load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}")
+    floor_cold.describe(floor, cells=False)
+    print()
+    describe_floor(report, run_cpu, floor)
+    if args.keep:
+        (Path(args.keep) / "floor.json").write_text(json.dumps(floor, indent=1))
 
 
 if __name__ == "__main__":
