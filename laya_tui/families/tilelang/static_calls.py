@@ -134,13 +134,15 @@ def calls_to(module: ModuleScope, name: str) -> list[CallSite]:
 def is_referenced(module: ModuleScope, name: str) -> bool:
     """Whether anything outside ``name``'s own definition uses it (a call, an attribute, an
     argument): a kernel nobody references is a helper the file never builds."""
-    for node in module.tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            continue
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load):
-                return True
-    return False
+    loads = getattr(module, "_loads", None)
+    if loads is None:  # one walk per file, not one per name asked about
+        loads = [(node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  else None,
+                  {sub.id for sub in ast.walk(node)
+                   if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)})
+                 for node in module.tree.body]
+        module._loads = loads  # type: ignore[attr-defined]
+    return any(name in names for own, names in loads if own != name)
 
 
 # -- scopes -----------------------------------------------------------------------------------
