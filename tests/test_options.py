@@ -169,8 +169,9 @@ def test_flag_over_table_over_default_for_every_option(tmp_path: Path) -> None:
 class _WithANewOption:
     """An option added the one way: a field with option(...)."""
 
-    colour: str | None = option(flags=("--colour",), key="colour", kind="string",
-                                metavar="NAME", example='"blue"', help="a new option")
+    test_only_colour: str | None = option(
+        flags=("--test-only-colour",), key="test-only-colour", kind="string", metavar="NAME",
+        example='"blue"', help="a new option")
 
 
 def test_a_new_option_is_one_declaration() -> None:
@@ -180,13 +181,15 @@ def test_a_new_option_is_one_declaration() -> None:
     table = (*TABLE, *new)
     ap = argparse.ArgumentParser()
     add_all_options(ap, table)
-    assert ap.parse_args(["--colour", "red"]).colour == "red"
-    assert re.search(r"--colour NAME +a new option", ap.format_help())
-    assert table_keys(table)["colour"].name == "colour"
+    assert ap.parse_args(["--test-only-colour", "red"]).test_only_colour == "red"
+    assert re.search(r"--test-only-colour NAME +a new option", ap.format_help())
+    assert table_keys(table)["test-only-colour"].name == "test_only_colour"
     assert check_value(new[0], "blue", ".", "here") == "blue"
-    with pytest.raises(UsageError, match="here colour: expected a non-empty string, got 3"):
+    with pytest.raises(UsageError, match="here test-only-colour: expected a non-empty string"):
         check_value(new[0], 3, ".", "here")
-    assert '# colour = "blue"' in template(table)
-    assert config.merged({}, {"colour": "blue"}, table)["colour"] == "blue"
-    assert config.merged({"colour": "red"}, {"colour": "blue"}, table)["colour"] == "red"
-    assert isinstance(new[0], Option) and new[0].spelled() == "--colour / colour ="
+    assert '# test-only-colour = "blue"' in template(table)
+    assert config.merged({}, {"test_only_colour": "blue"}, table)["test_only_colour"] == "blue"
+    assert config.merged({"test_only_colour": "red"}, {"test_only_colour": "blue"},
+                         table)["test_only_colour"] == "red"
+    assert isinstance(new[0], Option)
+    assert new[0].spelled() == "--test-only-colour / test-only-colour ="
