@@ -182,7 +182,7 @@ def test_a_new_option_is_one_declaration() -> None:
     ap = argparse.ArgumentParser()
     add_all_options(ap, table)
     assert ap.parse_args(["--test-only-colour", "red"]).test_only_colour == "red"
-    assert re.search(r"--test-only-colour NAME +a new option", ap.format_help())
+    assert re.search(r"--test-only-colour NAME\s+a new option", ap.format_help())
     assert table_keys(table)["test-only-colour"].name == "test_only_colour"
     assert check_value(new[0], "blue", ".", "here") == "blue"
     with pytest.raises(UsageError, match="here test-only-colour: expected a non-empty string"):
