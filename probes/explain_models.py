@@ -72,8 +72,9 @@ def _dtypes() -> tuple[str, ...]:
 def _cells() -> list[Any]:
     opts = options()
     presets = PRESETS if opts.get("demo", True) else ()  # the presets are the demo
+    dtypes = _dtypes()  # asks torch-rbln's runtime lookup once, not once per preset
     cells = [param(f"{dt},{sc}", name=preset, preset=preset, dtype=dt, scenario=sc)
-             for preset in presets for dt in _dtypes()
+             for preset in presets for dt in dtypes
              for sc in SCENARIOS + PRESET_SCENARIOS.get(preset, ())]
     for spec in opts.get("models") or []:
         for sc in ("eager", "compile"):
