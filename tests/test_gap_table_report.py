@@ -235,3 +235,48 @@ def test_cli_failing_cell_has_table_plan_and_sarif_fix(tmp_path):
     assert res["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"] == "gt_model.py"
     spill = tmp_path / "out" / "numerics"
     assert [p.name for p in spill.iterdir() if p.is_dir()] == []  # no spill folder left
+
+
+def test_sort_table_orders_by_a_column_absent_last():
+    t = Table("t", ("module", "local"), (("b", "2"), ("a", "—"), ("c", "3")),
+              (("b", 2.0), ("a", None), ("c", 3.0)))
+    from laya_tui.report.views.detail import sort_table
+
+    assert [r[0] for r in sort_table(t, 1).rows] == ["c", "b", "a"]
+    assert [r[0] for r in sort_table(t, 0).rows] == ["a", "b", "c"]
+    assert sort_table(t, None) is t
+
+
+@pytest.mark.asyncio
+async def test_the_signal_screen_sorts_the_gap_table_with_s(tmp_path):
+    from laya_tui.report.document import build_report
+    from laya_tui.tui.screens.signal import SignalScreen
+    from laya_tui.tui.widgets.detail import TABLE_SORT
+    from tests._tui import SIZE, recorded_app
+
+    probe = copy.deepcopy(_v3()["probes"][0])
+    probe.pop("state", None)
+    probe["signals"].append(dict(_gap_signal(tmp_path), probe=probe["id"]))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(build_report([probe], seconds=1.0, gates=[])))
+    app = recorded_app(report=path, workspace=str(tmp_path))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            key = next(k for k, r in app.model.rows.items()
+                       if "gap_table" in (r.sig.detail or {}))
+            app.push_screen(SignalScreen(key))
+            await pilot.pause()
+            text = app.screen.query_one("#full-detail").plain_text()
+            assert "ranked (s: sort by the next column)" in text
+            text = text[text.index("local/limit"):]  # the table
+            assert text.index("blocks.1 ") < text.index("blocks.0 ")  # the culprit first
+            await pilot.press("s")  # by module, A to Z
+            await pilot.pause()
+            assert TABLE_SORT[0] == 0, (type(app.screen).__name__, app.focused)
+            text = app.screen.query_one("#full-detail").plain_text()
+            assert "sorted by module" in text
+            text = text[text.index("local/limit"):]
+            assert text.index("blocks.0 ") < text.index("blocks.1 ") < text.index("head ")
+    finally:
+        TABLE_SORT[0] = None

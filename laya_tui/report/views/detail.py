@@ -116,6 +116,28 @@ class Table:
 Section = Facts | Source | Block | ProbeLog | FileHead | Plot | Table
 
 
+def sort_table(table: Table, column: int | None) -> Table:
+    """``table`` ordered by ``column`` (None: its own order): numbers largest first, text
+    A to Z, absent values last; equal keys keep their order (what the page's first click
+    on a header does)."""
+    if column is None or not 0 <= column < len(table.columns):
+        return table
+    keys = [k[column] if column < len(k) else None for k in table.keys]
+    numeric = any(isinstance(k, (int, float)) for k in keys)
+
+    def key(i: int) -> tuple[int, Any]:
+        k = keys[i]
+        if k is None:
+            return (1, 0)
+        if numeric and isinstance(k, (int, float)):
+            return (0, -k)
+        return (0, str(k).lower()) if not numeric else (1, 0)
+
+    order = sorted(range(len(table.rows)), key=key)
+    return Table(table.title, table.columns, tuple(table.rows[i] for i in order),
+                 tuple(table.keys[i] for i in order))
+
+
 @dataclass(slots=True)
 class Head:
     """The detail's first line: a badge (the signal's kind or the probe's status), the

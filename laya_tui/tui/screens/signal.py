@@ -27,6 +27,7 @@ class SignalScreen(Screen[None]):
         Binding("o", "open_editor", "Edit site"),
         Binding("j", "scroll(1)", "Down", show=False),
         Binding("k", "scroll(-1)", "Up", show=False),
+        Binding("s", "sort_table", "Sort table", show=False),
     ]
 
     def __init__(self, key: str | None = None, *, probe: str | None = None) -> None:
@@ -93,6 +94,14 @@ class SignalScreen(Screen[None]):
     def action_scroll(self, delta: int) -> None:
         pane = self.query_one(DetailPane)
         pane.scroll_relative(y=delta, animate=False)
+
+    def action_sort_table(self) -> None:
+        """Sort a detail's table (the gap table) by its next column, then its own order."""
+        from laya_tui.tui.widgets.detail import TABLE_SORT
+
+        col = TABLE_SORT[0]
+        TABLE_SORT[0] = 0 if col is None else (col + 1 if col < 6 else None)
+        self._show()
 
     def action_open_editor(self) -> None:
         row = self.laya.model.rows.get(self.key) if self.key is not None else None

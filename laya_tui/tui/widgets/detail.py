@@ -31,12 +31,17 @@ from laya_tui.report.views.detail import (
     log_text,
     probe_detail,
     signal_detail,
+    sort_table,
 )
 from laya_tui.report.views.detail import (
     Table as TableSection,
 )
 from laya_tui.report.views.text import printable
 from laya_tui.tui.model import ProbeState, SignalRow
+
+#: The column a detail's table is sorted by (None: its own order, the gap table's ranking);
+#: ``s`` on the signal screen moves it to the next column.
+TABLE_SORT: list[int | None] = [None]
 
 
 def Syntax(code: str, lexer: str, **kwargs: Any) -> RenderableType:  # noqa: N802
@@ -104,11 +109,16 @@ class Renderer:
         if isinstance(sec, Plot):
             plot = drift_plot(sec)
             return [plot] if plot is not None else []
-        if isinstance(sec, TableSection):  # the gap table, in its ranked order
+        if isinstance(sec, TableSection):  # the gap table: ranked, or sorted with s
+            col = TABLE_SORT[0]
+            sec = sort_table(sec, col)
+            by = "ranked" if col is None or col >= len(sec.columns) else \
+                f"sorted by {sec.columns[col]}"
             table = Table(*sec.columns, box=None, header_style="bold", padding=(0, 1))
             for row in sec.rows:
                 table.add_row(*(Text(c) for c in row))
-            return [_section_title(sec.title), table]
+            return [_section_title(sec.title), Text(f"{by} (s: sort by the next column)",
+                                                    style="dim"), table]
         return []
 
     def _source(self, sec: Source) -> list[RenderableType]:
@@ -251,7 +261,8 @@ class DetailPane(VerticalScroll):
         return self.query_one("#detail-body", Static)
 
     def show_signal(self, row: SignalRow, st: ProbeState | None, workspace: str | None) -> None:
-        token = ("signal", row.key, row.sig, st.log_tail if st is not None else "")
+        token = ("signal", row.key, row.sig, st.log_tail if st is not None else "",
+                 TABLE_SORT[0])
         if token == self._token:
             return  # shown already (a focus move): a re-render would lay the pane out again
         self.subject, self._token = ("signal", row.key), token
