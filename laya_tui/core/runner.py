@@ -38,7 +38,7 @@ from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
 
 if TYPE_CHECKING:  # the cache (hashlib) is imported when a Runner is made
-    from laya_tui.core.cache import SignalSpool
+    from laya_tui.core.cache import ResultCache, SignalSpool
 
 __all__ = ["Discovery", "Runner", "WorkerDied", "WorkerHandle", "matches_any"]
 
@@ -96,13 +96,8 @@ class Runner(EventSource):
         self._listeners = Listeners(on_event)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
-        # imported here: the dashboard builds a RunOptions before its first frame, the
-        # runner (hashlib, importlib.metadata) only after it
-        from laya_tui.core.cache import ResultCache, default_cache_dir
-        from laya_tui.core.versions import library_versions
-
-        self.cache = ResultCache(config.cache_dir or default_cache_dir(config.workspace))
-        self.versions = library_versions()
+        self._cache: ResultCache | None = None  # made on first use (see cache)
+        self._versions: dict[str, Any] | None = None  # read on first use (see versions)
         self._running: dict[str, str] = {}  # family -> probe id in flight
         self._cancelled: set[str] = set()
         self.stopped = False  # see stop()
@@ -113,6 +108,34 @@ class Runner(EventSource):
         self._disc: WorkerHandle | None = None  # the warm discovery worker (watch mode)
         self._disc_stale: set[str] = set()  # changed files it has not dropped yet
         self.cores = usable_cores()  # the CPU budget of a probe (core.watchdog)
+
+    @property
+    def cache(self) -> ResultCache:
+        """The result cache, made on first use (hashlib, tempfile: ``--list`` needs none)."""
+        if self._cache is None:
+            from laya_tui.core.cache import ResultCache, default_cache_dir
+
+            root = self.config.cache_dir or default_cache_dir(self.config.workspace)
+            self._cache = ResultCache(root)
+        return self._cache
+
+    @cache.setter
+    def cache(self, value: ResultCache) -> None:
+        self._cache = value
+
+    @property
+    def versions(self) -> dict[str, Any]:
+        """This interpreter's library versions (the cache key's), read on first use:
+        importlib.metadata and its scan of every distribution cost ``--list`` ~30 ms."""
+        if self._versions is None:
+            from laya_tui.core.versions import library_versions
+
+            self._versions = dict(library_versions())
+        return self._versions
+
+    @versions.setter
+    def versions(self, value: dict[str, Any]) -> None:
+        self._versions = value
 
     # -- discovery ---------------------------------------------------------------------
     async def discover(self, *, warm: bool = False) -> Discovery:
