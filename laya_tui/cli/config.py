@@ -8,8 +8,9 @@ default. List settings (``probes``, ``kernels``, ``models``, ``fail-on``) given 
 replace the table's list; ``--max KIND=N`` overrides that one kind of the table's ``max``.
 Relative paths in the table are relative to the workspace folder; paths given as flags are
 relative to the current folder. ``demo = true`` adds the built-in demo (presets and
-kernels) to that workspace's runs. Standard library only (the CLI imports this); the
-defaults live in :mod:`laya_tui.core.settings`.
+kernels) to that workspace's runs. Standard library only (the CLI imports this). The
+options themselves (flag, key, kind, default) are declared once, in the option table of
+:mod:`laya_tui.core.settings`; a table value's check is :func:`laya_tui.cli.options.check_value`.
 """
 
 from __future__ import annotations
