@@ -264,3 +264,52 @@ def test_compile_path_compiles_each_leaf_and_says_so(tmp_path):
     assert detail["rows"][0]["module"] == "blocks.1"
     eager = table("scss")
     assert row(t, "blocks.2").local == pytest.approx(row(eager, "blocks.2").local, abs=0.01)
+
+
+class NaiveSoftmax(torch.nn.Module):
+    """``exp(x) / sum(exp(x))`` without subtracting the max: exp(12) overflows fp16."""
+
+    def forward(self, x):
+        e = torch.exp(x)
+        return e / e.sum(dim=-1, keepdim=True)
+
+
+class LoopSum(torch.nn.Module):
+    """A long reduction written as a loop: every partial sum rounds to the model's dtype,
+    so in bf16 (spacing 4 near 512) adding values near 1 loses most of them."""
+
+    def forward(self, x):
+        acc = torch.zeros_like(x[:, :1])
+        for i in range(x.shape[1]):
+            acc = acc + x[:, i:i + 1]
+        return acc.expand(-1, D) / x.shape[1]
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, by: float) -> None:
+        super().__init__()
+        self.by = by
+
+    def forward(self, x):
+        return x * self.by
+
+
+@pytest.mark.parametrize("kind", ["softmax-fp16", "loop-sum-bf16"])
+def test_other_unstable_modules_rank_first(kind):
+    torch.manual_seed(0)
+    if kind == "softmax-fp16":
+        low = torch.float16
+        ref = torch.nn.Sequential(Stable(), Scale(14.0), NaiveSoftmax(), Stable()).eval()
+        x = torch.randn(8, D).to(low).float()
+        culprit = "2"
+    else:
+        low = torch.bfloat16
+        ref = torch.nn.Sequential(Scale(1.0), LoopSum(), Stable()).eval()
+        x = (1.0 + 0.3 * torch.rand(8, 512)).to(low).float()
+        culprit = "1"
+    model = copy.deepcopy(ref).to(low)
+    t = g.gap_table(model, ref, lambda: model(x.to(low)), lambda: ref(x))
+    first = t.ranked()[0]
+    assert first.module == culprit and first.local > 2 * first.limit, t.ranked()[:3]
+    down = row(t, str(len(ref) - 1))  # the last Stable: inherits, makes almost nothing
+    assert down.error > down.limit and down.local < down.limit
