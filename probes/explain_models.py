@@ -22,8 +22,8 @@ fp32 CPU reference in execution order (:mod:`laya_tui.families.explain.drift`), 
 signal's ``detail.drift`` and a JSON artifact. A failing bf16/fp16 eager comparison is
 followed by the gap table (:mod:`laya_tui.families.explain.gap_table`: each module's error
 and its own error, ``detail.gap_table``; for a passing cell too with ``--numerics``) and the
-precision plan search (:mod:`laya_tui.families.explain.precision_plan`):
-the modules to keep in fp32, verified by a re-run, as a ``log`` signal with
+precision plan search (:mod:`laya_tui.families.explain.precision_plan`, starting from the
+gap table's ranking): the modules to keep in fp32, verified by a re-run, as a ``log`` signal with
 ``detail.precision_plan`` and the snippet in ``fix``.
 
 Plus ``explain/model:<module:callable>[eager|compile]`` per ``--model`` spec (the factory
@@ -178,12 +178,14 @@ def _compare(ctx: Any, subject: str, out: Any, ref: Any, limit: float, mask: Any
         table_after_verdict(ctx, f"{subject} {name_out}", sig, mask=mask, **gap)
     if plan is None:
         return
-    table_after_verdict(ctx, f"{subject} {name_out}", sig, mask=mask, **plan)
+    table = table_after_verdict(ctx, f"{subject} {name_out}", sig, mask=mask, **plan)
 
+    from laya_tui.families.explain.gap_table import ranking
     from laya_tui.families.explain.precision_plan import plan_after_verdict
 
     plan_after_verdict(ctx, f"{subject} {name_out}", sig, check=check, drift=drift,
-                       mask=mask, **plan)
+                       mask=mask, ranking=ranking(table) if table is not None else None,
+                       **plan)
 
 
 def _drift(ctx: Any, subject: str, model: Any, reference: Any, run_model: Any,

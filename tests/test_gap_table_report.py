@@ -223,6 +223,9 @@ def test_cli_failing_cell_has_table_plan_and_sarif_fix(tmp_path):
     (entry,) = probe["numerics"]
     assert entry["gap_table"]["rows"][0]["module"] == "1"  # Cancel: the plan's module
     assert entry["precision_plan"]["fp32_modules"] == ["1"]
+    # the search starts from the table's ranking: the model, fp32, the reference, ["1"],
+    # the verifying re-run (the drift's ranking tried 1.fc first: 6)
+    assert entry["precision_plan"]["forwards"] == 5
     assert "most own error: 1 (Cancel)" in proc.stderr
     assert entry["precision_plan"]["class_sites"]["1"]["func"] == "Cancel"
     doc = json.loads(sarif.read_text())

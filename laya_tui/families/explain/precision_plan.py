@@ -654,11 +654,12 @@ def enabled(opts: dict[str, Any]) -> bool:
 def plan_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
                        reference: Any, forward: Callable[[Any], Any],
                        forward_reference: Callable[[Any], Any], check: Check,
-                       drift: dict[str, Any] | None = None, mask: Any = None
-                       ) -> Plan | None:
+                       drift: dict[str, Any] | None = None, mask: Any = None,
+                       ranking: list[str] | None = None) -> Plan | None:
     """After a failing tolerance verdict of a bf16/fp16 eager cell: search, verify, and emit
     the plan as a ``log`` signal (``detail.precision_plan``; ``fix`` holds the snippet).
-    Never raises: a search that fails is a log line."""
+    ``ranking``: the gap table's (modules past their limit by their own error), tried
+    first; else the drift's. Never raises: a search that fails is a log line."""
     if verdict.get("passed") is not False or not enabled(ctx.options):
         return None
     limit = float(verdict.get("limit") or 0.0)
@@ -666,7 +667,7 @@ def plan_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model
     try:
         plan = search_plan(model, forward, check, limit, reference=reference,
                            forward_reference=forward_reference,
-                           ranking=ranking_from_drift(drift), mask=mask,
+                           ranking=ranking or ranking_from_drift(drift), mask=mask,
                            max_forwards=int(ctx.options.get("precision_plan_forwards")
                                             or MAX_FORWARDS),
                            max_seconds=float(ctx.options.get("precision_plan_seconds")
