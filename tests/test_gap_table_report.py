@@ -283,3 +283,39 @@ async def test_the_signal_screen_sorts_the_gap_table_with_s(tmp_path):
             assert text.index("blocks.0 ") < text.index("blocks.1 ") < text.index("head ")
     finally:
         TABLE_SORT[0] = None
+
+
+def test_the_page_draws_the_gap_table_sortable_by_a_click(tmp_path):
+    from laya_tui.cli.main import main
+    from laya_tui.report.document import build_report
+    from tests._browser import INSTALL_HINT, Browser, find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip(f"no Chromium: {INSTALL_HINT}")
+    probe = copy.deepcopy(_v3()["probes"][0])
+    probe.pop("state", None)
+    probe["signals"].append(dict(_gap_signal(tmp_path), probe=probe["id"]))
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(build_report([probe], seconds=1.0, gates=[])))
+    page = tmp_path / "page.html"
+    assert main(["show", str(report), "--html", str(page), "--workspace", str(tmp_path)]) == 0
+    column = ("[...document.querySelectorAll('#detail table.sortable tbody tr')]"
+              ".map(tr => tr.children[0].innerText)")
+    with Browser(chromium) as b:
+        b.open(page.as_uri())
+        assert b.console_errors() == []
+        b.click("#signals-text")
+        b.call("Input.insertText", session=True, text="out gap table")
+        b.click("#signals tbody tr:nth-child(1)")
+        ranked = b.eval(column)
+        assert ranked[0] == "blocks.1" and len(ranked) == 9
+        b.eval("document.querySelectorAll('#detail table.sortable th')[0].click()")
+        assert b.eval(column) == sorted(ranked)  # by module, A to Z
+        b.eval("document.querySelectorAll('#detail table.sortable th')[2].click()")
+        errors = b.eval("[...document.querySelectorAll('#detail table.sortable tbody tr')]"
+                        ".map(tr => parseFloat(tr.children[2].innerText))")
+        assert errors == sorted(errors, reverse=True)  # by error, largest first
+        text = b.eval("document.querySelector('#detail').innerText")
+        assert "gap table" in text and "peak 9.2 KiB in memory" in text
+        assert b.console_errors() == []
