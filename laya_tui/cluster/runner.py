@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.cluster.needs import need_of
 from laya_tui.cluster.paths import package_dirs
@@ -26,6 +26,7 @@ from laya_tui.cluster.session import Node, Session
 from laya_tui.core.envs import worker_key
 from laya_tui.core.errors import UsageError
 from laya_tui.core.events import Event, ProbeStarted
+from laya_tui.core.report_types import ResultDict
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner, _Outcome
 from laya_tui.core.settings import RunOptions
@@ -68,7 +69,7 @@ class ClusterRunner(Runner):
         return await super().discover(warm=warm)
 
     async def run_one(self, probe: Any, *,
-                      use_cache: bool | None = None) -> dict[str, Any] | None:
+                      use_cache: bool | None = None) -> ResultDict | None:
         await self.connect()
         return await super().run_one(probe, use_cache=use_cache)
 
@@ -111,7 +112,8 @@ class ClusterRunner(Runner):
         result = outcome.result
         if result is not None:
             node = where.node
-            result["node"] = node.record()
+            # "node" is no key of report/schema.json's probe (it allows extra keys)
+            cast("dict[str, Any]", result)["node"] = node.record()
             if result.get("status") in ("crashed", "timeout"):
                 reason = str(result.get("reason") or "")
                 if node.id[:8] not in reason:
@@ -121,7 +123,7 @@ class ClusterRunner(Runner):
                     self._lost[node.id] = node
         return outcome
 
-    def _refused(self, probe: Any, where: Refused) -> dict[str, Any]:
+    def _refused(self, probe: Any, where: Refused) -> ResultDict:
         """The result of a cell no node can run: skipped, or crashed (node lost)."""
         now = time.time()
         self.on_event(ProbeStarted(probe["id"], probe["family"], now))

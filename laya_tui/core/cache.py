@@ -17,9 +17,10 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict
+from laya_tui.core.report_types import ResultDict
 from laya_tui.core.signals import CACHEABLE_STATUSES
 
 CACHEABLE = CACHEABLE_STATUSES
@@ -59,7 +60,7 @@ def cache_key(probe_id: str, params: Any, options: Any, versions: dict[str, Any]
 
 
 def _entry(probe_id: str, params: Any, options: Any, versions: dict[str, Any],
-           deps: list[str], result: dict[str, Any]) -> dict[str, Any] | None:
+           deps: list[str], result: ResultDict) -> dict[str, Any] | None:
     """The cache file's content, or None when the result must not be cached."""
     if result.get("status") not in CACHEABLE or result.get("error"):
         return None
@@ -120,7 +121,7 @@ class ResultCache:
         return self.root / (hashlib.sha256(probe_id.encode()).hexdigest()[:24] + ".json")
 
     def lookup(self, probe_id: str, params: Any, options: Any,
-               versions: dict[str, Any]) -> dict[str, Any] | None:
+               versions: dict[str, Any]) -> ResultDict | None:
         """The stored result when its key still matches, else None (an unreadable or corrupt
         entry is said once and the cell runs again: its fresh result replaces it)."""
         if not self.usable():
@@ -146,14 +147,14 @@ class ResultCache:
         if key is None or key != entry.get("key"):
             return None
         result = entry.get("result")
-        return result if isinstance(result, dict) else None
+        return cast(ResultDict, result) if isinstance(result, dict) else None  # one it stored
 
     def _corrupt(self, path: Path, why: str) -> None:
         self.notice("corrupt", f"cache file {path} is corrupt ({why}): skipped, its cell "
                     "runs again (later corrupt files are skipped without a word)")
 
     def store(self, probe_id: str, params: Any, options: Any, versions: dict[str, Any],
-              deps: list[str], result: dict[str, Any]) -> None:
+              deps: list[str], result: ResultDict) -> None:
         """Store a result whose status is cacheable (an unusable cache was said once)."""
         if not self.usable():
             return
@@ -168,7 +169,7 @@ class ResultCache:
 
     async def store_async(self, probe_id: str, params: Any, options: Any,
                           versions: dict[str, Any], deps: list[str],
-                          result: dict[str, Any], spool: SignalSpool | None = None) -> None:
+                          result: ResultDict, spool: SignalSpool | None = None) -> None:
         """:meth:`store` without holding the event loop or a second copy of the run: a
         result with many signals is encoded in slices (yielding between them), each slice
         written to the file as it is made. ``spool``: the run's signals as the worker wrote
@@ -210,7 +211,7 @@ class ResultCache:
             self._unwritable(exc)
 
     async def _store_spooled(self, probe_id: str, entry: dict[str, Any],
-                             result: dict[str, Any], spool: SignalSpool) -> None:
+                             result: ResultDict, spool: SignalSpool) -> None:
         head, tail = dumps_strict(dict(entry, result=dict(result, signals=_HOLE))).split(
             json.dumps(_HOLE), 1)
         tmp = None

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from laya_tui.core.report_types import SignalDict
+from laya_tui.core.report_types import ResultDict, SignalDict
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class SignalEmitted:
 class ProbeFinished:
     """A probe cell ended; ``result`` is its report entry (status, signals, log tail...)."""
 
-    result: dict[str, Any]
+    result: ResultDict
 
 
 Event = ProbeQueued | ProbeStarted | SignalEmitted | ProbeFinished

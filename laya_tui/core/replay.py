@@ -22,7 +22,7 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.gc_sight import freeze_if_large
-from laya_tui.core.report_types import CellSpec
+from laya_tui.core.report_types import CellSpec, ResultDict
 from laya_tui.core.runner import Discovery
 
 #: A fixed start time, so nothing in a replay depends on the clock.
@@ -47,7 +47,7 @@ class RecordedRunner(EventSource):
         self._listeners = Listeners(on_event)
         self.delay = delay
         self.chunk = chunk
-        self._results = {p["id"]: p for p in self.report.get("probes", [])}
+        self._results: dict[str, ResultDict] = {p["id"]: p for p in self.report.get("probes", [])}
         # A large recording is immutable and lives as long as the app: keep it out of the
         # cyclic collector's scans (the app does the same for live rows).
         freeze_if_large(sum(len(p.get("signals", [])) for p in self._results.values()))
@@ -70,17 +70,17 @@ class RecordedRunner(EventSource):
         return None
 
     async def run(self, probes: list[CellSpec], *, use_cache: bool | None = None
-                  ) -> list[dict[str, Any]]:
+                  ) -> list[ResultDict]:
         """Replay every given probe, in order (``use_cache`` changes nothing here)."""
         for p in probes:
             self.on_event(ProbeQueued(p["id"], p["family"]))
         return [r for p in probes if (r := await self.run_one(p)) is not None]
 
     async def run_one(self, probe: CellSpec, *, use_cache: bool | None = None
-                      ) -> dict[str, Any] | None:
+                      ) -> ResultDict | None:
         """Replay one probe's recorded events."""
         recorded = self._results[probe["id"]]
-        result = dict(recorded, signals=list(recorded.get("signals", [])))
+        result: ResultDict = {**recorded, "signals": list(recorded.get("signals", []))}
         freeze_if_large(len(result["signals"]))  # the copy is new: young collections walk it
         self.on_event(ProbeStarted(result["id"], result["family"], RECORDED_START))
         for i, sig in enumerate(result.get("signals", [])):

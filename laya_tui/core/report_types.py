@@ -98,7 +98,7 @@ class ResultDict(TypedDict):
     budget: NotRequired[BudgetDict]
     host: NotRequired[str]
     nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
-    numerics: NotRequired[list[Mapping[str, Any]]]  # report/4: report.views.numerics
+    numerics: NotRequired[list[dict[str, Any]]]  # report/4: report.views.numerics
 
 
 class GateDict(TypedDict):
@@ -165,11 +165,11 @@ class WatchRecord(TypedDict):
     reason: str | None
     previous_status: str | None
     cached: bool
-    new: list[Mapping[str, Any]]
-    gone: list[Mapping[str, Any]]
+    new: list[SignalDict]
+    gone: list[SignalDict]
     changed: list[Mapping[str, Any]]
     diagnostic: Mapping[str, Any] | None
-    result: NotRequired[Mapping[str, Any]]
+    result: NotRequired[ResultDict]
     probes: NotRequired[int]
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, cast
 
-from laya_tui.core.report_types import ErrorDict, SignalDict
+from laya_tui.core.report_types import ErrorDict, ResultDict, SignalDict
 from laya_tui.core.signals import FAILING_STATUSES  # noqa: F401 - re-exported
 
 #: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
@@ -63,13 +63,13 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
                 seconds: float, deps: list[str], signals: list[SignalDict],
                 log_tail: str = "", started: float | None = None,
                 ended: float | None = None, cached: bool = False,
-                error: ErrorDict | None = None) -> dict[str, Any]:
+                error: ErrorDict | None = None) -> ResultDict:
     """One probe result as the report holds it (``probe``: the cell's discovery entry).
 
     The key order is the report's. ``started``/``ended`` (wall clock, for ``--trace``) and
     ``error`` appear only when given.
     """
-    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"]}
+    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"]}  # in report order
     if probe.get("env"):  # --env: the environment the cell ran in (its id ends in @env)
         result["env"] = probe["env"]
     result.update(cached=cached, params=probe.get("params", {}), file=probe.get("file"))
@@ -81,7 +81,7 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
         result["ended"] = ended
     if error:
         result["error"] = error
-    return result
+    return cast(ResultDict, result)  # every required key set above
 
 
 @dataclass(frozen=True, slots=True, eq=True)
@@ -205,7 +205,7 @@ class ProbeResult:
             started=result.get("started"), ended=result.get("ended"),
             env=result.get("env"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ResultDict:
         """The report's probe entry (built by :func:`make_result`, so in the same order)."""
         return make_result(
             {"id": self.id, "family": self.family, "env": self.env,
@@ -245,7 +245,7 @@ COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "compile", "host_boun
 V1_COLD_COMPILE = "cold compile (first compile"
 
 
-def is_v1_first_compile(sig: dict[str, Any]) -> bool:
+def is_v1_first_compile(sig: Mapping[str, Any]) -> bool:
     """A report/1 ``recompile`` signal that was really a frame's first compile."""
     if sig.get("kind") != "recompile":
         return False
@@ -256,7 +256,7 @@ def is_v1_first_compile(sig: dict[str, Any]) -> bool:
     return isinstance(reason, str) and reason.startswith(V1_COLD_COMPILE)
 
 
-def upgrade_compile_signals(probes: list[dict[str, Any]]) -> int:
+def upgrade_compile_signals(probes: Iterable[ResultDict]) -> int:
     """In place: report/1 first-compile ``recompile`` signals become ``compile``; returns
     how many. A first compile is never a recompile in gates, summary or baseline."""
     n = 0
@@ -273,7 +273,7 @@ def upgrade_compile_signals(probes: list[dict[str, Any]]) -> int:
 CHECK_KINDS: tuple[str, ...] = ("tolerance", "lowering")
 
 
-def occurrences(sig: dict[str, Any]) -> int:
+def occurrences(sig: Mapping[str, Any]) -> int:
     """How many occurrences one signal stands for (see the module docstring)."""
     kind = sig.get("kind")
     if kind in COUNTED_KINDS:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import ResultDict
 from laya_tui.core.runner import Discovery, Runner
 from laya_tui.core.settings import RunOptions
 
@@ -36,7 +37,7 @@ async def discover_checked(runner: Runner) -> Discovery:
 
 async def run_probes(config: RunOptions, on_event: Any = None, *,
                      make_runner: Callable[..., Runner] = Runner
-                     ) -> tuple[list[dict[str, Any]], Discovery, float]:
+                     ) -> tuple[list[ResultDict], Discovery, float]:
     """Discover and run every selected probe; workers are ended on the way out.
     ``make_runner(config, on_event=...)`` builds the runner (the front end's choice:
     ``laya_tui.cluster.factory.make_runner`` under ``--cluster``)."""

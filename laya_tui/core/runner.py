@@ -30,7 +30,13 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.protocol import DiscoveredEvent, Op, Reply, RunCommand, WorkerEvent
-from laya_tui.core.report_types import CellSpec, FileErrorDict, ShardDict, SignalDict
+from laya_tui.core.report_types import (
+    CellSpec,
+    FileErrorDict,
+    ResultDict,
+    ShardDict,
+    SignalDict,
+)
 from laya_tui.core.results import make_result
 from laya_tui.core.settings import RunOptions
 from laya_tui.core.signals import KINDS
@@ -51,7 +57,7 @@ class _Outcome:
     a newer change superseded the run: then there is no result at all) and the absolute
     paths the worker saw the cell import (its cache entry's dependency set)."""
 
-    result: dict[str, Any] | None
+    result: ResultDict | None
     abs_deps: tuple[str, ...] = ()
 
 
@@ -227,7 +233,7 @@ class Runner(EventSource):
 
     # -- running -----------------------------------------------------------------------
     async def run(self, probes: list[CellSpec], *, use_cache: bool | None = None
-                  ) -> list[dict[str, Any]]:
+                  ) -> list[ResultDict]:
         """Run probe cells (the cache first, unless ``use_cache`` is False, or the run
         options say so when it is None); results in the order given."""
         for p in probes:
@@ -236,10 +242,10 @@ class Runner(EventSource):
         for p in probes:
             by_family.setdefault(worker_key(p), []).append(p)
         families = self._schedule(by_family)
-        results: dict[str, dict[str, Any]] = {}
+        results: dict[str, ResultDict] = {}
         sem = self.job_slot()
 
-        ran: list[dict[str, Any]] = []  # in the order they ran: a family's first paid start-up
+        ran: list[ResultDict] = []  # in the order they ran: a family's first paid start-up
 
         async def family_task(fam: str) -> None:
             async with sem:
@@ -288,7 +294,7 @@ class Runner(EventSource):
         return sorted(names, key=lambda f: (fam[f] != "env", -total[f], names.index(f)))
 
     async def run_one(self, probe: CellSpec, *,
-                      use_cache: bool | None = None) -> dict[str, Any] | None:
+                      use_cache: bool | None = None) -> ResultDict | None:
         """Run one cell in its family's warm worker (or serve it from the cache): its
         result, or None when :meth:`cancel` superseded the run (watch mode)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
@@ -298,7 +304,7 @@ class Runner(EventSource):
             hit = self.cache.lookup(probe["id"], probe.get("params"), options, versions)
             if hit is not None:
                 now = time.time()  # the span of this serving, not of the cached run
-                hit = dict(hit, cached=True, started=now, ended=now)
+                hit = {**hit, "cached": True, "started": now, "ended": now}
                 self.on_event(ProbeStarted(probe["id"], probe["family"], time.time()))
                 for sig in hit.get("signals", []):
                     self.on_event(SignalEmitted(probe["id"], sig))
@@ -481,7 +487,7 @@ class Runner(EventSource):
             self._running.pop(key, None)
 
     def _ended(self, probe: CellSpec, status: str, reason: str, t0: float,
-               started: float, signals: list[SignalDict], tail: str) -> dict[str, Any]:
+               started: float, signals: list[SignalDict], tail: str) -> ResultDict:
         """A run the worker did not finish: crashed or timed out."""
         return make_result(probe, status, reason, seconds=round(time.perf_counter() - t0, 3),
                            deps=self._rel_deps(probe, []), signals=signals, log_tail=tail,

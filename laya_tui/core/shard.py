@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import CellSpec, ShardDict
+from laya_tui.core.report_types import CellSpec, ResultDict, ShardDict
 
 #: The largest part may run this many times the mean before a family is split.
 TARGET = 1.25
@@ -80,13 +80,13 @@ def read_cache_durations(cache_root: str | os.PathLike[str]) -> dict[str, float]
 
 
 def record_durations(cache_root: str | os.PathLike[str],
-                     results: Iterable[dict[str, Any]]) -> None:
+                     results: Iterable[ResultDict]) -> None:
     """Merge the seconds of ``results`` into the cache folder's durations file.
 
     Only unsharded runs call this: shards read the file and never change it, so shards run
     one after another on one machine plan the same split. Unwritable: silently skipped.
     """
-    fresh = {r["id"]: float(r["seconds"]) for r in results
+    fresh = {r["id"]: float(r["seconds"] or 0.0) for r in results
              if isinstance(r.get("id"), str) and is_seconds(r.get("seconds"))}
     if not fresh:
         return

@@ -32,7 +32,7 @@ from laya_tui.core import json_chunks
 from laya_tui.core.errors import UsageError
 from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.core.renamed import renamed_ids, renamed_index, same_lowering_reason
-from laya_tui.core.report_types import GateDict
+from laya_tui.core.report_types import GateDict, ResultDict
 from laya_tui.core.results import (
     COUNTED_KINDS,
     failing,
@@ -183,7 +183,7 @@ _Index = tuple[dict[str, tuple[str, Any]], dict[tuple[str, str, str, str], list[
                dict[tuple[str, str], tuple[bool, str]]]
 
 
-def _index(probes: list[dict[str, Any]]) -> _Index:
+def _index(probes: list[ResultDict]) -> _Index:
     """One pass: statuses, aggregated counted/tolerance keys, lowering cells."""
     status: dict[str, tuple[str, Any]] = {}
     agg: dict[tuple[str, str, str, str], list[Any]] = {}
@@ -336,7 +336,7 @@ def _sort_key(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
             item["change"])
 
 
-def compare(baseline: Baseline, probes: list[dict[str, Any]], *,
+def compare(baseline: Baseline, probes: list[ResultDict], *,
             margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
     """The ``baseline`` report section: regressions, improvements and notes, sorted."""
     with _no_gc():
@@ -355,7 +355,7 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _compare(baseline: Baseline, probes: list[dict[str, Any]],
+def _compare(baseline: Baseline, probes: list[ResultDict],
              margin: float) -> dict[str, Any]:
     b_status, b_agg, b_cells = _index(baseline.report["probes"])
     n_status, n_agg, n_cells = _index(probes)

@@ -11,9 +11,10 @@ site and fix for the same drill-down. Standard library only (Textual when a TTY 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.cellid import family_of
+from laya_tui.core.report_types import ResultDict, SignalDict
 from laya_tui.core.results import signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS
@@ -141,7 +142,7 @@ def diff_report(base: dict[str, Any], new: dict[str, Any],
     new_sigs, old_sigs = _signals_by_key(new), _signals_by_key(base)
     new_probes = {p["id"]: p for p in new.get("probes", [])}
     old_probes = {p["id"]: p for p in base.get("probes", [])}
-    probes: dict[str, dict[str, Any]] = {}
+    probes: dict[str, ResultDict] = {}
     for cls, item in all_changes(section):
         pid = item["probe"]
         src = new_probes.get(pid) or old_probes.get(pid) or {"id": pid}
@@ -181,7 +182,7 @@ def diff_report(base: dict[str, Any], new: dict[str, Any],
                 if k in orig_detail:
                     detail[k] = orig_detail[k]
         sig["detail"] = detail
-        entry["signals"].append(sig)
+        entry["signals"].append(cast(SignalDict, sig))  # the fields of a signal, set above
     from laya_tui.report.document import summarise
 
     plist = list(probes.values())

@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
-from laya_tui.core.report_types import FileErrorDict, GateDict
+from laya_tui.core.report_types import FileErrorDict, GateDict, ResultDict
 from laya_tui.core.signals import KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
@@ -36,10 +36,10 @@ def validate_report(report: dict[str, Any]) -> None:
     jsonschema.validate(report, report_schema())
 
 
-def environment_section(probes: list[dict[str, Any]]) -> dict[str, Any]:
+def environment_section(probes: list[ResultDict]) -> dict[str, Any]:
     """Host facts and library versions, plus the env probe's environment signals."""
     env: dict[str, Any] = {"versions": library_versions(), "host": host_facts()}
-    facts: dict[str, Any] = {}
+    facts: dict[str | None, Any] = {}
     for p in probes:
         if p.get("family") == "env" and not p.get("env"):  # --env cells: under "envs"
             for s in p.get("signals", []):
@@ -50,7 +50,7 @@ def environment_section(probes: list[dict[str, Any]]) -> dict[str, Any]:
     return env
 
 
-def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+def summarise(probes: list[ResultDict], seconds: float) -> dict[str, Any]:
     """Counts per status and per signal kind."""
     status = Counter({s: 0 for s in STATUSES})
     status.update(p["status"] for p in probes)
@@ -78,14 +78,16 @@ def summarise(probes: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     return out
 
 
-def build_report(probes: list[dict[str, Any]], *, seconds: float,
+def build_report(probes: list[ResultDict], *, seconds: float,
                  gates: list[GateDict], errors: Sequence[FileErrorDict] | None = None,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report document from finished probe results and evaluated gates."""
     from laya_tui.core.versions import TOOL_VERSION as __version__
     from laya_tui.report.views.legend import cell_state
 
-    clean = [{k: v for k, v in p.items() if not k.startswith("_")} for p in probes]
+    # the report's keys only (a "_" key is a front end's mark)
+    clean = [cast(ResultDict, {k: v for k, v in p.items() if not k.startswith("_")})
+             for p in probes]
     from laya_tui.report.views.numerics import cell_numerics
 
     for p in clean:  # report/3: the state every output names (views.legend)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import FileErrorDict, GateDict
+from laya_tui.core.report_types import FileErrorDict, GateDict, ResultDict
 from laya_tui.core.results import (
     CHECK_KINDS,
     COUNTED_KINDS,
@@ -137,7 +137,7 @@ def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> GateDi
             "failures": failures}
 
 
-def _kind_failures(probes: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def _kind_failures(probes: list[ResultDict], kind: str) -> list[dict[str, Any]]:
     if kind in STATUS_KINDS:
         return [{"probe": p["id"], "status": p["status"], "reason": p.get("reason")}
                 for p in probes if p["status"] == kind]
@@ -145,7 +145,8 @@ def _kind_failures(probes: list[dict[str, Any]], kind: str) -> list[dict[str, An
     for p in probes:
         for sig in p.get("signals", []):
             if sig.get("kind") == kind and occurrences(sig):
-                entry = {"probe": p["id"], "kind": kind, "subject": sig.get("subject"),
+                entry: dict[str, Any] = {"probe": p["id"], "kind": kind,
+                                         "subject": sig.get("subject"),
                          "reason": sig.get("reason")}
                 if kind in COUNTED_KINDS:
                     entry["count"] = occurrences(sig)
@@ -153,7 +154,7 @@ def _kind_failures(probes: list[dict[str, Any]], kind: str) -> list[dict[str, An
     return out
 
 
-def _max_failure(probes: list[dict[str, Any]], kind: str, limit: int) -> list[dict[str, Any]]:
+def _max_failure(probes: list[ResultDict], kind: str, limit: int) -> list[dict[str, Any]]:
     by_probe: dict[str, int] = {}
     if kind in STATUS_KINDS:
         for p in probes:
@@ -171,7 +172,7 @@ def _max_failure(probes: list[dict[str, Any]], kind: str, limit: int) -> list[di
     return [{"kind": kind, "count": total, "limit": limit, "by_probe": top}]
 
 
-def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None = None,
+def evaluate_gates(probes: list[ResultDict], settings: GateSettings | None = None,
                    errors: Sequence[FileErrorDict] | None = None) -> list[GateDict]:
     """Evaluate the threshold gates over finished probe results; one entry per gate.
 
@@ -218,7 +219,7 @@ def evaluate_gates(probes: list[dict[str, Any]], settings: GateSettings | None =
     return gates
 
 
-def evaluate_all(probes: list[dict[str, Any]], settings: GateSettings | None = None,
+def evaluate_all(probes: list[ResultDict], settings: GateSettings | None = None,
                  errors: Sequence[FileErrorDict] | None = None
                  ) -> tuple[list[GateDict], dict[str, Any]]:
     """Every gate, baseline included; returns ``(gates, extra report sections)``."""

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.jsonfast import dumps_strict
-from laya_tui.core.report_types import FileErrorDict, GateDict
+from laya_tui.core.report_types import FileErrorDict, GateDict, ResultDict, SignalDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
@@ -79,7 +79,7 @@ def load_report(path: str, what: str = "report", any_readable: bool = False) -> 
 
 # -- identity of a result -------------------------------------------------------------------
 
-def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
+def _signal_fingerprint(sig: SignalDict) -> tuple[Any, ...]:
     kind = sig.get("kind")
     if kind in VOLATILE_KINDS:
         return (kind, sig.get("subject"))
@@ -90,7 +90,7 @@ def _signal_fingerprint(sig: dict[str, Any]) -> tuple[Any, ...]:
             os.path.basename(str(site.get("file") or "")), site.get("line"), site.get("func"))
 
 
-def result_fingerprint(probe: dict[str, Any]) -> tuple[Any, ...]:
+def result_fingerprint(probe: ResultDict) -> tuple[Any, ...]:
     """What must agree for two copies of a probe to be the same result (see module doc)."""
     err = as_dict(probe.get("error"))
     sigs = Counter(_signal_fingerprint(s) for s in probe.get("signals", []))
@@ -98,7 +98,7 @@ def result_fingerprint(probe: dict[str, Any]) -> tuple[Any, ...]:
             err.get("message"), frozenset(sigs.items()))
 
 
-def _describe(probe: dict[str, Any]) -> str:
+def _describe(probe: ResultDict) -> str:
     reason = " ".join(str(probe.get("reason") or "").split())
     return str(probe["status"]) + (f": {reason[:100]}" if reason else "")
 
@@ -136,7 +136,7 @@ class Merger:
 
     prefer: str | None = None
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    chosen: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)
+    chosen: dict[str, tuple[ResultDict, int]] = field(default_factory=dict)
     inputs: list[Input] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
     errors: list[FileErrorDict] = field(default_factory=list)
@@ -181,7 +181,8 @@ class Merger:
                 self.errors.append(cast(FileErrorDict, e))  # an errors[] item of a report
         self._add_envs(doc.get("envs"), idx)
         for p in doc["probes"]:
-            probe = dict(p, host=rename.get(p.get("host"), fallback))
+            # a probe entry of a report whose schema id this laya-tui reads (checked on reading)
+            probe = cast(ResultDict, dict(p, host=rename.get(p.get("host"), fallback)))
             self._add_probe(probe, idx)
 
     def _add_envs(self, envs: Any, idx: int) -> None:
@@ -219,7 +220,7 @@ class Merger:
             rec["shard"] = inp.doc["shard"]
         self.records.append({k: v for k, v in rec.items() if v is not None})
 
-    def _add_probe(self, probe: dict[str, Any], idx: int) -> None:
+    def _add_probe(self, probe: ResultDict, idx: int) -> None:
         pid = probe["id"]
         held = self.chosen.get(pid)
         if held is None:
@@ -240,7 +241,7 @@ class Merger:
         else:
             self.notes.append(f"probe {pid} differs between {a} and {b}: kept {a} (newer)")
 
-    def probes(self) -> list[dict[str, Any]]:
+    def probes(self) -> list[ResultDict]:
         """Every probe once, in id order (the same whatever the order of the inputs)."""
         return [self.chosen[pid][0] for pid in sorted(self.chosen)]
 

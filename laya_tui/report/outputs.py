@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from laya_tui.core.errors import EXIT_GATE, EXIT_OK, UsageError
+from laya_tui.core.report_types import ResultDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.settings import Settings
 from laya_tui.report.document import (
@@ -36,7 +37,7 @@ class OutputError(UsageError):
     """An output could not be written at the end of a run; none of them was (exit 2)."""
 
 
-def make_report(results: list[dict[str, Any]], disc: Discovery, seconds: float,
+def make_report(results: list[ResultDict], disc: Discovery, seconds: float,
                 settings: GateSettings | None = None) -> dict[str, Any]:
     """Evaluate gates (and the baseline comparison) and build the report document."""
     if disc.envs and not (settings and settings.envs):  # --env: compare the environments

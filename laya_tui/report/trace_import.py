@@ -30,7 +30,7 @@ from collections import Counter
 from typing import Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import SignalDict
+from laya_tui.core.report_types import ResultDict, SignalDict
 from laya_tui.core.results import make_result
 from laya_tui.core.signals import make_signal
 from laya_tui.core.tracelog import CompileKey, trace_files
@@ -260,7 +260,7 @@ def _export_signals(probe: str, log: TraceLog) -> tuple[list[SignalDict], str | 
 
 def _result(cell: str, status: str, reason: str | None, signals: list[SignalDict], *,
             params: dict[str, Any], file: str | None, seconds: float = 0.0,
-            started: float | None = None, ended: float | None = None) -> dict[str, Any]:
+            started: float | None = None, ended: float | None = None) -> ResultDict:
     return make_result({"id": cell, "family": FAMILY, "params": params, "file": file},
                        status, reason, seconds=round(seconds, 6), deps=[], signals=signals,
                        started=started, ended=ended)
@@ -270,12 +270,12 @@ def _order(key: CompileKey) -> tuple[int, int, int]:
     return tuple(-1 if v is None else v for v in key)  # type: ignore[return-value]
 
 
-def log_results(log: TraceLog, label: str) -> list[dict[str, Any]]:
+def log_results(log: TraceLog, label: str) -> list[ResultDict]:
     """The cells of one log (see the module docstring)."""
     stats = log.stats
     files = sorted(set(stats.strings.values()), key=len, reverse=True)
     base = f"{FAMILY}/{label}"
-    results: list[dict[str, Any]] = []
+    results: list[ResultDict] = []
     frames: dict[tuple[int | None, int | None], list[Compile]] = {}
     for key in sorted(log.compiles, key=_order):
         frames.setdefault((key[0], key[1]), []).append(log.compiles[key])
@@ -315,7 +315,7 @@ def log_results(log: TraceLog, label: str) -> list[dict[str, Any]]:
     return results
 
 
-def _log_cell(log: TraceLog, label: str, totals: Counter[str], nframes: int) -> dict[str, Any]:
+def _log_cell(log: TraceLog, label: str, totals: Counter[str], nframes: int) -> ResultDict:
     stats = log.stats
     cell = f"{FAMILY}/{label}"
     sigs = [make_signal("artifact", cell, subject="torch trace log", bytes=stats.bytes,
@@ -361,7 +361,7 @@ FIX_RANKS = ("make every rank take the same compiled path (the same shapes, the 
              "branches, the same compiled functions), or mark the differing inputs dynamic")
 
 
-def rank_divergence(logs: list[TraceLog], labels: list[str]) -> dict[str, Any] | None:
+def rank_divergence(logs: list[TraceLog], labels: list[str]) -> ResultDict | None:
     """The ``trace/ranks`` cell when ranked logs hold different compile ids, else None."""
     ids = {label: {_cid(k) for k in log.compiles} for log, label in zip(logs, labels,
                                                                         strict=True)
@@ -399,7 +399,7 @@ def _labels(logs: list[TraceLog]) -> list[str]:
     return out
 
 
-def read_trace(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def read_trace(path: str) -> tuple[list[ResultDict], dict[str, Any]]:
     """Every cell of a TORCH_TRACE folder (or one log), and the report's ``imported`` section;
     a path with no log, or logs with no record at all, is a :class:`UsageError`."""
     files = trace_files(path)
@@ -418,7 +418,7 @@ def read_trace(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         raise UsageError(f"{path}: not a TORCH_TRACE log (no record in {len(files)} file(s))")
     logs.sort(key=lambda lg: (lg.stats.rank is None, lg.stats.rank or 0,
                               lg.stats.first_time or "", lg.stats.path))
-    results: list[dict[str, Any]] = []
+    results: list[ResultDict] = []
     inputs = []
     labels = _labels(logs)
     for log, label in zip(logs, labels, strict=True):

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from laya_tui.core.logtext import printable
-from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict
+from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict, ResultDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.tui.editor import open_site
@@ -400,7 +400,7 @@ class LayaApp(SavesScreenshots, App[int]):
                      self.export_path)
 
     @work(thread=True, exit_on_error=False, group="export")
-    def _export(self, results: list[dict[str, Any]], specs: list[CellSpec],
+    def _export(self, results: list[ResultDict], specs: list[CellSpec],
                 errors: list[FileErrorDict], seconds: float, path: str) -> None:
         from laya_tui.report.document import write_report
         from laya_tui.report.outputs import make_report

@@ -20,7 +20,14 @@ from laya_tui.core.results import ProbeResult, Signal, failing, signal_key
 from laya_tui.core.signals import DEFAULT_GATE_KINDS, KINDS
 
 if TYPE_CHECKING:
-    from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict, SignalDict
+    from laya_tui.core.report_types import (
+        CellSpec,
+        ErrorDict,
+        FileErrorDict,
+        GateDict,
+        ResultDict,
+        SignalDict,
+    )
     from laya_tui.report.gates import GateSettings
 
 Scope = tuple[str, str | None]
@@ -87,9 +94,9 @@ class ProbeState:
     started_at: float | None = None
     cached: bool = False
     log_tail: str = ""
-    error: dict[str, Any] | None = None
+    error: ErrorDict | None = None
     result: ProbeResult | None = None
-    report_entry: dict[str, Any] | None = None
+    report_entry: ResultDict | None = None
     #: its signal rows in arrival order (``seq``): the table shows these lists as they are
     rows: list[SignalRow] = field(default_factory=list)
     #: discovery order among the probes (the table's order across probes)
@@ -102,7 +109,7 @@ class ProbeState:
     _in_run: bool = False
     _checks: list[Signal] = field(default_factory=list)  # this run's tolerance/timing
     _signals: list[Signal] = field(default_factory=list)  # this run's, frozen as they came
-    _gate_view: dict[str, Any] | None = None  # the result as the gates read it (gate_view)
+    _gate_view: ResultDict | None = None  # the result as the gates read it (gate_view)
     _gate_sigs: list[SignalDict] = field(default_factory=list)  # this run's, for gates
     _gate_seen: int = 0  # signals ingested in this run (all of them, not only _gate_sigs)
 
@@ -271,7 +278,7 @@ class RunModel:
             if first is None or row is first:  # the ident's first row
                 row.occ = 1
 
-    def _finish(self, result: dict[str, Any], changes: Changes) -> None:
+    def _finish(self, result: ResultDict, changes: Changes) -> None:
         pid = result["id"]
         if pid in self.probes and self.probes[pid].report_entry is result:
             return  # applied already (the app passes watch results on; some came as events)
@@ -313,7 +320,7 @@ class RunModel:
         changes.probes.add(pid)
         changes.finished.append(pid)
 
-    def _gate_view(self, st: ProbeState, result: dict[str, Any]) -> dict[str, Any] | None:
+    def _gate_view(self, st: ProbeState, result: ResultDict) -> ResultDict | None:
         """The result as the gates read it: the signals of the gates' kinds, picked as they
         streamed in (the runner's result lists the same signal objects in the same order),
         or picked now when the result's list is not the one streamed."""
@@ -324,7 +331,7 @@ class RunModel:
             return gate_view(result, self.gate_kinds)
         if len(st._gate_sigs) == len(sigs):
             return None
-        return dict(result, signals=st._gate_sigs)
+        return {**result, "signals": st._gate_sigs}
 
     def abandon(self) -> Changes:
         """A run was cancelled: queued/running probes fall back to their last result."""
@@ -369,7 +376,7 @@ class RunModel:
             return row.family == name
         return True
 
-    def results(self) -> list[dict[str, Any]]:
+    def results(self) -> list[ResultDict]:
         """Finished results (report entries), in discovery order."""
         return [st.report_entry for st in self.probes.values() if st.report_entry is not None]
 
@@ -417,7 +424,7 @@ class RunModel:
         self._gates = gates
         return True
 
-    def _gate_views(self) -> list[dict[str, Any]]:
+    def _gate_views(self) -> list[ResultDict]:
         return [st._gate_view if st._gate_view is not None else st.report_entry
                 for st in self.probes.values() if st.report_entry is not None]
 
@@ -436,17 +443,17 @@ class RunModel:
         return [st for st in self.probes.values() if st.status == "running"]
 
 
-def gate_view(result: dict[str, Any], kinds: frozenset[str] | None) -> dict[str, Any] | None:
+def gate_view(result: ResultDict, kinds: frozenset[str] | None) -> ResultDict | None:
     """``result`` with only the signals of ``kinds`` (the same dicts), for the gates; None
     when every signal counts or none is left out (the result itself is read then)."""
     sigs = result.get("signals")
     if kinds is None or not isinstance(sigs, list):
         return None
     kept = [s for s in sigs if not isinstance(s, dict) or s.get("kind") in kinds]
-    return None if len(kept) == len(sigs) else dict(result, signals=kept)
+    return None if len(kept) == len(sigs) else {**result, "signals": kept}
 
 
-def _run_point(n: int, result: dict[str, Any], checks: list[Signal]) -> RunPoint:
+def _run_point(n: int, result: ResultDict, checks: list[Signal]) -> RunPoint:
     tol: dict[str, tuple[float | None, float | None, bool | None]] = {}
     timings: dict[str, float] = {}
     for sig in checks:  # the run's tolerance and timing signals, collected as they came

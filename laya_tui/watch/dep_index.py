@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from laya_tui.core.report_types import CellSpec
+from laya_tui.core.report_types import CellSpec, ResultDict
 from laya_tui.core.signals import ABORTED_STATUSES
 from laya_tui.watch.changes import NATIVE_SUFFIXES, under
 from laya_tui.watch.records import diagnostic_of
@@ -37,7 +36,7 @@ class DependencyIndex:
     def of(self, pid: str) -> set[str]:
         return self.cells.get(pid, set())
 
-    def ran(self, probe: CellSpec, result: dict[str, Any]) -> None:
+    def ran(self, probe: CellSpec, result: ResultDict) -> None:
         """A run's result replaces the cell's set (a partial run keeps the old one too)."""
         pid = result["id"]
         diag = diagnostic_of(result)
@@ -61,7 +60,7 @@ class DependencyIndex:
                    for p in changed)
 
     def hits(self, pids: Iterable[str], changed: set[str],
-             results: Mapping[str, dict[str, Any]]) -> dict[str, set[str]]:
+             results: Mapping[str, ResultDict]) -> dict[str, set[str]]:
         """The cells among ``pids`` that ``changed`` touches, with the files that do."""
         deleted = {p for p in changed if not os.path.exists(p)}
         changed_py = {p for p in changed if p.endswith(".py")}
@@ -74,7 +73,8 @@ class DependencyIndex:
                 # package __init__ imports it (or, for a cell that does not import now,
                 # any module saved in such a package).
                 inits = [d for d in deps if d.endswith("__init__.py")]
-                if diagnostic_of(results.get(pid, {})):
+                result = results.get(pid)
+                if result is not None and diagnostic_of(result):
                     folders = [os.path.dirname(i) for i in inits]
                     hit = {p for p in changed_py if under(p, folders)}
                 else:

@@ -66,10 +66,10 @@ import asyncio
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from laya_tui.core.report_types import CellSpec, FileErrorDict
+from laya_tui.core.report_types import CellSpec, FileErrorDict, ResultDict, SignalDict
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner
 from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions
@@ -114,7 +114,7 @@ class Watcher:
                  on_record: Callable[[Record], None] | None = None,
                  debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                  ignore_paths: Iterable[str] = (),
-                 initial: Iterable[dict[str, Any]] | None = None,
+                 initial: Iterable[ResultDict] | None = None,
                  gate_settings: Any = None) -> None:
         self.config = config
         self.gate_settings = gate_settings
@@ -132,11 +132,11 @@ class Watcher:
         #: probe id -> probe dict from discovery, in discovery order
         self.probes: dict[str, CellSpec] = {}
         #: probe id -> latest result (real run or diagnostic); what the report shows
-        self.results: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, ResultDict] = {}
         #: discovery errors now standing (``{file, error, line}``)
         self.errors: list[FileErrorDict] = []
         self.errors_seen: list[FileErrorDict] = []
-        self._baseline: dict[str, dict[str, Any]] = {}  # last real (non-diagnostic) result
+        self._baseline: dict[str, ResultDict] = {}  # last real (non-diagnostic) result
         self.deps = DependencyIndex(self.workspace)
         self._blocked: dict[str, FileErrorDict] = {}  # probe file -> its import error
         self._known_py: set[str] = set()
@@ -192,7 +192,7 @@ class Watcher:
         results = [self.results[p] for p in self.probes if p in self.results]
         envs = {e.name: e.info() for e in self.config.envs} or None  # --env
         return make_report(results, Discovery([], self.errors, envs=envs),
-                           sum(r.get("seconds", 0) for r in results), self.gate_settings)
+                           sum(r.get("seconds") or 0 for r in results), self.gate_settings)
 
     # -- the change loop --------------------------------------------------------------------------
     async def _loop(self) -> None:
@@ -327,7 +327,8 @@ class Watcher:
     def _forget(self, probe: CellSpec, trigger: str | None) -> None:
         pid = probe["id"]
         self.reruns.cancel(pid)
-        before = self.results.pop(pid, None) or {}
+        popped = self.results.pop(pid, None)
+        before: Mapping[str, Any] = popped or {}
         base = self._baseline.pop(pid, None)
         self.deps.forget(pid)
         self._emit(self._record("removed", pid, family=probe["family"], trigger=trigger,
@@ -353,14 +354,14 @@ class Watcher:
         return p is None or p["file"] in self._blocked
 
     # -- results ----------------------------------------------------------------------------------
-    def _accept(self, result: dict[str, Any]) -> None:
+    def _accept(self, result: ResultDict) -> None:
         pid = result["id"]
         self.results[pid] = result
         if diagnostic_of(result) is None:
             self._baseline[pid] = result
         self.deps.ran(self.probes[pid], result)
 
-    def _finish(self, pid: str, cause: Cause, result: dict[str, Any]) -> None:
+    def _finish(self, pid: str, cause: Cause, result: ResultDict) -> None:
         if pid not in self.probes:
             return
         trigger, changed_at = cause
@@ -369,11 +370,11 @@ class Watcher:
         self._accept(result)
         diag = diagnostic_of(result)
         if diag is not None:
-            new: list[dict[str, Any]] = []
-            gone: list[dict[str, Any]] = []
+            new: list[SignalDict] = []
+            gone: list[SignalDict] = []
             changed: list[dict[str, Any]] = []
         else:
-            new, gone, changed = diff_signals((base or {}).get("signals", []),
+            new, gone, changed = diff_signals(base.get("signals", []) if base else [],
                                               result.get("signals", []))
         self._emit(self._record(
             "result", pid, family=result.get("family"), trigger=trigger,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from laya_tui.core.report_types import FileErrorDict, WatchRecord
+from laya_tui.core.report_types import FileErrorDict, ResultDict, SignalDict, WatchRecord
 from laya_tui.core.results import failing, signal_key
 from laya_tui.core.shapes import as_dict
 
@@ -39,7 +39,7 @@ def new_record(kind: str, pid: str | None, trigger: str | None, **fields: Any) -
     return cast(WatchRecord, rec)
 
 
-def _facts(sig: dict[str, Any]) -> dict[str, Any]:
+def _facts(sig: SignalDict) -> dict[str, Any]:
     facts = {k: sig.get(k) for k in COMPARED_FIELDS}
     detail = sig.get("detail")
     facts["outcome"] = detail.get("outcome") if isinstance(detail, dict) else None
@@ -52,16 +52,16 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def diff_signals(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def diff_signals(before: Iterable[SignalDict], after: Iterable[SignalDict]
+                 ) -> tuple[list[SignalDict], list[SignalDict], list[dict[str, Any]]]:
     """``(new, gone, changed)`` between two signal lists, matched by ``signal_key``.
 
     Signals sharing a key are paired in order; the unpaired rest are new or gone.
     """
-    old: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    old: dict[tuple[str, ...], list[SignalDict]] = {}
     for sig in before:
         old.setdefault(signal_key(sig), []).append(sig)
-    new: list[dict[str, Any]] = []
+    new: list[SignalDict] = []
     changed: list[dict[str, Any]] = []
     for sig in after:
         bucket = old.get(signal_key(sig))
@@ -78,7 +78,7 @@ def diff_signals(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any
     return new, gone, changed
 
 
-def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
+def diagnostic_of(result: ResultDict) -> dict[str, Any] | None:
     """``{file, line, message}`` when a result is a syntax/import error saved mid-edit."""
     err = result.get("error")
     if result.get("status") != "failed":
@@ -88,7 +88,7 @@ def diagnostic_of(result: dict[str, Any]) -> dict[str, Any] | None:
         # names the exception (the lowering probe's ``stage: import`` cells).
         for sig in result.get("signals", []):
             detail = as_dict(sig.get("detail"))
-            site = sig.get("site") or {}
+            site: Mapping[str, Any] = sig.get("site") or {}
             if failing(sig) and detail.get("exception") in DIAGNOSTIC_ERRORS \
                     and site.get("file"):
                 return {"file": site["file"], "line": site.get("line"),

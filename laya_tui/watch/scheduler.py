@@ -9,17 +9,16 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
 
 from laya_tui.core.envs import worker_key
 from laya_tui.core.events import Event, ProbeStarted
-from laya_tui.core.report_types import CellSpec
+from laya_tui.core.report_types import CellSpec, ResultDict
 from laya_tui.core.runner import Runner
 
 #: What a re-run was for: (the changed file that caused it, when it changed).
 Cause = tuple[str | None, float | None]
 #: Called with (cell id, cause, result) for every run a newer change did not supersede.
-OnDone = Callable[[str, Cause, dict[str, Any]], None]
+OnDone = Callable[[str, Cause, ResultDict], None]
 
 
 class RerunScheduler:
