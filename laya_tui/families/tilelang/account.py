@@ -40,7 +40,11 @@ def account_file(ctx: Any, file: str, note: str | None) -> None:
         top = missing_package(cap.error, file)
         if top is not None:
             ctx.error(unexamined_reason(f"{base}'s kernels", file, top, cap.error))
-        ctx.error(f"{base} does not import, so its kernels cannot be found: {cap.error}")
+        from laya_tui.families.tilelang.moved_names import moved_hint
+
+        moved = moved_hint(cap.error, file)
+        ctx.error(f"{base} does not import, so its kernels cannot be found: {cap.error}"
+                  + (f" ({moved})" if moved else ""))
     names: dict[str, str] = {}
     for b in cap.builds:
         names.setdefault(b.obj or _symbol(b.func), b.site or b.entry)

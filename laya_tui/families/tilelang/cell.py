@@ -127,6 +127,11 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
                 why = f"could not {what} {os.path.basename(file)}: {failed.diag.exception}"
             top = missing_package(failed.diag.line, file) if state.stage == "import" else None
             hint = f" (a package not installed here: pip install {top})" if top else ""
+            if state.stage == "import" and not top:
+                from laya_tui.families.tilelang.moved_names import moved_hint
+
+                moved = moved_hint(failed.diag.line, file)
+                hint = f" ({moved})" if moved else ""
             ctx.error(f"{why}: {failed.diag.line}{hint}")  # raises: the cell ends here
         state.outcome = {"import": "lower-failed", "factory": "lower-failed",
                          "lower": "lower-failed", "build": "build-failed",

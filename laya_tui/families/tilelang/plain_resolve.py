@@ -122,13 +122,14 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
     if cap.error and cap.gpu_needed and not has_gpu():  # as `python file.py` fails here
         ctx.skip(f"{obj}'s file needs a GPU to be imported, so it is examined on a GPU host: "
                  f"{cap.gpu_needed}")
+    drift = tilelang_import_error(cap.import_error)
+    if drift is not None:  # `python file.py` fails so with this TileLang, whatever the
+        # kernel's arguments: the finding (the static reading's trace would import it too)
+        state.extra["built_by"] = {"entry": "the file's import",
+                                   "raised": type(drift).__name__}
+        return KernelCall(obj=obj, args={}, sources={}, pass_configs={},
+                          execution_backend=execution_backend, trace_error=drift)
     if state.kind == "nested":  # only the file's run can make it: no static fallback
-        drift = tilelang_import_error(cap.import_error)
-        if drift is not None:  # `python file.py` fails so with this TileLang: the finding
-            state.extra["built_by"] = {"entry": "the file's import",
-                                       "raised": type(drift).__name__}
-            return KernelCall(obj=obj, args={}, sources={}, pass_configs={},
-                              execution_backend=execution_backend, trace_error=drift)
         _not_built(ctx, state, obj, cap, key)
     if missing is None:  # not a cell parameter: a kernel the run built misses nothing
         missing = static_missing(state.file, obj, opts)
