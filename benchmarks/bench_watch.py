@@ -326,8 +326,8 @@ def main() -> int:
     ap.add_argument("--synthetic", action="store_true",
                     help="a one-file TileLang kernel instead of the repo's kernels/")
     ap.add_argument("--saves", type=int, metavar="N",
-                    help="instead: save -> result of passing and failing edits of a c "
-                    "kernel through laya-tui --headless --watch, N saves each, quiet then "
+                    help="instead: save -> result of passing and failing edits of a c and a "
+                    "cuda kernel through laya-tui --headless --watch, N saves each, quiet then "
                     "beside two CPU hogs (benchmarks/watch_saves.py)")
     args = ap.parse_args()
     if args.saves:

@@ -1,12 +1,17 @@
 """Save -> result through ``laya-tui --headless --watch`` (issue 45), driven by bench_watch.
 
 A temporary workspace holds ``k/axpy.py`` (a serial jit kernel TileLang lowers for ``c``
-and builds and runs there; its ``cuda`` cell is built, not run). Each save is an editor's
-write-then-rename; a *passing* edit changes a comment, a *failing* one the reference's
-maths. For every save the JSON lines are read until the ``c`` cell's result; the lines
-that follow within ``--settle`` seconds are counted too, so a second result for one
-save shows. ``--hogs`` starts two CPU hogs in their own sessions (``setsid``) first and
-kills them after. TileLang's disk cache is off, so each save pays a real lower+build.
+and builds and runs there; its ``cuda`` cell is built, not run). Every save re-runs both
+cells; for each save the JSON lines are read until both cells' results arrived, and the
+lines that follow within ``--settle`` seconds are counted too, so a second result for one
+save shows (follow-up records of other types are counted by type).
+
+Blocks of N saves each: a *passing* edit (a comment) saved by write-then-rename (the way
+many editors save) and by a plain write; a *failing maths* edit (the reference's maths: the
+``c`` cell runs and its comparison fails, the ``cuda`` cell still builds); a *failing build*
+edit (the kernel body names an undefined value: both cells fail to lower). ``--hogs``
+starts two CPU hogs in their own sessions (``setsid``) first and kills them after.
+TileLang's disk cache is off, so each save pays a real lower+build.
 """
 
 from __future__ import annotations
@@ -26,8 +31,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL = REPO / "tests" / "fixtures" / "upstream_kernels" / "scale_serial.py"
-CELL = "tilelang/axpy[c,fp32]"
+C_CELL = "tilelang/axpy[c,fp32]"
+CUDA_CELL = "tilelang/axpy[cuda,fp32]"
+CELLS = (C_CELL, CUDA_CELL)
+CELL = C_CELL  # the cell bench_watch names
 REF = "    return a * 2.0 + b\n"
+BODY = "* T.cast(alpha, dtype)"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -80,35 +89,76 @@ class Stream:
             self.proc.kill()
 
 
-def saves(stream: Stream, target: Path, n: int, failing: bool, settle: float
-          ) -> tuple[list[float], list[float], int]:
-    """(save -> c result seconds, the cell's run seconds, extra c results) over n saves."""
+def edited(base: str, edit: str, i: int) -> str:
+    """The file's text for save ``i`` of an ``edit`` block (each save's text differs)."""
+    if edit == "maths":
+        base = base.replace(REF, f"    return a * {3.0 + i} + b\n")
+    elif edit == "build":
+        base = base.replace(BODY, f"* T.cast(alpha, dtype) * undefined_{i}")
+    return base + f"# save {i} {time.time()}\n"
+
+
+#: What each cell's verdict is after an edit: (c cell, cuda cell).
+WANT = {"comment": ("ok", "ok"), "maths": ("failed", "ok"), "build": ("failed", "failed")}
+
+
+def saves(stream: Stream, target: Path, n: int, edit: str, how: str, settle: float
+          ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, int],
+                     dict[str, int]]:
+    """Over n saves: per cell, the save -> result seconds and the cell's run seconds; per
+    cell, results beyond the first for one save; the other records by type."""
     base = target.read_text()
-    lat: list[float] = []
-    runs: list[float] = []
-    extra = 0
+    lat: dict[str, list[float]] = {c: [] for c in CELLS}
+    runs: dict[str, list[float]] = {c: [] for c in CELLS}
+    extra = dict.fromkeys(CELLS, 0)
+    others: dict[str, int] = {}
     for i in range(n):
-        text = base.replace(REF, f"    return a * {3.0 + i} + b\n") if failing else base
-        text += f"# save {i} {time.time()}\n"
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text)
+        text = edited(base, edit, i)
         t0 = time.time()
-        os.replace(tmp, target)
-        t, rec = stream.until(lambda r: r["type"] == "result" and r["probe"] == CELL)
-        want = "failed" if failing else "ok"
-        if rec["status"] != want:
-            raise SystemExit(f"save {i}: {rec['status']} ({rec['reason']}), wanted {want}")
-        lat.append(t - t0)
-        runs.append(rec["seconds"])
+        if how == "rename":  # an editor's write to a temporary file, then a rename
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_text(text)
+            t0 = time.time()
+            os.replace(tmp, target)
+        else:  # a plain write in place
+            target.write_text(text)
+        seen: set[str] = set()
+        while seen != set(CELLS):
+            t, rec = stream.until(lambda r: r["type"] == "result" and r["probe"] in CELLS)
+            cell = rec["probe"]
+            if cell in seen:
+                extra[cell] += 1
+                continue
+            want = WANT[edit][CELLS.index(cell)]
+            if rec["status"] != want:
+                raise SystemExit(f"{edit} save {i}, {cell}: {rec['status']} "
+                                 f"({rec['reason']}), wanted {want}")
+            seen.add(cell)
+            lat[cell].append(t - t0)
+            runs[cell].append(rec["seconds"])
         end = time.monotonic() + settle
         while time.monotonic() < end:
             try:
                 _, more = stream.lines.get(timeout=max(0.01, end - time.monotonic()))
             except queue.Empty:
                 break
-            extra += more["type"] == "result" and more["probe"] == CELL
-    target.write_text(base)
-    return lat, runs, extra
+            if more["type"] == "result" and more["probe"] in CELLS:
+                extra[more["probe"]] += 1
+            else:
+                others[more["type"]] = others.get(more["type"], 0) + 1
+    target.write_text(base)  # back to the original: wait for both cells' re-runs
+    back: set[str] = set()
+    while back != set(CELLS):
+        back.add(stream.until(lambda r: r["type"] == "result" and r["probe"] in CELLS)[1][
+            "probe"])
+    time.sleep(settle)
+    while not stream.lines.empty():
+        stream.lines.get()
+    return lat, runs, extra, others
+
+
+BLOCKS = (("comment", "rename"), ("comment", "write"), ("maths", "rename"),
+          ("build", "rename"))
 
 
 def run(n: int, hogs: bool, settle: float = 1.0) -> str:
@@ -123,26 +173,29 @@ def run(n: int, hogs: bool, settle: float = 1.0) -> str:
         try:
             stream.until(lambda r: r["type"] == "ready")
             load = os.getloadavg()[0]
-            sections = {}
-            for failing in (False, True, False):
-                lat, runs, extra = saves(stream, ws / "k" / "axpy.py", n, failing, settle)
-                sections.setdefault("failing" if failing else "passing", []).append(
-                    (lat, runs, extra))
+            got = {}
+            for edit, how in BLOCKS:
+                got[(edit, how)] = saves(stream, ws / "k" / "axpy.py", n, edit, how, settle)
+            load_end = os.getloadavg()[0]
         finally:
             stream.close()
             stop_hogs(procs)
     where = "beside two CPU hogs (setsid)" if hogs else "quiet"
-    out.append(f"{CELL}, {where}, load average {load:.2f} at start, {os.cpu_count()} CPUs, "
-               f"{n} saves per block (passing, failing, passing)")
-    p50s = {}
-    for kind, blocks in sections.items():
-        lat = [x for b in blocks for x in b[0]]
-        runs = [x for b in blocks for x in b[1]]
-        extra = sum(b[2] for b in blocks)
-        p50s[kind] = statistics.median(lat)
-        out.append(f"  {kind:<8} save -> result p50 {pct(lat, 50):6.3f} s  p95 "
-                   f"{pct(lat, 95):6.3f} s  (cell run p50 {pct(runs, 50):.3f} s; "
-                   f"n={len(lat)}; second results for one save: {extra})")
-    out.append(f"  failing / passing p50: {p50s['failing'] / p50s['passing']:.2f}x "
-               "(target <= 1.5x)")
+    out.append(f"k/axpy.py, {where}, load average {load:.2f} at start, {load_end:.2f} at end,"
+               f" {os.cpu_count()} CPUs, {n} saves per block")
+    p50: dict[tuple[str, str, str], float] = {}
+    for (edit, how), (lat, runs, extra, others) in got.items():
+        for cell in CELLS:
+            p50[(edit, how, cell)] = statistics.median(lat[cell])
+            out.append(f"  {edit:<7} {how:<6} {cell:<26} save -> result p50 "
+                       f"{pct(lat[cell], 50):6.3f} s  p95 {pct(lat[cell], 95):6.3f} s  (cell run"
+                       f" p50 {pct(runs[cell], 50):.3f} s; second results for one save: "
+                       f"{extra[cell]})")
+        if others:
+            out.append(f"    other records: {dict(sorted(others.items()))}")
+    c_ratio = p50[("maths", "rename", C_CELL)] / p50[("comment", "rename", C_CELL)]
+    cuda_ratio = p50[("build", "rename", CUDA_CELL)] / p50[("comment", "rename", CUDA_CELL)]
+    c_build = p50[("build", "rename", C_CELL)] / p50[("comment", "rename", C_CELL)]
+    out.append(f"  failing / passing p50: c (maths) {c_ratio:.2f}x, c (build) {c_build:.2f}x, "
+               f"cuda (build) {cuda_ratio:.2f}x (target <= 1.5x)")
     return "\n".join(out)
