@@ -8,6 +8,7 @@ the frames its websocket received: the dashboard's output, ANSI stripped."""
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -142,6 +143,40 @@ def test_served_dashboard_in_chromium(served_show):
             assert "add_ln_kernel[c,fp16,gpu]" in screen.since(mark)
         finally:
             browser.close()
+
+
+SLOW_LISTEN = """
+import asyncio, sys
+from aiohttp import web
+start = web.TCPSite.start
+async def slow_start(self):  # the socket listens a second late: the URL must wait for it
+    await asyncio.sleep(1.0)
+    await start(self)
+web.TCPSite.start = slow_start
+from laya_tui.cli.serve import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_printed_url_is_listening():
+    """The URL is printed only once its socket accepts: a client that connects at once
+    is not refused, even when aiohttp is slow to listen (printed before listening, the
+    first connect here is refused for a second)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_LISTEN, "--port", str(port), "show",
+                             str(REPORT)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if f"open http://127.0.0.1:{port}/" in line:
+                break
+        else:
+            raise AssertionError(f"serve printed no URL (exit {proc.wait(timeout=10)})")
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    finally:
+        stop(proc)
 
 
 def test_serve_flags_are_checked_and_other_hosts_warn(capsys, monkeypatch):

@@ -45,6 +45,9 @@ def served_command(args: list[str]) -> str:
 
 def make_server(command: str, host: str, port: int, token: str) -> Any:
     """A textual-serve Server whose pages and websocket need ``?token=TOKEN``."""
+    import asyncio
+    import signal
+
     import aiohttp_jinja2
     from aiohttp import web
     from textual_serve.server import Server
@@ -81,12 +84,25 @@ def make_server(command: str, host: str, port: int, token: str) -> Any:
             return aiohttp_jinja2.render_template("app_index.html", request, context)
 
         async def on_startup(self, app: web.Application) -> None:
-            print(f"laya-tui serve: open http://{_url_host(host)}:{port}/?token={token}",
-                  file=sys.stderr, flush=True)
-            print("laya-tui serve: Ctrl+C stops it", file=sys.stderr, flush=True)
+            pass  # runs before the socket listens: the address is announced by serve()
 
         def initialize_logging(self) -> None:  # aiohttp's access log would print the token
             pass
+
+        def serve(self, debug: bool = False) -> None:
+            """textual-serve's serve, but the URL is printed by aiohttp's ``print`` hook,
+            which runs once every site listens: a client that reads the URL can connect."""
+            self.debug = debug
+            loop = asyncio.new_event_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.request_exit)
+            web.run_app(self._make_app(), host=self.host, port=self.port,
+                        handle_signals=False, loop=loop, print=lambda *_: announce())
+
+    def announce() -> None:
+        print(f"laya-tui serve: open http://{_url_host(host)}:{port}/?token={token}",
+              file=sys.stderr, flush=True)
+        print("laya-tui serve: Ctrl+C stops it", file=sys.stderr, flush=True)
 
     return TokenServer(command, host=host, port=port, title="laya-tui")
 
