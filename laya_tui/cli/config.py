@@ -205,6 +205,14 @@ def _run_options(values: dict[str, Any], flags: dict[str, Any], table: dict[str,
                          f"got {device!r}")
     out = values["out"]
     envs = _envs(flags, table)
+    cluster = values.get("cluster")
+    if cluster:  # issue 47: checked before anything runs (laya_tui.cluster)
+        from laya_tui.cluster.session import check_address
+
+        cluster = check_address(cluster)
+        if envs:
+            raise UsageError("--cluster does not combine with --env: each node runs its own "
+                             "interpreter (docs/cluster.md)")
     return RunOptions(**{
         **_part(values, "run"),  # every option as merged; then those resolved here
         "workspace": workspace, "probes": tuple(os.path.abspath(p) for p in probes),
@@ -214,7 +222,7 @@ def _run_options(values: dict[str, Any], flags: dict[str, Any], table: dict[str,
         "rbln_log": os.path.abspath(rbln_log) if rbln_log else None, "shard": shard,
         "durations_path": os.path.abspath(durations_path)
         if durations_path and durations is not None else None,
-        "envs": envs, "precision_plan": _numerics_searches(flags),
+        "envs": envs, "precision_plan": _numerics_searches(flags), "cluster": cluster or None,
     }, durations=frozen_map(durations) if durations is not None else None)
 
 

@@ -134,7 +134,10 @@ class RemoteHandle:
             if self._log:
                 _write(self._log, event.get("log_tail", ""))
             _write(self.worker_log, event.get("worker_log", ""))
-            raise WorkerDied(f"{event.get('reason')} on node {self.node.name()}")
+            reason = str(event.get("reason"))
+            if self.node.id[:8] not in reason:
+                reason += f" on node {self.node.name()}"
+            raise WorkerDied(reason)
         return event
 
     async def _read(self) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from laya_tui.core.errors import UsageError
 PLAIN = frozenset({"CPU", "memory", "object_store_memory"})
 #: Seconds the nodes' facts may take (a node that cannot import laya_tui answers at once).
 FACTS_TIMEOUT_S = 60.0
+#: Seconds to wait for the head's port to answer before Ray is asked to connect.
+CONNECT_TIMEOUT_S = 5.0
 #: Set to 1 to send the workspace through Ray's runtime environment even to nodes on the
 #: driver's own host (tests; on that host the same paths are read by default).
 SHIP_ENV = "LAYA_CLUSTER_SHIP"
@@ -106,6 +108,7 @@ class Session:
         if self.address == "local":
             kwargs.update(include_dashboard=False)
         else:
+            self._reachable()
             kwargs["address"] = self.address
         self._init(kwargs)
         self.driver_ip = ray.util.get_node_ip_address()
@@ -118,6 +121,22 @@ class Session:
             self.nodes.clear()
             self.refresh()
         self._facts()
+
+    def _reachable(self) -> None:
+        """A UsageError at once when nothing answers at ``host:port`` (Ray itself retries
+        for minutes)."""
+        import socket
+
+        text = self.address.removeprefix("ray://")
+        if text == "auto":
+            return
+        host, _, port = text.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--cluster {self.address}: cannot connect: nothing answers "
+                             f"there ({_one_line(exc)}); start the head with "
+                             "'ray start --head' (docs/cluster.md)") from None
 
     def _init(self, kwargs: dict[str, Any]) -> None:
         try:

@@ -1,0 +1,279 @@
+"""``--cluster``: a real local Ray cluster of two nodes (one CPU each, one offering a custom
+``fakegpu`` resource), started once for the module (issue 47, docs/cluster.md).
+
+Cells that ask for ``fakegpu`` run on that node and the rest on the other; the report equals
+a local run of the same selection (node fields aside), with the workspace travelling through
+Ray's runtime environment; a resource no node offers skips its cell; crashes and hangs name
+the node; a node killed mid-run gives ``crashed`` (node lost) and the run ends; after a run
+and after Ctrl-C nothing of the run is left on the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laya_tui.core.events import SignalEmitted
+from laya_tui.core.run import run_probes
+from laya_tui.core.runner import Runner
+from laya_tui.core.settings import RunOptions
+from tests._util import run_cli
+
+ray = pytest.importorskip(
+    "ray", reason="the cluster tests need Ray: pip install -c constraints.txt -e '.[cluster]' "
+    "(scripts/setup.sh installs it with the dev extra)")
+
+from laya_tui.cluster.factory import make_runner  # noqa: E402 - after the Ray check
+
+MB = 2 ** 20
+
+CELLS = '''
+import os
+from laya_tui.api import param, probe
+from helpers.nums import scale
+
+
+@probe("plain", params=[param("a", n=1), param("b", n=2)])
+def plain(ctx, n):
+    ctx.tolerance(f"n={n}", scale(n), 0.01)
+    ctx.signal("fallback", subject="aten::demo", site={"file": __file__, "line": 7})
+
+
+@probe("gpu", params=[param("x", device="fakegpu"), param("y", device="fakegpu")])
+def gpu(ctx, device):
+    ctx.environment("device", device)
+    ctx.tolerance("gpu", scale(3), 0.01)
+
+
+@probe("rbln", params=[param("r", device="rbln")])
+def on_rbln(ctx, device):
+    ctx.environment("device", device)
+'''
+
+FAULTS = '''
+import os
+import time
+from laya_tui.api import param, probe
+
+
+@probe("boom", params=[param("abort", device="fakegpu")])
+def boom(ctx, device):
+    print("about to abort", flush=True)
+    os.abort()
+
+
+@probe("hang", params=[param("sleep")], timeout=2)
+def hang(ctx):
+    time.sleep(600)
+'''
+
+SLOW = '''
+import time
+from laya_tui.api import param, probe
+
+
+@probe("slow", params=[param("first", device=DEVICE), param("second", device=DEVICE)])
+def slow(ctx, device):
+    ctx.environment("started", device)
+    time.sleep(120)
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two small nodes: the head (CPU only) and one with the custom resource fakegpu."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False})
+    gpu_node = c.add_node(num_cpus=1, resources={"fakegpu": 1},
+                          object_store_memory=80 * MB)
+    c.wait_for_nodes()
+    try:
+        yield c, gpu_node
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cluster_ws")
+    (root / "probes").mkdir()
+    (root / "helpers").mkdir()
+    (root / "helpers" / "__init__.py").write_text("")
+    (root / "helpers" / "nums.py").write_text("def scale(n):\n    return 0.001 * n\n")
+    (root / "probes" / "cells.py").write_text(CELLS)
+    (root / "probes" / "faults.py").write_text(FAULTS)
+    for name, device in (("slow_doomed.py", "doomed"), ("slow_gpu.py", "fakegpu")):
+        (root / "slow").mkdir(exist_ok=True)
+        (root / "slow" / name).write_text(SLOW.replace("DEVICE", repr(device)))
+    return root
+
+
+def options(ws: Path, probes: str, cluster: str | None, **kw: Any) -> RunOptions:
+    return RunOptions(workspace=str(ws), probes=(str(ws / probes),), cluster=cluster,
+                      use_cache=False, cache_dir=str(ws / ".cache"), jobs=2, **kw)
+
+
+def run(config: RunOptions, on_event: Any = None) -> tuple[dict[str, dict[str, Any]], float]:
+    t0 = time.perf_counter()
+    results, _, _ = asyncio.run(run_probes(config, on_event, make_runner=make_runner))
+    return {r["id"]: r for r in results}, time.perf_counter() - t0
+
+
+def comparable(result: dict[str, Any]) -> dict[str, Any]:
+    """A result less what differs between two runs of the same cell (times, the node)."""
+    skip = {"started", "ended", "seconds", "budget", "node", "log_tail"}
+    return {k: v for k, v in result.items() if k not in skip}
+
+
+def left_on(address: str, ws: Path, *, wait_s: float = 20.0) -> list[str]:
+    """What the run left on the cluster: live relay actors, resources in use, worker
+    processes of this workspace. Polled: Ray frees a killed actor's resources shortly after."""
+    import psutil
+
+    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            actors = [a["Name"] or a["ActorID"] for a in ray._private.state.actors().values()
+                      if a["ActorClassName"] == "NodeWorker" and a["State"] != "DEAD"]
+            total, free = ray.cluster_resources(), ray.available_resources()
+            busy = [f"{k} {free.get(k, 0)}/{v}" for k, v in total.items()
+                    if k in ("CPU", "GPU", "fakegpu") and free.get(k, 0) != v]
+            procs = [p.pid for p in psutil.process_iter(["cmdline"])
+                     if "laya_tui.worker" in " ".join(p.info["cmdline"] or ())
+                     and str(ws) in " ".join(p.info["cmdline"] or ())]
+            left = [f"actor {a}" for a in actors] + busy + [f"worker pid {p}" for p in procs]
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.25)
+    finally:
+        ray.shutdown()
+
+
+def test_cells_run_where_their_resource_is_and_the_report_equals_a_local_run(
+        cluster, ws, monkeypatch):
+    c, gpu_node = cluster
+    monkeypatch.setenv("LAYA_CLUSTER_SHIP", "1")  # the workspace travels as to another host
+    got, _ = run(options(ws, "probes/cells.py", c.address, only=("plain/*", "gpu/*")))
+    local, _ = run(options(ws, "probes/cells.py", None, only=("plain/*", "gpu/*")))
+    assert sorted(got) == sorted(local) == ["gpu/gpu[x]", "gpu/gpu[y]", "plain/plain[a]",
+                                            "plain/plain[b]"]
+    for pid in got:
+        assert comparable(got[pid]) == comparable(local[pid]), pid
+        assert got[pid]["status"] == "ok"
+    # the call site and the dependency set read as the driver's paths, not the node's copy
+    site = next(s for s in got["plain/plain[a]"]["signals"] if s["kind"] == "fallback")["site"]
+    assert site["file"] == str((ws / "probes" / "cells.py").resolve())
+    assert "helpers/nums.py" in got["plain/plain[a]"]["deps"]
+    gpu_id = gpu_node.node_id
+    assert {got[p]["node"]["id"] for p in ("gpu/gpu[x]", "gpu/gpu[y]")} == {gpu_id}
+    assert {got[p]["node"]["id"] for p in ("plain/plain[a]", "plain/plain[b]")} != {gpu_id}
+    node = got["gpu/gpu[x]"]["node"]
+    assert node["resources"]["fakegpu"] == 1 and node["host"]
+    assert node["versions"]["laya-tui"] and node["versions"]["python"]
+    assert "node" not in local["gpu/gpu[x]"]
+    assert left_on(c.address, ws) == []
+
+
+def test_unmet_resource_is_skipped_and_faults_name_their_node(cluster, ws):
+    c, gpu_node = cluster
+    got, _ = run(options(ws, "probes", c.address, only=("rbln/*", "boom/*", "hang/*")))
+    rb = got["rbln/on_rbln[r]"]
+    assert rb["status"] == "skipped" and rb["reason"] == "no node offers rbln"
+    assert "node" not in rb and rb["signals"] == []
+    boom = got["boom/boom[abort]"]
+    assert boom["status"] == "crashed"
+    assert "SIGABRT" in boom["reason"] and gpu_node.node_id[:8] in boom["reason"]
+    assert "about to abort" in boom["log_tail"]  # the node's log, brought back
+    hang = got["hang/hang[sleep]"]
+    assert hang["status"] == "timeout" and "timed out after 2 s" in hang["reason"]
+    assert hang["node"]["id"][:8] in hang["reason"]
+    assert left_on(c.address, ws) == []
+
+
+def test_a_node_killed_mid_run_crashes_its_cells_and_the_run_ends(cluster, ws):
+    c, _ = cluster
+    doomed = c.add_node(num_cpus=1, resources={"doomed": 1}, object_store_memory=80 * MB)
+    c.wait_for_nodes()
+    killed: list[float] = []
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, SignalEmitted) and event.signal.get("subject") == "started" \
+                and not killed:
+            killed.append(time.perf_counter())
+            threading.Thread(target=c.remove_node, args=(doomed,)).start()
+
+    got, _ = run(options(ws, "slow/slow_doomed.py", c.address), on_event)
+    ended = time.perf_counter()
+    assert killed, "the slow cell never started on the doomed node"
+    first, second = got["slow/slow[first]"], got["slow/slow[second]"]
+    assert first["status"] == "crashed" and first["reason"].startswith("node lost: ")
+    assert first["node"]["id"] == doomed.node_id
+    assert [s["subject"] for s in first["signals"]] == ["started"]  # what it sent before
+    assert second["status"] == "crashed"
+    assert second["reason"].endswith("offered doomed and left the cluster")
+    assert ended - killed[0] < 30  # not the cell's 120 s sleep, not its timeout
+    assert left_on(c.address, ws) == []
+
+
+def test_ctrl_c_cancels_the_remote_cells_and_leaves_nothing(cluster, ws):
+    c, gpu_node = cluster
+    started: list[str] = []
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, SignalEmitted) and event.signal.get("subject") == "started":
+            started.append(event.probe_id)
+            os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends: run_probes' handler
+
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        run(options(ws, "slow/slow_gpu.py", c.address), on_event)
+    assert started == ["slow/slow[first]"]
+    assert time.perf_counter() - t0 < 60
+    assert left_on(c.address, ws) == []
+
+
+def test_a_bad_address_is_one_line(ws):
+    proc = run_cli("--headless", "--cluster", "nowhere", "--workspace", str(ws),
+                   cwd=ws, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "laya-tui: error: --cluster: expected host:port, ray://host:port, auto or local, "
+        "got 'nowhere'"]
+
+
+def test_an_unreachable_head_is_one_line_at_once(ws):
+    t0 = time.perf_counter()
+    proc = run_cli("--headless", "--cluster", "127.0.0.1:9", "--workspace", str(ws),
+                   cwd=ws, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "laya-tui: error: --cluster 127.0.0.1:9: cannot connect: nothing answers there "
+        "([Errno 111] Connection refused); start the head with 'ray start --head' "
+        "(docs/cluster.md)"]
+    assert time.perf_counter() - t0 < 30  # Ray alone retries for minutes
+
+
+def test_cluster_and_env_do_not_combine(ws):
+    proc = run_cli("--headless", "--cluster", "local", "--env", f"a={sys.executable}",
+                   "--workspace", str(ws), cwd=ws, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "laya-tui: error: --cluster does not combine with --env: each node runs its own "
+        "interpreter (docs/cluster.md)")
+
+
+def test_runner_without_cluster_stays_local():
+    assert type(make_runner(RunOptions())) is Runner
