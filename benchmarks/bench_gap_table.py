@@ -12,7 +12,8 @@ Usage: .venv/bin/python benchmarks/bench_gap_table.py [--out FILE] [--skip-cli]
    and with budgets below the records' size.
 2. Cost in process: the demo's tiny Llama / ModernBERT in bf16 and the test model: one
    plain forward (median of 5) against the gap table (reference run, model run and every
-   local re-run).
+   local re-run), eager and compiled module by module (a compile cell's table: each leaf
+   compiled alone, Dynamo reset before, so the compiles are counted).
 3. Cost of ``--numerics`` on a passing cell through the CLI: the cell's seconds (the report's
    ``seconds``) with and without the flag, ``explain/<preset>[bf16,eager]`` and a
    ``--model`` that is fine in bf16, ``--no-cache``, best of two runs each.
@@ -23,6 +24,7 @@ Writes benchmarks/results/gap-table.txt (``--out``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -116,7 +118,8 @@ def cost_rows() -> list[str]:
     from laya_tui.families.explain import gap_table as g
 
     torch.set_num_threads(1)
-    rows = ["cost in process (1 thread): one plain bf16 forward (median of 5) vs the gap table",
+    rows = ["cost in process (1 thread): one plain bf16 forward (median of 5) vs the gap table "
+            "(compile: leaf compiles included)",
             f"{'model':<28} {'calls':>5} {'forward':>9} {'table':>9} {'ratio':>6}  "
             "most own error"]
     cases: list[tuple[str, Any, Any, Any, Any]] = []
@@ -144,13 +147,18 @@ def cost_rows() -> list[str]:
                 run(model, True)
             times.append(time.perf_counter() - t0)
         fwd = statistics.median(times)
-        t = g.gap_table(model, ref, lambda m=model, r=run: r(m, True),
-                        lambda m=ref, r=run: r(m, False), mask=mask)
-        top = t.ranked()[0]
-        rows.append(f"{name:<28} {len(t.rows):>5} {fwd * 1e3:>7.1f}ms {t.seconds * 1e3:>7.1f}ms "
-                    f"{t.seconds / fwd:>5.1f}x  {top.module} ({top.type}) local "
-                    f"{top.local:.3g} / limit {top.limit:.3g}")
-        print(rows[-1], flush=True)
+        for path in ("eager", "compile"):
+            torch._dynamo.reset()
+            t0 = time.perf_counter()
+            with g.leaves_compiled(model) if path == "compile" else contextlib.nullcontext():
+                t = g.gap_table(model, ref, lambda m=model, r=run: r(m, True),
+                                lambda m=ref, r=run: r(m, False), mask=mask)
+            took = time.perf_counter() - t0
+            top = t.ranked()[0]
+            rows.append(f"{name + ', ' + path:<28} {len(t.rows):>5} {fwd * 1e3:>7.1f}ms "
+                        f"{took * 1e3:>7.1f}ms {took / fwd:>5.1f}x  {top.module} ({top.type}) "
+                        f"local {top.local:.3g} / limit {top.limit:.3g}")
+            print(rows[-1], flush=True)
     return rows
 
 
