@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from laya_tui.families.tilelang.missing_package import missing_package
+from laya_tui.families.tilelang.missing_package import missing_module, missing_package
 from tests._tilelang_cells import folder_cells, run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,3 +54,16 @@ def test_a_missing_module_of_the_project_is_not_a_package_to_install(tl: Any,
         status, _ = run_folder_cell(cid, tmp_path, FOLDER)
         assert status.startswith("error: could not import needs_sibling.py"), status
         assert "pip install" not in status
+
+
+def test_one_reader_two_judgements() -> None:
+    """``missing_module`` reads any ``No module named``; ``missing_package`` keeps only what
+    pip could install (not TileLang, not the project's own module beside the file)."""
+    file = str(FOLDER / "needs_sibling.py")
+    own = "ModuleNotFoundError: No module named 'helpers_here.refs'"
+    assert missing_module(own) == "helpers_here" and missing_package(own, file) is None
+    drift = "No module named 'tilelang.contrib.x'"
+    assert missing_module(drift) == "tilelang" and missing_package(drift, file) is None
+    pkg = "raised ModuleNotFoundError: No module named 'fla.ops'"
+    assert missing_module(pkg) == missing_package(pkg, file) == "fla"
+    assert missing_module("ValueError: bad size") is None

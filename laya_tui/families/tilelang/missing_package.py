@@ -14,15 +14,19 @@ import re
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
+def missing_module(error: str | None) -> str | None:
+    """The top-level name of the module a ``No module named 'x.y'`` in ``error`` names, any
+    module (callers decide whether it is a package to install)."""
+    m = _NO_MODULE.search(error or "")
+    return m.group(1).split(".")[0] if m else None
+
+
 def missing_package(error: str | None, file: str) -> str | None:
     """The top-level package a ``ModuleNotFoundError`` in ``error`` names, when it is neither
     TileLang (a file written for another TileLang is a finding) nor a module of the file's
     own project (a folder or ``.py`` of that name beside the file or above it)."""
-    m = _NO_MODULE.search(error or "")
-    if m is None:
-        return None
-    top = m.group(1).split(".")[0]
-    if top == "tilelang":
+    top = missing_module(error)
+    if top is None or top == "tilelang":
         return None
     folder = os.path.dirname(os.path.realpath(file))
     while True:

@@ -28,7 +28,11 @@ import re
 from typing import Any
 
 from laya_tui.families.tilelang.cell_state import CellState, KernelCall, has_gpu
-from laya_tui.families.tilelang.missing_package import missing_package, unexamined_reason
+from laya_tui.families.tilelang.missing_package import (
+    missing_module,
+    missing_package,
+    unexamined_reason,
+)
 
 
 def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
@@ -202,9 +206,8 @@ def _not_built(ctx: Any, state: CellState, obj: str, cap: Any, key: str | None) 
                  f"{os.path.basename(cap.file)}` does not build it either (an option or a "
                  f"branch the run does not take)")
     for entry, how in cap.entries:  # the file's own test needs a package this host lacks
-        missing = re.search(r"raised ModuleNotFoundError.*No module named '([\w.]+)'", how)
-        if missing:
-            top = missing.group(1).split(".")[0]
+        top = missing_module(how) if "raised ModuleNotFoundError" in how else None
+        if top is not None:
             ctx.skip(f"{obj} was not built: the file's own {entry} needs `{top}`, not "
                      f"installed here (pip install {top}): {how}")
     ctx.error(f"{obj} makes its kernel inside nested functions (a maker's maker, a closure "
