@@ -36,16 +36,7 @@ from laya_tui.report.markdown import build_markdown  # noqa: E402
 from laya_tui.report.sarif import build_sarif, state_words  # noqa: E402
 from laya_tui.report.sources import Sources  # noqa: E402
 from laya_tui.report.views.legend import State, cell_state, state_word  # noqa: E402
-from tests._state_words import (  # noqa: E402
-    annotation_words,
-    disagreements,
-    html_words,
-    junit_words,
-    markdown_words,
-    sarif_words,
-    summary_words,
-    tree_words,
-)
+from tests import _state_words as words  # noqa: E402  (the readers the test uses)
 
 RECORDED = ROOT / "tests" / "fixtures" / "recorded"
 
@@ -55,19 +46,19 @@ def outputs_of(report: dict[str, Any], workspace: str) -> dict[str, dict[str, st
     sources = Sources(workspace)
     found = collect_findings(report, sources)
     notes = "\n".join(annotation_lines(found, states=state_words(report)))
-    return {"tree": tree_words(report), "html": html_words(report),
-            "junit": junit_words(build_junit(report)),
-            "sarif": sarif_words(build_sarif(report, sources, findings=found)),
-            "markdown": markdown_words(build_markdown(report)),
-            "annotations": annotation_words(notes),
-            "headless": summary_words(human_summary(report)),
-            "show": summary_words(headless_text(report, "r.json"))}
+    return {"tree": words.tree_words(report), "html": words.html_words(report),
+            "junit": words.junit_words(build_junit(report)),
+            "sarif": words.sarif_words(build_sarif(report, sources, findings=found)),
+            "markdown": words.markdown_words(build_markdown(report)),
+            "annotations": words.annotation_words(notes),
+            "headless": words.summary_words(human_summary(report)),
+            "show": words.summary_words(headless_text(report, "r.json"))}
 
 
 def measure(name: str, report: dict[str, Any], workspace: str) -> dict[str, Any]:
     want = {p["id"]: state_word(cell_state(p)) for p in report["probes"]}
     outs = outputs_of(report, workspace)
-    differ = disagreements(want, outs)
+    differ = words.disagreements(want, outs)
     built = {p["id"] for p in report["probes"]
              if cell_state(p) in (State.NOT_RUN, State.NOT_COMPARED)}
     called_ok = sorted({(o, pid) for o, cells in outs.items() for pid, w in cells.items()
