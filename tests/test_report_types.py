@@ -27,7 +27,7 @@ def test_each_nested_typed_dict_mirrors_its_schema_object(path: str) -> None:
     """Objects inside a probe or the report (a result's error and budget, a file error)."""
     typed = SCHEMA_PATHS[path]
     spec = SCHEMA
-    for key in path.split("/"):
+    for key in path.split("/") if path else ():  # "": the report itself
         spec = spec[key]
     assert set(typed.__annotations__) == set(spec["properties"]), path
     assert set(typed.__required_keys__) == set(spec.get("required", ())), path

@@ -20,6 +20,7 @@ from typing import Any
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
 from laya_tui.core.logtext import printable
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import READABLE_SCHEMAS
 from laya_tui.core.tracelog import looks_like_trace
@@ -37,7 +38,7 @@ SAVED_BUDGET = 0.010
 WHY_OFF = "this is a saved report (laya-tui show); run laya-tui in its workspace to re-run"
 
 
-def source_line(report: dict[str, Any], path: str) -> str:
+def source_line(report: ReportDict, path: str) -> str:
     """One line naming the report and the machine that wrote it."""
     env = as_dict(report.get("environment"))
     host = as_dict(env.get("host"))
@@ -55,7 +56,7 @@ def source_line(report: dict[str, Any], path: str) -> str:
     return "saved report " + ", ".join(bits)
 
 
-def trace_line(report: dict[str, Any]) -> str:
+def trace_line(report: ReportDict) -> str:
     """One line naming an imported TORCH_TRACE folder: its logs and their torch."""
     imported = report.get("imported") or {}
     files = imported.get("files") or []
@@ -65,7 +66,7 @@ def trace_line(report: dict[str, Any]) -> str:
             + (f", torch {', '.join(torch)}" if torch else ""))
 
 
-def headless_text(report: dict[str, Any], path: str) -> str:
+def headless_text(report: ReportDict, path: str) -> str:
     """What ``show`` prints without a terminal: source line, summary, baseline lines."""
     from laya_tui.report.document import human_summary
 
@@ -88,7 +89,7 @@ def headless_text(report: dict[str, Any], path: str) -> str:
     return printable("\n".join(lines)) + "\n"  # a report's raw controls never reach a terminal
 
 
-def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
+def build_saved_app(report: ReportDict, *, label: str, workspace: str | None,
                     why_off: str = WHY_OFF, path: str | None = None) -> Any:
     """The dashboard over ``report``: replayed by the recorded runner, nothing runs."""
     from laya_tui.tui.factory import build_app
@@ -98,7 +99,7 @@ def build_saved_app(report: dict[str, Any], *, label: str, workspace: str | None
                                                    "report": report}, budget=SAVED_BUDGET)
 
 
-def load_trace(path: str) -> dict[str, Any]:
+def load_trace(path: str) -> ReportDict:
     """The report of a TORCH_TRACE folder or log (a one-line UsageError when there is none)."""
     from laya_tui.report.trace_import import trace_report
 
@@ -116,7 +117,7 @@ def trace_files_or_fail(path: str) -> None:
 
 
 def build_lazy_app(path: str, *, workspace: str | None,
-                   load: Callable[[str], dict[str, Any]] = load_saved_report) -> Any:
+                   load: Callable[[str], ReportDict] = load_saved_report) -> Any:
     """The dashboard over the report at ``path``, read after the first frame (a 100,000
     signal report takes seconds to parse); an unreadable one ends the app with exit 2.
     ``load``: how the path becomes a report (a saved report, a TORCH_TRACE folder)."""
@@ -159,7 +160,7 @@ def early_check(path: str) -> None:
         load_saved_report(path)  # raises the one-line UsageError (or reads an odd layout)
 
 
-def run_saved_app(report: dict[str, Any], *, label: str, workspace: str | None,
+def run_saved_app(report: ReportDict, *, label: str, workspace: str | None,
                   why_off: str = WHY_OFF, path: str | None = None) -> int:
     """Run :func:`build_saved_app` until the user quits; exit 0."""
     build_saved_app(report, label=label, workspace=workspace, why_off=why_off,

@@ -22,25 +22,25 @@ from laya_tui.core.events import (
     SignalEmitted,
 )
 from laya_tui.core.gc_sight import freeze_if_large
-from laya_tui.core.report_types import CellSpec, ResultDict
+from laya_tui.core.report_types import CellSpec, ReportDict, ResultDict
 from laya_tui.core.runner import Discovery
 
 #: A fixed start time, so nothing in a replay depends on the clock.
 RECORDED_START = 1_700_000_000.0
 
 
-def load_report(source: str | Path | dict[str, Any]) -> dict[str, Any]:
+def load_report(source: str | Path | ReportDict) -> ReportDict:
     """A report document from a path or an already loaded dict."""
     if isinstance(source, dict):
         return source
-    doc: dict[str, Any] = json.loads(Path(source).read_text())  # a report: JSON from a file
+    doc: ReportDict = json.loads(Path(source).read_text())  # a report: JSON from a file
     return doc
 
 
 class RecordedRunner(EventSource):
     """Replays a report's probes as runner events (optionally paced, ``delay`` seconds each)."""
 
-    def __init__(self, report: str | Path | dict[str, Any],
+    def __init__(self, report: str | Path | ReportDict,
                  on_event: Callable[[Event], None] | None = None, *, delay: float = 0.0,
                  chunk: int = 256) -> None:
         self.report = load_report(report)

@@ -137,6 +137,73 @@ class ShardDict(TypedDict):
     estimated_seconds: NotRequired[list[float]]
 
 
+class NotRunDict(TypedDict):
+    """The summary's ``not_run``: cells built but never run, by why."""
+
+    count: int
+    why: dict[str, int]
+
+
+class UngatedDict(TypedDict):
+    """The summary's ``ungated``: findings no gate reads, by kind."""
+
+    count: int
+    kinds: dict[str, int]
+
+
+class SummaryDict(TypedDict):
+    """The report's ``summary`` (``report.document.summarise``; ``passed`` and
+    ``ungated`` set by ``build_report``)."""
+
+    probes: int
+    status: dict[str, int]
+    signals: dict[str, int]
+    seconds: float
+    cached: NotRequired[int]
+    passed: NotRequired[bool]
+    states: NotRequired[dict[str, int]]
+    not_run: NotRequired[NotRunDict]
+    ungated: NotRequired[UngatedDict]
+
+
+class BaselineDict(TypedDict):
+    """The comparison with a baseline report: ``$defs/baseline`` (``report.baseline``)."""
+
+    path: str
+    schema: NotRequired[str]
+    created: NotRequired[str | None]
+    tool_version: NotRequired[str | None]
+    tolerance_margin: NotRequired[float]
+    probes: dict[str, int]
+    occurrences: NotRequired[dict[str, dict[str, int]]]
+    counts: dict[str, Any]
+    environment: NotRequired[dict[str, Any]]
+    regressions: list[ChangeDict]
+    improvements: list[ChangeDict]
+    notes: list[ChangeDict]
+
+
+class ReportDict(TypedDict):
+    """The report document (the schema's top level; ``report.document.build_report``).
+    Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
+
+    schema: str
+    tool: NotRequired[dict[str, Any]]
+    created: NotRequired[str]
+    environment: dict[str, Any]
+    errors: NotRequired[list[FileErrorDict]]
+    probes: list[ResultDict]
+    summary: SummaryDict
+    gates: list[GateDict]
+    baseline: NotRequired[BaselineDict]
+    shard: NotRequired[ShardDict]
+    envs: NotRequired[dict[str, dict[str, Any]]]
+    env_comparison: NotRequired[dict[str, Any]]
+    hosts: NotRequired[dict[str, dict[str, Any]]]
+    imported: NotRequired[dict[str, Any]]
+    merged: NotRequired[dict[str, Any]]
+
+
 class CellSpec(TypedDict):
     """One probe cell as discovery found it (the worker's ``discovered`` event), the
     runner's unit of work; ``env`` is set under ``--env``."""
@@ -175,9 +242,14 @@ class WatchRecord(TypedDict):
 
 #: The schema's ``$defs`` name of each typed dict.
 SCHEMA_DEFS: dict[str, type] = {"site": SiteDict, "signal": SignalDict, "probe": ResultDict,
-                                "gate": GateDict, "change": ChangeDict, "shard": ShardDict}
+                                "gate": GateDict, "change": ChangeDict, "shard": ShardDict,
+                                "baseline": BaselineDict}
 #: Typed dicts of objects nested in the schema, by their path in it (keys joined by "/").
 SCHEMA_PATHS: dict[str, type] = {
+    "": ReportDict,
+    "properties/summary": SummaryDict,
+    "properties/summary/properties/not_run": NotRunDict,
+    "properties/summary/properties/ungated": UngatedDict,
     "properties/errors/items": FileErrorDict,
     "$defs/probe/properties/error": ErrorDict,
     "$defs/probe/properties/budget": BudgetDict,

@@ -14,7 +14,10 @@ the trace's metadata says so. Standard library only.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
+
+from laya_tui.core.report_types import ReportDict, ResultDict
 
 #: Timing subjects that are per-call or derived figures, not stages of the probe's run.
 _NOT_STAGES = ("latency/", "uninstrumented", "instrumentation overhead")
@@ -24,7 +27,7 @@ _US = 1_000_000
 Stage = tuple[str, float, dict[str, Any], list[tuple[str, float, dict[str, Any]]]]
 
 
-def _stages(probe: dict[str, Any]) -> list[Stage]:
+def _stages(probe: ResultDict) -> list[Stage]:
     """(name, seconds, args, children) per timed stage, in the order reported.
 
     A phase's ``total`` (mlx: cold, warm) becomes the parent of that phase's other timings;
@@ -38,7 +41,8 @@ def _stages(probe: dict[str, Any]) -> list[Stage]:
             continue
         if any(tag in subject for tag in _NOT_STAGES):
             continue
-        detail = sig.get("detail") if isinstance(sig.get("detail"), dict) else {}
+        raw = sig.get("detail")
+        detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         runs_field = detail.get("runs")
         runs: int = runs_field if isinstance(runs_field, int) and runs_field > 1 else 1
         args: dict[str, Any] = {"seconds": secs}
@@ -61,8 +65,8 @@ def _stages(probe: dict[str, Any]) -> list[Stage]:
     return out
 
 
-def _spans(report: dict[str, Any]
-           ) -> tuple[list[tuple[str, float, float, dict[str, Any]]], bool]:
+def _spans(report: ReportDict
+           ) -> tuple[list[tuple[str, float, float, ResultDict]], bool]:
     """(family, start, end, probe) per probe, and whether the times were recorded."""
     from laya_tui.core.envs import worker_key  # --env: one track per family@env worker
 
@@ -86,7 +90,7 @@ def _spans(report: dict[str, Any]
     return spans, False
 
 
-def build_trace(report: dict[str, Any]) -> dict[str, Any]:
+def build_trace(report: ReportDict) -> dict[str, Any]:
     """The Chrome trace document (JSON object format) of a report's run."""
     spans, recorded = _spans(report)
     origin = min((s[1] for s in spans), default=0.0)
@@ -169,7 +173,7 @@ def _untangle(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def trace_json(report: dict[str, Any]) -> str:
+def trace_json(report: ReportDict) -> str:
     """The trace document as compact JSON text."""
     return json.dumps(build_trace(report), separators=(",", ":")) + "\n"
 

@@ -23,16 +23,22 @@ import gc
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core import json_chunks
 from laya_tui.core.errors import UsageError
 from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.core.renamed import renamed_ids, renamed_index, same_lowering_reason
-from laya_tui.core.report_types import GateDict, ResultDict
+from laya_tui.core.report_types import (
+    BaselineDict,
+    ChangeDict,
+    GateDict,
+    ReportDict,
+    ResultDict,
+)
 from laya_tui.core.results import (
     COUNTED_KINDS,
     failing,
@@ -66,7 +72,7 @@ class Baseline:
     """A loaded, validated earlier report."""
 
     path: str
-    report: dict[str, Any]
+    report: ReportDict
 
     @property
     def created(self) -> str | None:
@@ -250,7 +256,7 @@ def _what(kind: str, subject: str, reason: str) -> str:
 
 def _item(change: str, kind: str, probe: str, subject: str, reason: str,
           before: dict[str, Any] | None, after: dict[str, Any] | None,
-          message: str) -> dict[str, Any]:
+          message: str) -> ChangeDict:
     out: dict[str, Any] = {"change": change, "kind": kind, "probe": probe}
     if subject:
         out["subject"] = subject
@@ -259,13 +265,13 @@ def _item(change: str, kind: str, probe: str, subject: str, reason: str,
     out["before"] = before
     out["after"] = after
     out["message"] = message
-    return out
+    return cast(ChangeDict, out)  # in the report's key order
 
 
 # -- comparison ---------------------------------------------------------------------------
 
 def _counted(key: tuple[str, str, str, str], now: list[Any] | None, old: list[Any] | None,
-             regs: list[dict[str, Any]], imps: list[dict[str, Any]]) -> None:
+             regs: list[ChangeDict], imps: list[ChangeDict]) -> None:
     pid, kind, subject, reason = key
     what = _what(kind, subject, reason)
     if old is None:
@@ -299,7 +305,7 @@ def _counted(key: tuple[str, str, str, str], now: list[Any] | None, old: list[An
 
 
 def _tolerance(key: tuple[str, str, str, str], now: list[Any], old: list[Any] | None,
-               margin: float, regs: list[dict[str, Any]], imps: list[dict[str, Any]]) -> None:
+               margin: float, regs: list[ChangeDict], imps: list[ChangeDict]) -> None:
     pid, kind, subject, reason = key
     nv, nl, nf = now
     after = {"value": nv, "limit": nl, "passed": not nf}
@@ -331,13 +337,13 @@ def _tolerance(key: tuple[str, str, str, str], now: list[Any], old: list[Any] | 
                           f"{name} better: {_g(ov)} -> {_g(nv)} (limit {_g(nl)})"))
 
 
-def _sort_key(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
+def _sort_key(item: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
     return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""),
             item["change"])
 
 
 def compare(baseline: Baseline, probes: list[ResultDict], *,
-            margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
+            margin: float = DEFAULT_MARGIN) -> BaselineDict:
     """The ``baseline`` report section: regressions, improvements and notes, sorted."""
     with _no_gc():
         return _compare(baseline, probes, margin)
@@ -356,15 +362,15 @@ def _no_gc() -> Iterator[None]:
 
 
 def _compare(baseline: Baseline, probes: list[ResultDict],
-             margin: float) -> dict[str, Any]:
+             margin: float) -> BaselineDict:
     b_status, b_agg, b_cells = _index(baseline.report["probes"])
     n_status, n_agg, n_cells = _index(probes)
     renames = renamed_ids(b_status, n_status)
     if renames:  # a baseline written before a cell's id changed: read under the new id
         b_status, b_agg, b_cells = renamed_index(renames, b_status, b_agg, b_cells)
-    regs: list[dict[str, Any]] = []
-    imps: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
+    regs: list[ChangeDict] = []
+    imps: list[ChangeDict] = []
+    notes: list[ChangeDict] = []
     compared: set[str] = set()
     for pid, (st, reason) in n_status.items():
         old = b_status.get(pid)
@@ -462,7 +468,7 @@ def _compare(baseline: Baseline, probes: list[ResultDict],
     }
 
 
-def regressed(items: list[dict[str, Any]]) -> int:
+def regressed(items: Sequence[Mapping[str, Any]]) -> int:
     """How many regressions ``items`` are: a cell that broke (was ok, is not) is one,
     however many of its lowering and tolerance items say the same; every other item is
     one (the items themselves all stay in the list)."""
@@ -470,7 +476,7 @@ def regressed(items: list[dict[str, Any]]) -> int:
     return len(broken) + sum(1 for i in items if i.get("probe") not in broken)
 
 
-def _by_kind(items: list[dict[str, Any]]) -> dict[str, int]:
+def _by_kind(items: Sequence[ChangeDict]) -> dict[str, int]:
     out: dict[str, int] = {}
     for i in items:
         out[i["kind"]] = out.get(i["kind"], 0) + 1
@@ -489,15 +495,15 @@ def _environment_changes(old_env: Any) -> dict[str, dict[str, Any]]:
             for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)}
 
 
-def baseline_gate(section: dict[str, Any]) -> GateDict:
+def baseline_gate(section: BaselineDict) -> GateDict:
     """The ``baseline`` gate: passes when the comparison found no regression."""
     regs = section["regressions"]
     return {"name": "baseline",
             "description": f"no regression against the baseline {section['path']}",
-            "passed": not regs, "failures": regs}
+            "passed": not regs, "failures": [dict(r) for r in regs]}
 
 
-def summary_lines(section: dict[str, Any], limit: int = 10) -> list[str]:
+def summary_lines(section: BaselineDict, limit: int = 10) -> list[str]:
     """A few stderr lines: counts, then the first regressions."""
     regs, imps = section["regressions"], section["improvements"]
     p = section["probes"]

@@ -11,10 +11,11 @@ site and fix for the same drill-down. Standard library only (Textual when a TTY 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from laya_tui.core.cellid import family_of
-from laya_tui.core.report_types import ResultDict, SignalDict
+from laya_tui.core.report_types import BaselineDict, ReportDict, ResultDict, SignalDict
 from laya_tui.core.results import signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS
@@ -24,12 +25,15 @@ from laya_tui.report.baseline import Baseline, compare, regressed
 BAD = frozenset(("new", "more", "more-bytes", "now-failing", "worse", "status"))
 
 
-def diff_reports(base: dict[str, Any], new: dict[str, Any], *, base_path: str = "BASE",
+def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, base_path: str = "BASE",
                  margin: float = DEFAULT_MARGIN,
                  labels: tuple[str, str] = ("BASE", "NEW")) -> dict[str, Any]:
     """The baseline comparison of ``new`` against ``base``, plus status and version changes;
     ``labels`` name the two sides in the messages (``laya-tui diff``: BASE and NEW)."""
-    section = compare(Baseline(base_path, base), new.get("probes", []), margin=margin)
+    # the baseline section, widened by the callers (envcompare, laya-tui diff) as they go
+    # (envcompare passes documents of probes and environment only: all that is read)
+    section: dict[str, Any] = dict(compare(Baseline(base_path, cast(ReportDict, base)),
+                                           new.get("probes", []), margin=margin))
     old_status = {p["id"]: p["status"] for p in base.get("probes", [])}
     for p in new.get("probes", []):
         before = old_status.get(p["id"])
@@ -52,8 +56,8 @@ def diff_reports(base: dict[str, Any], new: dict[str, Any], *, base_path: str = 
     return section
 
 
-def _versions(base: dict[str, Any], new: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    def get(doc: dict[str, Any]) -> dict[str, Any]:
+def _versions(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def get(doc: Mapping[str, Any]) -> dict[str, Any]:
         v = (doc.get("environment") or {}).get("versions")
         return v if isinstance(v, dict) else {}
 
@@ -62,7 +66,7 @@ def _versions(base: dict[str, Any], new: dict[str, Any]) -> dict[str, dict[str, 
             for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)}
 
 
-def all_changes(section: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def all_changes(section: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(class, item) for every change: class is regression, improvement or note."""
     out = [("regression", i) for i in section["regressions"]]
     out += [("improvement", i) for i in section["improvements"]]
@@ -111,7 +115,7 @@ def diff_markdown(section: dict[str, Any], base_label: str, new_label: str) -> s
     words = (("### Baseline:", "### BASE → NEW:"), ("| kind | baseline | now |",
                                                         "| kind | BASE | NEW |"),
              ("since the baseline", "from BASE to NEW"))
-    for line in _baseline(dict(section, path=base_label)):
+    for line in _baseline(cast(BaselineDict, dict(section, path=base_label))):
         for old, new in words:
             line = line.replace(old, new)
         lines.append(line)
@@ -125,17 +129,16 @@ def diff_markdown(section: dict[str, Any], base_label: str, new_label: str) -> s
 
 # -- the dashboard's view of a diff --------------------------------------------------------
 
-def _signals_by_key(report: dict[str, Any]
-                    ) -> dict[tuple[str, str, str, str], dict[str, Any]]:
-    out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+def _signals_by_key(report: ReportDict
+                    ) -> dict[tuple[str, str, str, str], SignalDict]:
+    out: dict[tuple[str, str, str, str], SignalDict] = {}
     for p in report.get("probes", []):
         for s in p.get("signals") or ():
             out.setdefault(signal_key(s, p["id"]), s)
     return out
 
 
-def diff_report(base: dict[str, Any], new: dict[str, Any],
-                section: dict[str, Any]) -> dict[str, Any]:
+def diff_report(base: ReportDict, new: ReportDict, section: Mapping[str, Any]) -> ReportDict:
     """A report document whose probes are the changed probes and whose signals are the
     changes (kind, subject and reason of the signal; ``detail.change``, ``before``,
     ``after``); the dashboard, the HTML page and ``show`` read it like any report."""
@@ -157,7 +160,7 @@ def diff_report(base: dict[str, Any], new: dict[str, Any],
                 "file": src.get("file"), "params": src.get("params", {})}
         kind = item["kind"] if item["kind"] in KINDS else "log"
         key = (pid, item["kind"], item.get("subject", ""), item.get("reason", ""))
-        orig = new_sigs.get(key) or old_sigs.get(key) or {}
+        orig: Mapping[str, Any] = new_sigs.get(key) or old_sigs.get(key) or {}
         sig: dict[str, Any] = {"kind": kind, "probe": pid,
                                "subject": item.get("subject") or item["kind"],
                                "reason": item["message"]}
@@ -188,7 +191,7 @@ def diff_report(base: dict[str, Any], new: dict[str, Any],
     plist = list(probes.values())
     summary = summarise(plist, 0.0)
     summary["passed"] = not section["regressions"]
-    return {
+    doc: dict[str, Any] = {
         "schema": new.get("schema"), "tool": new.get("tool"), "created": new.get("created"),
         "environment": new.get("environment", {}), "errors": new.get("errors", []),
         "probes": plist, "summary": summary,
@@ -197,3 +200,4 @@ def diff_report(base: dict[str, Any], new: dict[str, Any],
                    "failures": section["regressions"]}],
         "diff": section,
     }
+    return cast(ReportDict, doc)  # and "diff": the section the dashboard and page show

@@ -15,7 +15,13 @@ from typing import Any, cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
-from laya_tui.core.report_types import FileErrorDict, GateDict, ResultDict
+from laya_tui.core.report_types import (
+    FileErrorDict,
+    GateDict,
+    ReportDict,
+    ResultDict,
+    SummaryDict,
+)
 from laya_tui.core.signals import KINDS, SCHEMA_ID, STATUSES
 from laya_tui.core.versions import host_facts, library_versions
 
@@ -50,7 +56,7 @@ def environment_section(probes: list[ResultDict]) -> dict[str, Any]:
     return env
 
 
-def summarise(probes: list[ResultDict], seconds: float) -> dict[str, Any]:
+def summarise(probes: list[ResultDict], seconds: float) -> SummaryDict:
     """Counts per status and per signal kind."""
     status = Counter({s: 0 for s in STATUSES})
     status.update(p["status"] for p in probes)
@@ -75,12 +81,12 @@ def summarise(probes: list[ResultDict], seconds: float) -> dict[str, Any]:
     why = not_run_counts(probes)
     if why:  # counted in status.ok too: they passed every stage they reached
         out["not_run"] = {"count": sum(why.values()), "why": why}
-    return out
+    return cast(SummaryDict, out)  # every required key set above
 
 
 def build_report(probes: list[ResultDict], *, seconds: float,
                  gates: list[GateDict], errors: Sequence[FileErrorDict] | None = None,
-                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                 extra: dict[str, Any] | None = None) -> ReportDict:
     """Assemble the report document from finished probe results and evaluated gates."""
     from laya_tui.core.versions import TOOL_VERSION as __version__
     from laya_tui.report.views.legend import cell_state
@@ -102,7 +108,7 @@ def build_report(probes: list[ResultDict], *, seconds: float,
     kinds = ungated(clean, gates)
     if kinds:
         summary["ungated"] = {"count": sum(kinds.values()), "kinds": kinds}
-    report = {
+    report: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "tool": {"name": "laya-tui", "version": __version__},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -114,14 +120,14 @@ def build_report(probes: list[ResultDict], *, seconds: float,
     }
     if extra:
         report.update(extra)
-    return report
+    return cast(ReportDict, report)  # the required keys above; extra: the schema's others
 
 
 _SLICE = 2000  # signals per chunk of report text
 _encode = compact_encoder(repr, strict=True)  # the C encoder; strict JSON (no NaN)
 
 
-def report_chunks(report: dict[str, Any]) -> Iterator[str]:
+def report_chunks(report: ReportDict) -> Iterator[str]:
     """The report as JSON text, in chunks: never the whole text at once in memory.
 
     Small sections are indented; each signal is one compact line, encoded by the C encoder
@@ -167,12 +173,12 @@ def _probe_chunks(probe: Any) -> Iterator[str]:
     yield "}"
 
 
-def report_text(report: dict[str, Any]) -> str:
+def report_text(report: ReportDict) -> str:
     """The whole report as JSON text (prefer :func:`write_report` for files)."""
     return "".join(report_chunks(report))
 
 
-def write_report(path: str, report: dict[str, Any]) -> None:
+def write_report(path: str, report: ReportDict) -> None:
     """Write the report to ``path`` atomically (``-``: stdout), chunk by chunk."""
     if path == "-":
         import sys
@@ -233,7 +239,7 @@ def discard_temp(tmp: str) -> None:
 LISTED_CELLS = 40
 
 
-def human_summary(report: dict[str, Any]) -> str:
+def human_summary(report: ReportDict) -> str:
     """A few lines for stderr: counts per state, every cell that is not plain ok (its state
     word from report.views.legend), failing gates, and the verdict line (report.verdict)."""
     from laya_tui.report.verdict import gate_hint, ungated_text, verdict_line
@@ -273,7 +279,7 @@ def human_summary(report: dict[str, Any]) -> str:
     return printable("\n".join(lines))  # a probe's raw NUL or escape never reaches a terminal
 
 
-def cell_lines(probes: list[dict[str, Any]], state_of: Any) -> list[str]:
+def cell_lines(probes: list[ResultDict], state_of: Any) -> list[str]:
     """``  ◐ built, not run: tilelang/k[cuda,fp32]: no GPU``: one line per cell that is not
     plain ok, the worst states first, at most :data:`LISTED_CELLS` (then a count)."""
     from laya_tui.report.views.legend import STATE_MARKS, State, not_run, state_mark

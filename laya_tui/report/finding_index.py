@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, signal_key
 
 #: Baseline states that are bad news (new or changed since the baseline).
@@ -63,7 +64,7 @@ def unique(names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def gate_index(report: Mapping[str, Any]) -> GateIndex:
+def gate_index(report: ReportDict) -> GateIndex:
     """Index the report's failed gates by what each failure entry names."""
     idx = GateIndex()
     for g in report.get("gates") or ():

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.results import COUNTED_KINDS, occurrences, signal_key
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.finding_index import (
@@ -260,7 +261,7 @@ def _change(item: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: item.get(k) for k in ("change", "before", "after", "message")}
 
 
-def collect_findings(report: Mapping[str, Any], sources: Sources,
+def collect_findings(report: ReportDict, sources: Sources,
                      baseline: Mapping[str, Any] | None = None) -> list[Finding]:
     """Every finding of ``report``, in report order (see the module docstring).
 

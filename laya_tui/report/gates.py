@@ -246,7 +246,7 @@ def evaluate_all(probes: list[ResultDict], settings: GateSettings | None = None,
     return gates, extra
 
 
-def failures_by_probe(gates: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
+def failures_by_probe(gates: Sequence[GateDict]) -> dict[str, list[tuple[str, str]]]:
     """``{probe id: [(gate name, one-line description), ...]}`` over every failed gate."""
     out: dict[str, list[tuple[str, str]]] = {}
     for g in gates:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.jsonfast import dumps_strict
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.views.page import page_data
 
 #: The page's script and styles, shipped beside this module and inlined into every page.
@@ -31,7 +32,7 @@ def _script_json(value: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def build_html(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
+def build_html(report: ReportDict, *, diff: ReportDict | None = None,
                title: str = "laya-tui report", workspace: str | None = None) -> str:
     """The page: a template with the data, the CSS and the script inline."""
     data = page_data(report, diff=diff, title=title, workspace=workspace)

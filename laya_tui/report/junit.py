@@ -19,6 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict, ResultDict
 from laya_tui.report.gates import failures_by_probe
 from laya_tui.report.verdict import describe_failure
 from laya_tui.report.views.legend import State, cell_state, not_run, state_mark
@@ -52,7 +53,7 @@ ERROR_GATE = "no-probe-error"
 NOT_EXAMINED = state_mark(State.NOT_EXAMINED).label
 
 
-def _testcase(suite: ET.Element, probe: dict[str, Any],
+def _testcase(suite: ET.Element, probe: ResultDict,
               failures: list[tuple[str, str]]) -> tuple[int, int, int]:
     """Write one case: ``(failures, errors, skipped)`` it counts for."""
     pid, family = probe["id"], probe.get("family", "")
@@ -96,7 +97,7 @@ def _testcase(suite: ET.Element, probe: dict[str, Any],
     return 0, 0, 0
 
 
-def _span(probes: list[dict[str, Any]]) -> float:
+def _span(probes: list[ResultDict]) -> float:
     """A family's time: from its first cell's start to its last cell's end (the cells of a
     family run one after another; cached ones take no time), else the cells' seconds."""
     ran = [p for p in probes if not p.get("cached")]
@@ -107,12 +108,12 @@ def _span(probes: list[dict[str, Any]]) -> float:
     return sum(float(p.get("seconds") or 0.0) for p in ran)
 
 
-def build_junit(report: dict[str, Any]) -> str:
+def build_junit(report: ReportDict) -> str:
     """The JUnit XML text of a report (deterministic for a given report)."""
     gates = report.get("gates", [])
     by_probe = failures_by_probe(gates)
     root = ET.Element("testsuites", name="laya-tui")
-    families: dict[str, list[dict[str, Any]]] = {}
+    families: dict[str, list[ResultDict]] = {}
     for p in report.get("probes", []):
         families.setdefault(p.get("family", ""), []).append(p)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}

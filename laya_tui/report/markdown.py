@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from laya_tui.core.report_types import BaselineDict, ReportDict
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
 from laya_tui.report.baseline import regressed
 from laya_tui.report.severity import probe_severity
@@ -34,7 +35,7 @@ def _code(text: str) -> str:
     return f"`{text}`" if "`" not in text else _cell(text)
 
 
-def _gates_table(report: dict[str, Any]) -> list[str]:
+def _gates_table(report: ReportDict) -> list[str]:
     lines = ["| gate | result | details |", "|---|---|---|"]
     for g in report.get("gates", []):
         fails = g.get("failures", [])
@@ -50,7 +51,7 @@ def _gates_table(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _changes_table(title: str, mark: str, items: list[dict[str, Any]]) -> list[str]:
+def _changes_table(title: str, mark: str, items: Sequence[Mapping[str, Any]]) -> list[str]:
     if not items:
         return []
     lines = [f"**{title}** ({len(items)})", "", "| | probe | change |", "|---|---|---|"]
@@ -62,7 +63,7 @@ def _changes_table(title: str, mark: str, items: list[dict[str, Any]]) -> list[s
     return lines
 
 
-def _baseline(section: dict[str, Any]) -> list[str]:
+def _baseline(section: BaselineDict) -> list[str]:
     regs, imps = section["regressions"], section["improvements"]
     p = section["probes"]
     when = f", written {section['created']}" if section.get("created") else ""
@@ -87,7 +88,7 @@ def _baseline(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _occurrences(report: dict[str, Any]) -> dict[str, int]:
+def _occurrences(report: ReportDict) -> dict[str, int]:
     """Counted kinds by occurrences; checks by finding cell, each under its one finding kind
     (a wrong-output kernel fails its tolerance and so its lowering cell's run stage: one
     ``failing tolerance``, not also ``failing lowering``); in the severity order the table
@@ -115,7 +116,7 @@ def _occurrences(report: dict[str, Any]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: band(kv[0])))
 
 
-def _not_examined(report: dict[str, Any]) -> list[str]:
+def _not_examined(report: ReportDict) -> list[str]:
     """Probes with status ``error``: the tool never reached their subject (not findings)."""
     from laya_tui.report.views.legend import State, cell_state
 
@@ -126,7 +127,7 @@ def _not_examined(report: dict[str, Any]) -> list[str]:
             "fix what stopped the probe", ""] + _probe_table(probes, "why")
 
 
-def _built(report: dict[str, Any]) -> list[str]:
+def _built(report: ReportDict) -> list[str]:
     """Cells built but not run or not compared: nothing was compared for them."""
     from laya_tui.report.views.legend import State, cell_state, not_run
 
@@ -154,7 +155,7 @@ def _probe_table(probes: Sequence[Mapping[str, Any]], column: str,
     return lines
 
 
-def _ungated(report: dict[str, Any]) -> list[str]:
+def _ungated(report: ReportDict) -> list[str]:
     """Findings no gate reads: how many, which kinds, each one, and how to gate them."""
     from laya_tui.report.verdict import finding_kind, gate_hint, ungated_probes, ungated_text
 
@@ -168,7 +169,7 @@ def _ungated(report: dict[str, Any]) -> list[str]:
     return [f"**{ungated_text(kinds)}**: {hint}.", ""] + _probe_table(probes, "finding")
 
 
-def build_markdown(report: dict[str, Any]) -> str:
+def build_markdown(report: ReportDict) -> str:
     """The markdown summary of a report."""
     from laya_tui.report.verdict import verdict_line
     from laya_tui.report.views.legend import STATE_MARKS, State, state_counts

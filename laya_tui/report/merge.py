@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.jsonfast import dumps_strict
-from laya_tui.core.report_types import FileErrorDict, GateDict, ResultDict, SignalDict
+from laya_tui.core.report_types import FileErrorDict, GateDict, ReportDict, ResultDict, SignalDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
@@ -35,7 +35,7 @@ class Input:
     """One report given to merge."""
 
     label: str  # the path as given ('-' is stdin)
-    doc: dict[str, Any]
+    doc: ReportDict
 
 
 def _read_text(path: str, what: str) -> str:
@@ -54,7 +54,7 @@ def _read_text(path: str, what: str) -> str:
         raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
-def load_report(path: str, what: str = "report", any_readable: bool = False) -> dict[str, Any]:
+def load_report(path: str, what: str = "report", any_readable: bool = False) -> ReportDict:
     """Read and check a laya-tui report; every problem is a one-line UsageError.
 
     The checks are the baseline loader's (one validation for every reader of a report),
@@ -178,11 +178,11 @@ class Merger:
             self.seconds += float(sec)
         for e in doc.get("errors") or []:
             if isinstance(e, dict) and e not in self.errors:
-                self.errors.append(cast(FileErrorDict, e))  # an errors[] item of a report
+                self.errors.append(e)
         self._add_envs(doc.get("envs"), idx)
         for p in doc["probes"]:
             # a probe entry of a report whose schema id this laya-tui reads (checked on reading)
-            probe = cast(ResultDict, dict(p, host=rename.get(p.get("host"), fallback)))
+            probe = cast(ResultDict, dict(p, host=rename.get(p.get("host") or "", fallback)))
             self._add_probe(probe, idx)
 
     def _add_envs(self, envs: Any, idx: int) -> None:
@@ -276,7 +276,7 @@ def shards_gate(records: list[dict[str, Any]]) -> GateDict | None:
 
 
 def merge_reports(inputs: list[Input], settings: Any = None,
-                  prefer: str | None = None) -> tuple[dict[str, Any], list[str]]:
+                  prefer: str | None = None) -> tuple[ReportDict, list[str]]:
     """The merged report of ``inputs`` and the notes to print (kept duplicates)."""
     from laya_tui.report.document import build_report
     from laya_tui.report.gates import evaluate_all
@@ -307,7 +307,7 @@ def merge_reports(inputs: list[Input], settings: Any = None,
 _HOLE = "\x00laya-tui probes\x00"
 
 
-def dumps_report(report: dict[str, Any]) -> str:
+def dumps_report(report: ReportDict) -> str:
     """The report as JSON text: indented, one probe a line (json's C encoder does the probes;
     indenting 100,000 signals would take the pure-Python encoder seconds)."""
     shell = dumps_strict(dict(report, probes=_HOLE), indent=1, default=repr)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from laya_tui.core.errors import EXIT_GATE, EXIT_OK, UsageError
-from laya_tui.core.report_types import ResultDict
+from laya_tui.core.report_types import ReportDict, ResultDict
 from laya_tui.core.runner import Discovery
 from laya_tui.core.settings import Settings
 from laya_tui.report.document import (
@@ -38,7 +37,7 @@ class OutputError(UsageError):
 
 
 def make_report(results: list[ResultDict], disc: Discovery, seconds: float,
-                settings: GateSettings | None = None) -> dict[str, Any]:
+                settings: GateSettings | None = None) -> ReportDict:
     """Evaluate gates (and the baseline comparison) and build the report document."""
     if disc.envs and not (settings and settings.envs):  # --env: compare the environments
         from dataclasses import replace
@@ -51,7 +50,7 @@ def make_report(results: list[ResultDict], disc: Discovery, seconds: float,
                         extra=extra or None)
 
 
-def output_files(report: dict[str, Any], settings: Settings, json_path: str | None, *,
+def output_files(report: ReportDict, settings: Settings, json_path: str | None, *,
                  json_text: str | None = None, markdown: Callable[[], str] | None = None,
                  sarif: Callable[[], Iterable[str]] | None = None
                  ) -> list[tuple[str, str, Content]]:
@@ -98,7 +97,7 @@ def output_files(report: dict[str, Any], settings: Settings, json_path: str | No
     return files
 
 
-def _findings(report: dict[str, Any], settings: Settings
+def _findings(report: ReportDict, settings: Settings
               ) -> tuple[Callable[[], Iterable[str]] | None, Callable[[], None]]:
     """``--sarif``'s content and the ``--annotations`` printer (no-ops without them)."""
     out = settings.outputs
@@ -134,7 +133,7 @@ def write_all(files: Sequence[tuple[str, str, Content]]) -> None:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
+def write_ci_files(report: ReportDict, settings: Settings) -> None:
     """``--junit``, ``--markdown``, ``--html``, ``--trace``, ``--sarif`` (all or none), then
     ``$GITHUB_STEP_SUMMARY`` and ``--annotations``."""
     md = markdown_of(report)
@@ -144,7 +143,7 @@ def write_ci_files(report: dict[str, Any], settings: Settings) -> None:
     annotate()
 
 
-def finish(report: dict[str, Any], settings: Settings, json_path: str | None, *,
+def finish(report: ReportDict, settings: Settings, json_path: str | None, *,
            json_text: str | None = None) -> int:
     """Write the JSON report (``-`` is stdout) and the CI files (all files or none), print
     the summary, the baseline comparison and where the files went on stderr; the exit code
@@ -183,7 +182,7 @@ def _shown(path: str) -> str:
     return rel if not rel.startswith("..") else os.path.abspath(path)
 
 
-def markdown_of(report: dict[str, Any]) -> Callable[[], str]:
+def markdown_of(report: ReportDict) -> Callable[[], str]:
     """The report's markdown summary, built on first use, then kept."""
     box: list[str] = []
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.results import signal_key
 from laya_tui.core.shapes import as_dict
 from laya_tui.report.baseline import regressed
@@ -136,7 +137,7 @@ class _Where:
             f" {_cell(loc.func)}" if loc.func else "")
 
 
-def _signals(report: Mapping[str, Any]) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
+def _signals(report: ReportDict) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
     out: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for p in report.get("probes") or ():
         for s in p.get("signals") or ():
@@ -145,7 +146,7 @@ def _signals(report: Mapping[str, Any]) -> dict[tuple[str, str, str, str], Mappi
     return out
 
 
-def _cells(report: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:
+def _cells(report: ReportDict) -> dict[tuple[str, str], Mapping[str, Any]]:
     out: dict[tuple[str, str], Mapping[str, Any]] = {}
     for p in report.get("probes") or ():
         for s in p.get("signals") or ():
@@ -231,8 +232,8 @@ def _tables(items: list[Item], new_sigs: Mapping[Any, Any], old_sigs: Mapping[An
     ]
 
 
-def build_pr_comment(section: Mapping[str, Any], base: Mapping[str, Any],
-                     new: Mapping[str, Any], *, base_label: str = "BASE",
+def build_pr_comment(section: Mapping[str, Any], base: ReportDict,
+                     new: ReportDict, *, base_label: str = "BASE",
                      new_label: str = "NEW", sources: Sources | None = None,
                      links: str | None = None, max_chars: int = MAX_CHARS) -> str:
     """The comment for ``section`` (:func:`laya_tui.report.diff.diff_reports` of ``base``

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.report.findings import Finding, collect_findings, prioritised
 from laya_tui.report.rules import RULES, Rule
@@ -127,7 +128,7 @@ def _notification(level: str, text: str) -> dict[str, Any]:
     return {"level": level, "message": _text(text)}
 
 
-def state_words(report: Mapping[str, Any]) -> dict[str, str]:
+def state_words(report: ReportDict) -> dict[str, str]:
     """``{probe id: its cell's state word}`` (report.views.legend): the word the summary,
     markdown, JUnit and the page use for that cell, carried by each result and annotation."""
     from laya_tui.report.views.legend import cell_state, state_word
@@ -136,7 +137,7 @@ def state_words(report: Mapping[str, Any]) -> dict[str, str]:
             for p in report.get("probes") or () if isinstance(p, Mapping)}
 
 
-def build_sarif(report: Mapping[str, Any], sources: Sources,
+def build_sarif(report: ReportDict, sources: Sources,
                 baseline: Mapping[str, Any] | None = None, *,
                 findings: list[Finding] | None = None,
                 max_results: int = MAX_RESULTS) -> dict[str, Any]:
@@ -225,7 +226,7 @@ def sarif_chunks(doc: Mapping[str, Any]) -> Iterator[str]:
     yield text + "\n"
 
 
-def baseline_document(report: Mapping[str, Any]) -> dict[str, Any] | None:
+def baseline_document(report: ReportDict) -> ReportDict | None:
     """The baseline report named by the report's baseline section (read again); None when
     there is none or it cannot be read any more (states then come from the section)."""
     section = report.get("baseline")
@@ -241,7 +242,7 @@ def baseline_document(report: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
 
 
-def finding_outputs(report: dict[str, Any], settings: Settings
+def finding_outputs(report: ReportDict, settings: Settings
                     ) -> tuple[Callable[[], Iterator[str]] | None, Callable[[], None]]:
     """``--sarif``'s content (None without it; the caller writes it with the other output
     files, all or none) and the ``--annotations`` printer (stdout, a no-op without it),
@@ -275,7 +276,7 @@ def finding_outputs(report: dict[str, Any], settings: Settings
     return (sarif if out.sarif else None), annotate
 
 
-def write_finding_outputs(report: dict[str, Any], settings: Settings) -> None:
+def write_finding_outputs(report: ReportDict, settings: Settings) -> None:
     """``--sarif PATH`` and ``--annotations`` (stdout) for one report."""
     from laya_tui.report.document import write_atomic
 

@@ -7,14 +7,15 @@ file here is the subject, not a baseline. Standard library only.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.core.cellid import family_of
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.baseline import load_baseline
 
 
-def load_saved_report(path: str) -> dict[str, Any]:
+def load_saved_report(path: str) -> ReportDict:
     """The report document at ``path``; any problem is a one-line :class:`UsageError`."""
     try:
         return normalise(load_baseline(path).report)
@@ -27,7 +28,7 @@ def load_saved_report(path: str) -> dict[str, Any]:
         raise UsageError(text) from None
 
 
-def normalise(report: dict[str, Any]) -> dict[str, Any]:
+def normalise(report: ReportDict) -> ReportDict:
     """Fill what readers index without asking (a hand-edited or partial report must not
     crash them): each probe's family and fields, a summary with every count, gate lists."""
     from laya_tui.report.document import summarise
@@ -52,19 +53,21 @@ def normalise(report: dict[str, Any]) -> dict[str, Any]:
         g["passed"] = bool(g.get("passed"))
         if not isinstance(g.get("failures"), list):
             g["failures"] = []
-    summary = report.get("summary")
+    summary = cast("dict[str, Any] | None", report.get("summary"))  # as read: any shape
     fresh = summarise(report["probes"], float((summary or {}).get("seconds") or 0.0)
                       if isinstance(summary, dict) and isinstance(
                           summary.get("seconds"), (int, float)) else 0.0)
     if isinstance(summary, dict):
-        for key, value in fresh.items():
+        counts: dict[str, Any] = dict(fresh)
+        for key, value in counts.items():
             if not isinstance(summary.get(key), type(value)):
                 summary[key] = value
         for key in ("status", "signals"):
-            for k, n in fresh[key].items():
+            for k, n in counts[key].items():
                 summary[key].setdefault(k, n)
     else:
-        report["summary"] = summary = fresh
+        report["summary"] = fresh
+        summary = cast("dict[str, Any]", fresh)
     if not isinstance(summary.get("passed"), bool):
         summary["passed"] = all(g["passed"] for g in report["gates"])
     return report
@@ -80,5 +83,5 @@ def durations_from_report(path: str) -> dict[str, float]:
     for p in doc["probes"]:
         sec = p.get("seconds")
         if isinstance(p.get("id"), str) and is_seconds(sec):
-            out[p["id"]] = float(sec)
+            out[p["id"]] = float(sec or 0.0)
     return out

@@ -30,7 +30,7 @@ from collections import Counter
 from typing import Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import ResultDict, SignalDict
+from laya_tui.core.report_types import ReportDict, ResultDict, SignalDict
 from laya_tui.core.results import make_result
 from laya_tui.core.signals import make_signal
 from laya_tui.core.tracelog import CompileKey, trace_files
@@ -434,7 +434,7 @@ def read_trace(path: str) -> tuple[list[ResultDict], dict[str, Any]]:
     return results, imported
 
 
-def trace_report(path: str, gates: Any = None) -> dict[str, Any]:
+def trace_report(path: str, gates: Any = None) -> ReportDict:
     """The report document of a TORCH_TRACE folder, gates evaluated (``gates``: a
     :class:`laya_tui.report.gates.GateSettings`, default gates when None)."""
     from laya_tui.report.document import build_report

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.results import failing
 from laya_tui.report.views.legend import (
     NOT_RUN_OUTCOMES,
@@ -140,7 +141,7 @@ def verdict_parts(passed: bool | None, states: Mapping[str, int], ungated_n: int
     return parts
 
 
-def verdict_line(report: Mapping[str, Any]) -> str:
+def verdict_line(report: ReportDict) -> str:
     """``PASS · 10 findings not gated (gate them: ...) · 4 built, not run (no GPU) · 0 not
     examined``: what the headless summary, markdown and the step summary lead with."""
     s = report.get("summary") or {}
@@ -151,7 +152,7 @@ def verdict_line(report: Mapping[str, Any]) -> str:
                                     findings_not_gated(report), not_run_counts(probes)))
 
 
-def findings_not_gated(report: Mapping[str, Any]) -> int:
+def findings_not_gated(report: ReportDict) -> int:
     """How many findings no gate reads (a PASS beside them is not plain green anywhere)."""
     s = report.get("summary") or {}
     if isinstance(s.get("ungated"), Mapping):
@@ -161,7 +162,7 @@ def findings_not_gated(report: Mapping[str, Any]) -> int:
     return len(ungated_probes(report.get("probes") or [], report.get("gates") or []))
 
 
-def verdict_notes(report: Mapping[str, Any]) -> list[str]:
+def verdict_notes(report: ReportDict) -> list[str]:
     """The lines a page or a header shows beside the verdict (from the report's summary)."""
     s = report.get("summary") or {}
     notes = []
@@ -183,7 +184,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def describe_failure(gate: str, entry: dict[str, Any]) -> str:
+def describe_failure(gate: str, entry: Mapping[str, Any]) -> str:
     """One line for one failure entry of ``gate`` (JUnit messages, markdown, stderr)."""
     if "message" in entry:
         return str(entry["message"])

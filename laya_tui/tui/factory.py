@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from laya_tui.core.events import Event
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.core.settings import RunOptions
 from laya_tui.tui.app import LayaApp
@@ -15,7 +16,7 @@ from laya_tui.tui.watch_control import WatchFactory
 
 
 def build_app(config: RunOptions | None = None, *,
-              recorded: str | Path | dict[str, Any] | None = None,
+              recorded: str | Path | ReportDict | None = None,
               runner_factory: RunnerFactory | None = None, workspace: str | None = None,
               autorun: bool = True, watch: bool = False,
               watch_factory: WatchFactory | None = None, export_path: str | None = None,

@@ -69,7 +69,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from laya_tui.core.report_types import CellSpec, FileErrorDict, ResultDict, SignalDict
+from laya_tui.core.report_types import (
+    CellSpec,
+    FileErrorDict,
+    ReportDict,
+    ResultDict,
+    SignalDict,
+)
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner
 from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions
@@ -185,7 +191,7 @@ class Watcher:
         finally:
             await self._shutdown()
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> ReportDict:
         """The current report document (same schema and gates as ``--headless --json``)."""
         from laya_tui.report.outputs import make_report
 

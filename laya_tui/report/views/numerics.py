@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.views.text import human_bytes, number
 
@@ -185,7 +186,7 @@ def plan_rule() -> Any:
                 "note", None, ("numerics",))
 
 
-def plan_results(report: Mapping[str, Any], sources: Any, rule_index: int
+def plan_results(report: ReportDict, sources: Any, rule_index: int
                  ) -> list[dict[str, Any]]:
     """One SARIF result per found plan whose kept modules' classes are in the source tree:
     at the first kept module's ``class`` line, the others as ``relatedLocations``, and a

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from laya_tui.core.files import source_excerpt
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS
@@ -116,7 +117,7 @@ class _Reader:
                                    "hl": sorted(buffer_lines(text, head.names))}
 
 
-def _gates(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _gates(report: ReportDict) -> list[dict[str, Any]]:
     out = []
     for g in as_list(report.get("gates")):
         if not isinstance(g, dict):
@@ -134,7 +135,7 @@ def _gates(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _header(report: Mapping[str, Any], title: str, n_probes: int) -> dict[str, Any]:
+def _header(report: ReportDict, title: str, n_probes: int) -> dict[str, Any]:
     s = as_dict(report.get("summary"))
     env = as_dict(report.get("environment"))
     host, versions, tool = as_dict(env.get("host")), as_dict(env.get("versions")), as_dict(
@@ -317,7 +318,7 @@ def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
     return out
 
 
-def _environment(report: Mapping[str, Any]) -> list[list[Any]]:
+def _environment(report: ReportDict) -> list[list[Any]]:
     env = as_dict(report.get("environment"))
     out = []
     for key, title in (("host", "machine"), ("versions", "library versions"),
@@ -330,7 +331,7 @@ def _environment(report: Mapping[str, Any]) -> list[list[Any]]:
     return out
 
 
-def page_data(report: dict[str, Any], *, diff: dict[str, Any] | None = None,
+def page_data(report: ReportDict, *, diff: ReportDict | None = None,
               title: str = "laya-tui report", workspace: str | None = None) -> dict[str, Any]:
     """Everything the page's script draws, formatted; the texts of the signal tables and
     the details in one string table (``strings``), details packed (``views/packed.py``)."""
