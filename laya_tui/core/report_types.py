@@ -219,6 +219,25 @@ class CellSpec(TypedDict):
     env: NotRequired[str]
 
 
+class DiagnosticDict(TypedDict):
+    """Where a probe file broke (a syntax or import error saved mid-edit): a watch
+    record's ``diagnostic`` (``laya_tui.watch.records.diagnostic_of``)."""
+
+    file: str | None
+    line: int | None
+    message: str | None
+
+
+class SignalChangeDict(TypedDict):
+    """A signal whose facts moved between two runs of a cell: a watch record's
+    ``changed`` (``fields``: field -> [before, after])."""
+
+    kind: str | None
+    subject: str | None
+    reason: str | None
+    fields: dict[str, list[Any]]
+
+
 class WatchRecord(TypedDict):
     """One watch-mode record; every record has every key (``laya_tui.watch.engine``)."""
 
@@ -234,8 +253,8 @@ class WatchRecord(TypedDict):
     cached: bool
     new: list[SignalDict]
     gone: list[SignalDict]
-    changed: list[Mapping[str, Any]]
-    diagnostic: Mapping[str, Any] | None
+    changed: list[SignalChangeDict]
+    diagnostic: DiagnosticDict | None
     result: NotRequired[ResultDict]
     probes: NotRequired[int]
 

@@ -43,8 +43,9 @@ class DependencyIndex:
         deps = set(probe.get("deps", [])) | self.absolute(result.get("deps", []))
         if diag is not None or result.get("status") in ABORTED_STATUSES:
             deps |= self.of(pid)  # a partial run: keep what it depended on
-        if diag and diag.get("file") and os.path.isabs(diag["file"]):
-            deps.add(os.path.realpath(diag["file"]))  # recover when that file is fixed
+        where = diag["file"] if diag else None
+        if where and os.path.isabs(where):
+            deps.add(os.path.realpath(where))  # recover when that file is fixed
         self.cells[pid] = deps
 
     def files(self) -> set[str]:

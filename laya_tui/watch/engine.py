@@ -71,9 +71,11 @@ from typing import Any
 
 from laya_tui.core.report_types import (
     CellSpec,
+    DiagnosticDict,
     FileErrorDict,
     ReportDict,
     ResultDict,
+    SignalChangeDict,
     SignalDict,
 )
 from laya_tui.core.results import make_result
@@ -319,10 +321,11 @@ class Watcher:
             if old_blocked.get(file) == err and file not in changed:
                 continue
             cells = [pid for pid, p in fresh.items() if p["file"] == file]
-            diag = {"file": file, "line": err.get("line"), "message": err.get("error")}
+            diag: DiagnosticDict = {"file": file, "line": err.get("line"),
+                                    "message": err.get("error")}
             m = AT_FILE_LINE.search(err.get("error") or "")
             if m:
-                diag.update(file=m.group("file"), line=int(m.group("line")))
+                diag.update({"file": m.group("file"), "line": int(m.group("line"))})
             if not cells:
                 self._emit(self._record("diagnostic", None, trigger=trigger, diagnostic=diag,
                                         status="failed", reason=error_line(err)))
@@ -341,14 +344,14 @@ class Watcher:
                                 previous_status=before.get("status"),
                                 gone=list((base or before).get("signals", []))))
 
-    def _diagnose(self, pid: str, err: FileErrorDict, diag: dict[str, Any],
+    def _diagnose(self, pid: str, err: FileErrorDict, diag: DiagnosticDict,
                   trigger: str | None) -> None:
         p = self.probes[pid]
         before = self.results.get(pid)
         result = make_result(p, "failed", error_line(err), seconds=0.0,
                              deps=self.deps.relative_all(self.deps.of(pid)), signals=[],
                              error={"type": "ProbeFileError", "message": err["error"],
-                                    "site": {"file": diag["file"], "line": diag["line"]}})
+                                    "site": {"file": diag["file"] or "", "line": diag["line"]}})
         self.results[pid] = result
         self._emit(self._record("result", pid, family=p["family"], trigger=trigger,
                                 status="failed", reason=result["reason"], diagnostic=diag,
@@ -378,7 +381,7 @@ class Watcher:
         if diag is not None:
             new: list[SignalDict] = []
             gone: list[SignalDict] = []
-            changed: list[dict[str, Any]] = []
+            changed: list[SignalChangeDict] = []
         else:
             new, gone, changed = diff_signals(base.get("signals", []) if base else [],
                                               result.get("signals", []))

@@ -11,7 +11,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from laya_tui.core.report_types import FileErrorDict, ResultDict, SignalDict, WatchRecord
+from laya_tui.core.report_types import (
+    DiagnosticDict,
+    FileErrorDict,
+    ResultDict,
+    SignalChangeDict,
+    SignalDict,
+    WatchRecord,
+)
 from laya_tui.core.results import failing, signal_key
 from laya_tui.core.shapes import as_dict
 
@@ -53,7 +60,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def diff_signals(before: Iterable[SignalDict], after: Iterable[SignalDict]
-                 ) -> tuple[list[SignalDict], list[SignalDict], list[dict[str, Any]]]:
+                 ) -> tuple[list[SignalDict], list[SignalDict], list[SignalChangeDict]]:
     """``(new, gone, changed)`` between two signal lists, matched by ``signal_key``.
 
     Signals sharing a key are paired in order; the unpaired rest are new or gone.
@@ -62,7 +69,7 @@ def diff_signals(before: Iterable[SignalDict], after: Iterable[SignalDict]
     for sig in before:
         old.setdefault(signal_key(sig), []).append(sig)
     new: list[SignalDict] = []
-    changed: list[dict[str, Any]] = []
+    changed: list[SignalChangeDict] = []
     for sig in after:
         bucket = old.get(signal_key(sig))
         if not bucket:
@@ -78,7 +85,7 @@ def diff_signals(before: Iterable[SignalDict], after: Iterable[SignalDict]
     return new, gone, changed
 
 
-def diagnostic_of(result: ResultDict) -> dict[str, Any] | None:
+def diagnostic_of(result: ResultDict) -> DiagnosticDict | None:
     """``{file, line, message}`` when a result is a syntax/import error saved mid-edit."""
     err = result.get("error")
     if result.get("status") != "failed":
