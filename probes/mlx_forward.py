@@ -3,7 +3,9 @@
 Cells: ``mlx/encoder[fp32|fp16, eager|compiled]`` (parity on several shapes, cold and warm
 phase timings, torch eager on the same inputs), ``mlx/encoder[fp32,retrace]`` (what a
 shape change after ``mx.compile`` costs) and ``mlx/encoder[fp32,bucketed]`` (length
-buckets bound the retraces and cost padding). Heavy imports stay inside the functions.
+buckets bound the retraces and cost padding). A parity comparison that fails (or any with
+``--numerics``) gets the encoder's gap table by the torch model's module names
+(:mod:`laya_tui.families.mlx.gap`). Heavy imports stay inside the functions.
 """
 
 from __future__ import annotations
@@ -145,10 +147,14 @@ def encoder_parity(ctx: Any, dtype: str, compiled: bool) -> None:
                 "mode": mode, "shape": list(batch.shape), "padding_waste": batch.padding_waste,
                 "jit_kernels_built": kernel_count() - k0, "jit_kernels_cached_before": k0})
         seen = _report_traces(ctx, enc, seen)
-        ctx.compare(f"last_hidden_state[{batch.shape[0]}x{batch.shape[1]}]", out, ref,
-                    atol=limit, mask=_valid(inputs),
-                    detail={"dtype": dtype, "mode": mode, "lengths": lengths,
-                            "reference": "torch fp32 ModernBertModel"})
+        subject = f"last_hidden_state[{batch.shape[0]}x{batch.shape[1]}]"
+        sig = ctx.compare(subject, out, ref, atol=limit, mask=_valid(inputs),
+                          detail={"dtype": dtype, "mode": mode, "lengths": lengths,
+                                  "reference": "torch fp32 ModernBertModel"})
+        from laya_tui.families.mlx.gap import table_after_compare
+
+        table_after_compare(ctx, subject, sig, enc=enc, model=model, inputs=inputs,
+                            compiled=compiled)  # failing, or --numerics (issue 43)
         _padding_log(ctx, batch, f"parity batch {i}")
     inputs = token_batch(PARITY_LENGTHS[-1])
     args = (inputs["input_ids"], inputs["attention_mask"])

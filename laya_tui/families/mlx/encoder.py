@@ -36,6 +36,14 @@ DTYPES: dict[str, Any] = {"fp32": mx.float32, "fp16": mx.float16, "bf16": mx.bfl
 INSTALL_HINT = "pip install 'mlx[cpu]' on Linux, 'mlx' on macOS (or 'laya-tui[mlx]')"
 
 
+#: ``capture(name, value) -> value``: sees a named step of :meth:`MlxEncoder.forward`.
+Capture = Callable[[str, mx.array], mx.array]
+
+
+def _ignore(_name: str, value: mx.array) -> mx.array:
+    return value
+
+
 class WeightMismatch(ValueError):
     """The state dict does not match the encoder's expected keys and shapes."""
 
@@ -220,15 +228,35 @@ class MlxEncoder:
         gelu = inp * (1.0 + mx.erf(inp * (2.0 ** -0.5))) * 0.5
         return self._linear(gelu * gate, f"layers.{layer}.mlp.Wo")
 
-    def forward(self, ids: mx.array, valid: mx.array) -> mx.array:
-        """``last_hidden_state`` ``(B, L, hidden)`` for int ``ids`` and boolean ``valid``."""
-        x = self._norm(self.w["embeddings.tok_embeddings.weight"][ids], "embeddings.norm")
+    def embed(self, ids: mx.array) -> mx.array:
+        """The embeddings: token embedding + LayerNorm (``embeddings``)."""
+        return self._norm(self.w["embeddings.tok_embeddings.weight"][ids], "embeddings.norm")
+
+    def layer(self, x: mx.array, n: int, masks: dict[str, mx.array],
+              capture: Capture | None = None) -> mx.array:
+        """Encoder layer ``n`` (``layers.n``): pre-norm attention, then the pre-norm MLP."""
+        keep = capture or _ignore
+        h = x if n == 0 else keep(f"layers.{n}.attn_norm",
+                                  self._norm(x, f"layers.{n}.attn_norm"))
+        x = x + keep(f"layers.{n}.attn",
+                     self._attention(h, n, masks[self.spec.layer_types[n]]))
+        h = keep(f"layers.{n}.mlp_norm", self._norm(x, f"layers.{n}.mlp_norm"))
+        return x + keep(f"layers.{n}.mlp", self._mlp(h, n))
+
+    def forward(self, ids: mx.array, valid: mx.array,
+                capture: Capture | None = None) -> mx.array:
+        """``last_hidden_state`` ``(B, L, hidden)`` for int ``ids`` and boolean ``valid``.
+
+        ``capture(name, value)`` (uncompiled runs only) sees each named step's output as it
+        is computed, named as ``ModernBertModel``'s modules (``embeddings``,
+        ``layers.N.attn_norm``, ``layers.N.attn``, ``layers.N.mlp_norm``, ``layers.N.mlp``,
+        ``layers.N``, ``final_norm``), and returns the value the forward goes on with."""
+        keep = capture or _ignore
+        x = keep("embeddings", self.embed(ids))
         masks = self.masks(valid)
         for n in range(self.spec.num_layers):
-            h = x if n == 0 else self._norm(x, f"layers.{n}.attn_norm")
-            x = x + self._attention(h, n, masks[self.spec.layer_types[n]])
-            x = x + self._mlp(self._norm(x, f"layers.{n}.mlp_norm"), n)
-        return self._norm(x, "final_norm")
+            x = keep(f"layers.{n}", self.layer(x, n, masks, capture))
+        return keep("final_norm", self._norm(x, "final_norm"))
 
 
 # -- inputs ----------------------------------------------------------------------------

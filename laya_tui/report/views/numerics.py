@@ -23,7 +23,7 @@ GAP_SUFFIX, PLAN_SUFFIX = " gap table", " precision plan"
 _PLAN_KEYS = ("status", "fp32_modules", "verified_error", "baseline_error", "fp32_error",
               "limit", "forwards", "seconds", "dtype", "reason", "sites", "class_sites")
 _GAP_KEYS = ("path", "modules", "output", "budget_bytes", "peak_bytes", "activation_bytes",
-             "spilled_bytes", "spilled_files", "seconds", "artifact")
+             "spilled_bytes", "spilled_files", "seconds", "artifact", "note")
 
 
 def _subject(sig: Mapping[str, Any], suffix: str) -> str:
