@@ -51,13 +51,31 @@ def _local_fns(enc: MlxEncoder, masks: dict[str, Any]) -> dict[str, Callable[[An
     fns: dict[str, Callable[[Any], Any]] = {"embeddings": enc.embed,
                                             "final_norm": lambda x: enc._norm(x, "final_norm")}
     for n in range(enc.spec.num_layers):
-        kind = enc.spec.layer_types[n]
-        fns[f"layers.{n}.attn_norm"] = lambda x, n=n: enc._norm(x, f"layers.{n}.attn_norm")
-        fns[f"layers.{n}.attn"] = lambda x, n=n, k=kind: enc._attention(x, n, masks[k])
-        fns[f"layers.{n}.mlp_norm"] = lambda x, n=n: enc._norm(x, f"layers.{n}.mlp_norm")
-        fns[f"layers.{n}.mlp"] = lambda x, n=n: enc._mlp(x, n)
-        fns[f"layers.{n}"] = lambda x, n=n: enc.layer(x, n, masks)
+        fns.update(_layer_fns(enc, n, masks))
     return fns
+
+
+def _layer_fns(enc: MlxEncoder, n: int, masks: dict[str, Any]
+               ) -> dict[str, Callable[[Any], Any]]:
+    p, kind = f"layers.{n}", enc.spec.layer_types[n]
+
+    def attn_norm(x: Any) -> Any:
+        return enc._norm(x, f"{p}.attn_norm")
+
+    def attn(x: Any) -> Any:
+        return enc._attention(x, n, masks[kind])
+
+    def mlp_norm(x: Any) -> Any:
+        return enc._norm(x, f"{p}.mlp_norm")
+
+    def mlp(x: Any) -> Any:
+        return enc._mlp(x, n)
+
+    def layer(x: Any) -> Any:
+        return enc.layer(x, n, masks)
+
+    return {f"{p}.attn_norm": attn_norm, f"{p}.attn": attn, f"{p}.mlp_norm": mlp_norm,
+            f"{p}.mlp": mlp, p: layer}
 
 
 def _torch_of(x: Any) -> Any:
