@@ -26,7 +26,9 @@ and drops that record at once, so a record lives only until its call is compared
 fit in ``budget_bytes`` of memory; beyond it they are spilled with ``torch.save`` into a
 temporary folder under the run's artifact folder (deleted afterwards), earliest kept in
 memory (they are compared first). ``peak_bytes`` is the most the records held in memory at
-once; ``activation_bytes`` what all of them come to (the memory without a budget).
+once; ``activation_bytes`` what all of them come to (the memory without a budget). The
+inputs of the calls still running (one per nesting level: a record is stored when its call
+returns) are held outside that count.
 
 Non-tensor arguments of a re-run (a KV-cache object, a config) are the model call's own,
 copied as they were when the call started, so a re-run never changes the model's state.
