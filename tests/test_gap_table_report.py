@@ -32,7 +32,7 @@ def _class_line() -> int:
 
 def test_the_fixture_is_report_3_without_the_field_and_still_readable():
     doc = _v3()
-    assert doc["schema"] == "laya-tui.report/3" != SCHEMA_ID == "laya-tui.report/4"
+    assert doc["schema"] == "laya-tui.report/3" != SCHEMA_ID == "laya-tui.report/5"
     assert "laya-tui.report/3" in READABLE_SCHEMAS
     (probe,) = doc["probes"]
     assert "numerics" not in probe
@@ -119,7 +119,7 @@ def test_a_report_4_cell_carries_numerics_and_validates(tmp_path):
     probe["signals"].append(sig)
     report = build_report([probe], seconds=1.0, gates=[])
     validate_report(report)
-    assert report["schema"] == "laya-tui.report/4"
+    assert report["schema"] == "laya-tui.report/5"
     (entry,) = report["probes"][0]["numerics"]  # one output: its table and its plan
     assert entry["subject"] == "bfloat16 vs fp32 cpu output"
     assert entry["precision_plan"]["fp32_modules"] == ["1"]
@@ -235,6 +235,8 @@ def test_cli_failing_cell_has_table_plan_and_sarif_fix(tmp_path):
     assert loc["artifactLocation"]["uri"] == "gt_model.py"
     lines = MODEL.read_text().splitlines()
     assert lines[loc["region"]["startLine"] - 1].startswith("class Cancel(")
+    assert "gap table: most own error 1 (Cancel)" in res["message"]["text"]
+    assert res["properties"]["gap_table"][0]["module"] == "1"
     assert res["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"] == "gt_model.py"
     spill = tmp_path / "out" / "numerics"
     assert [p.name for p in spill.iterdir() if p.is_dir()] == []  # no spill folder left

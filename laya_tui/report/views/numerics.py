@@ -211,6 +211,13 @@ def plan_results(report: ReportDict, sources: Any, rule_index: int
                 continue
             text = (f"{p.get('id')}: {entry.get('subject')}: precision plan: "
                     f"{plan_text(plan)}")
+            gap = as_dict(entry.get("gap_table"))
+            rows = [r for r in as_list(gap.get("rows")) if isinstance(r, dict)]
+            if rows:
+                top = rows[0]
+                text += (f"; gap table: most own error {top.get('module')} "
+                         f"({top.get('type')}) local {number(top.get('local'))} vs limit "
+                         f"{number(top.get('limit'))}")
 
             def phys(loc: Any) -> dict[str, Any]:
                 return {"artifactLocation": {"uri": quote(loc.path, safe="/"),
@@ -243,6 +250,8 @@ def plan_results(report: ReportDict, sources: Any, rule_index: int
                                plan.get("verified_error"), "limit": plan.get("limit"),
                                "forwards": plan.get("forwards")},
             }
+            if rows:  # the gap table's top rows beside the plan
+                result["properties"]["gap_table"] = rows[:5]
             if len(locs) > 1:
                 result["relatedLocations"] = [
                     {"id": i, "physicalLocation": phys(loc),
