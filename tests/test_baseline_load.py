@@ -53,7 +53,7 @@ def test_empty_file(tmp_path):
     ("<testsuites></testsuites>", "not a laya-tui report (invalid JSON"),
     ("[1, 2, 3]", "a JSON list, not an object"),
     ('"a string"', "a JSON str, not an object"),
-    ("{}", 'no "schema": "laya-tui.report/4" field'),
+    ("{}", 'no "schema": "laya-tui.report/5" field'),
     ('{"schema": "pytest-report"}', "not a laya-tui report"),
     ('{"schema": "laya-tui.report/x"}', "unknown schema"),
     ('{"schema": "laya-tui.report/0", "probes": []}', "old schema laya-tui.report/0"),
@@ -67,9 +67,9 @@ def test_not_a_laya_report(tmp_path, text, needle):
 
 def test_future_schema(base, tmp_path):
     doc = json.loads(base[1].read_text())
-    doc["schema"] = "laya-tui.report/5"
+    doc["schema"] = "laya-tui.report/6"
     msg = _error(json.dumps(doc), tmp_path)
-    assert "newer laya-tui (schema laya-tui.report/5; this laya-tui reads laya-tui.report/4)" \
+    assert "newer laya-tui (schema laya-tui.report/6; this laya-tui reads laya-tui.report/5)" \
         in msg
 
 
@@ -112,7 +112,7 @@ def test_cli_bad_baseline_runs_nothing_and_keeps_outputs(base, tmp_path, kind):
     if kind == "truncated":
         bad.write_text(text[: len(text) // 2])
     elif kind == "future":
-        bad.write_text(text.replace('"laya-tui.report/4"', '"laya-tui.report/5"', 1))
+        bad.write_text(text.replace('"laya-tui.report/5"', '"laya-tui.report/6"', 1))
     elif kind == "not-laya":
         bad.write_text('{"tests": 3}')
     marker = tmp_path / "ran"

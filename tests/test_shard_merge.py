@@ -261,9 +261,9 @@ def test_conflicting_duplicates_exit_2_unless_prefer_newest(base_report, ws, tmp
 
 
 @pytest.mark.parametrize("schema,message", [
-    ("laya-tui.report/3", "has schema laya-tui.report/3; this laya-tui merges only "
-                          "laya-tui.report/4"),
-    ("laya-tui.report/5", "was written by a newer laya-tui"),
+    ("laya-tui.report/4", "has schema laya-tui.report/4; this laya-tui merges only "
+                          "laya-tui.report/5"),
+    ("laya-tui.report/6", "was written by a newer laya-tui"),
     ("something/1", "is not a laya-tui report"),
 ])
 def test_other_schema_versions_are_refused(base_report, ws, tmp_path, schema, message):

@@ -297,7 +297,7 @@ def test_unreadable_schemas_fail_before_the_dashboard(tmp_path):
     from laya_tui.core.errors import UsageError
 
     doc = json.loads(DEMO_REPORT.read_text())
-    for schema in ("laya-tui.report/0", "laya-tui.report/4"):
+    for schema in ("laya-tui.report/0", "laya-tui.report/6"):
         doc["schema"] = schema
         (tmp_path / "r.json").write_text(json.dumps(doc))
         with pytest.raises(UsageError):

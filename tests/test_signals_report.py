@@ -39,7 +39,7 @@ def test_report_validates_and_counts():
     gates = evaluate_gates(probes)
     report = build_report(probes, seconds=1.0, gates=gates)
     validate_report(report)
-    assert report["schema"] == "laya-tui.report/4"
+    assert report["schema"] == "laya-tui.report/5"
     assert report["summary"]["status"]["crashed"] == 1
     assert report["summary"]["signals"]["tolerance"] == 1
     assert report["summary"]["passed"] is False

@@ -66,7 +66,7 @@ def test_the_run_holds_every_state(run: dict[str, Any]) -> None:
         gpu = False
     if not gpu:  # the cuda cell of the wrong kernel: built, never run here
         assert states["tilelang/wrong[cuda,fp32]"] == State.NOT_RUN
-    assert run["report"]["schema"] == "laya-tui.report/4"
+    assert run["report"]["schema"] == "laya-tui.report/5"
     assert run["report"]["summary"]["states"][State.FINDING] == 1
 
 

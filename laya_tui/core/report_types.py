@@ -99,6 +99,7 @@ class ResultDict(TypedDict):
     host: NotRequired[str]
     nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
     numerics: NotRequired[list[dict[str, Any]]]  # report/4: report.views.numerics
+    node: NotRequired[dict[str, Any]]  # report/5: the cluster node that ran it (--cluster)
 
 
 class GateDict(TypedDict):

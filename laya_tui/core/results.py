@@ -187,6 +187,7 @@ class ProbeResult:
     started: float | None = None
     ended: float | None = None
     env: str | None = None  # --env: the environment it ran in
+    node: Mapping[str, Any] | None = None  # --cluster: the node it ran on (report/5)
 
     @classmethod
     def from_dict(cls, result: Mapping[str, Any],
@@ -203,17 +204,20 @@ class ProbeResult:
             deps=tuple(result.get("deps") or ()),
             signals=signals, log_tail=result.get("log_tail") or "", error=result.get("error"),
             started=result.get("started"), ended=result.get("ended"),
-            env=result.get("env"))
+            env=result.get("env"), node=result.get("node"))
 
     def to_dict(self) -> ResultDict:
         """The report's probe entry (built by :func:`make_result`, so in the same order)."""
-        return make_result(
+        out = make_result(
             {"id": self.id, "family": self.family, "env": self.env,
              "params": dict(self.params or {}), "file": self.file}, self.status, self.reason,
             seconds=self.seconds or 0.0,
             deps=list(self.deps), signals=[s.to_dict() for s in self.signals],
             log_tail=self.log_tail, started=self.started, ended=self.ended,
             cached=self.cached, error=self.error.copy() if self.error else None)
+        if self.node is not None:
+            out["node"] = dict(self.node)
+        return out
 
     def key(self) -> str:
         """Identity across runs: the cell id."""

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from laya_tui.core.report_types import SignalDict
 
-SCHEMA_ID = "laya-tui.report/4"
+SCHEMA_ID = "laya-tui.report/5"  # 5: node (--cluster, issue 47)
 
 #: Older report schemas this version still reads (baselines, show, diff, merge).
 READABLE_SCHEMAS: tuple[str, ...] = ("laya-tui.report/1", "laya-tui.report/2",
-                                     "laya-tui.report/3", SCHEMA_ID)
+                                     "laya-tui.report/3", "laya-tui.report/4", SCHEMA_ID)
 
 #: The closed set of signal kinds.
 KINDS: tuple[str, ...] = (

@@ -445,6 +445,8 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
     err = as_dict(result.get("error"))
     deps = [str(x) for x in as_list(result.get("deps"))]
     seconds = result.get("seconds")
+    from laya_tui.report.views.nodes import node_line
+
     facts: list[tuple[str, Any]] = [
         ("status", "could not be examined: the probe never reached its subject (not a "
                    "finding); fix the cause below and re-run" if status == Status.ERROR
@@ -453,6 +455,7 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
         ("seconds", human_seconds(seconds) + ("  (cached)" if result.get("cached") else "")
          if isinstance(seconds, (int, float)) else None),
         ("file", result.get("file")),
+        ("node", node_line(result.get("node"))),  # --cluster: where it ran (report/5)
         ("deps", ", ".join(deps[:8]) + (" …" if len(deps) > 8 else "") if deps else None),
         ("signals", str(signals)),
     ]

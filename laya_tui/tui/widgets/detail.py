@@ -180,7 +180,8 @@ def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -
     """A probe without a selected signal: status, reason, error and log tail."""
     result = {"id": st.id, "status": st.status, "reason": st.reason, "seconds": st.seconds,
               "cached": st.cached, "file": st.file, "log_tail": st.log_tail,
-              "error": st.error, "deps": list(st.result.deps) if st.result else []}
+              "error": st.error, "deps": list(st.result.deps) if st.result else [],
+              "node": st.result.node if st.result else None}
     detail = probe_detail(result, signals=len(st.rows), full=full)
     return Renderer(workspace).detail(detail, probe_head=True)
 
