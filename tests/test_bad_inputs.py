@@ -187,3 +187,24 @@ def test_a_default_kernels_folder_of_helpers_is_no_subject(tmp_path):
     (tmp_path / "kernels" / "sizes.py").write_text("HIDDEN = 32\n")
     proc = run_cli("--headless", cwd=tmp_path)
     assert proc.returncode == 2 and f"nothing to examine in {tmp_path}" in proc.stderr
+
+
+def test_two_probe_files_defining_the_same_cells_are_one_clear_error(tmp_path):
+    """A copy of a probe file passed beside the original (the demo's tilelang_matrix.py
+    handed again with --probes) would give every cell twice under one id: a report's ids
+    name one cell each, so discovery says which files clash and runs nothing."""
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    body = ("from laya_tui import probe\n\n\n@probe(family='dup')\n"
+            "def twice(ctx):\n    pass\n")
+    (probes / "a.py").write_text(body)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "a.py").write_text(body)
+    for mode in (["--list"], ["--headless"]):
+        line = _one_line(run_cli(*mode, "--no-demo", "--probes", str(probes), "--probes",
+                                 str(copy), cwd=tmp_path))
+        assert f"{copy / 'a.py'}: defines 1 cell id(s) that {probes / 'a.py'} defines too" \
+            in line, line
+    proc = run_cli("--list", "--no-demo", "--probes", str(probes), cwd=tmp_path)
+    assert proc.returncode == 0 and "dup/twice" in proc.stdout, proc.stderr

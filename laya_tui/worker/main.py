@@ -212,6 +212,8 @@ class Worker:
 
         probes: list[CellSpec] = []
         errors: list[FileErrorDict] = []
+        seen: dict[str, str] = {}  # cell id -> the probe file that defined it first
+        twice: dict[str, tuple[str, int]] = {}  # a later file -> (the first file, cells)
         missing = [p for p in paths if not os.path.exists(p)]
         for p in missing:
             errors.append({"file": p, "error": "probe path does not exist", "line": None})
@@ -221,6 +223,11 @@ class Worker:
                     mod = self.load(path)
                 for spec in probes_in(mod):
                     for probe_id, prm in spec.cells():
+                        first = seen.setdefault(probe_id, os.path.realpath(path))
+                        if first != os.path.realpath(path):  # ids name one cell each
+                            was = twice.get(path, (first, 0))
+                            twice[path] = (was[0], was[1] + 1)
+                            continue
                         deps = set(self.module_deps.get(os.path.realpath(path), set()))
                         if prm is not None:
                             deps |= {os.path.realpath(d) for d in prm.deps}
@@ -239,6 +246,10 @@ class Worker:
             except Exception as exc:  # a params() callable that raised
                 errors.append({"file": path, "error": f"{type(exc).__name__}: {exc}",
                                "line": None})
+        for path, (first, n) in twice.items():
+            errors.append({"file": path, "line": None, "error": (
+                f"defines {n} cell id(s) that {first} defines too: pass one of the two "
+                "files (an id names one cell)")})
         self.emit({"type": Reply.DISCOVERED, "probes": probes, "errors": errors})
 
     # -- running -------------------------------------------------------------------------
