@@ -193,16 +193,16 @@ def test_after_a_verdict_only_when_it_fails_or_numerics_asks(tmp_path):
     assert sig["value"] == detail["rows"][0]["local"]
 
 
-def test_budget_from_option_and_env(monkeypatch):
+def test_budget_from_env(monkeypatch):
     monkeypatch.delenv("LAYA_TUI_NUMERICS_MB", raising=False)
-    assert g.budget_bytes({}) == 256 * 1024 * 1024
+    assert g.budget_bytes() == 256 * 1024 * 1024
     monkeypatch.setenv("LAYA_TUI_NUMERICS_MB", "1.5")
-    assert g.budget_bytes({}) == int(1.5 * 1024 * 1024)
+    assert g.budget_bytes() == int(1.5 * 1024 * 1024)
     monkeypatch.setenv("LAYA_TUI_NUMERICS_MB", "0")
-    assert g.budget_bytes({}) is None
+    assert g.budget_bytes() is None
     monkeypatch.setenv("LAYA_TUI_NUMERICS_MB", "lots")
     with pytest.raises(ValueError, match="not a number of MB"):
-        g.budget_bytes({})
+        g.budget_bytes()
 
 
 def test_class_sites_point_at_the_kept_modules_class_line():

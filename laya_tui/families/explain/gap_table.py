@@ -61,10 +61,10 @@ WHOLE = ("fed no floating input: its local error is all it computes (ranked afte
          "modules inside it)")
 
 
-def budget_bytes(opts: dict[str, Any] | None = None) -> int | None:
-    """The records' memory budget: option ``numerics_budget_mb``, else env
-    ``LAYA_TUI_NUMERICS_MB``, else 256 MB; ``0`` or less: no budget (all in memory)."""
-    raw = (opts or {}).get("numerics_budget_mb") or os.environ.get("LAYA_TUI_NUMERICS_MB")
+def budget_bytes() -> int | None:
+    """The records' memory budget: env ``LAYA_TUI_NUMERICS_MB``, else 256 MB; ``0`` or less:
+    no budget (all in memory)."""
+    raw = os.environ.get("LAYA_TUI_NUMERICS_MB")
     try:
         mb = float(raw) if raw not in (None, "") else DEFAULT_BUDGET_MB
     except ValueError as exc:
@@ -522,7 +522,7 @@ def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, mode
         with leaves_compiled(model) if path == COMPILED else nullcontext():
             table = gap_table(model, reference, lambda: forward(model),
                               lambda: forward_reference(reference), mask=mask,
-                              budget=budget_bytes(ctx.options), folder=folder)
+                              budget=budget_bytes(), folder=folder)
         if path == COMPILED:
             table.note = "; ".join(x for x in (COMPILED_NOTE, table.note) if x)
     except Exception as exc:  # noqa: BLE001 - the table must never hide the verdict

@@ -184,7 +184,7 @@ def table_after_compare(ctx: Any, subject: str, verdict: dict[str, Any], *,
     folder = artifact_dir(ctx.options, "numerics")
     try:
         table = encoder_gap_table(enc, model, inputs["input_ids"], inputs["attention_mask"],
-                                  budget=budget_bytes(ctx.options), folder=folder)
+                                  budget=budget_bytes(), folder=folder)
     except Exception as exc:  # noqa: BLE001 - the table must never hide the verdict
         ctx.log(f"gap table failed: {type(exc).__name__}: {exc}"[:300],
                 subject=f"{subject} gap table")
