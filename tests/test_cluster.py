@@ -11,7 +11,9 @@ and after Ctrl-C nothing of the run is left on the cluster.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import re
 import signal
 import sys
 import threading
@@ -34,6 +36,8 @@ ray = pytest.importorskip(
 from laya_tui.cluster.factory import make_runner  # noqa: E402 - after the Ray check
 
 MB = 2 ** 20
+# no usage report: the CI machine reaches no outside host, and the tests need none
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 CELLS = '''
 import os
@@ -121,8 +125,9 @@ def ws(tmp_path_factory) -> Path:
 
 
 def options(ws: Path, probes: str, cluster: str | None, **kw: Any) -> RunOptions:
+    base: dict[str, Any] = {"use_cache": False, "cache_dir": str(ws / ".cache"), "jobs": 2}
     return RunOptions(workspace=str(ws), probes=(str(ws / probes),), cluster=cluster,
-                      use_cache=False, cache_dir=str(ws / ".cache"), jobs=2, **kw)
+                      **{**base, **kw})
 
 
 def run(config: RunOptions, on_event: Any = None) -> tuple[dict[str, dict[str, Any]], float]:
@@ -242,6 +247,37 @@ def test_ctrl_c_cancels_the_remote_cells_and_leaves_nothing(cluster, ws):
         run(options(ws, "slow/slow_gpu.py", c.address), on_event)
     assert started == ["slow/slow[first]"]
     assert time.perf_counter() - t0 < 60
+    assert left_on(c.address, ws) == []
+
+
+def test_the_cache_is_keyed_by_the_nodes_too(cluster, ws, tmp_path):
+    c, _ = cluster
+    cached = options(ws, "probes/cells.py", c.address, only=("gpu/*",), use_cache=True)
+    cached = dataclasses.replace(cached, cache_dir=str(tmp_path / "cache"))
+    first, _ = run(cached)
+    again, _ = run(cached)
+    assert [r["cached"] for r in first.values()] == [False, False]
+    assert [r["cached"] for r in again.values()] == [True, True]
+    assert again["gpu/gpu[x]"]["node"] == first["gpu/gpu[x]"]["node"]  # where it ran
+    local, _ = run(dataclasses.replace(cached, cluster=None))  # another machine: not served
+    assert [r["cached"] for r in local.values()] == [False, False]
+
+
+def test_a_workspace_too_big_to_travel_is_one_line(cluster, ws, monkeypatch):
+    from ray._private.runtime_env import packaging
+
+    from laya_tui.core.errors import UsageError
+
+    c, _ = cluster
+    monkeypatch.setenv("LAYA_CLUSTER_SHIP", "1")
+    monkeypatch.setattr(packaging, "GCS_STORAGE_MAX_SIZE", 1024)  # Ray's own check, lowered
+    with pytest.raises(UsageError) as err:
+        run(options(ws, "probes/cells.py", c.address, only=("plain/*",)))
+    assert re.fullmatch(r"--cluster: the workspace cannot travel to the nodes: Package size "
+                        r"\([\d.]+ ?[KM]iB\) exceeds the maximum size of 0\.00 ?MiB; leave "
+                        r"large folders out with \.gitignore or \.rayignore "
+                        r"\(docs/cluster\.md\)", str(err.value)), str(err.value)
+    assert not ray.is_initialized()
     assert left_on(c.address, ws) == []
 
 

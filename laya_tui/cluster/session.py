@@ -141,13 +141,19 @@ class Session:
     def _init(self, kwargs: dict[str, Any]) -> None:
         try:
             self.ray.init(**kwargs)
-        except ValueError as exc:  # Ray's "Package size (...) exceeds the maximum size"
+        except Exception as exc:  # ConnectionError, RuntimeEnvSetupError, ValueError...
+            if self.ray.is_initialized():
+                self.ray.shutdown()
+            text = _one_line(exc, 2000)
+            too_big = re.search(r"Package size \([^)]*\) exceeds the maximum size of "
+                                r"[\d.]+ ?[KMGT]?i?B", text)
+            if too_big:
+                raise UsageError(f"--cluster: the workspace cannot travel to the nodes: "
+                                 f"{too_big.group(0)}; leave large folders out with "
+                                 ".gitignore or .rayignore (docs/cluster.md)") from None
             if "runtime_env" in kwargs:
                 raise UsageError(f"--cluster: the workspace cannot travel to the nodes: "
                                  f"{_one_line(exc)}") from None
-            raise UsageError(f"--cluster {self.address}: cannot connect: "
-                             f"{_one_line(exc)}") from None
-        except Exception as exc:  # ConnectionError, RuntimeError by version
             raise UsageError(f"--cluster {self.address}: cannot connect: "
                              f"{_one_line(exc)}") from None
 
@@ -215,6 +221,6 @@ class Session:
             self.ray.shutdown()
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
-    return (text[:300] + "...") if len(text) > 300 else text or type(exc).__name__
+    return (text[:limit] + "...") if len(text) > limit else text or type(exc).__name__
