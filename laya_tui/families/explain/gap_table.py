@@ -451,7 +451,7 @@ def ranking(table: GapTable) -> list[str]:
 
 def summary(table: GapTable) -> str:
     """One line: the module that makes most error, and the memory the table took."""
-    from laya_tui.report.views.text import human_bytes
+    from laya_tui.core.units import human_bytes
 
     top = next(iter(table.ranked()), None)
     mem = (f"peak {human_bytes(table.peak_bytes)} of fp32 records in memory"

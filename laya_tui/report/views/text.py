@@ -10,6 +10,7 @@ from typing import Any
 
 from laya_tui.core.logtext import printable
 from laya_tui.core.signals import format_site
+from laya_tui.core.units import human_bytes
 
 __all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line",
            "pass_seconds", "plain", "printable", "short_site", "site_key", "site_text", "yes_no"]
@@ -40,23 +41,6 @@ def _one_line(text: Any, limit: int) -> str:
     lines = s.strip().splitlines()
     first = lines[0] if lines else ""
     return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
-def human_bytes(n: int | float | None) -> str:
-    """``1536`` -> ``1.5 KiB``; empty for None (or anything that is not a number)."""
-    if not isinstance(n, (int, float)) or isinstance(n, bool):
-        return ""
-    value = float(n)
-    size = abs(value)  # (a division by a power of two is exact: as dividing step by step)
-    if size < 1024:
-        return f"{int(value)} B"
-    if size < 1 << 20:
-        return f"{value / 1024:.1f} KiB"
-    if size < 1 << 30:
-        return f"{value / (1 << 20):.1f} MiB"
-    if size < 1 << 40:
-        return f"{value / (1 << 30):.1f} GiB"
-    return f"{value / (1 << 40):.1f} TiB"
 
 
 def exact_bytes(n: Any) -> str:
