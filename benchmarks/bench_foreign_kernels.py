@@ -20,7 +20,7 @@ A cell is *examined* when it reached TileLang (traced, lowered or refused, built
 a cell skipped for want of arguments is not, and is counted apart when nothing in its
 repository gives them.
 
-    python benchmarks/bench_foreign_kernels.py --repos /path/to/mirrors
+    python benchmarks/bench_foreign_kernels.py --repos /path/to/mirrors [--site DEPS]
     python benchmarks/bench_foreign_kernels.py --from /path/to/foreign_kernels
 """
 
@@ -42,6 +42,8 @@ from laya_tui.core.project_paths import pythonpath_of  # noqa: E402  (the projec
 
 MANIFEST = ROOT / "benchmarks" / "foreign_kernels.json"
 RESULT = ROOT / "benchmarks" / "results" / "cpu-2core-foreign-kernels.json"
+#: ``--site DIR``: folders of the projects' own dependencies (e3nn for tilelang-mace)
+SITE: list[str] = []
 RESULT_REPOS = ROOT / "benchmarks" / "results" / "cpu-2core-foreign-kernels-repos.json"
 NOT_EXAMINED = ("could not be examined", "kernel arguments unknown")
 #: a skipped cell's reason when no file of its repository gives its arguments
@@ -109,6 +111,8 @@ def run_laya(kernels: list[Path], work: Path, workspace: Path | None = None
     # laya-tui as installed (this repository's own demo ``kernels/`` must not be on the
     # path: a project's ``kernels`` package is the one its files import)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if SITE:  # the projects' own dependencies, installed as their users have them
+        env["PYTHONPATH"] = os.pathsep.join(SITE)
     flags = [x for k in kernels for x in ("--kernels", str(k))]
     subprocess.run(
         [sys.executable, "-m", "laya_tui", "--headless", "--quiet", "--json", str(report),
@@ -233,6 +237,8 @@ def measure(src: Path, repos: bool) -> dict[str, Any]:
                       "examined": sum(c["examined"] for c in rows), "rows": rows})
     no_sizes = sum(c["no_sizes"] for c in cells)
     examined = sum(c["examined"] for c in cells)
+    other_tilelang = sum(1 for c in cells if not c["examined"]
+                         and "written for another TileLang" in (c["reason"] or ""))
     summary = {
         "mode": "each file in its repository" if repos else "each file alone",
         "files": len(manifest), "files_present": len(manifest) - len(missing),
@@ -245,6 +251,11 @@ def measure(src: Path, repos: bool) -> dict[str, Any]:
         "cells_no_sizes_given": no_sizes,  # by the file (alone) or its repository
         "cells_examined_pct_of_sized": round(100 * examined / (len(cells) - no_sizes), 1)
         if len(cells) > no_sizes else None,
+        # files whose import fails on the installed TileLang (``python file.py`` too)
+        "cells_written_for_another_tilelang": other_tilelang,
+        "cells_examined_pct_of_sized_importable": round(
+            100 * examined / (len(cells) - no_sizes - other_tilelang), 1)
+        if len(cells) > no_sizes + other_tilelang else None,
         "c_cells_checked_with_tilelang": len(checked),
         "findings_agreeing": sum(bool(c["agrees"]) for c in checked),
         "c_cells_unchecked": sum(1 for c in cells if c.get("tilelang") == "unchecked"),
@@ -260,7 +271,11 @@ def main() -> None:
                      help="folder holding the files named in foreign_kernels.json (each alone)")
     how.add_argument("--repos", type=Path,
                      help="folder of the repositories' git directories (<owner>+<name>/repo)")
+    parser.add_argument("--site", action="append", default=[], metavar="DIR",
+                        help="a folder of the projects' own dependencies, put on the run's "
+                             "PYTHONPATH (as their users have them installed)")
     opts = parser.parse_args()
+    SITE[:] = [str(Path(d).resolve()) for d in opts.site]
     src = opts.repos or opts.src
     if not src.is_dir():
         raise SystemExit(f"{src}: not a folder")
