@@ -4,8 +4,9 @@
 Cells that ask for ``fakegpu`` run on that node and the rest on the other; the report equals
 a local run of the same selection (node fields aside), with the workspace travelling through
 Ray's runtime environment; a resource no node offers skips its cell; crashes and hangs name
-the node; a node killed mid-run gives ``crashed`` (node lost) and the run ends; after a run
-and after Ctrl-C nothing of the run is left on the cluster.
+the node; a node killed mid-run gives ``crashed`` (node lost) and the run ends; the
+dashboard runs on the cluster; after a run, Ctrl-C and ``q`` nothing of the run is left on
+the cluster (actors, resources, worker processes).
 """
 
 from __future__ import annotations
@@ -313,3 +314,42 @@ def test_cluster_and_env_do_not_combine(ws):
 
 def test_runner_without_cluster_stays_local():
     assert type(make_runner(RunOptions())) is Runner
+
+
+@pytest.mark.asyncio
+async def test_the_dashboard_runs_on_the_cluster_and_q_leaves_nothing(cluster, ws):
+    from laya_tui.tui.factory import build_app
+    from tests._tui import SIZE
+
+    c, gpu_node = cluster
+    app = build_app(options(ws, "probes/cells.py", c.address, only=("plain/*", "gpu/*")))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settled(timeout=120)
+        probes = app.model.probes
+        assert {pid: st.status for pid, st in probes.items()} == {
+            "plain/plain[a]": "ok", "plain/plain[b]": "ok", "gpu/gpu[x]": "ok",
+            "gpu/gpu[y]": "ok"}
+        node = probes["gpu/gpu[x]"].result.node
+        assert node is not None and node["id"] == gpu_node.node_id
+        await pilot.press("q")
+        await pilot.pause()
+    assert await asyncio.to_thread(left_on, c.address, ws) == []
+
+
+@pytest.mark.asyncio
+async def test_q_mid_run_cancels_the_remote_cell(cluster, ws):
+    from laya_tui.tui.factory import build_app
+    from tests._tui import SIZE
+
+    c, _ = cluster
+    app = build_app(options(ws, "slow/slow_gpu.py", c.address))
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 60
+        while not any(st.status == "running" and st.rows for st in app.model.probes.values()):
+            assert time.monotonic() < deadline, "the slow cell never started"
+            await asyncio.sleep(0.1)
+        t0 = time.monotonic()
+        await pilot.press("q")
+        await pilot.pause()
+        assert time.monotonic() - t0 < 30  # not the cell's 120 s sleep
+    assert await asyncio.to_thread(left_on, c.address, ws) == []
