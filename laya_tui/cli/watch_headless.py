@@ -19,7 +19,8 @@ from laya_tui.core.jsonfast import dumps_strict
 from laya_tui.core.logtext import printable
 from laya_tui.core.settings import DEFAULT_DEBOUNCE_MS, RunOptions, Settings
 from laya_tui.report.gates import GateSettings
-from laya_tui.watch.engine import Record, Watcher
+from laya_tui.watch.engine import Watcher
+from laya_tui.watch.records import Record
 
 
 def stream_line(record: Record) -> str:
