@@ -50,6 +50,10 @@ def test_unmet_needs_run_as_locally_or_are_skipped_never_queued():
     refused = place(Need("rbln", soft=False), [cpu], [lost], {})
     assert isinstance(refused, Refused) and refused.status == "crashed"
     assert refused.reason == f"node lost: {lost.name()} offered rbln and left the cluster"
+    old = node("4", rbln=2.0)
+    old.error = "node host-4 (44444444) runs laya-tui 0.0.9, this driver 0.1.0: install ..."
+    assert place(Need("rbln", soft=False), [cpu], [], {}, unusable=(old,)) == Refused(
+        "skipped", f"no usable node offers rbln: {old.error}")
     assert place(Need(), [], [lost], {}) == \
         Refused("crashed", "node lost: no node of the cluster is left")
 

@@ -36,11 +36,12 @@ class Refused:
 
 
 def place(need: Need, nodes: list[Node], lost: list[Node], warm: Mapping[str, int],
-          current: str | None = None) -> Placed | Refused:
+          current: str | None = None, unusable: tuple[Node, ...] = ()) -> Placed | Refused:
     """Choose a node for a cell with ``need`` among the live ``nodes``.
 
     ``lost`` are nodes that left the cluster during the run, ``warm`` the run's live workers
-    per node id, ``current`` the node of the family's warm worker.
+    per node id, ``current`` the node of the family's warm worker, ``unusable`` live nodes
+    that cannot run laya-tui (their ``error`` says why).
     """
     if not nodes:
         return Refused("crashed", "node lost: no node of the cluster is left"
@@ -55,6 +56,9 @@ def place(need: Need, nodes: list[Node], lost: list[Node], warm: Mapping[str, in
             return Refused("crashed", f"node lost: {', '.join(n.name() for n in gone)} "
                            f"offered {resource} and left the cluster")
         if not need.soft:
+            cannot = [n for n in unusable if n.offers(resource)]
+            if cannot:
+                return Refused("skipped", f"no usable node offers {resource}: {cannot[0].error}")
             return Refused("skipped", f"no node offers {resource}")
     plain = [n for n in nodes if n.plain]
     return Placed(_pick(plain or nodes, warm, current), None)

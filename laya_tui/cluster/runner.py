@@ -97,8 +97,9 @@ class ClusterRunner(Runner):
         warm = {nid: 1 for handles in self.pool.values() for nid, h in handles.items()
                 if h.alive}
         current = next((nid for nid, h in self.pool.get(key, {}).items() if h.alive), None)
+        unusable = tuple(n for n in self.session.nodes.values() if n.alive and n.error)
         return place(need_of(probe, self.config.device), self.session.alive(),
-                     list(self._lost.values()), warm, current)
+                     list(self._lost.values()), warm, current, unusable)
 
     async def _execute(self, probe: Any, *args: Any, **kwargs: Any) -> _Outcome:
         """Place the cell, run it in its family's worker on that node (the local runner's

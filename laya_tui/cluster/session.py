@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.versions import TOOL_VERSION
 
 #: Ray's own resource names: a node offering only these is a plain CPU node.
 PLAIN = frozenset({"CPU", "memory", "object_store_memory"})
@@ -200,6 +201,10 @@ class Session:
             node.versions = facts["versions"]
             node.cores = int(facts.get("cores") or 1)
             node.host = facts.get("host") or node.host
+            theirs, mine = node.versions.get("laya-tui"), TOOL_VERSION
+            if theirs not in (None, mine):  # the worker protocol is this version's
+                node.error = (f"node {node.name()} runs laya-tui {theirs}, this driver "
+                              f"{mine}: install the same version on every node")
 
     def runtime_env(self) -> dict[str, Any]:
         """How the workspace travels when a node is on another host: the job's
