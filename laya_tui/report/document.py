@@ -8,7 +8,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -35,7 +35,7 @@ def report_schema() -> dict[str, Any]:
     return schema
 
 
-def validate_report(report: dict[str, Any]) -> None:
+def validate_report(report: Mapping[str, Any]) -> None:
     """Raise ``jsonschema.ValidationError`` when ``report`` does not follow the schema."""
     import jsonschema
 
