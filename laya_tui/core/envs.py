@@ -31,7 +31,7 @@ from typing import Any
 
 from laya_tui.core.cellid import with_env
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import CellSpec
+from laya_tui.core.report_types import CellSpec, EnvInfoDict
 
 #: The oldest Python a worker runs on (laya-tui's ``requires-python``).
 MIN_PYTHON = (3, 11)
@@ -69,7 +69,7 @@ class Environment:
     versions: Mapping[str, Any] = field(default_factory=dict)
     compilers: Mapping[str, Any] = field(default_factory=dict)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> EnvInfoDict:
         """The report's ``envs.<name>`` object."""
         return {"python": self.python, "executable": self.executable or self.python,
                 "versions": dict(self.versions), "compilers": dict(self.compilers)}

@@ -184,6 +184,17 @@ class BaselineDict(TypedDict):
     notes: list[ChangeDict]
 
 
+class EnvInfoDict(TypedDict):
+    """One ``--env`` environment in the report's ``envs``: its interpreter and the
+    versions, compilers and facts its env cells probed (``core.envs.Environment.info``)."""
+
+    python: str
+    executable: NotRequired[str]
+    versions: dict[str, Any]
+    compilers: NotRequired[dict[str, Any]]
+    probed: NotRequired[dict[str, Any]]
+
+
 class ReportDict(TypedDict):
     """The report document (the schema's top level; ``report.document.build_report``).
     Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
@@ -198,7 +209,7 @@ class ReportDict(TypedDict):
     gates: list[GateDict]
     baseline: NotRequired[BaselineDict]
     shard: NotRequired[ShardDict]
-    envs: NotRequired[dict[str, dict[str, Any]]]
+    envs: NotRequired[dict[str, EnvInfoDict]]
     env_comparison: NotRequired[dict[str, Any]]
     hosts: NotRequired[dict[str, dict[str, Any]]]
     imported: NotRequired[dict[str, Any]]
@@ -268,6 +279,7 @@ SCHEMA_DEFS: dict[str, type] = {"site": SiteDict, "signal": SignalDict, "probe":
 SCHEMA_PATHS: dict[str, type] = {
     "": ReportDict,
     "properties/summary": SummaryDict,
+    "properties/envs/additionalProperties": EnvInfoDict,
     "properties/summary/properties/not_run": NotRunDict,
     "properties/summary/properties/ungated": UngatedDict,
     "properties/errors/items": FileErrorDict,

@@ -32,6 +32,7 @@ from laya_tui.core.events import (
 from laya_tui.core.protocol import DiscoveredEvent, Op, Reply, RunCommand, WorkerEvent
 from laya_tui.core.report_types import (
     CellSpec,
+    EnvInfoDict,
     FileErrorDict,
     ResultDict,
     ShardDict,
@@ -72,7 +73,7 @@ class Discovery:
     probes: list[CellSpec]
     errors: list[FileErrorDict]
     shard: ShardDict | None = None  # the report's "shard" object under --shard K/N
-    envs: dict[str, Any] | None = None  # the report's "envs" object under --env
+    envs: dict[str, EnvInfoDict] | None = None  # the report's "envs" object under --env
     #: ``--only`` patterns matching no discovered cell (checked before ``--shard`` splits)
     unmatched_only: tuple[str, ...] = ()
     discovered: int = 0  # cells discovered before --only and --shard narrowed them
