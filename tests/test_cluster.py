@@ -78,6 +78,11 @@ def boom(ctx, device):
 @probe("hang", params=[param("sleep")], timeout=2)
 def hang(ctx):
     time.sleep(600)
+
+
+@probe("lacks", params=[param("lib", device="fakegpu")])
+def lacks(ctx, device):
+    import laya_no_such_library  # noqa: F401 - a library the node lacks
 '''
 
 SLOW = '''
@@ -195,7 +200,8 @@ def test_cells_run_where_their_resource_is_and_the_report_equals_a_local_run(
 
 def test_unmet_resource_is_skipped_and_faults_name_their_node(cluster, ws):
     c, gpu_node = cluster
-    got, _ = run(options(ws, "probes", c.address, only=("rbln/*", "boom/*", "hang/*")))
+    got, _ = run(options(ws, "probes", c.address,
+                         only=("rbln/*", "boom/*", "hang/*", "lacks/*")))
     rb = got["rbln/on_rbln[r]"]
     assert rb["status"] == "skipped" and rb["reason"] == "no node offers rbln"
     assert "node" not in rb and rb["signals"] == []
@@ -206,6 +212,10 @@ def test_unmet_resource_is_skipped_and_faults_name_their_node(cluster, ws):
     hang = got["hang/hang[sleep]"]
     assert hang["status"] == "timeout" and "timed out after 2 s" in hang["reason"]
     assert hang["node"]["id"][:8] in hang["reason"]
+    lacks = got["lacks/lacks[lib]"]  # the environments check per node: who lacks what
+    assert lacks["status"] == "failed"
+    assert lacks["reason"] == ("ModuleNotFoundError: No module named 'laya_no_such_library' "
+                               f"(on node {lacks['node']['host']} ({gpu_node.node_id[:8]}))")
     assert left_on(c.address, ws) == []
 
 

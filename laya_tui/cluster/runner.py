@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from laya_tui.cluster.needs import need_of
 from laya_tui.cluster.paths import package_dirs
@@ -30,6 +30,9 @@ from laya_tui.core.report_types import ResultDict
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner, _Outcome
 from laya_tui.core.settings import RunOptions
+
+#: In a reason: a module the node could not import (a library it lacks).
+MISSING = "No module named "
 
 
 class ClusterRunner(Runner):
@@ -113,15 +116,15 @@ class ClusterRunner(Runner):
         result = outcome.result
         if result is not None:
             node = where.node
-            # "node" is no key of report/schema.json's probe (it allows extra keys)
-            cast("dict[str, Any]", result)["node"] = node.record()
-            if result.get("status") in ("crashed", "timeout"):
-                reason = str(result.get("reason") or "")
-                if node.id[:8] not in reason:
-                    result["reason"] = f"{reason} (on node {node.name()})"
-                if "node lost" in reason:
-                    node.alive = False
-                    self._lost[node.id] = node
+            result["node"] = node.record()  # report/5
+            reason = str(result.get("reason") or "")
+            # a crash, a hang, or a library the node lacks: the node is part of the why
+            if (result.get("status") in ("crashed", "timeout") or MISSING in reason) \
+                    and node.id[:8] not in reason:
+                result["reason"] = f"{reason} (on node {node.name()})"
+            if result.get("status") == "crashed" and reason.startswith("node lost"):
+                node.alive = False
+                self._lost[node.id] = node
         return outcome
 
     def _refused(self, probe: Any, where: Refused) -> ResultDict:
