@@ -249,6 +249,17 @@ def _probe_file(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
     return sources.site({"file": probe.get("file")}) if probe.get("file") else None
 
 
+def _failure_site(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
+    """Where a failed probe's own signals place its failure in the user's files (the
+    failing step's site: an export's log), when one does."""
+    for sig in probe.get("signals") or ():
+        if is_map(sig) and sig.get("kind") not in ("environment", "artifact", "timing"):
+            loc = _site(sources, sig)
+            if loc is not None:
+                return loc
+    return None
+
+
 def _fallback_location(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
     """The probe's file, else the workspace's pyproject.toml (what asked for the run)."""
     loc = sources.site({"file": probe.get("file")}) if probe.get("file") else None
@@ -342,7 +353,8 @@ def _probe_gates(p: Mapping[str, Any], gates: GateIndex) -> list[str]:
 def _status_findings(p: Mapping[str, Any], n_signals: int, gates: GateIndex,
                      base: BaselineIndex | None, sources: Sources) -> list[Finding]:
     """The probe-level findings: could not be examined, crashed, timed out, raised; a
-    failed or skipped probe only when a gate names it and no finding of its own does."""
+    failed probe when no finding signal of its own carries it (gated or not), a skipped one
+    only when a gate names it."""
     pid, status = str(p["id"]), str(p.get("status"))
     on = _probe_gates(p, gates)
     out: list[Finding] = []
@@ -355,10 +367,15 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: GateIndex,
     if not states and status in ("failed", "skipped") and on and (
             status == "skipped" or not n_signals):
         states.append(status)  # gated, and no finding of its own carries the gate
+    elif not states and status == "failed" and not n_signals:
+        # a finding no gate reads, with no finding signal to carry it (an aoti export that
+        # fails: a log signal): the summary, markdown and JUnit list it, so SARIF does too
+        states.append(status)
     reason = text_of(p.get("reason")).strip()
     first = reason.splitlines()[0] if reason else ""
     for state in states:
         loc = (sources.site(err.get("site")) if err is not None and state == "raised"
+               else _failure_site(sources, p) if state == "failed"
                else None) or _fallback_location(sources, p)
         msg = _clip(f"probe {pid} {_WORDS[state]}" + (f": {first}" if first else ""))
         props: dict[str, Any] = {"probe": pid, "status": status}

@@ -1,0 +1,73 @@
+"""QA pass (a user project's run): every output names the same findings, in the same order.
+
+The report below is trimmed from a real run over a user project: a bf16 MLP whose ``if
+t.max().item() > 100`` makes ``torch.export`` fail (an aoti cell ``failed`` whose only
+account of it is a ``log`` signal at the branch's line) and a GPU-style TileLang kernel that
+does not lower for ``c`` (a failing ``lowering`` signal).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from laya_tui.report.annotations import annotation_lines
+from laya_tui.report.findings import collect_findings
+from laya_tui.report.sarif import build_sarif
+from laya_tui.report.sources import Sources
+
+AOTI = "aoti/model[mlpkg.models:build]"
+GEMM = "tilelang/tiled_gemm[c,fp16]"
+
+
+def user_report(ws: Path) -> dict:
+    (ws / "mlpkg").mkdir()
+    (ws / "mlpkg" / "models.py").write_text("\n" * 14 + "        if y.max().item() > 100.0:\n")
+    (ws / "kernels").mkdir()
+    (ws / "kernels" / "tiled_gemm.py").write_text("\n" * 13 + "    def main(A, B, C):\n")
+    (ws / "pyproject.toml").write_text('[tool.laya-tui]\nmodels = ["mlpkg.models:build"]\n')
+    reason = ("Could not guard on data-dependent expression zuf0 > 100.0 "
+              "(unhinted: zuf0 > 100.0).  (Size-like symbols: none)")
+    aoti = {"id": AOTI, "family": "aoti", "status": "failed", "state": "finding",
+            "reason": f"export failed: GuardOnDataDependentSymNode: {reason}",
+            "signals": [
+                {"kind": "environment", "probe": AOTI, "subject": "aoti/toolchain"},
+                {"kind": "log", "probe": AOTI, "subject": "export", "reason": reason,
+                 "site": {"file": str(ws / "mlpkg" / "models.py"), "line": 15,
+                          "func": "forward"},
+                 "fix": "replace Python branching on tensor values with torch.cond",
+                 "detail": {"step": "export", "exception": "GuardOnDataDependentSymNode"}},
+                {"kind": "artifact", "probe": AOTI, "subject": "results.json"}]}
+    gemm = {"id": GEMM, "family": "tilelang", "status": "failed", "state": "finding",
+            "reason": "lowering tiled_gemm[c,fp16]: lower failed: The layout for fragment "
+                      "acc can not be inferred correctly.",
+            "signals": [{"kind": "lowering", "probe": GEMM, "subject": "tiled_gemm[c,fp16]",
+                         "passed": False, "reason": "lower failed: The layout for fragment "
+                         "acc can not be inferred correctly.",
+                         "site": {"file": str(ws / "kernels" / "tiled_gemm.py"), "line": 14},
+                         "detail": {"stage": "lower", "pass": "tl.LayoutInference"}}]}
+    ok = {"id": "env/python", "family": "env", "status": "ok", "state": "ok", "signals": []}
+    gates = [{"name": n, "passed": True, "failures": []}
+             for n in ("no-crash", "no-timeout", "no-probe-error", "tolerance")]
+    return {"schema": "laya-tui.report/5", "probes": [aoti, ok, gemm], "gates": gates,
+            "summary": {"passed": True}}
+
+
+def test_an_ungated_failed_cell_without_a_finding_signal_is_in_sarif_and_annotations(
+        tmp_path: Path) -> None:
+    report = user_report(tmp_path)
+    sources = Sources(str(tmp_path), env={})
+    findings = {f.probe: f for f in collect_findings(report, sources)}
+    assert set(findings) == {AOTI, GEMM}  # both findings of the summary, markdown, JUnit
+    aoti = findings[AOTI]
+    assert aoti.rule.id == "laya/probe/failed" and aoti.level == "warning"
+    assert aoti.location is not None
+    assert (aoti.location.path, aoti.location.line) == ("mlpkg/models.py", 15)
+    assert "export failed: GuardOnDataDependentSymNode" in aoti.message
+    sarif = build_sarif(report, sources)
+    where = {r["properties"]["probe"]: r["locations"][0]["physicalLocation"]
+             for r in sarif["runs"][0]["results"]}
+    assert where[AOTI]["artifactLocation"]["uri"] == "mlpkg/models.py"
+    assert where[AOTI]["region"]["startLine"] == 15
+    lines = annotation_lines(list(findings.values()),
+                             states={AOTI: "finding", GEMM: "finding"})
+    assert any("file=mlpkg/models.py,line=15" in ln and "export failed" in ln for ln in lines)
