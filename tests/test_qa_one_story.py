@@ -71,3 +71,25 @@ def test_an_ungated_failed_cell_without_a_finding_signal_is_in_sarif_and_annotat
     lines = annotation_lines(list(findings.values()),
                              states={AOTI: "finding", GEMM: "finding"})
     assert any("file=mlpkg/models.py,line=15" in ln and "export failed" in ln for ln in lines)
+
+
+def test_summary_markdown_and_page_list_the_findings_in_one_order(tmp_path: Path) -> None:
+    """The aoti cell comes first in the report; the lowering finding is more severe (a
+    failed check), so every output lists it first: the headless summary, its ungated
+    kinds (also the page's header), the markdown table, SARIF."""
+    from laya_tui.report.document import cell_lines
+    from laya_tui.report.markdown import build_markdown
+    from laya_tui.report.verdict import ungated, ungated_text
+    from laya_tui.report.views.legend import cell_state
+
+    report = user_report(tmp_path)
+    kinds = ungated(report["probes"], report["gates"])
+    report["summary"].update(ungated={"count": 2, "kinds": kinds}, probes=3)
+    assert ungated_text(kinds) == "2 findings no gate reads (lowering 1, aoti 1)"
+    lines = cell_lines(report["probes"], cell_state)
+    assert [ln.split(": ")[1] for ln in lines] == [GEMM, AOTI]
+    md = build_markdown(report)
+    assert "(lowering 1, aoti 1)" in md
+    assert md.index(f"`{GEMM}`") < md.index(f"`{AOTI}`")
+    results = build_sarif(report, Sources(str(tmp_path), env={}))["runs"][0]["results"]
+    assert [r["properties"]["probe"] for r in results] == [GEMM, AOTI]

@@ -281,12 +281,15 @@ def human_summary(report: ReportDict) -> str:
 
 def cell_lines(probes: list[ResultDict], state_of: Any) -> list[str]:
     """``  ◐ built, not run: tilelang/k[cuda,fp32]: no GPU``: one line per cell that is not
-    plain ok, the worst states first, at most :data:`LISTED_CELLS` (then a count)."""
+    plain ok, the worst states first (within a state, the most severe first: the markdown's
+    and SARIF's order, report.severity), at most :data:`LISTED_CELLS` (then a count)."""
+    from laya_tui.report.severity import probe_severity
     from laya_tui.report.views.legend import STATE_MARKS, State, not_run, state_mark
 
     rank = {k: i for i, k in enumerate(STATE_MARKS)}
     cells = sorted(((state_of(p), i, p) for i, p in enumerate(probes)
-                    if state_of(p) != State.OK), key=lambda t: (rank.get(t[0], 99), t[1]))
+                    if state_of(p) != State.OK),
+                   key=lambda t: (rank.get(t[0], 99), probe_severity(t[2]), t[1]))
     lines = []
     for state, _, p in cells[:LISTED_CELLS]:
         why = not_run(p) if state in (State.NOT_RUN, State.NOT_COMPARED) else p.get("reason")

@@ -87,8 +87,12 @@ def ungated_probes(probes: Iterable[Mapping[str, Any]],
 
 def ungated(probes: Iterable[Mapping[str, Any]],
             gates: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """``{kind: probes}`` of :func:`ungated_probes`, most first."""
-    return dict(Counter(finding_kind(p) for p in ungated_probes(probes, gates)).most_common())
+    """``{kind: probes}`` of :func:`ungated_probes`, most first; between kinds of as many,
+    the most severe first (report.severity: the markdown table's order)."""
+    from laya_tui.report.severity import probe_severity
+
+    found = sorted(ungated_probes(probes, gates), key=probe_severity)
+    return dict(Counter(finding_kind(p) for p in found).most_common())
 
 
 def ungated_text(kinds: Mapping[str, int]) -> str:
