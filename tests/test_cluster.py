@@ -329,7 +329,7 @@ def test_runner_without_cluster_stays_local():
 @pytest.mark.asyncio
 async def test_the_dashboard_runs_on_the_cluster_and_q_leaves_nothing(cluster, ws):
     from laya_tui.tui.factory import build_app
-    from tests._tui import SIZE
+    from tests._tui import SIZE, screen_text
 
     c, gpu_node = cluster
     app = build_app(options(ws, "probes/cells.py", c.address, only=("plain/*", "gpu/*")))
@@ -341,6 +341,12 @@ async def test_the_dashboard_runs_on_the_cluster_and_q_leaves_nothing(cluster, w
             "gpu/gpu[y]": "ok"}
         node = probes["gpu/gpu[x]"].result.node
         assert node is not None and node["id"] == gpu_node.node_id
+        await pilot.press("v")  # the environments screen shows the nodes side by side
+        await pilot.pause()
+        text = screen_text(app)
+        assert "nodes: the 2 cluster nodes this run's cells ran on (--cluster)" in text
+        assert f"({gpu_node.node_id[:8]})" in text and "fakegpu 1" in text
+        await pilot.press("escape")
         await pilot.press("q")
         await pilot.pause()
     assert await asyncio.to_thread(left_on, c.address, ws) == []

@@ -15,7 +15,7 @@ from laya_tui.core.results import ProbeResult, make_result
 from laya_tui.core.signals import READABLE_SCHEMAS, SCHEMA_ID
 from laya_tui.report.document import build_report, validate_report
 from laya_tui.report.views.detail import Facts, probe_detail
-from laya_tui.report.views.nodes import node_line
+from laya_tui.report.views.nodes import node_line, node_rows
 
 V4 = Path(__file__).resolve().parent / "fixtures" / "report_v4" / "report.json"
 
@@ -83,3 +83,21 @@ def test_the_dashboards_snapshot_keeps_the_node():
     assert frozen.node == NODE
     assert frozen.to_dict()["node"] == NODE
     assert "node" not in ProbeResult.from_dict(json.loads(V4.read_text())["probes"][0]).to_dict()
+
+
+def test_the_nodes_side_by_side_mark_what_differs():
+    other = dict(NODE, id="0c144f02" + "1" * 48, host="cpu-box", resources={"CPU": 2.0},
+                 versions=dict(NODE["versions"], torch=None))
+    results = [dict(cluster_result(), id=f"c{i}", node=n)
+               for i, n in enumerate((NODE, other, NODE))]
+    results.append(dict(cluster_result(), id="local"))
+    del results[-1]["node"]
+    names, rows = node_rows(results)
+    assert names == ["gpu-box (c9d0bff2)", "cpu-box (0c144f02)"]
+    by = {what: (vals, differs) for what, vals, differs in rows}
+    assert by["cells"] == (["2", "1"], False)
+    assert by["resources"] == (["CPU 8, GPU 1", "CPU 2"], False)
+    assert by["torch"] == (["2.13.0", "-"], True)
+    assert by["python"] == (["3.11.7", "3.11.7"], False)
+    assert [what for what, _, _ in rows][:4] == ["cells", "resources", "python", "torch"]
+    assert node_rows([dict(cluster_result(), node=None)]) == ([], [])

@@ -1,9 +1,10 @@
-"""The cluster node a cell ran on (report/5 ``node``, ``--cluster``: docs/cluster.md), in one
-line for the drill-down (dashboard and HTML page) and the headless summary."""
+"""The cluster node a cell ran on (report/5 ``node``, ``--cluster``: docs/cluster.md): one
+line for the drill-down (dashboard and HTML page), and the nodes of a run side by side for
+the dashboard's ``v`` screen."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: The versions a node line names (the rest stay in the report).
@@ -27,5 +28,39 @@ def node_line(node: Any) -> str | None:
     return " · ".join(parts)
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _num(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def node_rows(results: Iterable[Mapping[str, Any]]
+              ) -> tuple[list[str], list[tuple[str, list[str], bool]]]:
+    """The nodes a run's cells ran on, side by side: their names (``host (id8)``, in order
+    of first use) and rows ``(what, value per node, differs)``: cells run there, resources,
+    then every version any node reports (the ``v`` screen of a ``--cluster`` run)."""
+    nodes: dict[str, Mapping[str, Any]] = {}
+    cells: dict[str, int] = {}
+    for r in results:
+        node = r.get("node")
+        if isinstance(node, Mapping) and node.get("id"):
+            nid = str(node["id"])
+            nodes.setdefault(nid, node)
+            cells[nid] = cells.get(nid, 0) + 1
+    if not nodes:
+        return [], []
+    names = [f"{n.get('host') or '?'} ({nid[:8]})" for nid, n in nodes.items()]
+    res = [_map(n.get("resources")) for n in nodes.values()]
+    vers = [_map(n.get("versions")) for n in nodes.values()]
+    rows: list[tuple[str, list[str], bool]] = [
+        ("cells", [str(cells[nid]) for nid in nodes], False),
+        ("resources", [", ".join(f"{k} {_num(v)}" for k, v in r.items()) for r in res],
+         False)]
+    keys = [k for k in SHOWN_VERSIONS if any(k in v for v in vers)]
+    keys += sorted({k for v in vers for k in v} - set(keys))
+    for key in keys:
+        vals = [str(v.get(key)) if v.get(key) is not None else "-" for v in vers]
+        rows.append((key, vals, len(set(vals)) > 1))
+    return names, rows

@@ -124,6 +124,8 @@ class EnvScreen(Screen[None]):
         table.clear()
         self._rows = env_rows(section)
         if section is None:
+            if self._show_nodes(crumbs, versions):  # --cluster: the nodes side by side
+                return
             crumbs.update("environments: nothing to compare yet (run with two --env NAME="
                           "PYTHON; the comparison fills in as cells of both finish)")
             versions.update("")
@@ -146,6 +148,28 @@ class EnvScreen(Screen[None]):
             style = STYLE.get(cls, "")
             table.add_row(Text(pid), Text(what, style=style), Text(one_line(before, 200)),
                           Text(one_line(after, 300), style=style), key=f"{i}|{pid}")
+
+    def _show_nodes(self, crumbs: Static, versions: Static) -> bool:
+        """Under ``--cluster``: the nodes the cells ran on, versions side by side (what
+        differs in bold); False when no cell ran on a node."""
+        from laya_tui.report.views.nodes import node_rows
+
+        names, rows = node_rows(self.laya.model.results())
+        if not names:
+            return False
+        crumbs.update(f"nodes: the {len(names)} cluster node{'s' if len(names) > 1 else ''} "
+                      "this run's cells ran on (--cluster); what differs is bold")
+        grid = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
+        grid.add_column("")
+        for name in names:
+            grid.add_column(name)
+        width = max(12, (self.app.size.width - 20) // len(names) - 2)
+        for key, vals, differs in rows:
+            grid.add_row(key, *(Text(one_line(v, width), style="bold yellow" if differs
+                                     else "", no_wrap=True, overflow="ellipsis")
+                                for v in vals))
+        versions.update(grid)
+        return True
 
     def apply_changes(self, changes: Changes) -> None:
         """A cell finished: the comparison may have changed."""
