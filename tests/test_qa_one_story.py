@@ -8,6 +8,7 @@ does not lower for ``c`` (a failing ``lowering`` signal).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from laya_tui.report.annotations import annotation_lines
@@ -93,3 +94,39 @@ def test_summary_markdown_and_page_list_the_findings_in_one_order(tmp_path: Path
     assert md.index(f"`{GEMM}`") < md.index(f"`{AOTI}`")
     results = build_sarif(report, Sources(str(tmp_path), env={}))["runs"][0]["results"]
     assert [r["properties"]["probe"] for r in results] == [GEMM, AOTI]
+
+
+def _built_not_run() -> dict:
+    """A cuda cell of the user's run on a machine without a GPU: ok, lowered and built."""
+    pid = "tilelang/tiled_gemm[cuda,fp16]"
+    return {"id": pid, "family": "tilelang", "status": "ok", "reason": None, "seconds": 4.8,
+            "log_tail": "", "signals": [
+                {"kind": "lowering", "probe": pid, "subject": "tiled_gemm[cuda,fp16]",
+                 "passed": True, "detail": {"outcome": "built", "not_run": "no GPU"}}]}
+
+
+def test_a_cells_drill_down_badge_is_its_state_word_on_the_page_and_the_dashboard(
+        tmp_path: Path) -> None:
+    """The tree says ``◐ built, not run`` and ``✗ finding``; the drill-down said ``ok`` and
+    ``failed`` (the raw status)."""
+    from collections import Counter
+
+    from rich.console import Console
+
+    from laya_tui.report.views.detail import probe_detail
+    from laya_tui.tui.model import ProbeState
+    from laya_tui.tui.widgets.detail import render_probe
+
+    cell = _built_not_run()
+    finding = {**user_report(tmp_path)["probes"][2], "log_tail": "",
+               "state": None}
+    assert probe_detail(cell, signals=1).head.badge == "built, not run"
+    assert probe_detail(finding, signals=1).head.badge == "finding"
+    for p, word in ((cell, "built, not run"), (finding, "finding")):
+        st = ProbeState(id=p["id"], family=p["family"], status=p["status"],
+                        reason=p.get("reason"), seconds=p.get("seconds"), report_entry=p)
+        st.kinds = Counter(s["kind"] for s in p["signals"])
+        console = Console(width=120, record=True, file=io.StringIO())
+        console.print(render_probe(st, None))
+        first = console.export_text().splitlines()[0]
+        assert first.split()[:len(word.split())] == word.split(), first

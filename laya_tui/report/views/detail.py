@@ -473,7 +473,12 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
     elif status not in LIVE_STATUSES:
         parts.append(Block(label, "(the probe wrote nothing to stdout or stderr)", dim=True))
     pid = str(result.get("id") or "")
-    return Detail(Head(status, pid, pid, status in FAILING_STATUSES), tuple(parts))
+    from laya_tui.report.views.legend import cell_state, state_word
+
+    # the badge is the cell's state word (as the tree, summary and every file say it): a
+    # cell built but not run is never "ok" here either, a finding is "finding"
+    return Detail(Head(state_word(cell_state(result)), pid, pid, status in FAILING_STATUSES),
+                  tuple(parts))
 
 
 #: Detail keys shown in their own sections (the rest go to "more detail").

@@ -38,6 +38,7 @@ from laya_tui.report.views.detail import (
 )
 from laya_tui.report.views.text import printable
 from laya_tui.tui.model import ProbeState, SignalRow
+from laya_tui.tui.widgets.probe_tree import probe_state
 
 #: The column a detail's table is sorted by (None: its own order, the gap table's ranking);
 #: ``s`` on the signal screen moves it to the next column.
@@ -178,7 +179,8 @@ def render_signal(row: SignalRow, st: ProbeState | None, workspace: str | None, 
 
 def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -> RenderableType:
     """A probe without a selected signal: status, reason, error and log tail."""
-    result = {"id": st.id, "status": st.status, "reason": st.reason, "seconds": st.seconds,
+    result = {"id": st.id, "status": st.status, "state": probe_state(st),
+              "reason": st.reason, "seconds": st.seconds,
               "cached": st.cached, "file": st.file, "log_tail": st.log_tail,
               "error": st.error, "deps": list(st.result.deps) if st.result else [],
               "node": st.result.node if st.result else None}
