@@ -49,6 +49,7 @@ class ClusterRunner(Runner):
         super().__init__(config, on_event)
         self.session = Session(address, config.workspace)
         self._opened = False
+        self._connecting = asyncio.Lock()
         #: worker key -> node id -> its warm worker there
         self.pool: dict[str, dict[str, RemoteHandle]] = {}
         self._placed: dict[str, Placed] = {}  # worker key -> the node of the cell at hand
@@ -56,7 +57,9 @@ class ClusterRunner(Runner):
 
     async def connect(self) -> Session:
         """Connect once (Ray's ``init`` blocks: it runs in a thread); raises UsageError."""
-        if not self._opened:
+        async with self._connecting:
+            if self._opened:
+                return self.session
             await asyncio.to_thread(self.session.open)
             self._opened = True
             if not self.session.alive():
@@ -66,10 +69,14 @@ class ClusterRunner(Runner):
         return self.session
 
     async def discover(self, *, warm: bool = False) -> Discovery:
-        """Connect first (a bad address stops the run before anything runs), then discover
-        on this machine: probe files are read here and travel to the nodes."""
-        await self.connect()
-        return await super().discover(warm=warm)
+        """Discover on this machine (probe files are read here and travel to the nodes)
+        while connecting; a connection that fails stops the run before anything runs."""
+        connecting = asyncio.ensure_future(self.connect())
+        try:
+            disc = await super().discover(warm=warm)
+        finally:
+            await connecting  # never left half-connected: close() disconnects after it
+        return disc
 
     async def run_one(self, probe: Any, *,
                       use_cache: bool | None = None) -> ResultDict | None:
