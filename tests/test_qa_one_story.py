@@ -130,3 +130,39 @@ def test_a_cells_drill_down_badge_is_its_state_word_on_the_page_and_the_dashboar
         console.print(render_probe(st, None))
         first = console.export_text().splitlines()[0]
         assert first.split()[:len(word.split())] == word.split(), first
+
+
+def test_the_page_opens_its_probe_and_signal_tables_on_the_findings(tmp_path: Path) -> None:
+    """The page's probes and signals tables listed report order: the environment's facts and
+    ok cells above the lowering finding. They open most important first now, as the
+    dashboard's table, the summary and markdown do; report order is one choice away."""
+    import pytest
+
+    from laya_tui.report.html import build_html
+    from tests._browser import INSTALL_HINT, Browser, find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip(f"no Chromium: {INSTALL_HINT}")
+    (tmp_path / "ws").mkdir()
+    report = user_report(tmp_path / "ws")
+    report["probes"].insert(0, _built_not_run())
+    env = report["probes"][2]
+    env["signals"] = [{"kind": "environment", "probe": env["id"], "subject": "python",
+                       "value": "3.11.7"}]
+    report["summary"] = {"passed": True, "probes": 4, "seconds": 1.0, "signals": {}}
+    page = tmp_path / "page.html"
+    page.write_text(build_html(report, workspace=str(tmp_path / "ws")))
+    with Browser(chromium) as b:
+        b.open(page.as_uri())
+        probes = b.eval("[...document.querySelectorAll('#probes tbody tr')]"
+                        ".map(tr => tr.dataset.probe)")
+        assert probes == [GEMM, AOTI, "tilelang/tiled_gemm[cuda,fp16]", "env/python"]
+        kinds = b.eval("[...document.querySelectorAll('#signals td[data-col=kind]')]"
+                       ".map(td => td.innerText)")
+        assert kinds[0] == "lowering" and kinds[-1] == "environment", kinds
+        b.eval("(() => { const s = document.querySelector('#signals-sort');"
+               " s.value = '@report'; s.dispatchEvent(new Event('change')); })()")
+        kinds = b.eval("[...document.querySelectorAll('#signals td[data-col=kind]')]"
+                       ".map(td => td.innerText)")
+        assert kinds[0] == "lowering" and kinds[1] == "environment", kinds  # report order

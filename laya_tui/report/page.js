@@ -165,7 +165,8 @@ function probesSection() {
     el("thead", {}, hdr), body);
   function draw() {
     const q = text.value.toLowerCase(), sv = status.value;
-    const list = D.probes.map((p, pi) => pi).filter(pi => { const p = D.probes[pi];
+    // the summary's order: the worst state first (findings, not examined...), ok last
+    const list = (D.probe_order || D.probes.map((p, pi) => pi)).filter(pi => { const p = D.probes[pi];
       return (!sv || p[2] === sv) && (!q || (p[0] + " " + p[7]).toLowerCase().includes(q)); });
     if (sortCol !== null) { const f = cols[sortCol][1];
       list.sort((a, b) => cmp(low(D.probes[a][f]), low(D.probes[b][f])) * (rev ? -1 : 1)); }
@@ -201,24 +202,27 @@ function filteredSignals(ctx, id) {
   const kind = el("select", {id: id + "-kind"}, el("option", {value: ""}, "every kind"), T.kinds.map(k => el("option", {value: k}, k)));
   const text = el("input", {id: id + "-text", type: "search", placeholder: "filter by text in any column", size: 30});
   const onlyFail = el("input", {type: "checkbox", id: id + "-failing"});
-  const sort = el("select", {id: id + "-sort"}, el("option", {value: ""}, "report order"),
+  const sort = el("select", {id: id + "-sort"}, el("option", {value: ""}, "most important first"),
+    el("option", {value: "@report"}, "report order"),
     T.columns.map((c, ci) => el("option", {value: c.key, "data-at": ci}, "sort by " + c.label)));
   const rev = el("input", {type: "checkbox", id: id + "-reverse"});
   const count = el("span", {class: "dim", id: id + "-count"});
   const holder = el("div", {class: "scroll"});
   let limit = PAGE;
   const more = el("button", {onclick: () => { limit += PAGE * 4; draw(); }}, "show more");
-  const all = Array.from({length: ctx.n}, (_, i) => i);
+  const natural = Array.from({length: ctx.n}, (_, i) => i);
+  const ranked = T.order || natural;  // findings first, the environment last (report.severity)
   let hay = null;  // what the text filter searches, each row's once (on the first query)
-  const haystack = i => (hay || (hay = all.map(j => (ctx.probes[ctx.probeOf[j]] + "\u0000" +
+  const haystack = i => (hay || (hay = natural.map(j => (ctx.probes[ctx.probeOf[j]] + "\u0000" +
     T.cells.map(c => S[c[j]]).join("\u0000")).toLowerCase())))[i];
   function draw() {
     const q = text.value.toLowerCase(), k = kind.value, f = onlyFail.checked;
     const kid = k ? S.indexOf(k) : -1, kinds = T.cells[KIND];
+    const all = sort.value === "@report" ? natural : ranked;
     let list = !k && !f && !q ? all : all.filter(i => {
       if (k && kinds[i] !== kid) return false; if (f && !T.failing[i]) return false;
       return !q || haystack(i).includes(q); });
-    if (sort.value !== "") { const ci = T.columns.findIndex(c => c.key === sort.value), c = T.columns[ci];
+    if (sort.value !== "" && sort.value !== "@report") { const ci = T.columns.findIndex(c => c.key === sort.value), c = T.columns[ci];
       const keyOf = c.sort === null ? i => low(ctx.cell(i, ci)) : i => low(T.sort[c.sort][i]), s = rev.checked ? -1 : 1;
       const key = new Array(ctx.n);
       for (const i of list) key[i] = keyOf(i);

@@ -31,6 +31,7 @@ from laya_tui.report.views.detail import (
 from laya_tui.report.views.legend import (
     MATRIX_LEGEND,
     STATE_LEGEND,
+    STATE_MARKS,
     cell_state,
     outcome_mark,
     state_counts,
@@ -253,7 +254,28 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> dict[st
                          if c.key in _SORTED_BY_VALUE else None}
                         for i, c in enumerate(COLUMNS)],
             "kinds": [k for k in KINDS if k in kinds], "probe_rows": per_probe,
-            "cells": cells, "sort": sort, "failing": fails, "css": css, "details": details}
+            "cells": cells, "sort": sort, "failing": fails, "css": css, "details": details,
+            "order": _severity_order(probes)}
+
+
+def _severity_order(probes: list[dict[str, Any]]) -> list[int]:
+    """The rows of :func:`_rows` most important first (report.severity: the dashboard's
+    table, markdown and SARIF order): findings, then passed checks and facts, the
+    environment last; report order within a band."""
+    from laya_tui.report.severity import signal_severity
+
+    return [row for _, row in sorted((signal_severity(sig), row) for _, sig, row in
+                                     _rows(probes))]
+
+
+def _probe_order(probes: list[dict[str, Any]]) -> list[int]:
+    """The probes' indices the way the summary lists cells: the worst state first
+    (views.legend), the most severe within a state, report order within that."""
+    from laya_tui.report.severity import probe_severity
+
+    rank = {k: i for i, k in enumerate(STATE_MARKS)}
+    return sorted(range(len(probes)), key=lambda i: (
+        rank.get(cell_state(probes[i]), len(rank)), probe_severity(probes[i]), i))
 
 
 def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[list[Any]]:
@@ -342,6 +364,7 @@ def page_data(report: ReportDict, *, diff: ReportDict | None = None,
         "header": _header(report, title, len(probes)),
         "gates": _gates(report),
         "probes": _probes(probes, pack, read),
+        "probe_order": _probe_order(probes),
         "logs": [log_text(str(p.get("log_tail") or ""), None) for p in probes],
         "signals": _table(probes, pack, read),
         "matrix": _matrix(probes),
