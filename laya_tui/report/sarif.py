@@ -33,6 +33,19 @@ from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.report.findings import Finding, collect_findings, prioritised
 from laya_tui.report.rules import RULES, Rule
+from laya_tui.report.sarif_types import (
+    GateOutcome,
+    Invocation,
+    Message,
+    Notification,
+    PhysicalLocation,
+    RelatedLocation,
+    ReportingDescriptor,
+    Result,
+    Run,
+    SarifLog,
+)
+from laya_tui.report.sarif_types import Location as SarifLocation
 from laya_tui.report.sources import Location, Sources
 
 if TYPE_CHECKING:
@@ -57,23 +70,23 @@ def sarif_schema() -> dict[str, Any]:
     return schema
 
 
-def validate_sarif(doc: Mapping[str, Any]) -> None:
+def validate_sarif(doc: SarifLog) -> None:
     """Raise ``jsonschema.ValidationError`` when ``doc`` is not valid SARIF 2.1.0."""
     import jsonschema
 
     jsonschema.Draft4Validator(sarif_schema()).validate(doc)
 
 
-def _text(text: str) -> dict[str, str]:
+def _text(text: str) -> Message:
     return {"text": text}
 
 
-def rule_object(rule: Rule) -> dict[str, Any]:
+def rule_object(rule: Rule) -> ReportingDescriptor:
     """A ``reportingDescriptor`` for ``rule``."""
-    out: dict[str, Any] = {"id": rule.id, "name": rule.name,
-                           "shortDescription": _text(rule.short),
-                           "fullDescription": _text(rule.full),
-                           "help": _text(rule.help)}
+    out: ReportingDescriptor = {"id": rule.id, "name": rule.name,
+                                "shortDescription": _text(rule.short),
+                                "fullDescription": _text(rule.full),
+                                "help": _text(rule.help)}
     if rule.uri:
         out["helpUri"] = rule.uri
     out["defaultConfiguration"] = {"level": rule.level}
@@ -81,35 +94,34 @@ def rule_object(rule: Rule) -> dict[str, Any]:
     return out
 
 
-def _physical(loc: Location) -> dict[str, Any]:
-    out: dict[str, Any] = {"artifactLocation": {"uri": quote(loc.path, safe="/"),
+def _physical(loc: Location) -> PhysicalLocation:
+    out: PhysicalLocation = {"artifactLocation": {"uri": quote(loc.path, safe="/"),
                                                 "uriBaseId": SRCROOT}}
     if loc.line:
         out["region"] = {"startLine": loc.line}
     return out
 
 
-def _location(loc: Location) -> dict[str, Any]:
-    out: dict[str, Any] = {"physicalLocation": _physical(loc)}
+def _location(loc: Location) -> SarifLocation:
+    out: SarifLocation = {"physicalLocation": _physical(loc)}
     if loc.func:
         out["logicalLocations"] = [{"name": loc.func, "kind": "function"}]
     return out
 
 
-def result_object(f: Finding, rule_index: int) -> dict[str, Any]:
+def result_object(f: Finding, rule_index: int) -> Result:
     """The ``result`` of one finding (``f.location`` is set)."""
     assert f.location is not None
-    out: dict[str, Any] = {"ruleId": f.rule.id, "ruleIndex": rule_index, "level": f.level,
+    out: Result = {"ruleId": f.rule.id, "ruleIndex": rule_index, "level": f.level,
                            "message": _text(f.message), "locations": [_location(f.location)]}
     if f.state == "absent":
         out["kind"] = "pass"
     if f.related:
-        rel = []
+        rel: list[RelatedLocation] = []
         for i, r in enumerate(f.related, 1):
-            entry: dict[str, Any] = {"id": i, "physicalLocation": _physical(r)}
             note = r.note or "related"
-            entry["message"] = _text(f"{note}: {r.func}" if r.func else note)
-            rel.append(entry)
+            rel.append({"id": i, "physicalLocation": _physical(r),
+                        "message": _text(f"{note}: {r.func}" if r.func else note)})
         out["relatedLocations"] = rel
     out["partialFingerprints"] = {FINGERPRINT: f.fingerprint()}
     if f.state:
@@ -124,7 +136,7 @@ def result_object(f: Finding, rule_index: int) -> dict[str, Any]:
     return out
 
 
-def _notification(level: str, text: str) -> dict[str, Any]:
+def _notification(level: str, text: str) -> Notification:
     return {"level": level, "message": _text(text)}
 
 
@@ -138,9 +150,9 @@ def state_words(report: ReportDict) -> dict[str, str]:
 
 
 def build_sarif(report: ReportDict, sources: Sources,
-                baseline: Mapping[str, Any] | None = None, *,
+                baseline: ReportDict | None = None, *,
                 findings: list[Finding] | None = None,
-                max_results: int = MAX_RESULTS) -> dict[str, Any]:
+                max_results: int = MAX_RESULTS) -> SarifLog:
     """The SARIF log of ``report`` (``baseline``: the baseline report, see
     :func:`laya_tui.report.findings.collect_findings`; ``findings``: already collected)."""
     if findings is None:
@@ -167,7 +179,7 @@ def build_sarif(report: ReportDict, sources: Sources,
         if f.probe in words:
             r["properties"]["state"] = words[f.probe]
     results += plans[: max(0, max_results - len(results))]
-    notes = []
+    notes: list[Notification] = []
     if unplaced:
         notes.append(_notification("warning", f"{len(unplaced)} finding(s) have no file in "
                                    f"the source tree {sources.root} and are not results: "
@@ -177,12 +189,12 @@ def build_sarif(report: ReportDict, sources: Sources,
                                    f"left out: code scanning keeps {max_results:,} results "
                                    "per run (all are in the JSON report)"))
     summary = as_dict(report.get("summary"))
-    invocation: dict[str, Any] = {"executionSuccessful": True}
+    invocation: Invocation = {"executionSuccessful": True}
     if notes:
         invocation["toolExecutionNotifications"] = notes
     tool = as_dict(report.get("tool"))
     version = str(tool.get("version") or "0")
-    run: dict[str, Any] = {
+    run: Run = {
         "tool": {"driver": {"name": "laya-tui", "version": version, "semanticVersion": version,
                             "rules": [rule_object(r) for r in rules.values()]}},
         "invocations": [invocation],
@@ -190,8 +202,8 @@ def build_sarif(report: ReportDict, sources: Sources,
         "results": results,
         "properties": {
             "verdict": "pass" if summary.get("passed") else "fail",
-            "gates": [{"name": g.get("name"), "passed": bool(g.get("passed")),
-                       "failures": len(g.get("failures") or ())}
+            "gates": [GateOutcome(name=g.get("name"), passed=bool(g.get("passed")),
+                                  failures=len(g.get("failures") or ()))
                       for g in report.get("gates") or () if isinstance(g, Mapping)],
             "findings": len(findings), "results": len(results),
             "resultsLeftOut": len(left_out), "withoutLocation": len(unplaced),
@@ -203,14 +215,17 @@ def build_sarif(report: ReportDict, sources: Sources,
     return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
-def sarif_chunks(doc: Mapping[str, Any]) -> Iterator[str]:
+def sarif_chunks(doc: SarifLog) -> Iterator[str]:
     """The SARIF text in chunks: the run indented, one result per line (C encoder)."""
-    runs = [dict(r) for r in doc["runs"]]
-    results = [r.pop("results", []) for r in runs]
+    results = [r.get("results", []) for r in doc["runs"]]
+    runs: list[dict[str, object]] = [{k: v for k, v in r.items() if k != "results"}
+                                     for r in doc["runs"]]
     marks = [f"\x00laya-results-{i}\x00" for i in range(len(runs))]
     for run, mark in zip(runs, marks, strict=True):
         run["results"] = mark
-    text = dumps_strict(dict(doc, runs=runs), indent=1)
+    whole: dict[str, object] = dict(doc)
+    whole["runs"] = runs
+    text = dumps_strict(whole, indent=1)
     for run_results, mark in zip(results, marks, strict=True):
         head, _, text = text.partition(json.dumps(mark))
         yield head

@@ -10,11 +10,16 @@ Standard library only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.views.text import human_bytes, number
+
+if TYPE_CHECKING:
+    from laya_tui.report.rules import Rule
+    from laya_tui.report.sarif_types import PhysicalLocation, Result
+    from laya_tui.report.sources import Location, Sources
 
 #: Rows of a gap table kept on the cell (the signal's detail holds up to 200, the artifact
 #: every one).
@@ -174,7 +179,7 @@ def plan_facts(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
 PLAN_RULE_ID = "laya/precision-plan"
 
 
-def plan_rule() -> Any:
+def plan_rule() -> Rule:
     """The SARIF rule of a precision plan (a note: a fix to apply, not a finding)."""
     from laya_tui.report.rules import Rule
 
@@ -186,15 +191,15 @@ def plan_rule() -> Any:
                 "note", None, ("numerics",))
 
 
-def plan_results(report: ReportDict, sources: Any, rule_index: int
-                 ) -> list[dict[str, Any]]:
+def plan_results(report: ReportDict, sources: Sources, rule_index: int
+                 ) -> list[Result]:
     """One SARIF result per found plan whose kept modules' classes are in the source tree:
     at the first kept module's ``class`` line, the others as ``relatedLocations``, and a
     ``fixes`` entry that marks each class line with the plan (the pasteable snippet is in
     the message's markdown and the JSON report)."""
     from urllib.parse import quote
 
-    out: list[dict[str, Any]] = []
+    out: list[Result] = []
     for p in as_list(report.get("probes")):
         if not isinstance(p, Mapping):
             continue
@@ -202,11 +207,11 @@ def plan_results(report: ReportDict, sources: Any, rule_index: int
             plan = as_dict(entry.get("precision_plan"))
             if plan.get("status") != "found":
                 continue
-            locs = []
+            locs: list[tuple[str, Location, int]] = []  # (module, class site, its line)
             for name, site in as_dict(plan.get("class_sites")).items():
                 loc = sources.site(site)
                 if loc is not None and loc.line:
-                    locs.append((name, loc))
+                    locs.append((name, loc, loc.line))
             if not locs:
                 continue
             text = (f"{p.get('id')}: {entry.get('subject')}: precision plan: "
@@ -219,31 +224,31 @@ def plan_results(report: ReportDict, sources: Any, rule_index: int
                          f"({top.get('type')}) local {number(top.get('local'))} vs limit "
                          f"{number(top.get('limit'))}")
 
-            def phys(loc: Any) -> dict[str, Any]:
+            def phys(loc: Location, line: int) -> PhysicalLocation:
                 return {"artifactLocation": {"uri": quote(loc.path, safe="/"),
                                              "uriBaseId": "%SRCROOT%"},
-                        "region": {"startLine": loc.line}}
+                        "region": {"startLine": line}}
 
             keep = [str(m) for m in as_list(plan.get("fp32_modules"))]
-            result: dict[str, Any] = {
+            result: Result = {
                 "ruleId": PLAN_RULE_ID, "ruleIndex": rule_index, "level": "note",
                 "message": {"text": text},
-                "locations": [{"physicalLocation": phys(locs[0][1]),
+                "locations": [{"physicalLocation": phys(locs[0][1], locs[0][2]),
                                "logicalLocations": [{"name": locs[0][1].func or locs[0][0],
                                                      "kind": "type"}]}],
                 "fixes": [{
                     "description": {"text": f"keep {', '.join(keep)} in fp32 (KEEP_FP32 = "
                                             f"{keep!r}; cast_keeping_fp32 in the report)"},
                     "artifactChanges": [{
-                        "artifactLocation": phys(loc)["artifactLocation"],
+                        "artifactLocation": phys(loc, line)["artifactLocation"],
                         "replacements": [{
-                            "deletedRegion": {"startLine": loc.line, "startColumn": 1,
-                                              "endLine": loc.line, "endColumn": 1},
+                            "deletedRegion": {"startLine": line, "startColumn": 1,
+                                              "endLine": line, "endColumn": 1},
                             "insertedContent": {"text": f"# laya-tui precision plan: keep "
                                                         f"{name} in fp32 (verified max|diff| "
                                                         f"{number(plan.get('verified_error'))}"
                                                         f" <= {number(plan.get('limit'))})\n"}}]}
-                        for name, loc in locs]}],
+                        for name, loc, line in locs]}],
                 "partialFingerprints": {"layaSignal/v1": f"plan:{p.get('id')}:"
                                                          f"{entry.get('subject')}"},
                 "properties": {"fp32_modules": keep, "verified_error":
@@ -254,9 +259,9 @@ def plan_results(report: ReportDict, sources: Any, rule_index: int
                 result["properties"]["gap_table"] = rows[:5]
             if len(locs) > 1:
                 result["relatedLocations"] = [
-                    {"id": i, "physicalLocation": phys(loc),
+                    {"id": i, "physicalLocation": phys(loc, line),
                      "message": {"text": f"also keep {name} in fp32"}}
-                    for i, (name, loc) in enumerate(locs[1:], 1)]
+                    for i, (name, loc, line) in enumerate(locs[1:], 1)]
             out.append(result)
     return out
 
