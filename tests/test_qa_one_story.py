@@ -166,3 +166,23 @@ def test_the_page_opens_its_probe_and_signal_tables_on_the_findings(tmp_path: Pa
         kinds = b.eval("[...document.querySelectorAll('#signals td[data-col=kind]')]"
                        ".map(td => td.innerText)")
         assert kinds[0] == "lowering" and kinds[1] == "environment", kinds  # report order
+
+
+def test_a_misspelt_table_key_names_the_key_it_resembles(tmp_path: Path) -> None:
+    """``kernel = ["kernels"]`` (the s forgotten): the one-line error says which key was
+    meant, not only the list of twenty."""
+    import pytest
+
+    from laya_tui.cli.config import load_settings
+    from laya_tui.core.errors import UsageError
+
+    (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\nkernel = ["kernels"]\n')
+    with pytest.raises(UsageError) as exc:
+        load_settings(str(tmp_path))
+    msg = str(exc.value)
+    assert "unknown key 'kernel'" in msg and msg.endswith("did you mean 'kernels'?")
+    assert "\n" not in msg
+    (tmp_path / "pyproject.toml").write_text('[tool.laya-tui]\nzzz = 1\n')
+    with pytest.raises(UsageError) as exc:
+        load_settings(str(tmp_path))
+    assert "did you mean" not in str(exc.value)

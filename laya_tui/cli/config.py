@@ -71,7 +71,12 @@ def load_settings(workspace: str) -> dict[str, Any]:
     for raw_key, value in table.items():
         opt = keys.get(raw_key.replace("_", "-"))
         if opt is None:
-            raise UsageError(f"{where}: unknown key {raw_key!r} (known: {known})")
+            import difflib
+
+            near = difflib.get_close_matches(raw_key.replace("_", "-"),
+                                             [o.key for o in keys.values() if o.key], n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise UsageError(f"{where}: unknown key {raw_key!r} (known: {known}){hint}")
         out[opt.name] = check_value(opt, value, workspace, where)
     for opt in option_table():  # signal kinds: known ones only (fail-on, then max)
         if opt.name in out and opt.kind in ("signal-kinds", "kind-counts"):
