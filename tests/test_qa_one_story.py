@@ -186,3 +186,30 @@ def test_a_misspelt_table_key_names_the_key_it_resembles(tmp_path: Path) -> None
     with pytest.raises(UsageError) as exc:
         load_settings(str(tmp_path))
     assert "did you mean" not in str(exc.value)
+
+
+def test_the_pages_seconds_of_a_cached_cell_are_not_cut(tmp_path: Path) -> None:
+    """A re-run served from the cache showed ``1.9 s ca…`` in the probes table."""
+    import pytest
+
+    from laya_tui.report.html import build_html
+    from tests._browser import INSTALL_HINT, Browser, find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip(f"no Chromium: {INSTALL_HINT}")
+    report = user_report(tmp_path)
+    for p in report["probes"]:
+        p.update(seconds=1.93, cached=True)
+    report["summary"] = {"passed": True, "probes": 3, "seconds": 0.3, "signals": {}}
+    page = tmp_path / "page.html"
+    page.write_text(build_html(report, workspace=str(tmp_path)))
+    with Browser(chromium) as b:
+        b.call("Emulation.setDeviceMetricsOverride", session=True, width=1280, height=900,
+               deviceScaleFactor=1, mobile=False)
+        b.open(page.as_uri())
+        cells = b.eval("[...document.querySelectorAll('#probes tbody td.num')]"
+                       ".map(td => [td.innerText, td.scrollWidth <= td.clientWidth])")
+    assert cells and all("cached" in text or text == "" or text.isdigit()
+                         for text, _ in cells), cells
+    assert all(fits for _, fits in cells), cells
