@@ -106,7 +106,7 @@ def cluster():
         "num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False})
     gpu_node = c.add_node(num_cpus=1, resources={"fakegpu": 1},
                           object_store_memory=80 * MB)
-    c.wait_for_nodes()
+    c.wait_for_nodes(timeout=120)  # 30 s by default: short on a loaded 2-core machine
     try:
         yield c, gpu_node
     finally:
@@ -222,7 +222,7 @@ def test_unmet_resource_is_skipped_and_faults_name_their_node(cluster, ws):
 def test_a_node_killed_mid_run_crashes_its_cells_and_the_run_ends(cluster, ws):
     c, _ = cluster
     doomed = c.add_node(num_cpus=1, resources={"doomed": 1}, object_store_memory=80 * MB)
-    c.wait_for_nodes()
+    c.wait_for_nodes(timeout=120)
     killed: list[float] = []
 
     def on_event(event: Any) -> None:
