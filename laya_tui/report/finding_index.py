@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.core.report_types import ReportDict
+from laya_tui.core.report_types import BaselineDict, ChangeDict, ReportDict, SignalDict
 from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, signal_key
 
 #: Baseline states that are bad news (new or changed since the baseline).
@@ -111,27 +111,35 @@ def _baseline_gate(idx: GateIndex, item: Mapping[str, Any], name: str) -> None:
 
 # -- the baseline's view of each finding -----------------------------------------------------
 
+class SectionItem(ChangeDict):
+    """A baseline section's change with the list it sits in (``cls``: regressions,
+    improvements or notes)."""
+
+    cls: str
+
+
 @dataclass
 class BaselineIndex:
     """The baseline section's changes by key, and (when the baseline report could be read)
     its probe statuses and signals."""
 
-    changes: dict[SignalKey, dict[str, Any]] = field(default_factory=dict)
-    cells: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    changes: dict[SignalKey, SectionItem] = field(default_factory=dict)
+    cells: dict[tuple[str, str], SectionItem] = field(default_factory=dict)
     not_compared: set[str] = field(default_factory=set)
-    gone: list[dict[str, Any]] = field(default_factory=list)
+    gone: list[ChangeDict] = field(default_factory=list)
     statuses: dict[str, tuple[str, bool]] | None = None  # probe -> (status, raised)
-    signals: dict[SignalKey, Mapping[str, Any]] = field(default_factory=dict)
-    failing_cells: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
-    status_items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    signals: dict[SignalKey, SignalDict] = field(default_factory=dict)
+    failing_cells: dict[tuple[str, str], SignalDict] = field(default_factory=dict)
+    status_items: dict[str, SectionItem] = field(default_factory=dict)
 
 
-def baseline_index(section: Mapping[str, Any],
-                    doc: Mapping[str, Any] | None) -> BaselineIndex:
+def baseline_index(section: BaselineDict, doc: ReportDict | None) -> BaselineIndex:
     """Index the baseline section (``doc``: the baseline report, None when unreadable)."""
     idx = BaselineIndex()
-    for cls in ("regressions", "improvements", "notes"):
-        for item in section.get(cls) or ():
+    for cls, items in (("regressions", section.get("regressions")),
+                       ("improvements", section.get("improvements")),
+                       ("notes", section.get("notes"))):
+        for item in items or ():
             if not isinstance(item, Mapping):
                 continue
             pid, kind = text_of(item.get("probe")), text_of(item.get("kind"))
@@ -139,14 +147,14 @@ def baseline_index(section: Mapping[str, Any],
             if change == "not-compared":
                 idx.not_compared.add(pid)
             elif kind == "probe" and change == "status":
-                idx.status_items[pid] = dict(item, cls=cls)
+                idx.status_items[pid] = {**item, "cls": cls}
             elif kind == "lowering" and change != "gone-check":
-                idx.cells[(pid, text_of(item.get("subject")))] = dict(item, cls=cls)
+                idx.cells[(pid, text_of(item.get("subject")))] = {**item, "cls": cls}
             elif (kind in COUNTED_KINDS or kind == "tolerance") and change != "gone-check":
                 key = (pid, kind, text_of(item.get("subject")), text_of(item.get("reason")))
-                idx.changes[key] = dict(item, cls=cls)
+                idx.changes[key] = {**item, "cls": cls}
             if cls == "improvements" and change in ("gone", "now-passing"):
-                idx.gone.append(dict(item))
+                idx.gone.append({**item})
     if doc is not None:
         idx.statuses = {}
         gone = {text_of(i.get("probe")) for i in idx.gone}  # where old signals are looked up
@@ -165,7 +173,7 @@ def baseline_index(section: Mapping[str, Any],
     return idx
 
 
-def signal_state(b: BaselineIndex, key: SignalKey) -> tuple[str, dict[str, Any] | None]:
+def signal_state(b: BaselineIndex, key: SignalKey) -> tuple[str, SectionItem | None]:
     """The baselineState of a present signal finding, and the section's item for it."""
     pid, kind, subject, _ = key
     if pid in b.not_compared or (b.statuses is not None and pid not in b.statuses):

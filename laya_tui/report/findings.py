@@ -14,9 +14,9 @@ import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from laya_tui.core.report_types import ReportDict
+from laya_tui.core.report_types import ChangeDict, ReportDict, ResultDict, SignalDict
 from laya_tui.core.results import COUNTED_KINDS, occurrences, signal_key
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.finding_index import (
@@ -24,6 +24,7 @@ from laya_tui.report.finding_index import (
     FINDING_KINDS,
     BaselineIndex,
     GateIndex,
+    SectionItem,
     baseline_index,
     gate_index,
     is_map,
@@ -57,8 +58,8 @@ class Finding:
     gates: list[str] = field(default_factory=list)
     state: str | None = None  # baselineState: new / unchanged / updated / absent
     order: int = 0
-    sig: Mapping[str, Any] | None = None  # the signal it is (None: a probe's state)
-    change: Mapping[str, Any] | None = None  # the baseline section's item for it
+    sig: SignalDict | None = None  # the signal it is (None: a probe's state)
+    change: SectionItem | None = None  # the baseline section's item for it
     sources: Sources | None = None
     text: str | None = None  # the message (built from ``sig`` when None)
     extra: dict[str, Any] | None = None  # the properties (built from ``sig`` when None)
@@ -68,7 +69,7 @@ class Finding:
     def message(self) -> str:
         """One line: what, where it was measured, the change since the baseline, the fix."""
         if self.text is None:
-            self.text = signal_message(self.probe, self.sig or {}, self.rule,
+            self.text = signal_message(self.probe, self.sig or _NO_SIGNAL, self.rule,
                                        self.change["message"] if self.change else None)
         return self.text
 
@@ -76,7 +77,7 @@ class Finding:
     def props(self) -> dict[str, Any]:
         """Probe, kind, subject, count, bytes, value/limit and the baseline change."""
         if self.extra is None:
-            self.extra = _props(self.probe, self.sig or {})
+            self.extra = _props(self.probe, self.sig or _NO_SIGNAL)
             if self.change:
                 self.extra["baseline"] = _change(self.change)
         return self.extra
@@ -111,6 +112,11 @@ class Finding:
                 0 if self.state in BAD_STATES else 1, rank, self.order)
 
 
+#: What a finding without a signal reads as its signal (never: each is built with its
+#: message and properties).
+_NO_SIGNAL = cast(SignalDict, {})
+
+
 # -- the findings ---------------------------------------------------------------------------
 
 def _bytes(n: int) -> str:
@@ -131,7 +137,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
 
 
-def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
+def signal_message(pid: str, sig: SignalDict, rule: Rule,
                    change: str | None = None) -> str:
     """One line: what happened, the probe that measured it, what changed since the baseline
     (``change``), and the fix."""
@@ -170,7 +176,7 @@ def signal_message(pid: str, sig: Mapping[str, Any], rule: Rule,
     return _clip(text)
 
 
-def _related(sources: Sources, sig: Mapping[str, Any]) -> list[Location]:
+def _related(sources: Sources, sig: SignalDict) -> list[Location]:
     d = as_dict(sig.get("detail"))
     primary = _site(sources, sig)
     out: list[Location] = []
@@ -197,7 +203,7 @@ def _related(sources: Sources, sig: Mapping[str, Any]) -> list[Location]:
     return out[:MAX_RELATED]
 
 
-def _props(pid: str, sig: Mapping[str, Any]) -> dict[str, Any]:
+def _props(pid: str, sig: SignalDict) -> dict[str, Any]:
     out: dict[str, Any] = {"probe": pid, "kind": sig.get("kind")}
     for k in ("subject", "count", "bytes", "value", "limit", "reason"):
         v = sig.get(k)
@@ -223,18 +229,19 @@ def _merged(found: Iterator[Finding]) -> list[Finding]:
             first.setdefault(key, f)
             out.append(f)
             continue
-        sig = dict(head.sig)
+        sig: SignalDict = {**head.sig}
         n = occurrences(sig) + occurrences(dict(f.sig))
         if sig.get("kind") in COUNTED_KINDS:
             sig["count"] = n
-        if isinstance(sig.get("bytes"), int) and isinstance(f.sig.get("bytes"), int):
-            sig["bytes"] += f.sig["bytes"]
+        mine, theirs = sig.get("bytes"), f.sig.get("bytes")
+        if isinstance(mine, int) and isinstance(theirs, int):
+            sig["bytes"] = mine + theirs
         head.sig, head.text, head.extra = sig, None, None
         head.gates = unique(head.gates + f.gates)
     return out
 
 
-def _user_frame(sources: Sources, sig: Mapping[str, Any]) -> Location | None:
+def _user_frame(sources: Sources, sig: SignalDict) -> Location | None:
     """The innermost frame of the signal's stack that lies in the user's files."""
     for frame in as_list(as_dict(sig.get("detail")).get("stack")):
         loc = sources.frame(frame) if isinstance(frame, str) else \
@@ -244,12 +251,12 @@ def _user_frame(sources: Sources, sig: Mapping[str, Any]) -> Location | None:
     return None
 
 
-def _probe_file(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
+def _probe_file(sources: Sources, probe: ResultDict) -> Location | None:
     """The probe's file, when it is the user's (a probe file of the workspace)."""
     return sources.site({"file": probe.get("file")}) if probe.get("file") else None
 
 
-def _failure_site(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
+def _failure_site(sources: Sources, probe: ResultDict) -> Location | None:
     """Where a failed probe's own signals place its failure in the user's files (the
     failing step's site: an export's log), when one does."""
     for sig in probe.get("signals") or ():
@@ -260,20 +267,20 @@ def _failure_site(sources: Sources, probe: Mapping[str, Any]) -> Location | None
     return None
 
 
-def _fallback_location(sources: Sources, probe: Mapping[str, Any]) -> Location | None:
-    """The probe's file, else the workspace's pyproject.toml (what asked for the run)."""
-    loc = sources.site({"file": probe.get("file")}) if probe.get("file") else None
+def _fallback_location(sources: Sources, file: str | None) -> Location | None:
+    """The probe's ``file``, else the workspace's pyproject.toml (what asked for the run)."""
+    loc = sources.site({"file": file}) if file else None
     return loc or sources.site({"file": os.path.join(sources.workspace, "pyproject.toml")})
 
 
-def _change(item: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _change(item: ChangeDict | None) -> dict[str, Any] | None:
     if not item:
         return None
     return {k: item.get(k) for k in ("change", "before", "after", "message")}
 
 
 def collect_findings(report: ReportDict, sources: Sources,
-                     baseline: Mapping[str, Any] | None = None) -> list[Finding]:
+                     baseline: ReportDict | None = None) -> list[Finding]:
     """Every finding of ``report``, in report order (see the module docstring).
 
     ``baseline``: the baseline report itself, when it could be read; its statuses and
@@ -284,7 +291,7 @@ def collect_findings(report: ReportDict, sources: Sources,
     section = report.get("baseline")
     base = baseline_index(section, baseline) if isinstance(section, Mapping) else None
     out: list[Finding] = []
-    probes: dict[str, Mapping[str, Any]] = {}
+    probes: dict[str, ResultDict] = {}
     for p in report.get("probes") or ():
         if isinstance(p, Mapping) and isinstance(p.get("id"), str):
             probes[p["id"]] = p
@@ -304,7 +311,7 @@ def collect_findings(report: ReportDict, sources: Sources,
     return out
 
 
-def _probe_findings(p: Mapping[str, Any], gates: GateIndex, base: BaselineIndex | None,
+def _probe_findings(p: ResultDict, gates: GateIndex, base: BaselineIndex | None,
                     sources: Sources) -> Iterator[Finding]:
     pid = str(p["id"])
     found: list[Finding] = []
@@ -331,7 +338,7 @@ def _probe_findings(p: Mapping[str, Any], gates: GateIndex, base: BaselineIndex 
     yield from status
 
 
-def _site(sources: Sources, sig: Mapping[str, Any]) -> Location | None:
+def _site(sources: Sources, sig: SignalDict) -> Location | None:
     """The signal's site in the source tree (a lowering cell's: the kernel's line)."""
     loc = sources.site(sig.get("site"))
     if loc is None:
@@ -343,14 +350,14 @@ _WORDS = {"error": "could not be examined", "crashed": "crashed", "timeout": "ti
           "raised": "raised", "failed": "failed", "skipped": "was skipped"}
 
 
-def _probe_gates(p: Mapping[str, Any], gates: GateIndex) -> list[str]:
+def _probe_gates(p: ResultDict, gates: GateIndex) -> list[str]:
     """The failed gates that name the probe itself (its status, a crash, a baseline status
     change)."""
     return unique(list(gates.probes.get(str(p["id"]), ()))
                    + list(gates.statuses.get(str(p.get("status")), ())))
 
 
-def _status_findings(p: Mapping[str, Any], n_signals: int, gates: GateIndex,
+def _status_findings(p: ResultDict, n_signals: int, gates: GateIndex,
                      base: BaselineIndex | None, sources: Sources) -> list[Finding]:
     """The probe-level findings: could not be examined, crashed, timed out, raised; a
     failed probe when no finding signal of its own carries it (gated or not), a skipped one
@@ -376,7 +383,7 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: GateIndex,
     for state in states:
         loc = (sources.site(err.get("site")) if err is not None and state == "raised"
                else _failure_site(sources, p) if state == "failed"
-               else None) or _fallback_location(sources, p)
+               else None) or _fallback_location(sources, p.get("file"))
         msg = _clip(f"probe {pid} {_WORDS[state]}" + (f": {first}" if first else ""))
         props: dict[str, Any] = {"probe": pid, "status": status}
         item = base.status_items.get(pid) if base else None
@@ -388,7 +395,7 @@ def _status_findings(p: Mapping[str, Any], n_signals: int, gates: GateIndex,
     return out
 
 
-def _absent(base: BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
+def _absent(base: BaselineIndex, probes: Mapping[str, ResultDict],
             sources: Sources) -> Iterator[Finding]:
     """Findings of the baseline that this run no longer has: signals gone or now passing
     in a compared probe, and probe states (could not be examined, crashed, timed out,
@@ -396,19 +403,21 @@ def _absent(base: BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
     for item in base.gone:
         pid, kind = text_of(item.get("probe")), text_of(item.get("kind"))
         subject, reason = text_of(item.get("subject")), text_of(item.get("reason"))
-        probe = probes.get(pid) or {}
+        probe = probes.get(pid)
         if kind == "lowering":
             before = as_dict(item.get("before"))
             reason = text_of(before.get("reason"))
             old = base.failing_cells.get((pid, subject))
         else:
             old = base.signals.get((pid, kind, subject, reason))
-        sig = dict(old or {}, kind=kind, subject=subject, reason=reason, passed=False)
+        sig: dict[str, object] = dict(old) if old else {}  # the old signal, as it is now
+        sig.update(kind=kind, subject=subject, reason=reason, passed=False)
         sig.pop("count", None)
         rule = rule_for_signal(sig)
         if rule is None:
             continue
-        loc = (_site(sources, old) if old else None) or _fallback_location(sources, probe)
+        loc = (_site(sources, old) if old else None) or _fallback_location(
+            sources, probe.get("file") if probe else None)
         yield Finding(rule, pid, (pid, kind, subject, reason), loc, [], "absent",
                       text=_clip(f"fixed since the baseline: {item.get('message')}. "
                                  f"Probe {pid}."),
@@ -426,7 +435,7 @@ def _absent(base: BaselineIndex, probes: Mapping[str, Mapping[str, Any]],
                 ("raised", old_raised and old_status != "error", now_raised)):
             if had and not has:
                 yield Finding(probe_rule(state), pid, (pid, "probe", state, ""),
-                              _fallback_location(sources, p), [], "absent",
+                              _fallback_location(sources, p.get("file")), [], "absent",
                               text=_clip(f"fixed since the baseline: probe {pid} no longer "
                                          f"{_WORDS[state]} (now {p.get('status')})"),
                               extra={"probe": pid, "status": p.get("status")})
