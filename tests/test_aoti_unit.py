@@ -383,3 +383,71 @@ def test_compiled_outputs_recompile_signal_is_sited_at_the_model_forward(tmp_pat
                            "func": code.co_qualname.rsplit("<locals>.", 1)[-1]}
     assert sig["detail"]["stack"][0].endswith("(Small.forward)")
     assert pipe.results["steps"]["compile"]["recompiled_on"] == {"set2": [sig["reason"]]}
+
+
+# -- the gap table of an AOTI cell compared with fp32 (issue 43 item 2) ----------------------
+@pytest.mark.slow
+def test_the_gap_table_of_the_bf16_decision_cell_compares_inductor_compiled_modules(tmp_path):
+    """With --numerics the bf16 decision cell gets a gap table per input set: the package
+    has no module boundaries, so its modules compiled one by one by Inductor stand in (the
+    note says so), against the fp32 eager reference; each row's output error is the
+    module's bf16 output against the fp32 run's, checked here on the first rows with
+    torch itself. A set whose heads passed gets none without the flag."""
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.utils import counters
+
+    from laya_tui.api import Context
+    from laya_tui.families.aoti.measure import call
+    from laya_tui.families.aoti.pipeline import Pipeline
+    from laya_tui.families.aoti.targets import decision_target
+    from laya_tui.families.explain.gap_table import AOTI_NOTE
+
+    target = decision_target("bf16")
+    model = target.build()
+    ref_model = target.reference(model)
+    name, inputs, dims = target.shapes(None)[0]
+    per_shape = {name: {"name": name, "dims": dims, "heads": {"out": {"passed": True}}}}
+
+    def logs(opts: dict[str, Any]) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        pipe = Pipeline(Context("aoti/decision[bf16]", "aoti", events.append,
+                                opts={"out": str(tmp_path), **opts}), target, tmp_path)
+        pipe.gap_tables(model, ref_model, [(name, inputs, dims)], per_shape, fp32=True)
+        return [e["signal"] for e in events if e["type"] == "signal"
+                and e["signal"]["kind"] == "log" and "gap_table" in e["signal"]["detail"]]
+
+    assert logs({}) == []  # passed, no --numerics: nothing after the verdict
+    torch._dynamo.reset()
+    counters.clear()
+    (sig,) = logs({"numerics": True})
+    table = sig["detail"]["gap_table"]
+    assert sig["subject"] == f"outputs[{name}] gap table" and table["path"] == "aoti"
+    assert AOTI_NOTE in table["note"]
+    leaves = {n for n, m in model.named_modules() if n and next(m.children(), None) is None}
+    rows = {r["module"]: r for r in table["rows"]}
+    assert rows and set(rows) <= {n for n, _ in model.named_modules() if n}
+    assert counters["stats"]["unique_graphs"] >= 1  # Inductor compiled the leaves
+    # a leaf's output error, by torch: its bf16 output against the fp32 model's
+    got: dict[str, Any] = {}
+    ref_got: dict[str, Any] = {}
+
+    def keep(into: dict[str, Any], n: str) -> Any:
+        def hook(_m: Any, _a: Any, out: Any) -> None:  # None: the output stays the module's
+            if torch.is_tensor(out):
+                into.setdefault(n, out.detach().float())
+        return hook
+
+    hooks = [dict(model.named_modules())[n].register_forward_hook(keep(got, n))
+             for n in leaves if n in rows]
+    ref_hooks = [dict(ref_model.named_modules())[n].register_forward_hook(keep(ref_got, n))
+                 for n in leaves if n in rows]
+    call(model, inputs)
+    call(ref_model, inputs)
+    for h in hooks + ref_hooks:
+        h.remove()
+    checked = [n for n in got if n in ref_got][:3]
+    assert checked
+    for n in checked:
+        mine = (got[n] - ref_got[n]).abs().max().item()
+        # eager bf16 here, Inductor in the table: the same order of error
+        assert rows[n]["error"] == pytest.approx(mine, rel=1.0, abs=1e-2), (n, rows[n], mine)

@@ -140,6 +140,8 @@ class Pipeline:
         cmodel = self.compile_model(model, shapes)
         by_compile = self.compiled_outputs(cmodel, shapes) if cmodel is not None else {}
         compare_heads(self, shapes, per_shape, refs, same, fresh, warm, by_compile)
+        self.gap_tables(model, ref_model, shapes, per_shape, fp32=bool(same)
+                        or t.dtype == "fp32")
         compare_latency(self, model, compiled, cmodel, by_compile, shapes, per_shape)
         torch._dynamo.reset()
 
@@ -353,6 +355,44 @@ class Pipeline:
         return compiled
 
     # -- outputs -----------------------------------------------------------------------------
+    def gap_tables(self, model: Any, ref_model: Any,
+                   shapes: list[tuple[str, Inputs, dict[str, int]]],
+                   per_shape: dict[str, dict[str, Any]], *, fp32: bool) -> None:
+        """After the verdicts, for a cell compared with fp32 eager: each input set's gap
+        table where its heads failed (or every set with ``--numerics``), the model's
+        modules compiled one by one by Inductor standing in for the package. A set whose
+        failure is the package's specialisation on a constant input gets none (no module
+        makes that error)."""
+        from laya_tui.families.explain.gap_table import AOTI, table_after_verdict, wanted
+
+        if not fp32:
+            return
+        todo = [(name, inputs, all(h["passed"] for h in per_shape[name]["heads"].values()))
+                for name, inputs, _ in shapes
+                if per_shape[name]["heads"] and name not in self.specialised]
+        todo = [x for x in todo if wanted(self.ctx.options, x[2])]
+        if not todo:
+            return
+        import copy
+
+        from laya_tui.families.aoti.targets import OnHost
+
+        # the reference stays eager while the model's modules are compiled; off the CPU it
+        # is the fp32 model on the host, called with the inputs moved there
+        host = isinstance(ref_model, OnHost)
+        reference = ref_model.model if host else (
+            ref_model if ref_model is not model else copy.deepcopy(model))
+        for name, inputs, passed in todo:
+            def forward(m: Any, i: Inputs = inputs) -> Any:
+                return call(m, i)
+
+            def forward_reference(r: Any, i: Inputs = inputs) -> Any:
+                return call(OnHost(r) if host else r, i)
+
+            table_after_verdict(self.ctx, f"outputs[{name}]", {"passed": passed},
+                                model=model, reference=reference, forward=forward,
+                                forward_reference=forward_reference, path=AOTI)
+
     def eager_outputs(self, model: Any, ref_model: Any,
                       shapes: list[tuple[str, Inputs, dict[str, int]]]
                       ) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -483,6 +483,11 @@ COMPILED_NOTE = ("compiled module by module: each leaf module's forward compiled
                  "(torch.compile, Inductor), so fusions across module boundaries are not "
                  "those of the cell's whole-graph compile, which has no module boundaries "
                  "to compare at")
+AOTI = "aoti"
+AOTI_NOTE = ("the AOTI package has no module boundaries: its modules are compared compiled "
+             "one by one by Inductor, the compiler AOTInductor packages (fusions across "
+             "modules are not the package's)")
+_NOTES = {COMPILED: COMPILED_NOTE, AOTI: AOTI_NOTE}
 
 
 @contextmanager
@@ -510,8 +515,8 @@ def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, mode
                         forward_reference: Callable[[Any], Any], mask: Any = None,
                         path: str = "eager") -> GapTable | None:
     """After a verdict: the gap table when :func:`wanted`, as a ``log`` signal
-    (``detail.gap_table``) and a JSON artifact (``path`` :data:`COMPILED`: with
-    :func:`leaves_compiled`). Never raises: a failure is a log line."""
+    (``detail.gap_table``) and a JSON artifact (``path`` :data:`COMPILED` or :data:`AOTI`:
+    with :func:`leaves_compiled`). Never raises: a failure is a log line."""
     if not wanted(ctx.options, verdict.get("passed")):
         return None
     from laya_tui.core.files import artifact_dir
@@ -519,12 +524,12 @@ def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, mode
     ctx.step("gap table")
     folder = artifact_dir(ctx.options, "numerics")
     try:
-        with leaves_compiled(model) if path == COMPILED else nullcontext():
+        with leaves_compiled(model) if path in _NOTES else nullcontext():
             table = gap_table(model, reference, lambda: forward(model),
                               lambda: forward_reference(reference), mask=mask,
                               budget=budget_bytes(), folder=folder)
-        if path == COMPILED:
-            table.note = "; ".join(x for x in (COMPILED_NOTE, table.note) if x)
+        if path in _NOTES:
+            table.note = "; ".join(x for x in (_NOTES[path], table.note) if x)
     except Exception as exc:  # noqa: BLE001 - the table must never hide the verdict
         ctx.log(f"gap table failed: {type(exc).__name__}: {exc}"[:300],
                 subject=f"{subject} gap table")
