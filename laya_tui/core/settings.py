@@ -227,7 +227,7 @@ class RunOptions:
     numerics: bool = option(
         False, flags=("--numerics",), kind="switch", probes_see=True,
         help="the gap table (each module's error and its own error against fp32) for every "
-        "explain cell compared with fp32, passing ones too (a failing one gets it unless "
+        "explain or AOTI cell compared with fp32, passing ones too (a failing one gets it unless "
         "--no-precision-plan; compile cells compiled module by module); fp32 records kept in "
         "LAYA_TUI_NUMERICS_MB (256) of memory, spilled to disk beyond")
     rbln_log: str | None = option(
