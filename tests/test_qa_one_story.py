@@ -213,3 +213,21 @@ def test_the_pages_seconds_of_a_cached_cell_are_not_cut(tmp_path: Path) -> None:
     assert cells and all("cached" in text or text == "" or text.isdigit()
                          for text, _ in cells), cells
     assert all(fits for _, fits in cells), cells
+
+
+def test_a_familys_tree_row_counts_its_cells_in_their_own_words() -> None:
+    """The tree's ``tilelang  4 · 1 failed`` above ``✗ tiled_gemm[c,fp16]  finding``: the
+    family row counts states now, in the cells' words (a probe that raised is not a
+    finding)."""
+    from laya_tui.tui.model import RunModel
+    from laya_tui.tui.widgets.probe_tree import family_label
+    from tests.test_tui_model import run
+
+    model = RunModel()
+    bad = {"kind": "lowering", "subject": "k[c,fp16]", "passed": False, "reason": "no"}
+    run(model, "fam/a", [bad], status="failed")
+    run(model, "fam/b", [bad], status="failed")
+    run(model, "fam/c", [], status="skipped")
+    run(model, "fam/d", [])
+    assert str(family_label("fam", model)) == "fam  4 · 2 findings · 1 skipped"
+    assert str(family_label("fam", model, width=12)) == "fam 4 ✗2 ⊘1"

@@ -31,8 +31,6 @@ from laya_tui.report.views.legend import (
     cell_state,
     not_run,
     state_mark,
-    status_glyph,
-    status_word,
 )
 from laya_tui.report.views.text import human_seconds, one_line
 from laya_tui.tui.model import ALL, ProbeState, RunModel, Scope
@@ -166,24 +164,34 @@ def probe_need(st: ProbeState) -> int:
 
 def family_label(name: str, model: RunModel, style: StyleOf = _plain, *,
                  width: int | None = None) -> Text:
-    """``explain  2 · 1 failed``, the worst statuses counted; narrow: ``explain 2 ✗1``."""
-    states = [model.probes[p] for p in model.families.get(name, [])]
-    counts = [(s, sum(1 for st in states if st.status == s))
-              for s in ("running", "crashed", "timeout", "error", "failed", "skipped")]
+    """``explain  2 · 1 finding``, the worst states counted in the words of the cells'
+    own labels (views.legend); narrow: ``explain 2 ✗1``."""
+    states = [probe_state(model.probes[p]) for p in model.families.get(name, [])]
+    counts = [(s, states.count(s)) for s in _FAMILY_COUNTED]
     counts = [(s, n) for s, n in counts if n]
     if model.replay:
         counts = [(s, n) for s, n in counts if s != "running"]
-    words = "".join(f" · {n} {status_word(s)}" for s, n in counts)
+
+    def said(s: str, n: int) -> str:
+        word = state_mark(s).word
+        return f"{n} {word}s" if s == State.FINDING and n != 1 else f"{n} {word}"
+
+    words = "".join(f" · {said(s, n)}" for s, n in counts)
     text = Text(name, style=Style(bold=True))
     if width is None or cell_len(name) + 2 + len(str(len(states))) + len(words) <= width:
         text.append(f"  {len(states)}", style=style("dim"))
         for s, n in counts:
-            text.append(f" · {n} {status_word(s)}", style=style(s))
+            text.append(f" · {said(s, n)}", style=style(state_mark(s).css))
         return text
     text.append(f" {len(states)}", style=style("dim"))
     for s, n in counts:
-        text.append(f" {status_glyph(s)}{n}", style=style(s))
+        text.append(f" {state_mark(s).glyph}{n}", style=style(state_mark(s).css))
     return text
+
+
+#: The states a family's label counts, worst first (ok and built-not-run cells are not).
+_FAMILY_COUNTED = (Status.RUNNING, State.CRASHED, State.TIMEOUT, State.NOT_EXAMINED,
+                   State.FINDING, State.SKIPPED)
 
 
 class ProbeTree(Tree[NodeData]):
