@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -28,6 +29,7 @@ from laya_tui.core.events import SignalEmitted
 from laya_tui.core.run import run_probes
 from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
+from laya_tui.report.document import validate_report
 from tests._util import run_cli
 
 ray = pytest.importorskip(
@@ -289,6 +291,24 @@ def test_a_workspace_too_big_to_travel_is_one_line(cluster, ws, monkeypatch):
                         r"large folders out with \.gitignore or \.rayignore "
                         r"\(docs/cluster\.md\)", str(err.value)), str(err.value)
     assert not ray.is_initialized()
+    assert left_on(c.address, ws) == []
+
+
+def test_the_cli_runs_on_the_cluster(cluster, ws, tmp_path):
+    c, gpu_node = cluster
+    out = tmp_path / "report.json"
+    proc = run_cli("--headless", "--cluster", c.address, "--workspace", str(ws),
+                   "--probes", str(ws / "probes" / "cells.py"), "--only", "gpu/*",
+                   "--only", "rbln/*", "--no-cache", "--json", str(out), cwd=ws, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    validate_report(report)
+    assert report["schema"] == "laya-tui.report/5"
+    by = {p["id"]: p for p in report["probes"]}
+    assert by["gpu/gpu[x]"]["node"]["id"] == gpu_node.node_id
+    assert by["rbln/on_rbln[r]"]["state"] == "skipped"
+    assert "gpu/gpu[x] (" in proc.stderr and f" {gpu_node.node_id[:8]})" in proc.stderr
+    assert "skipped: rbln/on_rbln[r]: no node offers rbln" in proc.stderr
     assert left_on(c.address, ws) == []
 
 

@@ -43,6 +43,9 @@ def _progress(quiet: bool) -> Callable[[Event], None]:
         r = event.result
         state = cell_state(r)  # the word every output uses for the cell (views.legend)
         tag = "cached" if r.get("cached") else f"{r.get('seconds', 0):.1f}s"
+        node = r.get("node")  # --cluster: where it ran (report/5)
+        if isinstance(node, dict) and node.get("host"):
+            tag += f" on {node['host']} {str(node.get('id', ''))[:8]}"
         why = not_run(r) if state in (State.NOT_RUN, State.NOT_COMPARED) else (
             r.get("reason") if r["status"] != "ok" else None)
         reason = f"  {why}" if why else ""
