@@ -195,6 +195,84 @@ class EnvInfoDict(TypedDict):
     probed: NotRequired[dict[str, Any]]
 
 
+class BeforeAfterDict(TypedDict):
+    """A value on each side of a comparison (a version, a compiler)."""
+
+    before: Any
+    after: Any
+
+
+class EnvSideDict(TypedDict):
+    """A cell's status and first diagnostic in one environment."""
+
+    status: str | None
+    reason: str | None
+
+
+class EnvPairDict(TypedDict):
+    """A cell whose status or first diagnostic differs: ``$defs/env_pair``."""
+
+    probe: str
+    before: EnvSideDict
+    after: EnvSideDict
+
+
+class ToleranceDeltaDict(TypedDict):
+    """A tolerance check whose value differs between two environments (None: not finite)."""
+
+    probe: str
+    subject: str
+    before: float | None
+    after: float | None
+    limit: float | None
+    passed_before: bool
+    passed_after: bool
+
+
+class TimingDeltaDict(TypedDict):
+    """A timing in both environments (seconds) and their ratio."""
+
+    probe: str
+    subject: str
+    before: float
+    after: float
+    ratio: float
+
+
+class EnvCandidateDict(TypedDict):
+    """One candidate environment against the reference: the baseline comparison of its
+    cells (``report.diff.diff_reports``) plus what ``report.envcompare`` adds."""
+
+    schema: NotRequired[str]
+    created: NotRequired[str | None]
+    tool_version: NotRequired[str | None]
+    tolerance_margin: NotRequired[float]
+    probes: dict[str, int]
+    occurrences: NotRequired[dict[str, dict[str, int]]]
+    counts: dict[str, Any]
+    regressions: list[ChangeDict]
+    improvements: list[ChangeDict]
+    notes: list[ChangeDict]
+    versions: dict[str, BeforeAfterDict]
+    compilers: dict[str, BeforeAfterDict]
+    env: str
+    base: str
+    statuses: list[EnvPairDict]
+    diagnostics: list[EnvPairDict]
+    tolerance: list[ToleranceDeltaDict]
+    timing: list[TimingDeltaDict]
+    worse: bool
+
+
+class EnvComparisonDict(TypedDict):
+    """The report's ``env_comparison`` (``$defs/env_comparison``; ``report.envcompare``)."""
+
+    base: str
+    envs: list[str]
+    tolerance_margin: NotRequired[float]
+    candidates: list[EnvCandidateDict]
+
+
 class ReportDict(TypedDict):
     """The report document (the schema's top level; ``report.document.build_report``).
     Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
@@ -210,7 +288,7 @@ class ReportDict(TypedDict):
     baseline: NotRequired[BaselineDict]
     shard: NotRequired[ShardDict]
     envs: NotRequired[dict[str, EnvInfoDict]]
-    env_comparison: NotRequired[dict[str, Any]]
+    env_comparison: NotRequired[EnvComparisonDict]
     hosts: NotRequired[dict[str, dict[str, Any]]]
     imported: NotRequired[dict[str, Any]]
     merged: NotRequired[dict[str, Any]]

@@ -17,11 +17,22 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from laya_tui.core.envs import base_id
-from laya_tui.core.report_types import GateDict
+from laya_tui.core.report_types import (
+    BeforeAfterDict,
+    EnvCandidateDict,
+    EnvComparisonDict,
+    EnvInfoDict,
+    EnvPairDict,
+    GateDict,
+    ResultDict,
+    SignalDict,
+    TimingDeltaDict,
+    ToleranceDeltaDict,
+)
 from laya_tui.core.settings import DEFAULT_MARGIN
 
 #: Timing rows kept per candidate (the largest ratios first).
@@ -31,11 +42,11 @@ _SITE = re.compile(r"[^\s'\"():]*/(site-packages|dist-packages)/")
 _TMP = re.compile(r"/tmp/[^/\s'\"():]+")
 
 
-def envs_report(envs: Mapping[str, Mapping[str, Any]],
-                probes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def envs_report(envs: Mapping[str, EnvInfoDict],
+                probes: Iterable[ResultDict]) -> dict[str, EnvInfoDict]:
     """The report's ``envs`` object: each environment's interpreter, versions and compilers,
     plus the facts its own ``env`` cells probed."""
-    out = {name: dict(info) for name, info in envs.items()}
+    out: dict[str, EnvInfoDict] = {name: {**info} for name, info in envs.items()}
     for p in probes:
         env = p.get("env")
         if p.get("family") != "env" or env not in out:
@@ -43,11 +54,11 @@ def envs_report(envs: Mapping[str, Mapping[str, Any]],
         facts = out[env].setdefault("probed", {})
         for s in p.get("signals") or ():
             if s.get("kind") == "environment" and "subject" in s:
-                facts[s["subject"]] = s.get("value", s.get("reason"))
+                facts[cast(str, s["subject"])] = s.get("value", s.get("reason"))
     return out
 
 
-def _normaliser(envs: Mapping[str, Mapping[str, Any]]) -> Any:
+def _normaliser(envs: Mapping[str, EnvInfoDict]) -> Callable[[Any], Any]:
     roots = sorted({os.path.dirname(os.path.dirname(str(info.get(k))))
                     for info in envs.values() for k in ("python", "executable")
                     if info.get(k)} - {"", "/"}, key=len, reverse=True)
@@ -66,9 +77,10 @@ def _normaliser(envs: Mapping[str, Mapping[str, Any]]) -> Any:
     return norm
 
 
-def _side(probes: Sequence[Mapping[str, Any]], env: str, norm: Any) -> list[dict[str, Any]]:
+def _side(probes: Sequence[ResultDict], env: str, norm: Callable[[Any], Any]
+          ) -> list[ResultDict]:
     """One environment's cells under their base ids, reasons normalised (copies)."""
-    out = []
+    out: list[ResultDict] = []
     for p in probes:
         if p.get("env") != env:
             continue
@@ -77,14 +89,15 @@ def _side(probes: Sequence[Mapping[str, Any]], env: str, norm: Any) -> list[dict
         def text(t: Any, full: str = full, base: str = base) -> Any:
             return norm(t.replace(full, base)) if isinstance(t, str) else t
 
-        sigs = [dict(s, reason=text(s["reason"])) if isinstance(s.get("reason"), str) else s
-                for s in p.get("signals") or ()]
-        out.append(dict(p, id=base, reason=text(p.get("reason")), signals=sigs))
+        sigs: list[SignalDict] = [{**s, "reason": text(s["reason"])}
+                                  if isinstance(s.get("reason"), str) else s
+                                  for s in p.get("signals") or ()]
+        out.append({**p, "id": base, "reason": text(p.get("reason")), "signals": sigs})
     return out
 
 
-def env_order(probes: Iterable[Mapping[str, Any]],
-              envs: Mapping[str, Any] | None = None) -> list[str]:
+def env_order(probes: Iterable[ResultDict],
+              envs: Mapping[str, EnvInfoDict] | None = None) -> list[str]:
     """The environments with cells: in ``envs`` order (the first is the reference), then any
     other in the order their cells appear."""
     seen: dict[str, None] = {}
@@ -94,9 +107,9 @@ def env_order(probes: Iterable[Mapping[str, Any]],
     return [n for n in (envs or {}) if n in seen] + [n for n in seen if n not in (envs or {})]
 
 
-def compare_envs(probes: Sequence[Mapping[str, Any]],
-                 envs: Mapping[str, Mapping[str, Any]] | None,
-                 *, margin: float = DEFAULT_MARGIN) -> dict[str, Any] | None:
+def compare_envs(probes: Sequence[ResultDict],
+                 envs: Mapping[str, EnvInfoDict] | None,
+                 *, margin: float = DEFAULT_MARGIN) -> EnvComparisonDict | None:
     """The ``env_comparison`` section, or None when fewer than two environments have cells."""
     from laya_tui.report.diff import diff_reports
 
@@ -107,7 +120,7 @@ def compare_envs(probes: Sequence[Mapping[str, Any]],
     norm = _normaliser(envs)
     base = names[0]
     base_cells = _side(probes, base, norm)
-    candidates = []
+    candidates: list[EnvCandidateDict] = []
     for cand in names[1:]:
         cand_cells = _side(probes, cand, norm)
         doc_a = {"probes": base_cells, "environment": {"versions": _versions(envs, base)}}
@@ -129,18 +142,20 @@ def compare_envs(probes: Sequence[Mapping[str, Any]],
             tolerance=_tolerance_deltas(before, after, both),
             timing=_timing_deltas(before, after, both),
             worse=bool(section["regressions"]))
-        candidates.append(section)
+        candidates.append(cast(EnvCandidateDict, section))  # diff_reports' section, widened
     return {"base": base, "envs": names, "tolerance_margin": margin, "candidates": candidates}
 
 
-def _versions(envs: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, Any]:
-    v = (envs.get(name) or {}).get("versions")
+def _versions(envs: Mapping[str, EnvInfoDict], name: str) -> dict[str, Any]:
+    info = envs.get(name)
+    v = info.get("versions") if info else None
     return dict(v) if isinstance(v, Mapping) else {}
 
 
-def _compilers(envs: Mapping[str, Mapping[str, Any]], a: str, b: str) -> dict[str, Any]:
+def _compilers(envs: Mapping[str, EnvInfoDict], a: str, b: str) -> dict[str, BeforeAfterDict]:
     def get(name: str) -> dict[str, Any]:
-        c = (envs.get(name) or {}).get("compilers")
+        info = envs.get(name)
+        c = info.get("compilers") if info else None
         return {k: (v or {}).get("version") if isinstance(v, Mapping) else v
                 for k, v in (c.items() if isinstance(c, Mapping) else ())}
 
@@ -149,14 +164,14 @@ def _compilers(envs: Mapping[str, Mapping[str, Any]], a: str, b: str) -> dict[st
             for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)}
 
 
-def _first(p: Mapping[str, Any]) -> tuple[str, str]:
+def _first(p: ResultDict) -> tuple[str, str]:
     """A cell's first diagnostic: its reason, when it did not pass (an ok cell has none)."""
     if p.get("status") == "ok":
         return ("ok", "")
     return (str(p.get("status")), " ".join(str(p.get("reason") or "").split()))
 
 
-def _pair(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+def _pair(a: ResultDict, b: ResultDict) -> EnvPairDict:
     return {"probe": a["id"], "before": {"status": a.get("status"), "reason": a.get("reason")},
             "after": {"status": b.get("status"), "reason": b.get("reason")}}
 
@@ -165,7 +180,7 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _tolerances(p: Mapping[str, Any]) -> dict[str, tuple[float, float | None, bool]]:
+def _tolerances(p: ResultDict) -> dict[str, tuple[float, float | None, bool]]:
     out: dict[str, tuple[float, float | None, bool]] = {}
     for s in p.get("signals") or ():
         v = _num(s.get("value"))
@@ -179,10 +194,10 @@ def _tolerances(p: Mapping[str, Any]) -> dict[str, tuple[float, float | None, bo
     return out
 
 
-def _tolerance_deltas(before: dict[str, Any], after: dict[str, Any],
-                      both: list[str]) -> list[dict[str, Any]]:
+def _tolerance_deltas(before: dict[str, ResultDict], after: dict[str, ResultDict],
+                      both: list[str]) -> list[ToleranceDeltaDict]:
     """Every tolerance check whose value differs (the largest relative change first)."""
-    rows = []
+    rows: list[ToleranceDeltaDict] = []
     for pid in both:
         a, b = _tolerances(before[pid]), _tolerances(after[pid])
         for subject in a.keys() & b.keys():
@@ -193,7 +208,7 @@ def _tolerance_deltas(before: dict[str, Any], after: dict[str, Any],
                          "after": _finite(vb), "limit": lb if lb is not None else la,
                          "passed_before": pa, "passed_after": pb})
 
-    def size(r: dict[str, Any]) -> float:
+    def size(r: ToleranceDeltaDict) -> float:
         a, b = r["before"], r["after"]
         if a is None or b is None:
             return math.inf
@@ -207,7 +222,7 @@ def _finite(v: float) -> float | None:
     return None if math.isinf(v) else v  # JSON has no inf: None is "not a number"
 
 
-def _timings(p: Mapping[str, Any]) -> dict[str, float]:
+def _timings(p: ResultDict) -> dict[str, float]:
     out: dict[str, float] = {}
     sec = _num(p.get("seconds"))
     if sec is not None and not p.get("cached"):
@@ -219,10 +234,10 @@ def _timings(p: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _timing_deltas(before: dict[str, Any], after: dict[str, Any],
-                   both: list[str]) -> list[dict[str, Any]]:
+def _timing_deltas(before: dict[str, ResultDict], after: dict[str, ResultDict],
+                   both: list[str]) -> list[TimingDeltaDict]:
     """Timing signals (and the cells' own seconds) in both: the largest ratios first."""
-    rows: list[tuple[float, dict[str, Any]]] = []
+    rows: list[tuple[float, TimingDeltaDict]] = []
     for pid in both:
         a, b = _timings(before[pid]), _timings(after[pid])
         for subject in a.keys() & b.keys():
@@ -235,11 +250,11 @@ def _timing_deltas(before: dict[str, Any], after: dict[str, Any],
     return [r for _, r in rows[:TIMING_ROWS]]
 
 
-def env_change_gate(section: dict[str, Any] | None) -> GateDict:
+def env_change_gate(section: EnvComparisonDict | None) -> GateDict:
     """``--fail-on-env-change``: no candidate environment is worse than the reference."""
     failures = []
     base = section["base"] if section else None
-    for cand in (section or {}).get("candidates", []):
+    for cand in section["candidates"] if section else []:
         for item in cand["regressions"]:
             failures.append(dict(item, probe=f"{item['probe']}@{cand['env']}",
                                  message=f"@{cand['env']} vs @{base}: {item['message']}"))

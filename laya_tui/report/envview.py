@@ -10,6 +10,14 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from laya_tui.core.report_types import (
+    EnvCandidateDict,
+    EnvComparisonDict,
+    EnvInfoDict,
+    EnvSideDict,
+    TimingDeltaDict,
+)
+
 #: Rows of each group shown on stderr and in markdown (the JSON report has every one).
 ROWS = 10
 #: Timing rows shown when one side took at least this many times the other (the JSON
@@ -28,18 +36,18 @@ def fmt(v: Any) -> str:
     return "n/a" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
-def state_text(side: Mapping[str, Any]) -> str:
+def state_text(side: EnvSideDict) -> str:
     st = str(side.get("status"))
     return st if st == "ok" or not side.get("reason") else f"{st}: {one_line(side['reason'], 200)}"
 
 
-def timing_shown(cand: Mapping[str, Any]) -> list[dict[str, Any]]:
+def timing_shown(cand: EnvCandidateDict) -> list[TimingDeltaDict]:
     """The timing rows worth a line: a ratio of at least :data:`TIMING_SHOWN` either way."""
     return [t for t in cand.get("timing", ())
             if t["ratio"] >= TIMING_SHOWN or t["ratio"] <= 1 / TIMING_SHOWN]
 
 
-def headline(cand: Mapping[str, Any]) -> str:
+def headline(cand: EnvCandidateDict) -> str:
     """``@new vs @old: 2 regression(s), ...`` for one candidate."""
     p = cand["probes"]
     return (f"@{cand['env']} vs @{cand['base']}: {len(cand['regressions'])} regression(s), "
@@ -48,18 +56,20 @@ def headline(cand: Mapping[str, Any]) -> str:
             f"{p['compared']} cell(s) compared")
 
 
-def version_rows(section: Mapping[str, Any], envs: Mapping[str, Any] | None
+def version_rows(section: EnvComparisonDict, envs: Mapping[str, EnvInfoDict] | None
                  ) -> list[tuple[str, list[Any], bool]]:
     """``(library, [version per env], differs)``: the tracked libraries and compilers."""
     names = list(section["envs"])
     envs = envs or {}
 
     def versions(n: str) -> Mapping[str, Any]:
-        v = (envs.get(n) or {}).get("versions")
+        info = envs.get(n)
+        v = info.get("versions") if info else None
         return v if isinstance(v, Mapping) else {}
 
     def compilers(n: str) -> dict[str, Any]:
-        c = (envs.get(n) or {}).get("compilers")
+        info = envs.get(n)
+        c = info.get("compilers") if info else None
         return {k: (v or {}).get("version") if isinstance(v, Mapping) else v
                 for k, v in (c.items() if isinstance(c, Mapping) else ())}
 
@@ -75,7 +85,7 @@ def version_rows(section: Mapping[str, Any], envs: Mapping[str, Any] | None
     return rows
 
 
-def env_summary_lines(section: Mapping[str, Any], limit: int = ROWS) -> list[str]:
+def env_summary_lines(section: EnvComparisonDict, limit: int = ROWS) -> list[str]:
     """A few stderr lines per candidate environment."""
     lines = []
     for cand in section.get("candidates", []):
@@ -100,7 +110,8 @@ def env_summary_lines(section: Mapping[str, Any], limit: int = ROWS) -> list[str
     return lines
 
 
-def env_text(section: Mapping[str, Any], envs: Mapping[str, Any] | None = None) -> str:
+def env_text(section: EnvComparisonDict, envs: Mapping[str, EnvInfoDict] | None = None
+             ) -> str:
     """The whole comparison as plain text (versions, then every group in full)."""
     names = section["envs"]
     lines = ["versions: " + "  ".join(f"@{n}" for n in names)]
@@ -111,9 +122,9 @@ def env_text(section: Mapping[str, Any], envs: Mapping[str, Any] | None = None) 
         for t in cand["tolerance"]:
             lines.append(f"    tolerance   {t['probe']} {t['subject']}: {fmt(t['before'])} -> "
                          f"{fmt(t['after'])} (limit {fmt(t['limit'])})")
-        for t in timing_shown(cand)[:ROWS]:
-            lines.append(f"    timing      {t['probe']} {t['subject']}: {t['before']:.3g} s "
-                         f"-> {t['after']:.3g} s (x{t['ratio']:.2f})")
+        for tm in timing_shown(cand)[:ROWS]:
+            lines.append(f"    timing      {tm['probe']} {tm['subject']}: {tm['before']:.3g} s "
+                         f"-> {tm['after']:.3g} s (x{tm['ratio']:.2f})")
     return "\n".join(lines) + "\n"
 
 
@@ -127,7 +138,8 @@ def _code(text: str) -> str:
     return f"`{text}`" if "`" not in text else _md(text)
 
 
-def env_markdown(section: Mapping[str, Any], envs: Mapping[str, Any] | None) -> list[str]:
+def env_markdown(section: EnvComparisonDict, envs: Mapping[str, EnvInfoDict] | None
+                 ) -> list[str]:
     """Markdown lines: versions side by side, then per candidate its changes."""
     names = section["envs"]
     lines = [f"### Environments: {' vs '.join('@' + n for n in names)}", "",
@@ -175,7 +187,8 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def env_html(section: Mapping[str, Any] | None, envs: Mapping[str, Any] | None) -> str:
+def env_html(section: EnvComparisonDict | None, envs: Mapping[str, EnvInfoDict] | None
+             ) -> str:
     """An HTML ``<section id="envs">`` of the comparison (escaped; empty without one)."""
     if not section:
         return ""

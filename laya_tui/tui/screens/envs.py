@@ -4,6 +4,7 @@ while cells finish. Enter on a row jumps to that cell in the probe tree."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
@@ -26,13 +27,14 @@ from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
+    from laya_tui.core.report_types import EnvComparisonDict
     from laya_tui.tui.app import LayaApp
 
 STYLE = {"regression": "red", "improvement": "green", "status": "yellow",
          "diagnostic": "yellow", "note": "dim", "tolerance": "", "timing": "dim"}
 
 
-def env_rows(section: dict[str, Any] | None) -> list[tuple[str, str, str, str, str]]:
+def env_rows(section: Mapping[str, Any] | None) -> list[tuple[str, str, str, str, str]]:
     """``(cell id, what, reference, candidate, class)`` rows of every candidate: status and
     first-diagnostic changes, regressions, improvements, notes, tolerance, timing."""
     rows: list[tuple[str, str, str, str, str]] = []
@@ -107,7 +109,7 @@ class EnvScreen(Screen[None]):
         envs = report.get("envs")
         return dict(envs) if isinstance(envs, dict) else {}
 
-    def section(self) -> dict[str, Any] | None:
+    def section(self) -> EnvComparisonDict | None:
         """The comparison over the results the dashboard holds now."""
         from laya_tui.report.envcompare import compare_envs
 
