@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from laya_tui.core.files import source_excerpt
-from laya_tui.core.report_types import ReportDict
+from laya_tui.core.report_types import ReportDict, ResultDict, SignalDict
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, KINDS
@@ -46,6 +46,15 @@ from laya_tui.report.views.packed import (
     excerpt_key,
     file_key,
 )
+from laya_tui.report.views.page_types import (
+    Excerpt,
+    FileText,
+    GateRow,
+    Header,
+    Matrix,
+    PageData,
+    SignalTable,
+)
 from laya_tui.report.views.signals import (
     COLUMNS,
     SORT_KEYS,
@@ -76,8 +85,8 @@ class _Reader:
 
     def __init__(self, workspace: str | None) -> None:
         self.workspace = os.path.abspath(workspace or ".")
-        self.excerpts: dict[str, Any] = {}
-        self.files: dict[str, Any] = {}
+        self.excerpts: dict[str, Excerpt | None] = {}
+        self.files: dict[str, FileText | None] = {}
         self._first: dict[str, Source] = {}
         self._rest: dict[str, Source] = {}
 
@@ -118,8 +127,8 @@ class _Reader:
                                    "hl": sorted(buffer_lines(text, head.names))}
 
 
-def _gates(report: ReportDict) -> list[dict[str, Any]]:
-    out = []
+def _gates(report: ReportDict) -> list[GateRow]:
+    out: list[GateRow] = []
     for g in as_list(report.get("gates")):
         if not isinstance(g, dict):
             continue
@@ -136,7 +145,7 @@ def _gates(report: ReportDict) -> list[dict[str, Any]]:
     return out
 
 
-def _header(report: ReportDict, title: str, n_probes: int) -> dict[str, Any]:
+def _header(report: ReportDict, title: str, n_probes: int) -> Header:
     s = as_dict(report.get("summary"))
     env = as_dict(report.get("environment"))
     host, versions, tool = as_dict(env.get("host")), as_dict(env.get("versions")), as_dict(
@@ -185,17 +194,21 @@ _ROW_CLASSES = {"regression": "reg", "improvement": "imp", "note": "note"}
 _EXACT = 2 ** 53
 
 
-def _rows(probes: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int]]:
+def _rows(probes: list[ResultDict]) -> Iterator[tuple[ResultDict, SignalDict, int]]:
     """``(probe, signal, row)`` of each signal (a dict), the row its table gives it."""
     row = 0
     for p in probes:
-        for sig in as_list(p.get("signals")):
-            if isinstance(sig, dict):
-                yield p, sig, row
-                row += 1
+        for sig in _objects(p.get("signals")):
+            yield p, sig, row
+            row += 1
 
 
-def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> dict[str, Any]:
+def _objects(value: object) -> list[Any]:
+    """The items of a JSON list that are objects, in order (the caller names their type)."""
+    return [v for v in as_list(value) if isinstance(v, dict)]
+
+
+def _table(probes: list[ResultDict], pack: Packer, read: _Reader) -> SignalTable:
     """The signal table, a column at a time (``cells[c][row]``: a string id), and each
     row's detail packed; row ``n`` is the ``n``-th signal of :func:`_rows`."""
     text, add = pack.strings, pack.strings.add
@@ -258,7 +271,7 @@ def _table(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> dict[st
             "order": _severity_order(probes)}
 
 
-def _severity_order(probes: list[dict[str, Any]]) -> list[int]:
+def _severity_order(probes: list[ResultDict]) -> list[int]:
     """The rows of :func:`_rows` most important first (report.severity: the dashboard's
     table, markdown and SARIF order): findings, then passed checks and facts, the
     environment last; report order within a band."""
@@ -268,7 +281,7 @@ def _severity_order(probes: list[dict[str, Any]]) -> list[int]:
                                      _rows(probes))]
 
 
-def _probe_order(probes: list[dict[str, Any]]) -> list[int]:
+def _probe_order(probes: list[ResultDict]) -> list[int]:
     """The probes' indices the way the summary lists cells: the worst state first
     (views.legend), the most severe within a state, report order within that."""
     from laya_tui.report.severity import probe_severity
@@ -278,7 +291,7 @@ def _probe_order(probes: list[dict[str, Any]]) -> list[int]:
         rank.get(cell_state(probes[i]), len(rank)), probe_severity(probes[i]), i))
 
 
-def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[list[Any]]:
+def _probes(probes: list[ResultDict], pack: Packer, read: _Reader) -> list[list[Any]]:
     """``[id, family, status word, css, seconds text, seconds, signals, reason, failing,
     packed detail]``."""
     out = []
@@ -298,7 +311,7 @@ def _probes(probes: list[dict[str, Any]], pack: Packer, read: _Reader) -> list[l
     return out
 
 
-def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _matrix(probes: list[ResultDict]) -> Matrix | None:
     """Kernels x columns; a cell opens its signal's row (a number) or its probe (``p3``)."""
     lowering = ((sig, str(p.get("id")), str(p.get("family")), row)
                 for p, sig, row in _rows(probes))
@@ -324,7 +337,7 @@ def _matrix(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
             "legend": [list(x) for x in MATRIX_LEGEND]}
 
 
-def _tolerance(probes: list[dict[str, Any]]) -> list[list[Any]]:
+def _tolerance(probes: list[ResultDict]) -> list[list[Any]]:
     """``[signal row, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
     out = []
     for p, s, row in _rows(probes):
@@ -354,13 +367,13 @@ def _environment(report: ReportDict) -> list[list[Any]]:
 
 
 def page_data(report: ReportDict, *, diff: ReportDict | None = None,
-              title: str = "laya-tui report", workspace: str | None = None) -> dict[str, Any]:
+              title: str = "laya-tui report", workspace: str | None = None) -> PageData:
     """Everything the page's script draws, formatted; the texts of the signal tables and
     the details in one string table (``strings``), details packed (``views/packed.py``)."""
     read = _Reader(workspace)
     pack = Packer(Strings())
-    probes = [p for p in as_list(report.get("probes")) if isinstance(p, dict)]
-    data: dict[str, Any] = {
+    probes: list[ResultDict] = _objects(report.get("probes"))
+    data: PageData = {
         "header": _header(report, title, len(probes)),
         "gates": _gates(report),
         "probes": _probes(probes, pack, read),
@@ -376,7 +389,7 @@ def page_data(report: ReportDict, *, diff: ReportDict | None = None,
         "status_legend": [list(x) for x in STATE_LEGEND],
     }
     if diff is not None:
-        dprobes = [p for p in as_list(diff.get("probes")) if isinstance(p, dict)]
+        dprobes: list[ResultDict] = _objects(diff.get("probes"))
         sec = as_dict(diff.get("diff"))
         pr = as_dict(sec.get("probes"))
         versions = ", ".join(f"{k} {v.get('before')} → {v.get('after')}" for k, v in
