@@ -231,3 +231,34 @@ def test_a_familys_tree_row_counts_its_cells_in_their_own_words() -> None:
     run(model, "fam/d", [])
     assert str(family_label("fam", model)) == "fam  4 · 2 findings · 1 skipped"
     assert str(family_label("fam", model, width=12)) == "fam 4 ✗2 ⊘1"
+
+
+def test_a_user_models_tolerance_finding_is_at_its_factory(tmp_path: Path) -> None:
+    """``--model mlpkg.models:build_drift`` whose bf16 output fails its tolerance: the
+    finding had no site, so SARIF kept it as a run-level notification and the annotation had
+    no file; it is at the factory's ``def`` in the user's file now."""
+    from laya_tui.report.annotations import finding_command
+
+    (tmp_path / "mlpkg").mkdir()
+    (tmp_path / "mlpkg" / "__init__.py").write_text("")
+    (tmp_path / "mlpkg" / "models.py").write_text(
+        "import torch\n\n\ndef build():\n    pass\n\n\ndef build_drift():\n    pass\n")
+    pid = "explain/model:mlpkg.models:build_drift[eager]"
+    report = {"schema": "laya-tui.report/5", "probes": [{
+        "id": pid, "family": "explain", "status": "failed", "state": "finding",
+        "reason": "tolerance bfloat16 vs fp32 cpu output: 0.9085 > limit 0.05",
+        "file": "/usr/lib/python3/site-packages/laya_tui/builtin_probes/explain_models.py",
+        "signals": [{"kind": "tolerance", "probe": pid,
+                     "subject": "bfloat16 vs fp32 cpu output", "value": 0.9085,
+                     "limit": 0.05, "passed": False}]}],
+        "gates": [{"name": "tolerance", "passed": False,
+                   "failures": [{"probe": pid, "subject": "bfloat16 vs fp32 cpu output"}]}],
+        "summary": {"passed": False}}
+    sources = Sources(str(tmp_path), env={})
+    [finding] = collect_findings(report, sources)
+    assert finding.location is not None
+    assert (finding.location.path, finding.location.line) == ("mlpkg/models.py", 8)
+    assert "file=mlpkg/models.py,line=8" in finding_command(finding)
+    doc = build_sarif(report, sources)
+    [result] = doc["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 8

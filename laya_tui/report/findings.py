@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -267,6 +268,32 @@ def _failure_site(sources: Sources, probe: ResultDict) -> Location | None:
     return None
 
 
+#: ``explain/model:mypkg.models:build[eager]``, ``aoti/model[mypkg.models:build]``.
+_MODEL_CELL = re.compile(r"^(?:explain|aoti)/model(?::|\[)([\w.]+):(\w+)")
+
+
+def _model_factory(sources: Sources, pid: str) -> Location | None:
+    """The ``def`` of the ``--model MODULE:CALLABLE`` a model cell examines, in the
+    workspace (``MODULE`` a file or a package, also under ``src/``): where a finding about
+    the whole model (its output out of tolerance) is the user's to read."""
+    m = _MODEL_CELL.match(pid)
+    if m is None:
+        return None
+    module, name = m.groups()
+    rel = module.replace(".", os.sep)
+    at = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(|^{re.escape(name)}\s*=")
+    for base in (sources.workspace, os.path.join(sources.workspace, "src")):
+        for path in (os.path.join(base, rel + ".py"), os.path.join(base, rel, "__init__.py")):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            line = next((i for i, text in enumerate(lines, 1) if at.match(text)), None)
+            return sources.site({"file": path, "line": line, "func": name})
+    return None
+
+
 def _fallback_location(sources: Sources, file: str | None) -> Location | None:
     """The probe's ``file``, else the workspace's pyproject.toml (what asked for the run)."""
     loc = sources.site({"file": file}) if file else None
@@ -326,7 +353,8 @@ def _probe_findings(p: ResultDict, gates: GateIndex, base: BaselineIndex | None,
         state, item = signal_state(base, key) if base else (None, None)
         # in the user's code: the site, else the nearest user frame of its stack; else the
         # finding has no place and SARIF makes it a run-level notification
-        loc = _site(sources, sig) or _user_frame(sources, sig) or _probe_file(sources, p)
+        loc = (_site(sources, sig) or _user_frame(sources, sig) or _probe_file(sources, p)
+               or _model_factory(sources, pid))
         found.append(Finding(rule, pid, key, loc, on, state, sig=sig, change=item,
                              sources=sources))
     status = _status_findings(p, len(found), gates, base, sources)
@@ -383,7 +411,8 @@ def _status_findings(p: ResultDict, n_signals: int, gates: GateIndex,
     for state in states:
         loc = (sources.site(err.get("site")) if err is not None and state == "raised"
                else _failure_site(sources, p) if state == "failed"
-               else None) or _fallback_location(sources, p.get("file"))
+               else None) or _model_factory(sources, pid) \
+            or _fallback_location(sources, p.get("file"))
         msg = _clip(f"probe {pid} {_WORDS[state]}" + (f": {first}" if first else ""))
         props: dict[str, Any] = {"probe": pid, "status": status}
         item = base.status_items.get(pid) if base else None
