@@ -262,3 +262,25 @@ def test_a_user_models_tolerance_finding_is_at_its_factory(tmp_path: Path) -> No
     doc = build_sarif(report, sources)
     [result] = doc["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+
+
+def test_junit_names_a_failed_tolerance_once() -> None:
+    """The message read ``✗ finding: tolerance: tolerance bfloat16 vs fp32 ...``."""
+    import xml.etree.ElementTree as ET
+
+    from laya_tui.report.junit import build_junit
+
+    pid = "explain/model:mlpkg.models:build_drift[eager]"
+    entry = {"probe": pid, "subject": "bfloat16 vs fp32 cpu output", "value": 0.9085,
+             "limit": 0.05}
+    report = {"schema": "laya-tui.report/5", "probes": [{
+        "id": pid, "family": "explain", "status": "failed", "state": "finding",
+        "reason": "tolerance bfloat16 vs fp32 cpu output: 0.9085 > limit 0.05",
+        "seconds": 0.7, "signals": []}],
+        "gates": [{"name": "tolerance", "passed": False, "failures": [entry]}],
+        "summary": {"passed": False}}
+    failure = ET.fromstring(build_junit(report)).find(".//failure")
+    assert failure is not None
+    message = failure.get("message") or ""
+    assert message.startswith("✗ finding: tolerance bfloat16 vs fp32 cpu output: 0.90")
+    assert message.endswith("> limit 0.05") and "tolerance: tolerance" not in message

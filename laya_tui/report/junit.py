@@ -79,7 +79,9 @@ def _testcase(suite: ET.Element, probe: ResultDict,
         body = "\n".join(f"gate {g}: {t}" for g, t in failures) + (
             f"\nprobe {pid}: status {status}" + (f": {reason}" if reason else ""))
         _sub(case, "failure", body, type=",".join(dict.fromkeys(g for g, _ in failures)),
-             message=(head + f"{gate}: {text}")[:MESSAGE_CHARS - len(more)] + more)
+             # (a text that names its gate already is not prefixed: "tolerance: tolerance")
+             message=(head + (text if text.startswith(f"{gate} ") else f"{gate}: {text}"))
+             [:MESSAGE_CHARS - len(more)] + more)
     if failures or errored:
         if probe.get("log_tail"):
             _sub(case, "system-out", probe["log_tail"])
