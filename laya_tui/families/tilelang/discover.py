@@ -21,6 +21,7 @@ while it is being edited):
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from typing import Any
@@ -141,8 +142,39 @@ def account_entry(path: str) -> KernelEntry:
     return KernelEntry(name=stem, file=path, kind="account", note=note)
 
 
+#: The last :func:`find_kernels` answer and what it read (one discovery asks twice: the
+#: lowering cells and the agreement cells).
+_LAST: list[tuple[tuple[Any, ...], list[KernelEntry]]] = []
+
+
+def _inputs(dirs: list[str], opts: dict[str, Any] | None) -> tuple[Any, ...]:
+    """Everything :func:`find_kernels` reads: the folders, the options (the kernel-args
+    table among them) and the bytes of every kernel file (None: unreadable)."""
+    files: list[tuple[str, bytes | None]] = []
+    for d in dirs:
+        for path in kernel_files(d):
+            try:
+                with open(path, "rb") as fh:
+                    files.append((path, fh.read()))
+            except OSError:
+                files.append((path, None))
+    return (tuple(dirs), json.dumps(opts, sort_keys=True, default=repr), tuple(files))
+
+
 def find_kernels(dirs: list[str], opts: dict[str, Any] | None = None) -> list[KernelEntry]:
-    """Every kernel in ``dirs``, names made unique (a clash gets its folder as prefix)."""
+    """Every kernel in ``dirs``, names made unique (a clash gets its folder as prefix).
+
+    Answered again from the last call when nothing it reads changed (same folders,
+    options and kernel file bytes): classifying parses and walks every file."""
+    key = _inputs(dirs, opts)
+    if _LAST and _LAST[0][0] == key:
+        return list(_LAST[0][1])
+    found = _find_kernels(dirs, opts)
+    _LAST[:] = [(key, list(found))]
+    return found
+
+
+def _find_kernels(dirs: list[str], opts: dict[str, Any] | None) -> list[KernelEntry]:
     found: list[KernelEntry] = []
     seen: set[str] = set()
     for d in dirs:
