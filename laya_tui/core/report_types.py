@@ -76,6 +76,65 @@ class SignalDict(TypedDict):
     nonfinite: NotRequired[Mapping[str, str]]
 
 
+class GapRowDict(TypedDict, total=False):
+    """A gap table's row: one module call's error and own error against the fp32 run."""
+
+    module: str
+    type: str
+    call: int
+    dtype: str | None
+    error: float | None
+    local: float | None
+    limit: float | None
+    share: float | None
+    note: str
+
+
+class GapTableDict(TypedDict, total=False):
+    """A compared output's gap table as a cell keeps it (its top rows; the signal's
+    ``detail.gap_table`` has more, the artifact every one)."""
+
+    path: str
+    modules: int
+    output: dict[str, Any] | None  # the output's own {error, limit}
+    budget_bytes: int | None
+    peak_bytes: int
+    activation_bytes: int
+    spilled_bytes: int
+    spilled_files: int
+    seconds: float
+    artifact: str
+    note: str
+    rows_shown: int
+    rows: list[GapRowDict]
+
+
+class PrecisionPlanDict(TypedDict, total=False):
+    """The modules to keep in fp32 that bring an output within its limit, verified."""
+
+    status: str  # found, not_needed, no_plan, not_precision, budget, skipped
+    fp32_modules: list[str]
+    verified_error: float | None
+    baseline_error: float | None
+    fp32_error: float | None
+    limit: float | None
+    forwards: int
+    max_forwards: int
+    seconds: float
+    dtype: str
+    reason: str
+    sites: Any
+    class_sites: dict[str, SiteDict]
+
+
+class NumericsDict(TypedDict):
+    """One compared output of a cell (report/4, ``report.views.numerics``)."""
+
+    subject: str
+    gap_table: NotRequired[GapTableDict]
+    precision_plan: NotRequired[PrecisionPlanDict]
+
+
 class ResultDict(TypedDict):
     """One probe cell's result: ``$defs/probe`` (built by ``core.results.make_result``)."""
 
@@ -98,7 +157,7 @@ class ResultDict(TypedDict):
     budget: NotRequired[BudgetDict]
     host: NotRequired[str]
     nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
-    numerics: NotRequired[list[dict[str, Any]]]  # report/4: report.views.numerics
+    numerics: NotRequired[list[NumericsDict]]  # report/4: report.views.numerics
     node: NotRequired[dict[str, Any]]  # report/5: the cluster node that ran it (--cluster)
 
 

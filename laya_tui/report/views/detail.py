@@ -373,13 +373,13 @@ def numerics_sections(d: Mapping[str, Any]) -> list[Section]:
     from laya_tui.report.views import numerics as nv
 
     parts: list[Section] = []
-    plan = as_dict(d.get("precision_plan"))
+    plan = nv.plan_of(d)
     if plan:
         parts += _facts("precision plan", list(nv.plan_facts(plan)))
-    gap = as_dict(d.get("gap_table"))
+    gap = nv.gap_of(d)
     if gap:
         parts += _facts("gap table", list(nv.gap_facts(gap)))
-        rows = [r for r in as_list(gap.get("rows")) if isinstance(r, dict)]
+        rows = nv.rows_of(gap)
         if rows:
             parts.append(Table(
                 "each module's error, and its own (re-run on the fp32 inputs)",

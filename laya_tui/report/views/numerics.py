@@ -10,9 +10,17 @@ Standard library only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from laya_tui.core.report_types import ReportDict
+from laya_tui.core.report_types import (
+    GapRowDict,
+    GapTableDict,
+    NumericsDict,
+    PrecisionPlanDict,
+    ReportDict,
+    ResultDict,
+    SignalDict,
+)
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.views.text import human_bytes, number
 
@@ -31,37 +39,66 @@ _GAP_KEYS = ("path", "modules", "output", "budget_bytes", "peak_bytes", "activat
              "spilled_bytes", "spilled_files", "seconds", "artifact", "note")
 
 
-def _subject(sig: Mapping[str, Any], suffix: str) -> str:
+def _subject(sig: SignalDict, suffix: str) -> str:
     s = str(sig.get("subject") or "")
     return s[: -len(suffix)] if s.endswith(suffix) else s
 
 
-def cell_numerics(probe: Mapping[str, Any]) -> list[dict[str, Any]]:
+class _Parts(TypedDict, total=False):
+    gap_table: GapTableDict
+    precision_plan: PrecisionPlanDict
+
+
+def cell_numerics(probe: Mapping[str, Any]) -> list[NumericsDict]:
     """``[{subject, gap_table?, precision_plan?}]`` from a cell's signals, in signal order
     (the gap table's top :data:`TOP_ROWS` rows; the plan without its snippet)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, _Parts] = {}
     for sig in as_list(probe.get("signals")):
         d = as_dict(as_dict(sig).get("detail"))
+        # the worker's JSON: their known keys, read by name from here on
         gap, plan = as_dict(d.get("gap_table")), as_dict(d.get("precision_plan"))
         if gap:
             entry = out.setdefault(_subject(sig, GAP_SUFFIX), {})
-            entry["gap_table"] = dict({k: gap[k] for k in _GAP_KEYS if k in gap},
-                                      rows=as_list(gap.get("rows"))[:TOP_ROWS])
+            entry["gap_table"] = cast(GapTableDict, dict(
+                {k: gap[k] for k in _GAP_KEYS if k in gap},
+                rows=as_list(gap.get("rows"))[:TOP_ROWS]))
         if plan:
             entry = out.setdefault(_subject(sig, PLAN_SUFFIX), {})
-            entry["precision_plan"] = {k: plan[k] for k in _PLAN_KEYS if k in plan}
-    return [dict(subject=k, **v) for k, v in out.items()]
+            entry["precision_plan"] = cast(PrecisionPlanDict,
+                                           {k: plan[k] for k in _PLAN_KEYS if k in plan})
+    return [NumericsDict(subject=k, **v) for k, v in out.items()]
 
 
-def numerics_of(probe: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The cell's ``numerics`` (report/4), else derived from its signals (older reports)."""
+def numerics_of(probe: Mapping[str, Any]) -> list[NumericsDict]:
+    """The cell's ``numerics`` (report/4), else derived from its signals (older reports;
+    ``probe``: a report entry, or the fields the dashboard knows of a running cell)."""
     got = probe.get("numerics")
     if isinstance(got, list):
-        return [e for e in got if isinstance(e, dict)]
+        return _dicts(got)
     return cell_numerics(probe)
 
 
-def plan_text(plan: Mapping[str, Any]) -> str:
+def plan_of(entry: Mapping[str, Any]) -> PrecisionPlanDict:
+    """An entry's (or a signal detail's) precision plan; empty when it has none."""
+    return cast(PrecisionPlanDict, as_dict(entry.get("precision_plan")))
+
+
+def gap_of(entry: Mapping[str, Any]) -> GapTableDict:
+    """An entry's (or a signal detail's) gap table; empty when it has none."""
+    return cast(GapTableDict, as_dict(entry.get("gap_table")))
+
+
+def rows_of(gap: GapTableDict) -> list[GapRowDict]:
+    """A gap table's rows that are objects."""
+    return _dicts(gap.get("rows"))
+
+
+def _dicts(value: object) -> list[Any]:
+    """The items of a JSON list that are objects, in order (the caller names their type)."""
+    return [v for v in as_list(value) if isinstance(v, dict)]
+
+
+def plan_text(plan: PrecisionPlanDict) -> str:
     """``keep 1, 2 in fp32: verified 0.0023 <= 0.05 (was 0.337), 6 forwards`` or the
     plan's reason when none was found."""
     if plan.get("status") == "found":
@@ -72,7 +109,7 @@ def plan_text(plan: Mapping[str, Any]) -> str:
     return str(plan.get("reason") or plan.get("status") or "")
 
 
-def memory_text(gap: Mapping[str, Any]) -> str:
+def memory_text(gap: GapTableDict) -> str:
     """``peak 9.2 KiB in memory (budget 256.0 MiB, 0 B spilled) of 9.2 KiB``."""
     budget = gap.get("budget_bytes")
     return (f"peak {human_bytes(gap.get('peak_bytes'))} in memory"
@@ -87,16 +124,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("limit", "limit"), ("local/limit", "ratio"), ("share", "share"))
 
 
-def row_values(row: Mapping[str, Any]) -> list[Any]:
+def row_values(row: GapRowDict) -> list[Any]:
     """A row's values in :data:`COLUMNS` order (sort keys: numbers, None when absent)."""
     local, limit = row.get("local"), row.get("limit")
     ratio = local / limit if isinstance(local, (int, float)) and isinstance(
         limit, (int, float)) and limit > 0 else None
-    values = dict(row, ratio=ratio)
+    values: dict[str, object] = dict(row, ratio=ratio)
     return [values.get(key) for _, key in COLUMNS]
 
 
-def row_texts(row: Mapping[str, Any]) -> list[str]:
+def row_texts(row: GapRowDict) -> list[str]:
     out = []
     for (_, key), v in zip(COLUMNS, row_values(row), strict=True):
         if v is None:
@@ -112,7 +149,7 @@ def row_texts(row: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def numerics_markdown(probes: Sequence[Mapping[str, Any]]) -> list[str]:
+def numerics_markdown(probes: Sequence[ResultDict]) -> list[str]:
     """A ``### Numerics`` section: per cell and output, the plan and the gap table's top
     rows (nothing when no cell has either)."""
     lines: list[str] = []
@@ -122,17 +159,17 @@ def numerics_markdown(probes: Sequence[Mapping[str, Any]]) -> list[str]:
                 lines += ["", "### Numerics", ""]
             lines.append(f"**{p.get('id')}** · {entry.get('subject')}")
             lines.append("")
-            plan = as_dict(entry.get("precision_plan"))
+            plan = plan_of(entry)
             if plan:
                 lines += [f"- precision plan: {' '.join(plan_text(plan).split())}", ""]
-            gap = as_dict(entry.get("gap_table"))
+            gap = gap_of(entry)
             if gap:
                 lines += [f"- gap table ({gap.get('path', 'eager')}, {gap.get('modules')} "
                           f"module calls; {memory_text(gap)}):", "",
                           "  | " + " | ".join(label for label, _ in COLUMNS) + " |",
                           "  |" + "---|" * len(COLUMNS)]
                 lines += ["  | " + " | ".join(_md(t) for t in row_texts(r)) + " |"
-                          for r in as_list(gap.get("rows")) if isinstance(r, dict)]
+                          for r in rows_of(gap)]
                 lines.append("")
     return lines
 
@@ -141,7 +178,7 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def gap_facts(gap: Mapping[str, Any]) -> list[tuple[str, str]]:
+def gap_facts(gap: GapTableDict) -> list[tuple[str, str]]:
     """The facts above a gap table: the output, the memory, the artifact."""
     out = as_dict(gap.get("output"))
     rows = [("path", str(gap.get("path") or "eager")),
@@ -155,7 +192,7 @@ def gap_facts(gap: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(k, v) for k, v in rows if v]
 
 
-def plan_facts(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
+def plan_facts(plan: PrecisionPlanDict) -> list[tuple[str, str]]:
     """The precision plan's facts: outcome, modules, verified error, budget spent, where."""
     rows = [("outcome", str(plan.get("status") or "")),
             ("keep in fp32", ", ".join(map(str, as_list(plan.get("fp32_modules"))))),
@@ -204,7 +241,7 @@ def plan_results(report: ReportDict, sources: Sources, rule_index: int
         if not isinstance(p, Mapping):
             continue
         for entry in numerics_of(p):
-            plan = as_dict(entry.get("precision_plan"))
+            plan = plan_of(entry)
             if plan.get("status") != "found":
                 continue
             locs: list[tuple[str, Location, int]] = []  # (module, class site, its line)
@@ -216,8 +253,8 @@ def plan_results(report: ReportDict, sources: Sources, rule_index: int
                 continue
             text = (f"{p.get('id')}: {entry.get('subject')}: precision plan: "
                     f"{plan_text(plan)}")
-            gap = as_dict(entry.get("gap_table"))
-            rows = [r for r in as_list(gap.get("rows")) if isinstance(r, dict)]
+            gap = gap_of(entry)
+            rows = rows_of(gap)
             if rows:
                 top = rows[0]
                 text += (f"; gap table: most own error {top.get('module')} "
@@ -272,11 +309,10 @@ def numerics_facts(probe: Mapping[str, Any]) -> list[tuple[str, str]]:
     out = []
     for entry in numerics_of(probe):
         parts = []
-        plan = as_dict(entry.get("precision_plan"))
+        plan = plan_of(entry)
         if plan:
             parts.append(f"precision plan: {plan_text(plan)}")
-        rows = [r for r in as_list(as_dict(entry.get("gap_table")).get("rows"))
-                if isinstance(r, dict)]
+        rows = rows_of(gap_of(entry))
         if rows:
             top = rows[0]
             parts.append(f"most own error: {top.get('module')} ({top.get('type')}) local "
