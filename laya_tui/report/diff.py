@@ -12,10 +12,16 @@ site and fix for the same drill-down. Standard library only (Textual when a TTY 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, NotRequired, cast
 
 from laya_tui.core.cellid import family_of
-from laya_tui.core.report_types import BaselineDict, ReportDict, ResultDict, SignalDict
+from laya_tui.core.report_types import (
+    BaselineDict,
+    ChangeDict,
+    ReportDict,
+    ResultDict,
+    SignalDict,
+)
 from laya_tui.core.results import signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import KINDS
@@ -25,15 +31,23 @@ from laya_tui.report.baseline import Baseline, compare, regressed
 BAD = frozenset(("new", "more", "more-bytes", "now-failing", "worse", "status"))
 
 
+
+class DiffDict(BaselineDict):
+    """``laya-tui diff``'s section: the baseline comparison of NEW against BASE, its
+    ``environment`` the versions that changed (``{name: {before, after}}``)."""
+
+    new_path: NotRequired[str]  # set by laya-tui diff
+
+
 def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, base_path: str = "BASE",
                  margin: float = DEFAULT_MARGIN,
-                 labels: tuple[str, str] = ("BASE", "NEW")) -> dict[str, Any]:
+                 labels: tuple[str, str] = ("BASE", "NEW")) -> DiffDict:
     """The baseline comparison of ``new`` against ``base``, plus status and version changes;
     ``labels`` name the two sides in the messages (``laya-tui diff``: BASE and NEW)."""
     # the baseline section, widened by the callers (envcompare, laya-tui diff) as they go
     # (envcompare passes documents of probes and environment only: all that is read)
-    section: dict[str, Any] = dict(compare(Baseline(base_path, cast(ReportDict, base)),
-                                           new.get("probes", []), margin=margin))
+    section = cast(DiffDict, dict(compare(Baseline(base_path, cast(ReportDict, base)),
+                                          new.get("probes", []), margin=margin)))
     old_status = {p["id"]: p["status"] for p in base.get("probes", [])}
     for p in new.get("probes", []):
         before = old_status.get(p["id"])
@@ -66,7 +80,7 @@ def _versions(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, dict
             for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)}
 
 
-def all_changes(section: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def all_changes(section: DiffDict) -> list[tuple[str, ChangeDict]]:
     """(class, item) for every change: class is regression, improvement or note."""
     out = [("regression", i) for i in section["regressions"]]
     out += [("improvement", i) for i in section["improvements"]]
@@ -78,7 +92,7 @@ def all_changes(section: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 # -- text ---------------------------------------------------------------------------------
 
-def diff_text(section: dict[str, Any], base_label: str, new_label: str) -> str:
+def diff_text(section: DiffDict, base_label: str, new_label: str) -> str:
     """The whole diff as plain text, grouped by probe (``--headless``)."""
     regs, imps, notes = section["regressions"], section["improvements"], section["notes"]
     p = section["probes"]
@@ -107,7 +121,7 @@ def diff_text(section: dict[str, Any], base_label: str, new_label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def diff_markdown(section: dict[str, Any], base_label: str, new_label: str) -> str:
+def diff_markdown(section: DiffDict, base_label: str, new_label: str) -> str:
     """The diff as markdown (``--markdown PATH``): the baseline section's tables, and notes."""
     from laya_tui.report.markdown import _baseline, _cell, _code
 
@@ -138,7 +152,7 @@ def _signals_by_key(report: ReportDict
     return out
 
 
-def diff_report(base: ReportDict, new: ReportDict, section: Mapping[str, Any]) -> ReportDict:
+def diff_report(base: ReportDict, new: ReportDict, section: DiffDict) -> ReportDict:
     """A report document whose probes are the changed probes and whose signals are the
     changes (kind, subject and reason of the signal; ``detail.change``, ``before``,
     ``after``); the dashboard, the HTML page and ``show`` read it like any report."""
@@ -148,7 +162,7 @@ def diff_report(base: ReportDict, new: ReportDict, section: Mapping[str, Any]) -
     probes: dict[str, ResultDict] = {}
     for cls, item in all_changes(section):
         pid = item["probe"]
-        src = new_probes.get(pid) or old_probes.get(pid) or {"id": pid}
+        src: Mapping[str, Any] = new_probes.get(pid) or old_probes.get(pid) or {"id": pid}
         entry = probes.get(pid)
         if entry is None:
             entry = probes[pid] = {
@@ -159,7 +173,8 @@ def diff_report(base: ReportDict, new: ReportDict, section: Mapping[str, Any]) -
                 "deps": src.get("deps", []), "signals": [], "log_tail": src.get("log_tail", ""),
                 "file": src.get("file"), "params": src.get("params", {})}
         kind = item["kind"] if item["kind"] in KINDS else "log"
-        key = (pid, item["kind"], item.get("subject", ""), item.get("reason", ""))
+        key: tuple[str, str, Any, Any] = (pid, item["kind"], item.get("subject", ""),
+                                          item.get("reason", ""))
         orig: Mapping[str, Any] = new_sigs.get(key) or old_sigs.get(key) or {}
         sig: dict[str, Any] = {"kind": kind, "probe": pid,
                                "subject": item.get("subject") or item["kind"],

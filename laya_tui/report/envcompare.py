@@ -125,8 +125,8 @@ def compare_envs(probes: Sequence[ResultDict],
         cand_cells = _side(probes, cand, norm)
         doc_a = {"probes": base_cells, "environment": {"versions": _versions(envs, base)}}
         doc_b = {"probes": cand_cells, "environment": {"versions": _versions(envs, cand)}}
-        section = diff_reports(doc_a, doc_b, base_path=f"@{base}", margin=margin,
-                               labels=(f"@{base}", f"@{cand}"))
+        section = cast(dict[str, Any], diff_reports(  # widened below
+            doc_a, doc_b, base_path=f"@{base}", margin=margin, labels=(f"@{base}", f"@{cand}")))
         section.pop("path", None)
         section["versions"] = section.pop("environment")
         section["compilers"] = _compilers(envs, base, cand)

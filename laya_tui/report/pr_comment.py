@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from laya_tui.core.report_types import ReportDict
+from laya_tui.core.report_types import ChangeDict, ReportDict, SignalDict
 from laya_tui.core.results import signal_key
 from laya_tui.core.shapes import as_dict
 from laya_tui.report.baseline import regressed
+from laya_tui.report.diff import DiffDict
 from laya_tui.report.markdown import _cell, _code
 from laya_tui.report.rules import is_graph_break
 from laya_tui.report.severity import KIND_SEVERITY, Severity
@@ -30,7 +31,7 @@ MARKER = "<!-- laya-tui -->"
 MAX_CHARS = 65_000
 ROWS = 25  # rows per list before the size limit cuts more
 
-Item = dict[str, Any]
+Item = ChangeDict
 
 
 def link_base(env: Mapping[str, str] | None = None) -> str | None:
@@ -119,10 +120,11 @@ class _Where:
     def __init__(self, sources: Sources, base: str | None) -> None:
         self.sources, self.base = sources, base
 
-    def __call__(self, sig: Mapping[str, Any] | None) -> str:
+    def __call__(self, sig: SignalDict | None) -> str:
         loc = self.sources.site(sig.get("site")) if sig else None
-        if loc is None and sig and isinstance(sig.get("detail"), Mapping):
-            loc = self.sources.site(sig["detail"].get("kernel_site"))
+        detail = sig.get("detail") if sig else None
+        if loc is None and isinstance(detail, Mapping):
+            loc = self.sources.site(detail.get("kernel_site"))
         return self.text(loc)
 
     def text(self, loc: Location | None) -> str:
@@ -137,8 +139,8 @@ class _Where:
             f" {_cell(loc.func)}" if loc.func else "")
 
 
-def _signals(report: ReportDict) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
-    out: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+def _signals(report: ReportDict) -> dict[tuple[str, str, str, str], SignalDict]:
+    out: dict[tuple[str, str, str, str], SignalDict] = {}
     for p in report.get("probes") or ():
         for s in p.get("signals") or ():
             if isinstance(s, Mapping):
@@ -146,8 +148,8 @@ def _signals(report: ReportDict) -> dict[tuple[str, str, str, str], Mapping[str,
     return out
 
 
-def _cells(report: ReportDict) -> dict[tuple[str, str], Mapping[str, Any]]:
-    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+def _cells(report: ReportDict) -> dict[tuple[str, str], SignalDict]:
+    out: dict[tuple[str, str], SignalDict] = {}
     for p in report.get("probes") or ():
         for s in p.get("signals") or ():
             if isinstance(s, Mapping) and s.get("kind") == "lowering":
@@ -157,8 +159,14 @@ def _cells(report: ReportDict) -> dict[tuple[str, str], Mapping[str, Any]]:
     return out
 
 
-def _key(item: Item) -> tuple[str, str, str, str]:
+def _key(item: Item) -> tuple[str, str, Any, Any]:
+    """The signal key of a change (its subject and reason as the JSON has them)."""
     return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""))
+
+
+def _subject(item: Item) -> str:
+    """A lowering or tolerance change's subject: the kernel or check (always a string)."""
+    return cast(str, item.get("subject", ""))
 
 
 def _count(side: Mapping[str, Any]) -> str:
@@ -170,7 +178,7 @@ def _side(item: Item, name: str) -> Mapping[str, Any]:
     return as_dict(item.get(name))
 
 
-def _gb(sig: Mapping[str, Any] | None, item: Item) -> str:
+def _gb(sig: SignalDict | None, item: Item) -> str:
     d = as_dict(sig.get("detail")) if sig else {}
     gb = d.get("graph_break_id")
     text = f"{gb} " if gb else ""
@@ -179,7 +187,7 @@ def _gb(sig: Mapping[str, Any] | None, item: Item) -> str:
 
 def _tables(items: list[Item], new_sigs: Mapping[Any, Any], old_sigs: Mapping[Any, Any],
             new_cells: Mapping[Any, Any], old_cells: Mapping[Any, Any],
-            where: Callable[[Mapping[str, Any] | None], str],
+            where: Callable[[SignalDict | None], str],
             worse: bool) -> list[_List]:
     gbs, host, low, drift, other = [], [], [], [], []
     for item in sorted(items, key=lambda i: KIND_SEVERITY.get(i["kind"], Severity.OTHER)):
@@ -204,12 +212,12 @@ def _tables(items: list[Item], new_sigs: Mapping[Any, Any], old_sigs: Mapping[An
             d = as_dict(s.get("detail")) if s else {}
             diag = after.get("reason") if worse else before.get("reason")
             stage = d.get("pass") or d.get("stage") or ""
-            low.append(f"| {_code(item.get('subject', ''))} | {_cell(stage)} | {where(s)} | "
+            low.append(f"| {_code(_subject(item))} | {_cell(stage)} | {where(s)} | "
                        f"{_cell(diag or '')} |")
         elif kind == "tolerance" and item["change"] in ("now-failing", "worse", "better",
                                                         "now-passing"):
             limit = after.get("limit") or before.get("limit")
-            drift.append(f"| {_code(item.get('subject', ''))} | {_g(before.get('value'))} | "
+            drift.append(f"| {_code(_subject(item))} | {_g(before.get('value'))} | "
                          f"{_g(after.get('value'))} | {_g(limit)} | {probe} |")
         else:
             other.append(f"| {probe} | {where(sig) if kind != 'probe' else ''} | "
@@ -232,7 +240,7 @@ def _tables(items: list[Item], new_sigs: Mapping[Any, Any], old_sigs: Mapping[An
     ]
 
 
-def build_pr_comment(section: Mapping[str, Any], base: ReportDict,
+def build_pr_comment(section: DiffDict, base: ReportDict,
                      new: ReportDict, *, base_label: str = "BASE",
                      new_label: str = "NEW", sources: Sources | None = None,
                      links: str | None = None, max_chars: int = MAX_CHARS) -> str:
@@ -240,8 +248,8 @@ def build_pr_comment(section: Mapping[str, Any], base: ReportDict,
     and ``new``); ``sources``: where the call sites are; ``links``: the blob URL prefix of
     the pull request's tree (:func:`link_base`), for linked lines."""
     where = _Where(sources or Sources(os.getcwd(), env={}), links)
-    regs, imps, notes = (list(section.get(k) or ()) for k in ("regressions", "improvements",
-                                                               "notes"))
+    regs, imps, notes = (list(section.get("regressions") or ()),
+                         list(section.get("improvements") or ()), list(section.get("notes") or ()))
     new_sigs, old_sigs = _signals(new), _signals(base)
     new_cells, old_cells = _cells(new), _cells(base)
     p = section.get("probes") or {}
