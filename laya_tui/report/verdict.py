@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from laya_tui.core.report_types import ReportDict
+from laya_tui.core.report_types import GateDict, ReportDict, ResultDict
 from laya_tui.core.results import failing
 from laya_tui.report.views.legend import (
     NOT_RUN_OUTCOMES,
@@ -39,7 +39,7 @@ def gate_hint(n: int) -> str:
     return "they do not fail the run; " + GATE_HINT
 
 
-def not_run_counts(probes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def not_run_counts(probes: Iterable[ResultDict]) -> dict[str, int]:
     """``{cause: cells}`` of the cells built but not run, most first."""
     counts = Counter(why for why in map(not_run, probes) if why)
     return dict(counts.most_common())
@@ -53,7 +53,7 @@ def not_run_text(why: Mapping[str, int]) -> str:
     return f"{n} built, not run: " + ", ".join(f"{k} {v}" for k, v in why.items())
 
 
-def finding_kind(probe: Mapping[str, Any]) -> str:
+def finding_kind(probe: ResultDict) -> str:
     """What a failed probe found, in one word: its first failing signal's kind
     (``lowering``, ``tolerance``), else its family (``aoti``: an export that failed)."""
     for sig in probe.get("signals") or ():
@@ -62,8 +62,8 @@ def finding_kind(probe: Mapping[str, Any]) -> str:
     return str(probe.get("family") or "probe")
 
 
-def ungated_probes(probes: Iterable[Mapping[str, Any]],
-                   gates: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def ungated_probes(probes: Iterable[ResultDict],
+                   gates: Iterable[GateDict]) -> list[ResultDict]:
     """The failed probes (findings) that no gate reads: none names them, no ``fail-on`` or
     ``max`` gate covers ``failed`` or their kind, and there is no baseline gate (which
     reads every finding: only new ones fail)."""
@@ -85,8 +85,8 @@ def ungated_probes(probes: Iterable[Mapping[str, Any]],
             and finding_kind(p) not in covered]
 
 
-def ungated(probes: Iterable[Mapping[str, Any]],
-            gates: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def ungated(probes: Iterable[ResultDict],
+            gates: Iterable[GateDict]) -> dict[str, int]:
     """``{kind: probes}`` of :func:`ungated_probes`, most first; between kinds of as many,
     the most severe first (report.severity: the markdown table's order)."""
     from laya_tui.report.severity import probe_severity
