@@ -242,6 +242,33 @@ def test_cli_failing_cell_has_table_plan_and_sarif_fix(tmp_path):
     assert [p.name for p in spill.iterdir() if p.is_dir()] == []  # no spill folder left
 
 
+def test_the_whole_model_row_takes_the_tolerance_limit(tmp_path):
+    """One output, one limit: an output of magnitude 40 fails its tolerance (an absolute
+    limit); the gap table's whole-model row says the same limit, not the module rows'
+    magnitude-scaled one (which called the failing output within its limit)."""
+    pytest.importorskip("torch")
+    from tests._util import run_cli
+
+    (tmp_path / "gt_base.py").write_text(MODEL.read_text())
+    (tmp_path / "gt_scaled.py").write_text(
+        "import torch\nimport gt_base\n\n\nclass Scaled(torch.nn.Module):\n"
+        "    def __init__(self, m):\n        super().__init__()\n        self.m = m\n\n"
+        "    def forward(self, x):\n        return self.m(x) * 40.0\n\n\n"
+        "def build():\n    m, x = gt_base.build()\n    return Scaled(m).eval(), x\n")
+    out = tmp_path / "r.json"
+    proc = run_cli("--headless", "--json", str(out), "--no-cache", "--device", "cpu",
+                   "--only", "explain/model:*[eager]", "--model", "gt_scaled:build",
+                   "--workspace", str(tmp_path), "--out", str(tmp_path / "out"),
+                   env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    (probe,) = json.loads(out.read_text())["probes"]
+    (tol,) = [s for s in probe["signals"] if s["kind"] == "tolerance" and not s["passed"]]
+    (entry,) = probe["numerics"]
+    output = entry["gap_table"]["output"]
+    assert output["limit"] == tol["limit"] < output["error"], proc.stderr[-2000:]
+    assert output["error"] == pytest.approx(tol["value"], rel=1e-3)
+    assert entry["precision_plan"]["limit"] == tol["limit"]
+
+
 def test_sort_table_orders_by_a_column_absent_last():
     t = Table("t", ("module", "local"), (("b", "2"), ("a", "—"), ("c", "3")),
               (("b", 2.0), ("a", None), ("c", 3.0)))

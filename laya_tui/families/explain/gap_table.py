@@ -9,7 +9,8 @@ reference run of the same module names:
   dtype and device the model's call received) against the reference's output: its own
   error, separated from what it inherits;
 - ``limit``: the drift's limit for the output dtype, scaled by max(1, max|reference|)
-  (:data:`laya_tui.families.explain.drift.DEFAULT_LIMITS`);
+  (:data:`laya_tui.families.explain.drift.DEFAULT_LIMITS`); the whole model's row after a
+  verdict carries the verdict's own limit, so the table and the tolerance agree on it;
 - ``share``: local / error (capped at 1): how much of the module's output error is its
   own (near 1: it makes the error; near 0: it passes on what it was given).
 
@@ -510,6 +511,18 @@ def leaves_compiled(model: Any) -> Iterator[None]:
                 del m.forward
 
 
+def _verdict_limit(table: GapTable, verdict: dict[str, Any]) -> None:
+    """The whole model's row takes the tolerance verdict's limit (the module rows keep
+    theirs, scaled by each output's magnitude): one output, one limit in every view."""
+    limit = verdict.get("limit")
+    if not isinstance(limit, (int, float)) or isinstance(limit, bool):
+        return
+    for r in table.rows:
+        if r.module == ROOT:
+            r.limit = float(limit)
+            r.note = "; ".join(x for x in (r.note, "limit: the cell's tolerance") if x)
+
+
 def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
                         reference: Any, forward: Callable[[Any], Any],
                         forward_reference: Callable[[Any], Any], mask: Any = None,
@@ -530,6 +543,7 @@ def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, mode
                               budget=budget_bytes(), folder=folder)
         if path in _NOTES:
             table.note = "; ".join(x for x in (_NOTES[path], table.note) if x)
+        _verdict_limit(table, verdict)
     except Exception as exc:  # noqa: BLE001 - the table must never hide the verdict
         ctx.log(f"gap table failed: {type(exc).__name__}: {exc}"[:300],
                 subject=f"{subject} gap table")
