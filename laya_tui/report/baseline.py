@@ -23,7 +23,7 @@ import gc
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -337,7 +337,7 @@ def _tolerance(key: tuple[str, str, str, str], now: list[Any], old: list[Any] | 
                           f"{name} better: {_g(ov)} -> {_g(nv)} (limit {_g(nl)})"))
 
 
-def _sort_key(item: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+def _sort_key(item: ChangeDict) -> tuple[str, str, Any, Any, str]:
     return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""),
             item["change"])
 
@@ -468,7 +468,7 @@ def _compare(baseline: Baseline, probes: list[ResultDict],
     }
 
 
-def regressed(items: Sequence[Mapping[str, Any]]) -> int:
+def regressed(items: Sequence[ChangeDict]) -> int:
     """How many regressions ``items`` are: a cell that broke (was ok, is not) is one,
     however many of its lowering and tolerance items say the same; every other item is
     one (the items themselves all stay in the list)."""

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from laya_tui.core.report_types import BaselineDict, ReportDict
+from laya_tui.core.report_types import BaselineDict, ChangeDict, ReportDict
 from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
 from laya_tui.report.baseline import regressed
 from laya_tui.report.severity import probe_severity
@@ -51,7 +51,7 @@ def _gates_table(report: ReportDict) -> list[str]:
     return lines
 
 
-def _changes_table(title: str, mark: str, items: Sequence[Mapping[str, Any]]) -> list[str]:
+def _changes_table(title: str, mark: str, items: Sequence[ChangeDict]) -> list[str]:
     if not items:
         return []
     lines = [f"**{title}** ({len(items)})", "", "| | probe | change |", "|---|---|---|"]
