@@ -7,10 +7,23 @@ Reads the ``placement`` field a region writes on its wall-time signal's detail
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, cast
+
+from laya_tui.core.report_types import ResultDict
 
 UNIT_KERNELS = "generated-kernel placement"
 UNIT_DEVICE = "device placement"
+
+
+class PlacementDict(TypedDict, total=False):
+    """A region's ``placement`` field (its wall-time signal's detail), as the worker wrote it."""
+
+    on_device: int
+    fallback: int
+    share: float | None
+    unit: str
+    outside: dict[str, int]  # outside the generated kernels, by why (extern, fallback...)
+    note: str
 
 
 def placement_text(p: Any) -> str | None:
@@ -34,9 +47,9 @@ def placement_text(p: Any) -> str | None:
     return text
 
 
-def probe_placements(probe: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+def probe_placements(probe: ResultDict) -> list[tuple[str, str, PlacementDict]]:
     """(region and phase, text, field) for each counted placement a cell's signals carry."""
-    out: list[tuple[str, str, Mapping[str, Any]]] = []
+    out: list[tuple[str, str, PlacementDict]] = []
     for sig in probe.get("signals") or ():
         d = sig.get("detail") if isinstance(sig, Mapping) else None
         if not isinstance(d, Mapping):
@@ -46,11 +59,11 @@ def probe_placements(probe: Mapping[str, Any]) -> list[tuple[str, str, Mapping[s
             text = placement_text(p)
             where = " ".join(str(d[k]) for k in ("region", "phase") if d.get(k)) or "?"
             if text:
-                out.append((where, text, p))
+                out.append((where, text, cast(PlacementDict, p)))  # the worker's JSON
     return out
 
 
-def placement_lines(probes: Sequence[Mapping[str, Any]]) -> list[str]:
+def placement_lines(probes: Sequence[ResultDict]) -> list[str]:
     """``  placement: explain/x[compile] [fwd cold]: generated kernels 4 ops · outside 1 (20%)``
     (one line per cell and distinct placement; the phases that share it are listed)."""
     lines = []
@@ -63,7 +76,7 @@ def placement_lines(probes: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def placement_markdown(probes: Sequence[Mapping[str, Any]]) -> list[str]:
+def placement_markdown(probes: Sequence[ResultDict]) -> list[str]:
     """A table of the counted placements (none: nothing)."""
     rows = [(p.get("id"), region, f) for p in probes for region, _, f in probe_placements(p)]
     if not rows:
