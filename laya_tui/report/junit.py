@@ -121,11 +121,11 @@ def build_junit(report: ReportDict) -> str:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     stamp = report.get("created")
 
-    def add_suite(name: str) -> tuple[ET.Element, dict[str, Any]]:
+    def add_suite(name: str) -> tuple[ET.Element, dict[str, float]]:
         suite = _sub(root, "testsuite", name=name)
         return suite, {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
 
-    def close_suite(suite: ET.Element, counts: dict[str, Any]) -> None:
+    def close_suite(suite: ET.Element, counts: dict[str, float]) -> None:
         attrs = {"tests": str(counts["tests"]), "failures": str(counts["failures"]),
                  "errors": str(counts["errors"]), "skipped": str(counts["skipped"]),
                  "time": _seconds(counts["time"])}
