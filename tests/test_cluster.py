@@ -333,13 +333,26 @@ def test_an_unreachable_head_is_one_line_at_once(ws):
     assert time.perf_counter() - t0 < 30  # Ray alone retries for minutes
 
 
-def test_cluster_and_env_do_not_combine(ws):
-    proc = run_cli("--headless", "--cluster", "local", "--env", f"a={sys.executable}",
-                   "--workspace", str(ws), cwd=ws, timeout=120)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == (
-        "laya-tui: error: --cluster does not combine with --env: each node runs its own "
-        "interpreter (docs/cluster.md)")
+def test_env_cells_run_on_the_nodes_in_that_interpreter(cluster, ws, tmp_path):
+    """--env under --cluster: each cell once per environment (``...@alt``), its worker on
+    the node started with the environment's interpreter (the same path there), placed by
+    its resource as without --env."""
+    c, gpu_node = cluster
+    out = tmp_path / "report.json"
+    proc = run_cli("--headless", "--cluster", c.address, "--env", f"alt={sys.executable}",
+                   "--workspace", str(ws), "--probes", str(ws / "probes" / "cells.py"),
+                   "--only", "gpu/*", "--only", "plain/plain[a]*", "--no-cache", "--json",
+                   str(out), cwd=ws, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    validate_report(report)
+    by = {p["id"]: p for p in report["probes"]}
+    assert sorted(by) == ["gpu/gpu[x]@alt", "gpu/gpu[y]@alt", "plain/plain[a]@alt"]
+    assert {p["status"] for p in by.values()} == {"ok"}
+    assert by["gpu/gpu[x]@alt"]["node"]["id"] == gpu_node.node_id
+    assert by["plain/plain[a]@alt"]["node"]["id"] != gpu_node.node_id
+    assert report["envs"]["alt"]["python"] == sys.executable
+    assert left_on(c.address, ws) == []
 
 
 def test_runner_without_cluster_stays_local():

@@ -215,9 +215,6 @@ def _run_options(values: dict[str, Any], flags: dict[str, Any], table: dict[str,
         from laya_tui.cluster.session import check_address
 
         cluster = check_address(cluster)
-        if envs:
-            raise UsageError("--cluster does not combine with --env: each node runs its own "
-                             "interpreter (docs/cluster.md)")
     return RunOptions(**{
         **_part(values, "run"),  # every option as merged; then those resolved here
         "workspace": workspace, "probes": tuple(os.path.abspath(p) for p in probes),

@@ -60,6 +60,7 @@ class NodeWorker:
             device=opts.get("device"), out=opts.get("out") and to_node(opts["out"]),
             rbln_log=opts.get("rbln_log"), kernel_args=opts.get("kernel_args") or {},
             precision_plan=opts.get("precision_plan", True), python=sys.executable)
+        self.env = spec.get("env")  # --env: {name, python}, the same path on every node
         self.handle: WorkerHandle | None = None
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.pump: asyncio.Task[None] | None = None
@@ -67,7 +68,15 @@ class NodeWorker:
 
     async def start(self) -> dict[str, Any]:
         """Start the worker; its pid, or ``error`` and the worker's log."""
-        self.handle = WorkerHandle(self.key, self.config, self.log_dir)
+        env = None
+        if self.env:
+            from laya_tui.core.envs import Environment
+
+            if not os.access(self.env["python"], os.X_OK):
+                return {"error": f"--env {self.env['name']}: no interpreter "
+                                 f"{self.env['python']} here", "worker_log": ""}
+            env = Environment(name=self.env["name"], python=self.env["python"])
+        self.handle = WorkerHandle(self.key, self.config, self.log_dir, env)
         try:
             await self.handle.start()
         except (WorkerDied, TimeoutError, OSError) as exc:

@@ -43,9 +43,6 @@ class ClusterRunner(Runner):
         address = getattr(config, "cluster", None)
         if not address:
             raise ValueError("ClusterRunner needs RunOptions.cluster")
-        if config.envs:
-            raise UsageError("--cluster does not combine with --env: each node runs its "
-                             "own interpreter (docs/cluster.md)")
         super().__init__(config, on_event)
         self.session = Session(address, config.workspace)
         self._opened = False
@@ -159,17 +156,23 @@ class ClusterRunner(Runner):
             handle = None
         if handle is None:
             handle = RemoteHandle(family, self.session, where.node, where.resource,
-                                  self._spec(), self.log_dir)
+                                  self._spec(env), self.log_dir)
             handles[where.node.id] = handle
             self.workers[family] = handle  # type: ignore[assignment]
             await handle.start()
         self.workers[family] = handle  # type: ignore[assignment]
         return handle
 
-    def _spec(self) -> dict[str, Any]:
-        """What a node needs to start a worker like the local one."""
-        return {"options": self.config.options(),
-                "workspace": os.path.realpath(self.config.workspace), "dirs": package_dirs()}
+    def _spec(self, env: str | None = None) -> dict[str, Any]:
+        """What a node needs to start a worker like the local one (``env``: the
+        ``--env`` interpreter it runs, at the same path on the node)."""
+        spec: dict[str, Any] = {"options": self.config.options(),
+                                "workspace": os.path.realpath(self.config.workspace),
+                                "dirs": package_dirs()}
+        found = next((e for e in self.config.envs if e.name == env), None) if env else None
+        if found is not None:
+            spec["env"] = {"name": found.name, "python": found.python}
+        return spec
 
     def _all(self) -> list[RemoteHandle]:
         return [h for handles in self.pool.values() for h in handles.values()]
