@@ -98,6 +98,22 @@ def _dicts(value: object) -> list[Any]:
     return [v for v in as_list(value) if isinstance(v, dict)]
 
 
+#: A plan's ``status`` in words (the words of the search's own reasons), for every output.
+PLAN_OUTCOMES = {
+    "found": "found: a plan verified by a re-run",
+    "not_needed": "not needed: the output holds its limit",
+    "no_plan": "no plan: no set of modules short of the whole model meets the limit",
+    "not_precision": "fails in fp32 too: not a precision problem",
+    "budget": "search budget spent (forwards or seconds) before a verified plan",
+    "skipped": "skipped: the model is not bf16/fp16",
+}
+
+
+def plan_outcome(status: object) -> str:
+    """A plan's ``status`` in words (an unknown one as it is)."""
+    return PLAN_OUTCOMES.get(str(status or ""), str(status or ""))
+
+
 def plan_text(plan: PrecisionPlanDict) -> str:
     """``keep 1, 2 in fp32: verified 0.0023 <= 0.05 (was 0.337), 6 forwards`` or the
     plan's reason when none was found."""
@@ -106,7 +122,7 @@ def plan_text(plan: PrecisionPlanDict) -> str:
         return (f"keep {mods} in fp32: verified max|diff| {number(plan.get('verified_error'))}"
                 f" <= {number(plan.get('limit'))} (was {number(plan.get('baseline_error'))}),"
                 f" {plan.get('forwards')} forwards")
-    return str(plan.get("reason") or plan.get("status") or "")
+    return str(plan.get("reason") or plan_outcome(plan.get("status")))
 
 
 def memory_text(gap: GapTableDict) -> str:
@@ -194,7 +210,7 @@ def gap_facts(gap: GapTableDict) -> list[tuple[str, str]]:
 
 def plan_facts(plan: PrecisionPlanDict) -> list[tuple[str, str]]:
     """The precision plan's facts: outcome, modules, verified error, budget spent, where."""
-    rows = [("outcome", str(plan.get("status") or "")),
+    rows = [("outcome", plan_outcome(plan.get("status"))),
             ("keep in fp32", ", ".join(map(str, as_list(plan.get("fp32_modules"))))),
             ("verified", f"max|diff| {number(plan.get('verified_error'))} <= limit "
                          f"{number(plan.get('limit'))}" if plan.get("verified_error")

@@ -1,0 +1,26 @@
+"""Display defects found in a QA pass: each output reads the same words for the same fact."""
+
+from __future__ import annotations
+
+from laya_tui.families.explain import precision_plan as pp
+from laya_tui.report.views import numerics as nv
+from laya_tui.report.views.detail import numerics_sections
+
+
+def _plan(status: str, reason: str = "") -> dict:
+    return {"status": status, "limit": 0.05, "forwards": 2, "max_forwards": 40,
+            "seconds": 0.09, "reason": reason}
+
+
+def test_every_plan_outcome_reads_in_words_in_the_drill_down_and_the_text():
+    statuses = (pp.FOUND, pp.NOT_NEEDED, pp.NO_PLAN, pp.NOT_PRECISION, pp.BUDGET,
+                pp.SKIPPED)
+    for status in statuses:
+        facts = dict(nv.plan_facts(_plan(status)))  # type: ignore[arg-type]
+        assert facts["outcome"] == nv.PLAN_OUTCOMES[status]
+        assert "_" not in facts["outcome"] and status not in ("", facts["outcome"])
+        if status != pp.FOUND:  # a plan without a reason says its outcome in words
+            assert nv.plan_text(_plan(status)) == nv.PLAN_OUTCOMES[status]  # type: ignore[arg-type]
+    assert nv.PLAN_OUTCOMES[pp.NOT_PRECISION] == "fails in fp32 too: not a precision problem"
+    sections = repr(numerics_sections({"precision_plan": _plan(pp.NO_PLAN, "why")}))
+    assert "no_plan" not in sections and nv.PLAN_OUTCOMES[pp.NO_PLAN] in sections
