@@ -155,7 +155,7 @@ class Detail:
     sections: tuple[Section, ...]
 
 
-def _facts(title: str | None, pairs: list[tuple[str, Any]]) -> list[Section]:
+def _facts(title: str | None, pairs: list[tuple[str, object]]) -> list[Section]:
     rows = tuple([(label, plain(v)) for label, v in pairs if v is not None and v != ""])
     return [Facts(title, rows)] if rows else []
 
@@ -203,8 +203,8 @@ def plain_signal(sig: SignalLike) -> bool:
         sig.get("kind") or "?") != "tolerance"
 
 
-def _own(sig: SignalLike, fields: tuple[str, ...], limited: bool) -> list[tuple[str, Any]]:
-    out = []
+def _own(sig: SignalLike, fields: tuple[str, ...], limited: bool) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
     for field in fields:
         text = own_fact(field, sig.get(field), limited=limited)
         if text:
@@ -251,9 +251,9 @@ def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
     return Detail(head, tuple(parts))
 
 
-def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, Any]]:
+def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, object]]:
     """The diagnostic and the outcome, from ``detail``."""
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[str, object]] = []
     diagnostic = d.get("diagnostic")
     if diagnostic and diagnostic != sig.get("reason"):
         out.append(("diagnostic", printable(diagnostic)))
@@ -267,7 +267,7 @@ def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _stage_facts(d: dict[str, Any]) -> list[tuple[str, Any]]:
+def _stage_facts(d: dict[str, Any]) -> list[tuple[str, object]]:
     """How long each stage took, and where it stopped, from ``detail``."""
     stages = ", ".join(f"{k} {human_seconds(v)}" for k, v in as_dict(d.get("seconds")).items()
                        if isinstance(v, (int, float)))
@@ -312,7 +312,7 @@ def _detail_sections(sig: SignalLike, d: dict[str, Any], kind: str,
 
 
 def _tolerance(sig: SignalLike, d: dict[str, Any], full: bool) -> list[Section]:
-    rows: list[tuple[str, Any]] = [("value", number(sig.get("value"))),
+    rows: list[tuple[str, object]] = [("value", number(sig.get("value"))),
                                    ("limit", number(sig.get("limit"))),
                                    ("passed", yes_no(sig.get("passed")))]
     if "argmax_match" in d:
@@ -338,7 +338,7 @@ def drift_sections(drift: Any, *, full: bool = True) -> list[Section]:
         return []
     curve = [c for c in drift["curve"] if isinstance(c, list) and len(c) == 3]
     first = drift.get("first_past_limit")
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, object]] = []
     if isinstance(first, dict):
         rows.append(("starts at", f"{first.get('module')} ({first.get('type')}): max|diff| "
                                   f"{number(first.get('max_diff'))} > limit "
@@ -398,7 +398,7 @@ def tilelang_sections(d: Mapping[str, Any], *, full: bool = True) -> list[Sectio
     parts += _facts("kernel arguments", [
         (str(k), f"{v!r}" + (f"   from {sources[k]}" if sources.get(k) else ""))
         for k, v in as_dict(d.get("args")).items()])
-    how: list[tuple[str, Any]] = [(k, str(d[k])) for k in ("execution_backend", "built_with",
+    how: list[tuple[str, object]] = [(k, str(d[k])) for k in ("execution_backend", "built_with",
                                                             "out_idx", "reference")
                                   if d.get(k) is not None]
     built_by = d.get("built_by")
@@ -447,7 +447,7 @@ def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) 
     seconds = result.get("seconds")
     from laya_tui.report.views.nodes import node_line
 
-    facts: list[tuple[str, Any]] = [
+    facts: list[tuple[str, object]] = [
         ("status", "could not be examined: the probe never reached its subject (not a "
                    "finding); fix the cause below and re-run" if status == Status.ERROR
          else None),
