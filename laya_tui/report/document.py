@@ -67,7 +67,7 @@ def summarise(probes: list[ResultDict], seconds: float) -> SummaryDict:
         # a cached first compile from before schema v2 counts as a compile, not a recompile
         kinds.update("compile" if is_v1_first_compile(s) else s["kind"]
                      for s in p.get("signals", []))
-    out: dict[str, Any] = {
+    out: SummaryDict = {
         "probes": len(probes),
         "status": dict(status),
         "signals": dict(kinds),
@@ -81,7 +81,7 @@ def summarise(probes: list[ResultDict], seconds: float) -> SummaryDict:
     why = not_run_counts(probes)
     if why:  # counted in status.ok too: they passed every stage they reached
         out["not_run"] = {"count": sum(why.values()), "why": why}
-    return cast(SummaryDict, out)  # every required key set above
+    return out
 
 
 def build_report(probes: list[ResultDict], *, seconds: float,
