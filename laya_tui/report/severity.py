@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from typing import Any
 
+from laya_tui.core.report_types import ResultDict, SignalDict
 from laya_tui.core.results import failing
 
 
@@ -78,7 +79,7 @@ def is_finding(band: int) -> bool:
     return band < Severity.PASSED
 
 
-def probe_severity(probe: Mapping[str, Any]) -> Severity:
+def probe_severity(probe: ResultDict) -> Severity:
     """A probe's band: not examined / crashed / timed out, else its worst signal's, and a
     ``failed`` probe is a finding at least (:attr:`Severity.OTHER`)."""
     band = _STATUS.get(str(probe.get("status")))
@@ -99,7 +100,7 @@ _RULE_BAND: dict[str, Severity] = {
 }
 
 
-def rule_severity(rule_id: str, sig: Mapping[str, Any] | None) -> Severity:
+def rule_severity(rule_id: str, sig: SignalDict | None) -> Severity:
     """A SARIF/annotation finding's band: its signal's (a check that passed but a baseline
     gate fails on: its kind's), else (a probe's state) its rule's."""
     if sig is None:
