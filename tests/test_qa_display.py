@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from laya_tui.families.explain import precision_plan as pp
 from laya_tui.report.views import numerics as nv
 from laya_tui.report.views.detail import numerics_sections
@@ -24,3 +26,15 @@ def test_every_plan_outcome_reads_in_words_in_the_drill_down_and_the_text():
     assert nv.PLAN_OUTCOMES[pp.NOT_PRECISION] == "fails in fp32 too: not a precision problem"
     sections = repr(numerics_sections({"precision_plan": _plan(pp.NO_PLAN, "why")}))
     assert "no_plan" not in sections and nv.PLAN_OUTCOMES[pp.NO_PLAN] in sections
+
+
+@pytest.mark.asyncio
+async def test_the_verdict_counts_show_at_80_columns_before_the_advice():
+    from tests._tui import REPO, TILELANG_REPORT, recorded_app, screen_lines
+
+    app = recorded_app(report=TILELANG_REPORT, workspace=str(REPO))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.settled()
+        await pilot.pause()
+        line = next(ln for ln in screen_lines(app) if " PASS " in ln)
+    assert "14 findings not gated · 20 built, not run · 0 could not be examined" in line, line

@@ -92,8 +92,8 @@ def test_ungated_findings_are_explained_with_the_ways_to_gate_them():
                            "fail the run; to fail on them: --fail-on failed, or record a "
                            "baseline")
     assert text.splitlines().index(line) == len(text.splitlines()) - 2  # beside the verdict
-    assert text.splitlines()[-1] == ("  verdict: PASS · 14 findings not gated (gate them: "
-                                      "--fail-on failed, or a baseline) · 0 could not be examined")
+    assert text.splitlines()[-1] == ("  verdict: PASS · 14 findings not gated · 0 could not be "
+                                      "examined · gate them: --fail-on failed, or a baseline")
     md = build_markdown(report)
     assert "**14 findings no gate reads (lowering 9, aoti 5)**" in md
     assert "`--fail-on failed`" in md and "`--baseline base.json`" in md
@@ -151,8 +151,8 @@ async def test_the_dashboard_header_counts_them_and_the_ungated_findings():
     # failed lowerings that no default gate reads
     # issue 42: the 20 cells built but not run are not counted ok
     assert "ok 6  finding 14  built, not run 20  skipped 20" in status
-    assert "PASS   ·  14 findings not gated (gate them: --fail-on failed, or a baseline) · " \
-        "20 built, not run (no GPU) · 0 could not be examined" in gates
+    assert "PASS   ·  14 findings not gated · 20 built, not run (no GPU) · 0 could not be " \
+        "examined · gate them: --fail-on failed, or a baseline" in gates
 
 
 def test_the_html_page_carries_the_same_notes():

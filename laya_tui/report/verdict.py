@@ -118,7 +118,8 @@ def verdict_parts(passed: bool | None, states: Mapping[str, int], ungated_n: int
                   causes: Mapping[str, int]) -> list[str]:
     """The verdict line's parts: the gate verdict (None: not decided yet), the findings and
     how many no gate reads, the cells built but not run or not compared (with why), the
-    crashed and timed-out ones, and the cells not examined (always said, 0 too).
+    crashed and timed-out ones, the cells not examined (always said, 0 too), and last how
+    to gate the findings no gate reads.
 
     ``states``: :func:`laya_tui.report.views.legend.state_counts`; ``causes``: ``{why:
     cells}`` of the cells built but not run or compared (:func:`not_run_counts`)."""
@@ -127,9 +128,9 @@ def verdict_parts(passed: bool | None, states: Mapping[str, int], ungated_n: int
     loose = min(ungated_n, findings) if findings else 0
     noun = "finding" if findings == 1 else "findings"
     if findings and loose == findings:
-        parts.append(f"{findings} {noun} not gated ({GATE_SHORT})")
+        parts.append(f"{findings} {noun} not gated")
     elif loose:
-        parts.append(f"{findings} {noun}, {loose} not gated ({GATE_SHORT})")
+        parts.append(f"{findings} {noun}, {loose} not gated")
     else:
         parts.append(f"{findings} {noun}")
     for state in (State.NOT_RUN, State.NOT_COMPARED):
@@ -142,12 +143,14 @@ def verdict_parts(passed: bool | None, states: Mapping[str, int], ungated_n: int
         if states.get(state):
             parts.append(f"{states[state]} {STATE_MARKS[state].word}")
     parts.append(f"{states.get(State.NOT_EXAMINED, 0)} {STATE_MARKS[State.NOT_EXAMINED].word}")
+    if loose:  # the advice after the counts: a narrow screen cuts it, not them
+        parts.append(GATE_SHORT)
     return parts
 
 
 def verdict_line(report: ReportDict) -> str:
-    """``PASS · 10 findings not gated (gate them: ...) · 4 built, not run (no GPU) · 0 not
-    examined``: what the headless summary, markdown and the step summary lead with."""
+    """``PASS · 10 findings not gated · 4 built, not run (no GPU) · 0 not examined · gate
+    them: ...``: what the headless summary, markdown and the step summary lead with."""
     s = report.get("summary") or {}
     probes = report.get("probes") or []
     given = s.get("states")

@@ -3,6 +3,7 @@ and a progress bar while probes run."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import ClassVar
 
@@ -118,14 +119,20 @@ class SummaryText(Static):
                                 evaluated).values())
             parts = verdict_parts(not failed, counts, loose, _causes(
                 list(model.probes.values())))
+            names = ", ".join(f"{g['name']} ({len(g.get('failures', []))})" for g in failed)
+            rest = " · ".join(parts[1:])
+            # too wide for the screen: the label and the causes go, so the counts show
+            narrow = len(f"gates  PASS    {names}  ·  {rest}") > self.app.size.width - 2
+            if narrow:
+                gates = Text()
+                rest = " · ".join(re.sub(r" \(.*\)$", "", p) for p in parts[1:])
             if failed:
                 gates.append(" FAIL ", style=self._s("fail"))
-                gates.append("  " + ", ".join(
-                    f"{g['name']} ({len(g.get('failures', []))})" for g in failed), style=dim)
+                gates.append(("" if narrow else " ") + " " + names, style=dim)
             else:  # not plain green while a finding or an unexamined cell is there
                 warn = any(counts.get(k) for k in _WARN)
                 gates.append(" PASS ", style=self._s("warn" if warn else "pass"))
-            gates.append("  ·  " + " · ".join(parts[1:]), style=dim)
+            gates.append((" · " if narrow else "  ·  ") + rest, style=dim)
             if running:
                 gates.append("  (partial: probes still running)", style=dim)
         if model.errors:
