@@ -11,6 +11,7 @@ that ``probes/tilelang_matrix.py`` depends on ``kernels/common.py`` through
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import importlib.util
 import os
@@ -26,6 +27,10 @@ class DependencyTracker:
     def __init__(self, roots: list[str]) -> None:
         self.roots = [os.path.realpath(r) + os.sep for r in roots]
         self._excluded = (os.sep + ".venv" + os.sep, os.sep + "site-packages" + os.sep)
+        #: module ``__file__`` -> its workspace path or None: every import statement a
+        #: probe runs (torch runs many inside functions while compiling) asks, and
+        #: ``realpath`` is a syscall per path component (issue 45: 3-4x compile CPU)
+        self._files: dict[str, str | None] = {}
         self._stack: list[set[str]] = []
         #: module file -> workspace files its first import pulled in (transitively)
         self.closure: dict[str, set[str]] = {}
@@ -79,12 +84,15 @@ class DependencyTracker:
         path: str | None = getattr(module, "__file__", None)
         if not path:
             return None
-        path = os.path.realpath(path)
-        if any(x in path for x in self._excluded):
-            return None
-        if any(path.startswith(r) for r in self.roots):
-            return path
-        return None
+        try:
+            return self._files[path]
+        except KeyError:
+            pass
+        real = os.path.realpath(path)
+        found = None if any(x in real for x in self._excluded) else \
+            real if any(real.startswith(r) for r in self.roots) else None
+        self._files[path] = found
+        return found
 
     def _note(self, module: Any) -> None:
         path = self.workspace_file(module)
@@ -131,8 +139,12 @@ class DependencyTracker:
                   if p not in sys.modules and p not in fresh]
         self._calls += 1
         call_id = self._calls
-        with self.recording(merge=False) as pulled:
+        pulled: set[str] = set()  # recording(merge=False), without a generator per import
+        self._stack.append(pulled)
+        try:
             result = call()
+        finally:
+            self._stack.pop()
         for t in fresh:
             mod = sys.modules.get(t)
             path = self.workspace_file(mod) if mod is not None else None
@@ -165,6 +177,7 @@ class DependencyTracker:
     def invalidate(self, changed: set[str]) -> list[str]:
         """Drop workspace modules whose file or closure touches ``changed``; return their names."""
         changed = {os.path.realpath(p) for p in changed}
+        self._files.clear()  # a save may have moved a link: resolve the paths again
         dropped = []
         was_package: set[str] = set()
         for name, mod in list(sys.modules.items()):
@@ -193,7 +206,8 @@ class DependencyTracker:
         return dropped
 
 
-def _parents(name: str) -> list[str]:
-    """``a.b.c`` -> ``["a", "a.b"]``."""
+@functools.lru_cache(maxsize=1 << 16)
+def _parents(name: str) -> tuple[str, ...]:
+    """``a.b.c`` -> ``("a", "a.b")`` (cached: asked on every import statement a probe runs)."""
     parts = name.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts))]
+    return tuple(".".join(parts[:i]) for i in range(1, len(parts)))
