@@ -103,7 +103,9 @@ def _failure_text(sig: SignalDict) -> str:
     if sig.get("reason"):
         return f"{head}: {sig['reason']}"
     if sig.get("value") is not None and sig.get("limit") is not None:
-        return f"{head}: {sig['value']:.4g} > limit {sig['limit']:.4g}"
+        from laya_tui.report.views.text import past_limit  # the reports' own formatting
+
+        return f"{head}: {past_limit(sig['value'], sig['limit'])}"
     return head
 
 

@@ -79,7 +79,8 @@ def test_failures_occurrences_and_baseline_changes_are_spelled_out(runs):
     text = (d / "now.md").read_text()
     gates = {r[0]: r for r in _table(text, "| gate | result | details |")}
     # the regressed scenario: numerics drifts to 3e-5 (limit 2e-5), 4 fallbacks (max 3)
-    assert gates["`tolerance`"][2] == "ci/numerics: tolerance logits: 3e-05 > limit 2e-05"
+    assert gates["`tolerance`"][2] == ("ci/numerics: tolerance logits: 3.000e-05 > limit "
+                                       "2.000e-05")  # report.views.text.number
     assert gates["`max:fallback`"][2] == "fallback: 4 occurrences > max 3"
     assert gates["`fail-on:host_bounce`"][2].startswith("ci/llama_forward: host_bounce ")
     fallbacks = sum(s.get("count", 1) for p in now["probes"] for s in p["signals"]

@@ -38,3 +38,24 @@ async def test_the_verdict_counts_show_at_80_columns_before_the_advice():
         await pilot.pause()
         line = next(ln for ln in screen_lines(app) if " PASS " in ln)
     assert "14 findings not gated · 20 built, not run · 0 could not be examined" in line, line
+
+
+def test_a_tolerance_value_reads_the_same_in_the_gate_the_annotation_and_the_summary():
+    from laya_tui.api import _failure_text
+    from laya_tui.report.annotations import finding_command
+    from laya_tui.report.findings import collect_findings
+    from laya_tui.report.sources import Sources
+    from laya_tui.report.verdict import describe_failure
+
+    sig = {"kind": "tolerance", "subject": "bf16 vs fp32 cpu output", "value": 0.90849,
+           "limit": 0.05, "passed": False}
+    want = "tolerance bf16 vs fp32 cpu output: 0.9085 > limit 0.05"
+    assert _failure_text(sig) == want  # type: ignore[arg-type]
+    assert describe_failure("tolerance", {"probe": "p", **sig}) == want
+    report = {"probes": [{"id": "explain/p", "family": "explain", "status": "failed",
+                          "signals": [sig]}],
+              "gates": [{"name": "tolerance", "passed": False,
+                         "failures": [{"probe": "explain/p", **sig}]}]}
+    found = collect_findings(report, Sources(".", env={}))  # type: ignore[arg-type]
+    cmds = [finding_command(f) for f in found]
+    assert any(want in c for c in cmds), cmds

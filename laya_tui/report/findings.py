@@ -37,6 +37,7 @@ from laya_tui.report.finding_index import (
 from laya_tui.report.rules import RULES, Rule, is_graph_break, probe_rule, rule_for_signal
 from laya_tui.report.severity import rule_severity
 from laya_tui.report.sources import Location, Sources
+from laya_tui.report.views.text import past_limit
 
 #: Related locations (the user stack, a kernel's buffers) kept per finding.
 MAX_RELATED = 10
@@ -129,10 +130,6 @@ def _bytes(n: int) -> str:
     return f"{size:.1f} GiB"
 
 
-def _g(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
@@ -153,10 +150,11 @@ def signal_message(pid: str, sig: SignalDict, rule: Rule,
             head += f" ({d['explanation']})"
     elif kind == "tolerance" and rule.id == "laya/kernel-output":
         head = (f"{subject}: output differs from reference: max error "
-                f"{_g(sig.get('value'))} > limit {_g(sig.get('limit'))}"
+                f"{past_limit(sig.get('value'), sig.get('limit'))}"
                 + (f" ({reason})" if reason else "") + f", under the file's {d.get('check')}")
     elif kind == "tolerance":
-        head = f"tolerance {subject}: {_g(sig.get('value'))} vs limit {_g(sig.get('limit'))}"
+        head = f"tolerance {subject}: " + past_limit(sig.get("value"), sig.get("limit"),
+                                                      sig.get("passed"))
     elif kind == "lowering" and rule.id in ("laya/kernel-build", "laya/kernel-run"):
         head = f"{subject}: {reason}"
     elif kind == "lowering":

@@ -24,6 +24,7 @@ from laya_tui.report.views.legend import (
     not_run_state,
     state_counts,
 )
+from laya_tui.report.views.text import past_limit
 
 __all__ = ["NOT_RUN_OUTCOMES", "not_run", "verdict_line", "verdict_parts"]
 
@@ -185,19 +186,13 @@ def verdict_notes(report: ReportDict) -> list[str]:
 STATUS_KINDS: tuple[str, ...] = ("failed", "skipped")
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
-
-
 def describe_failure(gate: str, entry: Mapping[str, Any]) -> str:
     """One line for one failure entry of ``gate`` (JUnit messages, markdown, stderr)."""
     if "message" in entry:
         return str(entry["message"])
     if gate == "tolerance":
-        return (f"tolerance {entry.get('subject') or ''}: {_fmt(entry.get('value'))} > limit "
-                f"{_fmt(entry.get('limit'))}").replace("  ", " ")
+        return (f"tolerance {entry.get('subject') or ''}: "
+                f"{past_limit(entry.get('value'), entry.get('limit'))}").replace("  ", " ")
     if gate.startswith("max:"):
         return f"{entry['kind']}: {entry['count']} occurrences > max {entry['limit']}"
     if gate == "probe-files":

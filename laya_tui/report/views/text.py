@@ -12,7 +12,7 @@ from laya_tui.core.logtext import printable
 from laya_tui.core.signals import format_site
 from laya_tui.core.units import human_bytes
 
-__all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line",
+__all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line", "past_limit",
            "pass_seconds", "plain", "printable", "short_site", "site_key", "site_text", "yes_no"]
 
 #: one_line's texts so far, by (text, limit): a flood repeats its kinds, reasons and fixes.
@@ -94,6 +94,12 @@ def number(value: Any) -> str:
     if 1e-3 <= abs(value) < 1e4:
         return f"{value:.4g}"
     return f"{value:.3e}"
+
+
+def past_limit(value: Any, limit: Any, passed: bool | None = False) -> str:
+    """``0.9085 > limit 0.05`` (``<=`` when it passed): a tolerance value against its limit,
+    the same numbers and word in every output."""
+    return f"{number(value)} {'<=' if passed else '>'} limit {number(limit)}"
 
 
 def yes_no(value: Any) -> str:
