@@ -59,3 +59,41 @@ def test_a_tolerance_value_reads_the_same_in_the_gate_the_annotation_and_the_sum
     found = collect_findings(report, Sources(".", env={}))  # type: ignore[arg-type]
     cmds = [finding_command(f) for f in found]
     assert any(want in c for c in cmds), cmds
+
+
+#: Headers whose word is broken across two lines (``coun`` / ``t``), by the characters' tops.
+_BROKEN_HEADERS = r"""(() => { const out = [];
+  for (const th of document.querySelectorAll('th')) {
+    if (!th.checkVisibility()) continue;
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walker.nextNode())) { const tops = [];
+      for (let i = 0; i < node.length; i++) {
+        const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+        const rect = r.getBoundingClientRect();
+        tops.push([node.data[i], Math.round(rect.top)]);
+      }
+    for (let i = 1; i < tops.length; i++) {
+      if (/\w/.test(tops[i][0]) && /\w/.test(tops[i - 1][0]) && tops[i][1] !== tops[i - 1][1])
+        out.push(th.innerText);
+    } }
+  }
+  return out; })()"""
+
+
+def test_no_table_header_breaks_inside_a_word_at_1280_px(tmp_path):
+    from laya_tui.cli.main import main
+    from tests._browser import INSTALL_HINT, Browser, find_chromium
+    from tests._tui import RECORDED, REPO
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip(f"no Chromium: {INSTALL_HINT}")
+    out = tmp_path / "page.html"
+    assert main(["show", str(RECORDED / "demo_report.json"), "--html", str(out), "--workspace",
+                 str(REPO)]) == 0
+    with Browser(chromium, width=1280) as b:
+        b.open(out.as_uri())
+        assert b.eval("window.innerWidth") == 1280
+        assert b.eval("document.querySelectorAll('table.signals th').length") > 2
+        assert b.eval(_BROKEN_HEADERS) == []
