@@ -97,3 +97,33 @@ def test_no_table_header_breaks_inside_a_word_at_1280_px(tmp_path):
         assert b.eval("window.innerWidth") == 1280
         assert b.eval("document.querySelectorAll('table.signals th').length") > 2
         assert b.eval(_BROKEN_HEADERS) == []
+
+
+@pytest.mark.asyncio
+async def test_a_cells_per_input_set_rows_differ_at_80_columns(tmp_path):
+    import json
+
+    from laya_tui.tui.widgets.table_layout import fit_cell
+    from tests._tui import DEMO_REPORT, recorded_app
+
+    report = json.loads(DEMO_REPORT.read_text())
+    probe = next(p for p in report["probes"] if p["id"] == "explain/tiny_llama_forward")
+    subjects = [f"set {i}/2 bfloat16 vs fp32 cpu output gap table" for i in (1, 2)]
+    probe["signals"] += [{"kind": "log", "probe": probe["id"], "subject": s,
+                          "reason": "gap table: 4 module call(s)"} for s in subjects]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    app = recorded_app(report=path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.settled()
+        await pilot.pause()
+        app.main_screen.select_scope(("probe", probe["id"]))
+        await pilot.pause()
+        table = app.main_screen.table
+        lines = [table.render_line(y).text for y in range(table.size.height)]
+    shown = [ln for ln in lines if "table" in ln and ln.lstrip().startswith("log")]
+    assert len(shown) == 2 and shown[0] != shown[1], lines
+    assert "1/2 " in shown[0] and "2/2 " in shown[1]
+    # the end still shows beside the tag; a subject without one is cut at its start
+    assert fit_cell(subjects[0], 11, keep_end=True) == "1/2 … table"
+    assert fit_cell("add_ln_kernel[c,fp32,gpu]/lower", 11, keep_end=True) == "…gpu]/lower"

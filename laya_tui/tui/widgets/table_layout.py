@@ -4,14 +4,16 @@ a cell is cut to its width (no Textual here).
 Which columns show and their widths follow ``report.views.signals.column_widths``: a column
 empty in every row is hidden, and so is the probe when every row has the same one; the
 subject gets its width first and is cut at its start (the end tells rows apart:
-``…[c,fp32,gpu]/lower``); the other columns are cut at their end. What the columns need is
-measured on a sample of the rows (every row up to 500, then 400 spread over them), and
-a row drawn later that needs a hidden column shows it.
+``…[c,fp32,gpu]/lower``; a leading input-set tag stays: ``1/2 …gap table``); the other
+columns are cut at their end. What the columns need is measured on a sample of the rows
+(every row up to 500, then 400 spread over them), and a row drawn later that needs a
+hidden column shows it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from rich.cells import cell_len, set_cell_size
@@ -25,6 +27,9 @@ from laya_tui.tui.model import SignalRow
 MEASURE_ALL = 500
 SAMPLE = 400
 _PROBE = COLUMN_KEYS.index("probe")
+#: A subject's leading input-set tag (``set 1/2 bfloat16 vs fp32 cpu output gap table``):
+#: kept when the subject is cut at its start, since rows of one cell differ only in it.
+_SET_TAG = re.compile(r"set (\d+/\d+) ")
 _SUBJECT = COLUMN_KEYS.index("subject")
 
 
@@ -132,6 +137,10 @@ def fit_cell(text: str, width: int, *, right: bool = False, keep_end: bool = Fal
         if width == 1:
             return "…"
         if keep_end:
+            tag = _SET_TAG.match(text)  # "set 1/2 …": the one part its rows differ in
+            if tag and width >= 2 * len(tag.group(1)) + 2:
+                return tag.group(1) + " " + fit_cell(
+                    text[tag.end():], width - len(tag.group(1)) - 1, keep_end=True)
             tail = text[-(width - 1):]
             while cell_len(tail) > width - 1:
                 tail = tail[1:]
