@@ -4,6 +4,7 @@ it contains.
 Usage: .venv/bin/python benchmarks/bench_cold.py [--only GLOB] [--jobs N] [--keep DIR]
                                                   [--hogs N] [--floor]
        .venv/bin/python benchmarks/bench_cold.py --from-report PATH [--inductor-cache DIR]
+                                                  [--floor-json F --run-cpu S]
 
 ``--hogs N`` runs N CPU-bound processes beside the run, each in its own session (Linux's
 scheduler shares the CPU between sessions: a hog in laya-tui's session would only slow
@@ -311,10 +312,25 @@ def main() -> None:
     ap.add_argument("--from-report", default=None, help="only print a report's figures")
     ap.add_argument("--inductor-cache", default=None,
                     help="with --from-report: the run's TORCHINDUCTOR_CACHE_DIR, to count")
+    ap.add_argument("--floor-json", default=None,
+                    help="with --from-report and --run-cpu: compare with a floor_cold.py "
+                         "--json file measured separately")
+    ap.add_argument("--run-cpu", type=float, default=None,
+                    help="with --floor-json: the run's CPU-seconds (whole process tree)")
     args = ap.parse_args()
     if args.from_report:
-        describe(json.loads(Path(args.from_report).read_text()), None, None,
+        report = json.loads(Path(args.from_report).read_text())
+        describe(report, None, args.run_cpu,
                  Path(args.inductor_cache) if args.inductor_cache else None)
+        if args.floor_json:
+            if args.run_cpu is None:
+                sys.exit("bench_cold: --floor-json needs --run-cpu (the run's CPU-seconds)")
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import floor_cold
+
+            floor = json.loads(Path(args.floor_json).read_text())
+            floor_cold.describe(floor, cells=False)
+            describe_floor(report, args.run_cpu, floor)
         return
     with tempfile.TemporaryDirectory(prefix="laya-cold-") as tmp:
         home, inductor = Path(tmp) / "home", Path(tmp) / "inductor"
