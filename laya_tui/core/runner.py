@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.cellid import matches_any
 from laya_tui.core.defaults import usable_cores
-from laya_tui.core.envs import base_id, expand, worker_key
+from laya_tui.core.discovery import (
+    Discovery,
+    only_error,
+    select_discovered,
+    shard_discovery,
+    unmatched_patterns,
+)
+from laya_tui.core.envs import base_id, worker_key
 from laya_tui.core.events import (
     Event,
     EventSource,
@@ -32,25 +39,22 @@ from laya_tui.core.events import (
 from laya_tui.core.protocol import DiscoveredEvent, Op, Reply, RunCommand, WorkerEvent
 from laya_tui.core.report_types import (
     CellSpec,
-    EnvInfoDict,
     FileErrorDict,
     ResultDict,
-    ShardDict,
     SignalDict,
 )
 from laya_tui.core.results import make_result
 from laya_tui.core.settings import RunOptions
-from laya_tui.core.signals import KINDS
+from laya_tui.core.signal_strings import share_strings
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
 
 if TYPE_CHECKING:  # the cache (hashlib) is imported when a Runner is made
     from laya_tui.core.cache import ResultCache, SignalSpool
 
-__all__ = ["Discovery", "Runner", "WorkerDied", "WorkerHandle", "matches_any"]
-
-_KINDS = {k: k for k in KINDS}
-
+#: Discovery's selection lives in ``core/discovery.py``; its names stay importable here.
+__all__ = ["Discovery", "Runner", "WorkerDied", "WorkerHandle", "matches_any", "only_error",
+           "unmatched_patterns"]
 
 @dataclass(frozen=True)
 class _Outcome:
@@ -64,35 +68,6 @@ class _Outcome:
 
 #: A run :meth:`Runner.cancel` killed, or one that finished after it was superseded.
 _SUPERSEDED = _Outcome(None)
-
-
-@dataclass
-class Discovery:
-    """What discovery found: probe cells and per-file errors."""
-
-    probes: list[CellSpec]
-    errors: list[FileErrorDict]
-    shard: ShardDict | None = None  # the report's "shard" object under --shard K/N
-    envs: dict[str, EnvInfoDict] | None = None  # the report's "envs" object under --env
-    #: ``--only`` patterns matching no discovered cell (checked before ``--shard`` splits)
-    unmatched_only: tuple[str, ...] = ()
-    discovered: int = 0  # cells discovered before --only and --shard narrowed them
-
-
-def unmatched_patterns(probes: list[CellSpec], only: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``--only`` patterns that select none of ``probes`` (by id, or by the id without
-    its ``@env`` under ``--env``), in the order given."""
-    ids = [p["id"] for p in probes] + [base_id(p) for p in probes if p.get("env")]
-    return tuple(pat for pat in dict.fromkeys(only)
-                 if not any(matches_any(i, (pat,)) for i in ids))
-
-
-def only_error(unmatched: tuple[str, ...], discovered: int) -> str:
-    """The one line for ``--only`` patterns that match nothing (a typo, a renamed cell)."""
-    pats = ", ".join(repr(p) for p in unmatched)
-    verb = "matches" if len(unmatched) == 1 else "each match"
-    return (f"--only {pats} {verb} no probe id ({discovered} discovered; "
-            "laya-tui --list prints them)")
 
 
 class Runner(EventSource):
@@ -198,39 +173,11 @@ class Runner(EventSource):
 
     def _select(self, event: DiscoveredEvent) -> Discovery:
         """The ``discovered`` reply, narrowed by ``--only`` and ``--shard``."""
-        probes = event.get("probes", [])
-        envs = None
-        if self.config.envs:  # every cell once per environment, ids ``...@env``
-            probes = expand(probes, self.config.envs)
-            envs = {e.name: e.info() for e in self.config.envs}
-        unmatched: tuple[str, ...] = ()
-        discovered = len(probes)
-        if self.config.only:
-            only = self.config.only
-            unmatched = unmatched_patterns(probes, only)
-            probes = [p for p in probes if matches_any(p["id"], only)
-                      or (p.get("env") and matches_any(base_id(p), only))]
-        if self.config.shard:
-            disc = self._select_shard(probes, event.get("errors", []))
-        else:
-            disc = Discovery(probes, event.get("errors", []))
-        disc.envs = envs
-        disc.unmatched_only, disc.discovered = unmatched, discovered
-        return disc
+        return select_discovered(event, self.config, self._select_shard)
 
     def _select_shard(self, probes: list[CellSpec], errors: list[FileErrorDict]) -> Discovery:
         """``--shard K/N``: keep part K of the selection (see :mod:`laya_tui.core.shard`)."""
-        from laya_tui.core.shard import read_cache_durations, select_shard
-
-        assert self.config.shard is not None
-        if self.config.durations is not None:
-            durations, source, path = self.config.durations, "report", self.config.durations_path
-        elif self.config.use_cache:
-            durations, source, path = read_cache_durations(self.cache.root), "cache", None
-        else:
-            durations, source, path = {}, "counts", None
-        chosen, info = select_shard(probes, self.config.shard, durations, source, path)
-        return Discovery(chosen, errors, shard=info)
+        return shard_discovery(probes, errors, self.config, lambda: self.cache.root)
 
     # -- running -----------------------------------------------------------------------
     async def run(self, probes: list[CellSpec], *, use_cache: bool | None = None
@@ -418,22 +365,9 @@ class Runner(EventSource):
                     if spool is not None:
                         spool.add(handle.last_line, event)
                     wd.saw_signal()
+                    share_strings(batch, pid, files)  # one copy of each repeated string
                     on_event = self.on_event
                     for sig in batch:
-                        # share the strings json.loads copies into every signal (probe id,
-                        # kind, call-site file): a quarter of a signal's memory
-                        if sig.get("probe") == pid:
-                            sig["probe"] = pid
-                        kind = _KINDS.get(sig.get("kind"))
-                        if kind is not None:
-                            sig["kind"] = kind
-                        site = sig.get("site")
-                        if type(site) is dict and type(site.get("file")) is str:
-                            shared = files.get(site["file"])
-                            if shared is None and len(files) < 4096:
-                                shared = files[site["file"]] = site["file"]
-                            if shared is not None:
-                                site["file"] = shared
                         on_event(SignalEmitted(pid, sig))
                     await asyncio.sleep(0)  # buffered lines never suspend readline: let
                     # the UI's loop breathe between batches in a flood
