@@ -103,7 +103,7 @@ def _failure_text(sig: SignalDict) -> str:
     if sig.get("reason"):
         return f"{head}: {sig['reason']}"
     if sig.get("value") is not None and sig.get("limit") is not None:
-        from laya_tui.report.views.text import past_limit  # the reports' own formatting
+        from laya_tui.core.units import past_limit  # the reports' own formatting
 
         return f"{head}: {past_limit(sig['value'], sig['limit'])}"
     return head

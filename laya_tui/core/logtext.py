@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _EXTENSIONS = re.compile(r"^Extension modules: .*?\(total: (\d+)\)$", re.M)
 #: C0 controls except tab and newline, DEL and C1: what a probe may print (a raw NUL, an
@@ -35,3 +36,31 @@ def trim_faulthandler(text: str) -> str:
     log tail.
     """
     return _EXTENSIONS.sub(r"Extension modules: (\1 loaded; list omitted)", text)
+
+
+#: one_line's texts so far, by (text, limit): a flood repeats its kinds, reasons and fixes.
+_LINES: dict[tuple[str, int], str] = {}
+
+
+def one_line(text: Any, limit: int = 300) -> str:
+    """The first line of ``text`` (printable), at most ``limit`` characters."""
+    if type(text) is str and len(text) <= 1000:
+        found = _LINES.get((text, limit))
+        if found is None:
+            if len(_LINES) >= 65536:
+                _LINES.clear()
+            found = _LINES[(text, limit)] = _one_line(text, limit)
+        return found
+    return _one_line(text, limit)
+
+
+def _one_line(text: Any, limit: int) -> str:
+    if text is None:
+        return ""
+    s = printable(text)
+    if "\n" not in s:  # the usual one-liner
+        s = s.strip()
+        return s if len(s) <= limit else s[: limit - 1] + "…"
+    lines = s.strip().splitlines()
+    first = lines[0] if lines else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,6 +1,12 @@
-"""Quantities as people read them (standard library only)."""
+"""Quantities and numbers as people read them, the same in every output (standard library
+only): bytes, a tolerance value, a value against its limit."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
+
+from laya_tui.core.logtext import one_line
 
 
 def human_bytes(n: int | float | None) -> str:
@@ -18,3 +24,32 @@ def human_bytes(n: int | float | None) -> str:
     if size < 1 << 40:
         return f"{value / (1 << 30):.1f} GiB"
     return f"{value / (1 << 40):.1f} TiB"
+
+
+def number(value: Any) -> str:
+    """A tolerance value, a limit or a measurement: 4 significant digits, scientific
+    notation outside [1e-3, 1e4); integers as they are; empty for None."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int)):
+        return str(value)
+    if not isinstance(value, float):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return one_line(value)
+    if value != value:
+        return "nan"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if 1e-3 <= abs(value) < 1e4:
+        return f"{value:.4g}"
+    return f"{value:.3e}"
+
+
+def past_limit(value: Any, limit: Any, passed: bool | None = False) -> str:
+    """``0.9085 > limit 0.05`` (``<=`` when it passed): a tolerance value against its limit,
+    the same numbers and word in every output."""
+    return f"{number(value)} {'<=' if passed else '>'} limit {number(limit)}"

@@ -8,40 +8,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from laya_tui.core.logtext import printable
+from laya_tui.core.logtext import one_line, printable
 from laya_tui.core.signals import format_site
-from laya_tui.core.units import human_bytes
+from laya_tui.core.units import human_bytes, number, past_limit
 
 __all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line", "past_limit",
            "pass_seconds", "plain", "printable", "short_site", "site_key", "site_text", "yes_no"]
-
-#: one_line's texts so far, by (text, limit): a flood repeats its kinds, reasons and fixes.
-_LINES: dict[tuple[str, int], str] = {}
-
-
-def one_line(text: Any, limit: int = 300) -> str:
-    """The first line of ``text`` (printable), at most ``limit`` characters."""
-    if type(text) is str and len(text) <= 1000:
-        found = _LINES.get((text, limit))
-        if found is None:
-            if len(_LINES) >= 65536:
-                _LINES.clear()
-            found = _LINES[(text, limit)] = _one_line(text, limit)
-        return found
-    return _one_line(text, limit)
-
-
-def _one_line(text: Any, limit: int) -> str:
-    if text is None:
-        return ""
-    s = printable(text)
-    if "\n" not in s:  # the usual one-liner
-        s = s.strip()
-        return s if len(s) <= limit else s[: limit - 1] + "…"
-    lines = s.strip().splitlines()
-    first = lines[0] if lines else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"
-
 
 def exact_bytes(n: Any) -> str:
     """``1.5 MiB  (1,572,864 B)``: the short form and the exact count."""
@@ -71,35 +43,6 @@ def pass_seconds(s: Any) -> str:
     if not isinstance(s, (int, float)) or isinstance(s, bool):
         return printable(s)
     return f"{s * 1000:.1f} ms" if s < 1 else human_seconds(s)
-
-
-def number(value: Any) -> str:
-    """A tolerance value, a limit or a measurement: 4 significant digits, scientific
-    notation outside [1e-3, 1e4); integers as they are; empty for None."""
-    if value is None:
-        return ""
-    if isinstance(value, (bool, int)):
-        return str(value)
-    if not isinstance(value, float):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            return one_line(value)
-    if value != value:
-        return "nan"
-    if value == 0:
-        return "0"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if 1e-3 <= abs(value) < 1e4:
-        return f"{value:.4g}"
-    return f"{value:.3e}"
-
-
-def past_limit(value: Any, limit: Any, passed: bool | None = False) -> str:
-    """``0.9085 > limit 0.05`` (``<=`` when it passed): a tolerance value against its limit,
-    the same numbers and word in every output."""
-    return f"{number(value)} {'<=' if passed else '>'} limit {number(limit)}"
 
 
 def yes_no(value: Any) -> str:
