@@ -40,181 +40,32 @@ functions).
 from __future__ import annotations
 
 import copy
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
+from laya_tui.families.explain.gap_rows import (
+    MAX_ROWS,
+    WHOLE,
+    GapTable,
+    Row,
+    ranking,
+    rounded,
+    summary,
+    write_artifact,
+)
+from laya_tui.families.explain.gap_store import DEFAULT_BUDGET_MB, Store, budget_bytes
 
-#: Memory budget of the fp32 records (MB) unless ``LAYA_TUI_NUMERICS_MB`` says otherwise.
-DEFAULT_BUDGET_MB = 256.0
+__all__ = ["AOTI", "AOTI_NOTE", "COMPILED", "COMPILED_NOTE", "DEFAULT_BUDGET_MB", "MAX_ROWS",
+           "MAX_SECONDS", "ROOT", "WHOLE", "GapTable", "Row", "Store", "budget_bytes",
+           "gap_table", "leaves_compiled", "ranking", "summary", "table_after_verdict",
+           "wanted", "write_artifact"]
+
 #: Seconds of local re-runs before the rest are left empty (said in ``note``).
 MAX_SECONDS = 60.0
-#: Rows kept in the signal detail (ranked); the artifact holds every row.
-MAX_ROWS = 200
 _PRIMITIVE = (int, float, bool, str, bytes, type(None))
-WHOLE = ("fed no floating input: its local error is all it computes (ranked after the "
-         "modules inside it)")
-
-
-def budget_bytes() -> int | None:
-    """The records' memory budget: env ``LAYA_TUI_NUMERICS_MB``, else 256 MB; ``0`` or less:
-    no budget (all in memory)."""
-    raw = os.environ.get("LAYA_TUI_NUMERICS_MB")
-    try:
-        mb = float(raw) if raw not in (None, "") else DEFAULT_BUDGET_MB
-    except ValueError as exc:
-        raise ValueError(f"LAYA_TUI_NUMERICS_MB={raw!r}: not a number of MB") from exc
-    return None if mb <= 0 else int(mb * 1024 * 1024)
-
-
-@dataclass
-class Row:
-    """One module call of the table."""
-
-    module: str
-    type: str
-    call: int
-    dtype: str | None
-    error: float
-    local: float | None
-    limit: float
-    order: int
-    note: str = ""
-
-    #: a module with submodules fed no floating input: its local error is all it computes
-    #: (as the whole model's), ranked after the others
-    whole: bool = False
-
-    @property
-    def share(self) -> float | None:
-        if self.local is None or not self.error > 0:
-            return None
-        return min(1.0, self.local / self.error)
-
-    def ratio(self) -> float:
-        """local / limit (the rank key; an empty local ranks last)."""
-        if self.local is None:
-            return -1.0
-        return self.local / self.limit if self.limit > 0 else float("inf")
-
-
-@dataclass
-class GapTable:
-    rows: list[Row] = field(default_factory=list)
-    budget_bytes: int | None = None
-    peak_bytes: int = 0
-    activation_bytes: int = 0
-    spilled_bytes: int = 0
-    spilled_files: int = 0
-    seconds: float = 0.0
-    skipped: dict[str, str] = field(default_factory=dict)
-    note: str = ""
-
-    def ranked(self) -> list[Row]:
-        """Rows by local / limit, largest first (the whole model left out)."""
-        rows = [r for r in self.rows if r.module != ROOT]
-        return sorted(rows, key=lambda r: (r.whole, -r.ratio(), r.order))
-
-    def detail(self, *, path: str = "eager", artifact: str | None = None) -> dict[str, Any]:
-        """The ``gap_table`` entry of the signal detail (ranked rows, at most MAX_ROWS)."""
-        ranked = self.ranked()
-        root = next((r for r in self.rows if r.module == ROOT), None)
-        out: dict[str, Any] = {
-            "path": path,
-            "rows": [_row(r) for r in ranked[:MAX_ROWS]],
-            "modules": len(self.rows),
-            "output": None if root is None else _row(root),
-            "budget_bytes": self.budget_bytes, "peak_bytes": self.peak_bytes,
-            "activation_bytes": self.activation_bytes, "spilled_bytes": self.spilled_bytes,
-            "spilled_files": self.spilled_files, "seconds": round(self.seconds, 4),
-        }
-        if self.skipped:
-            out["skipped"] = [{"module": k, "reason": v} for k, v in
-                              list(self.skipped.items())[:20]]
-        if self.note:
-            out["note"] = self.note
-        if len(ranked) > MAX_ROWS:
-            out["rows_shown"] = MAX_ROWS
-        if artifact:
-            out["artifact"] = artifact
-        return out
-
-
-def _r(x: float | None) -> float | None:
-    if x is None or x != x or x in (float("inf"), float("-inf")):
-        return None
-    return float(f"{x:.4g}")
-
-
-def _row(r: Row) -> dict[str, Any]:
-    out = {"module": r.module, "type": r.type, "call": r.call, "dtype": r.dtype,
-           "error": _r(r.error), "local": _r(r.local), "limit": _r(r.limit),
-           "share": _r(r.share)}
-    if r.note:
-        out["note"] = r.note
-    return out
-
-
-# -- the records' store ----------------------------------------------------------------------
-
-class Store:
-    """fp32 records by key: in memory up to ``budget`` bytes, spilled to ``folder`` beyond;
-    each taken once (and then dropped)."""
-
-    def __init__(self, budget: int | None, folder: str | None) -> None:
-        self.budget, self.folder = budget, folder
-        self.mem: dict[Any, tuple[Any, int]] = {}
-        self.disk: dict[Any, tuple[str, int]] = {}
-        self.resident = self.peak = self.total = self.spilled = self.files = 0
-        self._dir: str | None = None
-
-    def put(self, key: Any, value: Any, nbytes: int) -> None:
-        self.total += nbytes
-        if self.budget is not None and self.resident + nbytes > self.budget:
-            import torch
-
-            if self._dir is None:
-                base = self.folder or tempfile.gettempdir()
-                os.makedirs(base, exist_ok=True)
-                self._dir = tempfile.mkdtemp(prefix="gap-", dir=base)
-            path = os.path.join(self._dir, f"{self.files}.pt")
-            torch.save(value, path)
-            self.disk[key] = (path, nbytes)
-            self.spilled += nbytes
-            self.files += 1
-            return
-        self.mem[key] = (value, nbytes)
-        self.resident += nbytes
-        self.peak = max(self.peak, self.resident)
-
-    def take(self, key: Any) -> Any:
-        """The record (None when there is none), dropped from the store."""
-        if key in self.mem:
-            value, nbytes = self.mem.pop(key)
-            self.resident -= nbytes
-            return value
-        if key in self.disk:
-            import torch
-
-            path, _ = self.disk.pop(key)
-            value = torch.load(path, weights_only=True)
-            os.unlink(path)
-            return value
-        return None
-
-    def close(self) -> None:
-        self.mem.clear()
-        self.disk.clear()
-        self.resident = 0
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
 
 
 # -- the two runs ----------------------------------------------------------------------------
@@ -441,44 +292,6 @@ def wanted(opts: dict[str, Any], passed: bool | None) -> bool:
     return passed is False and opts.get("precision_plan", True) is not False
 
 
-def ranking(table: GapTable) -> list[str]:
-    """Module names whose own error passes their limit, worst first."""
-    out: list[str] = []
-    for r in table.ranked():
-        if r.local is not None and r.local > r.limit and r.module not in out:
-            out.append(r.module)
-    return out
-
-
-def summary(table: GapTable) -> str:
-    """One line: the module that makes most error, and the memory the table took."""
-    from laya_tui.core.units import human_bytes
-
-    top = next(iter(table.ranked()), None)
-    mem = (f"peak {human_bytes(table.peak_bytes)} of fp32 records in memory"
-           + (f" (budget {human_bytes(table.budget_bytes)}, "
-              f"{human_bytes(table.spilled_bytes)} spilled)" if table.budget_bytes else "")
-           + f", {human_bytes(table.activation_bytes)} in all")
-    if top is None or top.local is None:
-        return f"gap table: {len(table.rows)} module call(s), no local error; {mem}"
-    share = "" if top.share is None else f", {top.share:.0%} of its output error"
-    return (f"gap table: {len(table.rows)} module call(s); most own error: {top.module} "
-            f"({top.type}) local {top.local:.3g} vs limit {top.limit:.3g}{share}; {mem}")
-
-
-def write_artifact(table: GapTable, folder: str, name: str, path: str) -> str:
-    """Every row as JSON in ``folder``; returns its path."""
-    import json
-
-    os.makedirs(folder, exist_ok=True)
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:120]
-    out = os.path.join(folder, f"{safe}.gap.json")
-    with open(out, "w", encoding="utf-8") as fh:
-        json.dump({"path": path, "rows": [_row(r) for r in table.ranked()],
-                   "execution_order": [_row(r) for r in table.rows]}, fh, indent=1)
-    return out
-
-
 COMPILED = "compile"
 COMPILED_NOTE = ("compiled module by module: each leaf module's forward compiled alone "
                  "(torch.compile, Inductor), so fusions across module boundaries are not "
@@ -551,7 +364,7 @@ def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, mode
     artifact = write_artifact(table, folder, f"{ctx.id}-{subject}", path)
     top = next(iter(table.ranked()), None)
     ctx.log(summary(table), subject=f"{subject} gap table",
-            value=None if top is None else _r(top.local), limit=None if top is None
-            else _r(top.limit), seconds=round(table.seconds, 4),
+            value=None if top is None else rounded(top.local), limit=None if top is None
+            else rounded(top.limit), seconds=round(table.seconds, 4),
             detail={"gap_table": table.detail(path=path, artifact=artifact)})
     return table
