@@ -26,14 +26,19 @@ entry; :func:`search_plan` the search; :func:`snippet` the code a user pastes.
 
 from __future__ import annotations
 
-import copy
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
+from laya_tui.families.explain.plan_applier import Applier, map_floats, model_dtype, normalize
+from laya_tui.families.explain.plan_modules import class_sites, module_sites, ranking_from_drift
+
+__all__ = ["BUDGET", "FOUND", "LOW_PRECISION", "MAX_FORWARDS", "MAX_SECONDS", "MAX_TRIALS",
+           "NO_PLAN", "NOT_NEEDED", "NOT_PRECISION", "SKIPPED", "Applier", "Check", "Plan",
+           "class_sites", "enabled", "module_sites", "normalize", "plan_after_verdict",
+           "ranking_from_drift", "search_plan", "snippet"]
 
 #: Default budget of one search: model forwards (the reference run included) and seconds.
 MAX_FORWARDS = 40
@@ -84,167 +89,6 @@ def _r(x: float | None) -> float | None:
 def _fmt(x: float | None) -> str:
     return "non-finite" if x is None or x != x or x in (float("inf"), float("-inf")) \
         else f"{x:.3g}"
-
-
-# -- applying a plan -------------------------------------------------------------------------
-
-def normalize(names: list[str] | tuple[str, ...]) -> list[str]:
-    """Unique names, a kept module's submodules dropped (it covers them), in given order."""
-    out: list[str] = []
-    for n in names:
-        if n in out or any(n.startswith(k + ".") for k in names if k != n):
-            continue
-        out.append(n)
-    return out
-
-
-class _Handoff:
-    """fp32 values of cast-back outputs, found again when the same tensor object reaches
-    another kept module unchanged (keyed by id, checked by a weak reference and the
-    tensor's version counter, which an in-place op bumps)."""
-
-    def __init__(self) -> None:
-        self.values: dict[int, tuple[Any, Any, int]] = {}
-
-    def keep(self, low: Any, high: Any) -> None:
-        import weakref
-
-        self.values[id(low)] = (weakref.ref(low), high, low._version)
-
-    def find(self, t: Any) -> Any:
-        entry = self.values.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t and \
-            t._version == entry[2] else None
-
-    def clear(self) -> None:
-        self.values.clear()
-
-
-def _map(x: Any, fn: Callable[[Any], Any], torch: Any, depth: int = 0) -> Any:
-    """``fn`` over the floating tensors of a (nested) tuple/list/dict output."""
-    if isinstance(x, torch.Tensor):
-        return fn(x) if x.is_floating_point() else x
-    if depth > 6:
-        return x
-    if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
-        return type(x)(*(_map(v, fn, torch, depth + 1) for v in x))
-    if isinstance(x, (tuple, list)):
-        return type(x)(_map(v, fn, torch, depth + 1) for v in x)
-    if isinstance(x, dict):
-        if type(x) is dict:
-            return {k: _map(v, fn, torch, depth + 1) for k, v in x.items()}
-        for k in list(x.keys()):  # a ModelOutput: set in place (keeps its attributes)
-            x[k] = _map(x[k], fn, torch, depth + 1)
-        return x
-    return x
-
-
-def _model_dtype(model: Any, torch: Any) -> Any:
-    for p in model.parameters():
-        if p.is_floating_point():
-            return p.dtype
-    return torch.float32
-
-
-def _model_device(model: Any, torch: Any) -> Any:
-    for p in model.parameters():
-        return p.device
-    for b in model.buffers():
-        return b.device
-    return torch.device("cpu")
-
-
-def _fp32_copy(src: Any, device: Any, low: Any, handoff: _Handoff, torch: Any, *,
-               cast_out: bool = True) -> Any:
-    """A fp32 copy of ``src`` on ``device`` whose floating inputs become fp32 (the kept
-    value when one was handed off) and whose floating outputs go back to ``low`` (unless
-    not ``cast_out``: the whole model's fp32 output)."""
-    m = copy.deepcopy(src).to(device=device, dtype=torch.float32)
-
-    def up(t: Any) -> Any:
-        found = handoff.find(t)
-        return found if found is not None else t.float()
-
-    def pre(_m: Any, args: Any, kwargs: Any) -> Any:
-        return _map(tuple(args), up, torch), _map(dict(kwargs), up, torch)
-
-    def post(_m: Any, _args: Any, out: Any) -> Any:
-        def down(t: Any) -> Any:
-            if t.dtype == low:
-                return t
-            d = t.to(low)
-            handoff.keep(d, t)
-            return d
-        return _map(out, down, torch)
-
-    m.register_forward_pre_hook(pre, with_kwargs=True)
-    if cast_out:
-        m.register_forward_hook(post)
-    return m
-
-
-class Applier:
-    """Applies plans to one model: fp32 copies made once per module, swapped in for a run."""
-
-    def __init__(self, model: Any, weights: Any = None) -> None:
-        import torch
-
-        self.torch = torch
-        self.model = model
-        self.weights = weights
-        self.low = _model_dtype(model, torch)
-        self.device = _model_device(model, torch)
-        self.handoff = _Handoff()
-        self.copies: dict[str, Any] = {}
-
-    def _copy(self, name: str) -> Any:
-        """The model's own module ``name`` in fp32 (so its code, mode and attributes are the
-        model's), with the fp32 reference's weights and buffers when it has that module."""
-        if name not in self.copies:
-            m = _fp32_copy(self.model.get_submodule(name), self.device, self.low,
-                           self.handoff, self.torch, cast_out=bool(name))
-            if self.weights is not None:
-                try:
-                    src = self.weights.get_submodule(name)
-                    m.load_state_dict(src.state_dict())
-                except (AttributeError, RuntimeError):
-                    pass  # the reference lacks it or differs: the model's weights, upcast
-                else:  # non-persistent buffers too (rotary inv_freq was rounded as well)
-                    mine = dict(m.named_buffers())
-                    with self.torch.no_grad():
-                        for key, buf in src.named_buffers():
-                            have = mine.get(key)
-                            if have is not None and have.is_floating_point() and \
-                                    have.shape == buf.shape:
-                                have.copy_(buf)
-            self.copies[name] = m
-        return self.copies[name]
-
-    @contextmanager
-    def applied(self, names: list[str]) -> Iterator[Any]:
-        """The model with ``names`` kept in fp32 (``""`` alone: the whole model in fp32,
-        its output left in fp32)."""
-        if names == [""]:
-            try:
-                yield self._copy("")
-            finally:
-                self.copies.pop("", None)  # a whole fp32 model: not kept after its run
-                self.handoff.clear()
-            return
-        swaps: list[tuple[Any, str, Any]] = []
-        try:
-            for n in normalize(names):
-                if not n:
-                    raise ValueError("the whole model is never a plan")
-                parent_name, _, child = n.rpartition(".")
-                parent = self.model.get_submodule(parent_name)
-                swaps.append((parent, child, parent._modules[child]))
-                parent._modules[child] = self._copy(n)
-            yield self.model
-        finally:
-            for parent, child, orig in reversed(swaps):
-                parent._modules[child] = orig
-            self.handoff.clear()
 
 
 # -- the search ------------------------------------------------------------------------------
@@ -440,7 +284,7 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
     import torch
 
     budget = _Budget(max_forwards, max_seconds)
-    dtype = str(_model_dtype(model, torch)).removeprefix("torch.")
+    dtype = str(model_dtype(model, torch)).removeprefix("torch.")
     plan = Plan(status=SKIPPED, limit=limit, max_forwards=max_forwards,
                 max_seconds=max_seconds, dtype=dtype)
 
@@ -465,8 +309,8 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
         if not whole_ok:
             return done(NOT_PRECISION, f"the whole model in fp32 fails too ({_fmt(whole)} > "
                                        f"{limit:.3g}): not a precision problem")
-        low = _model_dtype(model, torch)
-        rounded, rounded_ok = check(_map(s.last_output, lambda t: t.to(low), torch))
+        low = model_dtype(model, torch)
+        rounded, rounded_ok = check(map_floats(s.last_output, lambda t: t.to(low), torch))
         s.last_output = None
         if not rounded_ok:  # every plan's output is in the model's dtype
             return done(NO_PLAN, f"the fp32 output rounded to {dtype} fails already "
@@ -579,72 +423,6 @@ def snippet(plan: Plan) -> str:
 
 
 # -- the probe's entry -----------------------------------------------------------------------
-
-def ranking_from_drift(drift: dict[str, Any] | None) -> list[str]:
-    """Module names past their limit, in the drift's execution order (its artifact's full
-    list when there is one, else the thinned curve), the first past its limit first."""
-    if not drift:
-        return []
-    calls: list[tuple[str, float, float]] = []
-    path = drift.get("artifact")
-    if path:
-        import json
-
-        try:
-            with open(path, encoding="utf-8") as fh:
-                calls = [(c["module"], c["max_diff"] or float("inf"), c["limit"] or 0.0)
-                         for c in json.load(fh)["calls"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            calls = []
-    if not calls:
-        calls = [(m, d if d is not None else float("inf"), lim or 0.0)
-                 for m, d, lim in drift.get("curve") or []]
-    out: list[str] = []
-    first = (drift.get("first_past_limit") or {}).get("module")
-    if first and first != ROOT:
-        out.append(first)
-    for name, diff, lim in calls:
-        if diff > lim and name not in out and name != ROOT:
-            out.append(name)
-    return out
-
-
-def module_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Where each kept module's class defines ``forward``: ``{name: {file, line, func}}``
-    (modules whose source cannot be found are left out)."""
-    import inspect
-
-    out: dict[str, dict[str, Any]] = {}
-    for name in names:
-        try:
-            fwd = type(model.get_submodule(name)).forward
-            file = inspect.getsourcefile(fwd)
-            line = inspect.getsourcelines(fwd)[1]
-        except (AttributeError, OSError, TypeError):
-            continue
-        if file:
-            out[name] = {"file": file, "line": line, "func": fwd.__qualname__}
-    return out
-
-
-def class_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Where each kept module's class is defined (its ``class`` line): ``{name: {file, line,
-    func}}``, the place a SARIF fix points at (modules whose source cannot be found are left
-    out)."""
-    import inspect
-
-    out: dict[str, dict[str, Any]] = {}
-    for name in names:
-        try:
-            cls = type(model.get_submodule(name))
-            file = inspect.getsourcefile(cls)
-            line = inspect.getsourcelines(cls)[1]
-        except (AttributeError, OSError, TypeError):
-            continue
-        if file:
-            out[name] = {"file": file, "line": line, "func": cls.__qualname__}
-    return out
-
 
 def enabled(opts: dict[str, Any]) -> bool:
     """On unless ``--no-precision-plan`` (option ``precision_plan`` False)."""
