@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -183,44 +183,28 @@ class ResultCache:
         if not isinstance(sigs, list) or len(sigs) <= _SLICE:
             await asyncio.to_thread(self._write, probe_id, dumps_strict(entry))
             return
-        if spool is not None and spool.holds(sigs):
-            await self._store_spooled(probe_id, entry, result, spool)
-            return
-        # ~4 ms of C encoding per slice instead of ~200 ms at once for 100k signals
+        pieces: Iterable[bytes]
+        if spool is not None and spool.holds(sigs):  # the worker's own text, as it came
+            pieces = spool.chunks()
+        else:  # ~4 ms of C encoding per slice instead of ~200 ms at once for 100k signals
+            pieces = (((", " if i else "") + _encode(sigs[i:i + _SLICE])[1:-1]).encode()
+                      for i in range(0, len(sigs), _SLICE))
+        await self._store_pieces(probe_id, entry, result, pieces)
+
+    async def _store_pieces(self, probe_id: str, entry: dict[str, Any], result: ResultDict,
+                            pieces: Iterable[bytes]) -> None:
+        """Write ``entry`` with its signals' JSON text given in ``pieces``, yielding to the
+        loop between them; a temp file replaced at the end (unwritable: said once)."""
         head, tail = dumps_strict(dict(entry, result=dict(result, signals=_HOLE))).split(
             json.dumps(_HOLE), 1)
         tmp = None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(head + "[")
-                for i in range(0, len(sigs), _SLICE):
-                    fh.write((", " if i else "") + _encode(sigs[i:i + _SLICE])[1:-1])
-                    await asyncio.sleep(0)
-                fh.write("]" + tail)
-            os.replace(tmp, self._path(probe_id))
-        except BaseException as exc:  # unwritable (said once) or cancelled
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            if not isinstance(exc, OSError):
-                raise
-            self._unwritable(exc)
-
-    async def _store_spooled(self, probe_id: str, entry: dict[str, Any],
-                             result: ResultDict, spool: SignalSpool) -> None:
-        head, tail = dumps_strict(dict(entry, result=dict(result, signals=_HOLE))).split(
-            json.dumps(_HOLE), 1)
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
                 fh.write((head + "[").encode())
-                for chunk in spool.chunks():
-                    fh.write(chunk)
+                for piece in pieces:
+                    fh.write(piece)
                     await asyncio.sleep(0)
                 fh.write(("]" + tail).encode())
             os.replace(tmp, self._path(probe_id))
