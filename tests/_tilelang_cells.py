@@ -36,3 +36,15 @@ def run_folder_cell(cid: str, out: Path, folder: Path,
     except Unexamined as exc:
         return f"error: {exc}", signals
     return ("failed" if ctx.failures else "ok"), signals
+
+
+def own_run(folder: Path, name: str) -> str:
+    """The last line ``python folder/name`` writes to stderr, its run failing (the file's
+    own verdict, to hold a cell's reason to)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(folder / name)], capture_output=True,
+                          text=True, timeout=300, cwd=folder)
+    assert proc.returncode != 0
+    return proc.stderr.strip().splitlines()[-1]

@@ -4,15 +4,13 @@ here); a module of the project's own that is not found is not mistaken for a pac
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from laya_tui.families.tilelang.missing_package import missing_module, missing_package
-from tests._tilelang_cells import folder_cells, run_folder_cell
+from tests._tilelang_cells import folder_cells, own_run, run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "tests" / "fixtures" / "missing_package"
@@ -24,15 +22,8 @@ def tl() -> Any:
                                                   "'laya-tui[tilelang]'")
 
 
-def _own_run(name: str) -> str:
-    proc = subprocess.run([sys.executable, str(FOLDER / name)], capture_output=True,
-                          text=True, timeout=300, cwd=FOLDER)
-    assert proc.returncode != 0
-    return proc.stderr.strip().splitlines()[-1]
-
-
 def test_a_missing_package_is_named_with_the_install_hint(tl: Any, tmp_path: Path) -> None:
-    own = _own_run("needs_pkg.py")
+    own = own_run(FOLDER, "needs_pkg.py")
     assert own == "ModuleNotFoundError: No module named 'laya_no_such_package'"
     cells = [c for c in folder_cells(FOLDER) if c.startswith("needs_pkg")]
     assert cells
@@ -47,7 +38,7 @@ def test_a_missing_package_is_named_with_the_install_hint(tl: Any, tmp_path: Pat
 
 def test_a_missing_module_of_the_project_is_not_a_package_to_install(tl: Any,
                                                                      tmp_path: Path) -> None:
-    own = _own_run("needs_sibling.py")
+    own = own_run(FOLDER, "needs_sibling.py")
     assert "No module named 'helpers_here.refs'" in own
     assert missing_package(own, str(FOLDER / "needs_sibling.py")) is None
     for cid in [c for c in folder_cells(FOLDER) if c.startswith("needs_sibling")]:

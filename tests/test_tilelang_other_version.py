@@ -6,15 +6,13 @@ TileLang itself."""
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from laya_tui.families.tilelang.moved_names import moved_hint
-from tests._tilelang_cells import folder_cells, run_folder_cell
+from tests._tilelang_cells import folder_cells, own_run, run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "tests" / "fixtures" / "other_tilelang"
@@ -26,13 +24,6 @@ def tl() -> Any:
                                                   "'laya-tui[tilelang]'")
 
 
-def _own_run(name: str) -> str:
-    proc = subprocess.run([sys.executable, str(FOLDER / name)], capture_output=True,
-                          text=True, timeout=300, cwd=FOLDER)
-    assert proc.returncode != 0
-    return proc.stderr.strip().splitlines()[-1]
-
-
 @pytest.mark.parametrize(("name", "error", "where"), [
     ("moved_intrinsics.py", "ModuleNotFoundError: No module named 'tilelang.intrinsics'",
      ("make_mma_swizzle_layout", "tilelang.cuda.intrinsics")),
@@ -40,7 +31,7 @@ def _own_run(name: str) -> str:
      ("jit", "tilelang"))])
 def test_every_cell_says_the_import_fails_and_where_the_name_is_now(
         tl: Any, tmp_path: Path, name: str, error: str, where: tuple[str, str]) -> None:
-    own = _own_run(name)
+    own = own_run(FOLDER, name)
     assert own.startswith(error), own
     attr, module = where
     assert hasattr(importlib.import_module(module), attr)  # TileLang's own answer
