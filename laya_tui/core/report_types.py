@@ -226,10 +226,10 @@ class SummaryDict(TypedDict):
     ungated: NotRequired[UngatedDict]
 
 
-class BaselineDict(TypedDict):
-    """The comparison with a baseline report: ``$defs/baseline`` (``report.baseline``)."""
+class ComparisonDict(TypedDict):
+    """What a comparison of two reports' cells says (``report.baseline.compare``): the
+    part a baseline section and an ``--env`` candidate share."""
 
-    path: str
     schema: NotRequired[str]
     created: NotRequired[str | None]
     tool_version: NotRequired[str | None]
@@ -237,10 +237,16 @@ class BaselineDict(TypedDict):
     probes: dict[str, int]
     occurrences: NotRequired[dict[str, dict[str, int]]]
     counts: dict[str, Any]
-    environment: NotRequired[dict[str, Any]]
     regressions: list[ChangeDict]
     improvements: list[ChangeDict]
     notes: list[ChangeDict]
+
+
+class BaselineDict(ComparisonDict):
+    """The comparison with a baseline report: ``$defs/baseline`` (``report.baseline``)."""
+
+    path: str
+    environment: NotRequired[dict[str, Any]]
 
 
 class EnvInfoDict(TypedDict):
@@ -298,20 +304,10 @@ class TimingDeltaDict(TypedDict):
     ratio: float
 
 
-class EnvCandidateDict(TypedDict):
+class EnvCandidateDict(ComparisonDict):
     """One candidate environment against the reference: the baseline comparison of its
     cells (``report.diff.diff_reports``) plus what ``report.envcompare`` adds."""
 
-    schema: NotRequired[str]
-    created: NotRequired[str | None]
-    tool_version: NotRequired[str | None]
-    tolerance_margin: NotRequired[float]
-    probes: dict[str, int]
-    occurrences: NotRequired[dict[str, dict[str, int]]]
-    counts: dict[str, Any]
-    regressions: list[ChangeDict]
-    improvements: list[ChangeDict]
-    notes: list[ChangeDict]
     versions: dict[str, BeforeAfterDict]
     compilers: dict[str, BeforeAfterDict]
     env: str
