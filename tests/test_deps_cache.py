@@ -47,3 +47,61 @@ def test_module_file_resolved_once_and_again_after_invalidate(tmp_path: Path,
 def test_parents() -> None:
     assert deps._parents("a.b.c") == ("a", "a.b")
     assert deps._parents("a") == ()
+
+
+def test_outside_statements_skip_bookkeeping_but_a_renamed_module_is_seen(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """An import statement of loaded modules outside the workspace is looked at once (torch
+    repeats such statements ~800k times per compile); when a name it resolved to leaves
+    sys.modules and comes back as a workspace file, the statement is looked at again."""
+    outside = tmp_path / "site"
+    outside.mkdir()
+    (outside / "shadow_mod45.py").write_text("X = 1\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "shadow_mod45.py").write_text("X = 2\n")
+    tracker = DependencyTracker([str(ws)])
+    monkeypatch.syspath_prepend(str(outside))
+    tracker.install()
+    looked: list[list[str]] = []
+    real_outside = tracker._outside_modules
+    monkeypatch.setattr(tracker, "_outside_modules",
+                        lambda targets: (looked.append(targets), real_outside(targets))[1])
+    try:
+        with tracker.recording() as files:
+            for _ in range(20):
+                from shadow_mod45 import X  # noqa: F401
+                __import__("os.path", fromlist=["join"])
+        assert files == set()
+        # once per statement, not once per execution
+        assert sorted(t[0] for t in looked if t[0] != "_io") == ["os.path", "shadow_mod45"]
+        sys.modules.pop("shadow_mod45")
+        monkeypatch.syspath_prepend(str(ws))
+        with tracker.recording() as files:
+            from shadow_mod45 import X  # noqa: F401, F811
+        assert X == 2
+        assert files == {os.path.realpath(ws / "shadow_mod45.py")}
+    finally:
+        tracker.uninstall()
+        sys.modules.pop("shadow_mod45", None)
+
+
+def test_namespace_package_statements_are_never_cached(tmp_path: Path, monkeypatch: Any) -> None:
+    """A namespace package has no file and may span the workspace: ``from pkg import mod``
+    through one records the workspace module every time."""
+    (tmp_path / "nspkg45").mkdir()
+    (tmp_path / "nspkg45" / "leaf.py").write_text("Y = 3\n")
+    tracker = DependencyTracker([str(tmp_path)])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    tracker.install()
+    try:
+        for _ in range(3):
+            with tracker.recording() as files:
+                importlib.import_module("nspkg45")
+                from nspkg45 import leaf  # noqa: F401
+            assert files == {os.path.realpath(tmp_path / "nspkg45" / "leaf.py")}
+        assert not any("nspkg45" in key for key in tracker._outside)
+    finally:
+        tracker.uninstall()
+        for name in ("nspkg45", "nspkg45.leaf"):
+            sys.modules.pop(name, None)

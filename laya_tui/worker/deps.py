@@ -35,6 +35,11 @@ class DependencyTracker:
         #: module file -> workspace files its first import pulled in (transitively)
         self.closure: dict[str, set[str]] = {}
         self._stamp: dict[str, int] = {}  # module file -> import call that set its closure
+        #: import statement -> the modules it names, for statements whose every target is a
+        #: loaded module outside the workspace (or an attribute of one): torch runs the same
+        #: few thousand statements hundreds of thousands of times while compiling, and for
+        #: these the bookkeeping records nothing (issue 45: 5.7x a bare import statement)
+        self._outside: dict[tuple[Any, ...], tuple[str, ...]] = {}
         self._calls = 0
         self._orig_import = builtins.__import__
         self._orig_import_module = importlib.import_module
@@ -123,7 +128,28 @@ class DependencyTracker:
             names += [f"{name}.{item}" for item in fromlist if item != "*"]
         return names
 
-    def _run_import(self, targets: list[str], call: Any) -> Any:
+    def _outside_modules(self, targets: list[str]) -> tuple[str, ...] | None:
+        """The targets' loaded modules when every target lies outside the workspace, else None.
+
+        A target that is no module (``from typing import Any``) counts when its parent is a
+        module outside the workspace. A package without a file (a namespace package, which
+        may span the workspace) never counts; a built-in module (``sys``) does.
+        """
+        names = []
+        for t in targets:
+            mod = sys.modules.get(t)
+            if mod is None:
+                mod = sys.modules.get(t.rpartition(".")[0])
+                if mod is None:
+                    return None
+            elif t not in names:
+                names.append(t)
+            if self.workspace_file(mod) is not None or (
+                    not getattr(mod, "__file__", None) and hasattr(mod, "__path__")):
+                return None
+        return tuple(names)
+
+    def _run_import(self, targets: list[str], call: Any, key: tuple[Any, ...]) -> Any:
         if not self._stack:
             return call()
         fresh = [t for t in targets if t not in sys.modules]
@@ -133,6 +159,9 @@ class DependencyTracker:
                 mod = sys.modules.get(t)
                 if mod is not None:
                     self._note(mod)
+            outside = self._outside_modules(targets)
+            if outside is not None:
+                self._outside[key] = outside
             return result
         # Parent packages imported on the way (never targets of the hook themselves).
         fresh += [p for t in targets for p in _parents(t)
@@ -157,27 +186,42 @@ class DependencyTracker:
             mod = sys.modules.get(t)
             if mod is not None:
                 self._note(mod)
+        outside = self._outside_modules(targets)
+        if outside is not None:
+            self._outside[key] = outside
         return result
 
     def _hooked_import(self, name: str, globals: Any = None, locals: Any = None,
                        fromlist: Any = (), level: int = 0) -> Any:
         if not self._stack:
             return self._orig_import(name, globals, locals, fromlist, level)
+        key = (name, level and (globals or {}).get("__package__"), level,
+               fromlist if fromlist is None or type(fromlist) is tuple else tuple(fromlist))
+        known = self._outside.get(key)
+        if known is not None:
+            for m in known:
+                if m not in sys.modules:
+                    del self._outside[key]  # a module it names was dropped: look again
+                    break
+            else:
+                return self._orig_import(name, globals, locals, fromlist, level)
         targets = self._targets(name, globals, fromlist, level)
         return self._run_import(
-            targets, lambda: self._orig_import(name, globals, locals, fromlist, level))
+            targets, lambda: self._orig_import(name, globals, locals, fromlist, level), key)
 
     def _hooked_import_module(self, name: str, package: str | None = None) -> Any:
         if not self._stack:
             return self._orig_import_module(name, package)
         target = importlib.util.resolve_name(name, package) if name.startswith(".") else name
-        return self._run_import([target], lambda: self._orig_import_module(name, package))
+        return self._run_import([target], lambda: self._orig_import_module(name, package),
+                                ("import_module", target))
 
     # -- invalidation (watch mode) ------------------------------------------------------
     def invalidate(self, changed: set[str]) -> list[str]:
         """Drop workspace modules whose file or closure touches ``changed``; return their names."""
         changed = {os.path.realpath(p) for p in changed}
         self._files.clear()  # a save may have moved a link: resolve the paths again
+        self._outside.clear()
         dropped = []
         was_package: set[str] = set()
         for name, mod in list(sys.modules.items()):
