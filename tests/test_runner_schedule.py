@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import textwrap
+
+from laya_tui.core.events import ProbeFinished
 from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
 from laya_tui.core.shard import read_cache_durations, record_durations
@@ -26,7 +30,8 @@ def test_durations_survive_and_order_cells_longest_first(tmp_path):
                  "env": _cells("env", "p")}
     families = runner._schedule(by_family)
     assert families == ["env", "b", "a"]  # env first, then the longest family
-    assert [p["id"] for p in by_family["a"]] == ["a/y", "a/x", "a/new"]
+    # its quickest cell first (every family shows a result early), then longest first
+    assert [p["id"] for p in by_family["a"]] == ["a/x", "a/y", "a/new"]
 
 
 def test_watched_dashboard_runs_shortest_first(tmp_path):
@@ -41,3 +46,44 @@ def test_no_durations_keep_discovery_order(tmp_path):
     by_family = {"b": _cells("b", "2", "1"), "a": _cells("a", "1")}
     assert _runner(tmp_path)._schedule(by_family) == ["b", "a"]
     assert [p["id"] for p in by_family["b"]] == ["b/2", "b/1"]
+
+
+def test_every_family_shows_its_first_result_before_any_second(tmp_path):
+    """One job slot, three families of three cells: in a real run the first three results
+    are one per family (issue 45: the last family's first result no longer waits for the
+    other families to finish)."""
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    (probes / "p.py").write_text(textwrap.dedent("""
+        from laya_tui import probe, param
+
+        @probe("fa", params=[param(str(i), i=i) for i in range(3)])
+        def a(ctx, i):
+            ctx.log(f"cell {i}")
+
+        @probe("fb", params=[param(str(i), i=i) for i in range(3)])
+        def b(ctx, i):
+            ctx.log(f"cell {i}")
+
+        @probe("fc", params=[param(str(i), i=i) for i in range(3)])
+        def c(ctx, i):
+            ctx.log(f"cell {i}")
+    """))
+    finished: list[str] = []
+    config = RunOptions(workspace=str(tmp_path), probes=[str(probes)], jobs=1,
+                        cache_dir=str(tmp_path / "cache"), use_cache=False)
+
+    async def go():
+        runner = Runner(config, on_event=lambda e: isinstance(e, ProbeFinished)
+                        and finished.append(e.result["id"]))
+        try:
+            found = await runner.discover()
+            assert not found.errors, found.errors
+            return await runner.run(found.probes)
+        finally:
+            await runner.close()
+
+    results = asyncio.run(go())
+    assert [r["status"] for r in results] == ["ok"] * 9, results[0].get("reason")
+    assert sorted(f.split("/")[0] for f in finished[:3]) == ["fa", "fb", "fc"]
+    assert len(set(finished)) == 9

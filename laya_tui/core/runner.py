@@ -196,14 +196,18 @@ class Runner(EventSource):
         ran: list[ResultDict] = []  # in the order they ran: a family's first paid start-up
 
         async def family_task(fam: str) -> None:
-            async with sem:
-                for p in by_family[fam]:
-                    if self.stopped:
-                        return
-                    got = await self.run_one(p, use_cache=use_cache)
-                    if got is not None:
-                        results[p["id"]] = got
-                        ran.append(got)
+            cells = by_family[fam]
+            # Its first cell alone, then the slot goes round: every family's first result
+            # comes before any family's second (the semaphore wakes waiters in turn).
+            for batch in (cells[:1], cells[1:]):
+                async with sem:
+                    for p in batch:
+                        if self.stopped:
+                            return
+                        got = await self.run_one(p, use_cache=use_cache)
+                        if got is not None:
+                            results[p["id"]] = got
+                            ran.append(got)
 
         await asyncio.gather(*(family_task(f) for f in families))
         if self.config.shard is None and not self.stopped:  # shards read, never write these
@@ -223,9 +227,10 @@ class Runner(EventSource):
         """Order families and, in place, the cells inside each, by recorded durations.
 
         ``env`` first; then the longest families first (``jobs`` run at once, so the
-        longest one starts at once); inside a family per ``config.order``. Cells and
-        families never run before have no duration: they keep discovery order, after
-        the timed ones. Results are still returned in the order given.
+        longest one starts at once); inside a family its quickest cell first (:meth:`run`
+        runs every family's first cell before any second one), then per ``config.order``.
+        Cells and families never run before have no duration: they keep discovery order,
+        after the timed ones. Results are still returned in the order given.
         """
         from laya_tui.core.shard import read_cache_durations
 
@@ -235,7 +240,7 @@ class Runner(EventSource):
             timed = [p for p in cells if p["id"] in known]
             new = [p for p in cells if p["id"] not in known]
             timed.sort(key=lambda p: known[p["id"]], reverse=first_cell)
-            cells[:] = timed + new
+            cells[:] = timed[-1:] + timed[:-1] + new if first_cell else timed + new
         names = list(by_family)
         total = {f: sum(known.get(p["id"], 0.0) for p in cells) for f, cells in by_family.items()}
         fam = {k: cells[0]["family"] if cells else k for k, cells in by_family.items()}
