@@ -102,7 +102,7 @@ def wrap_source(func: Any, artifact: Any, target: Any) -> str:
     wrapper.assign_pass_configs({})
     wrapper.assign_host_module(artifact.host_mod)
     wrapper.assign_device_module(artifact.device_mod)
-    return wrapper.wrap(artifact.kernel_source)
+    return str(wrapper.wrap(artifact.kernel_source))
 
 
 def compiler_for(target_kind: str) -> str | None:
@@ -117,7 +117,8 @@ def compiler_for(target_kind: str) -> str | None:
         return nvcc if nvcc and os.path.isfile(nvcc) else shutil.which("nvcc")
     from tilelang.contrib.cc import get_cplus_compiler
 
-    return get_cplus_compiler()
+    cxx = get_cplus_compiler()
+    return None if cxx is None else str(cxx)
 
 
 def can_link_cuda() -> bool:

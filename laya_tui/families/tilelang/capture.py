@@ -42,6 +42,7 @@ from laya_tui.families.tilelang.capture_model import (
     CAPTURE_WALL_FACTOR,
     Build,
     Capture,
+    MakerCall,
     TraceFailure,
     bound_arguments,
     call_site,
@@ -243,7 +244,7 @@ def _run_capture(path: str, kernels: set[str], budget: float,
                 entry = f"{name}({', '.join(f'{k}={v!r}' for k, v in values.items())}) " \
                     "with the [tool.laya-tui.kernel-args] table's values"
                 rec.entry = entry
-                rec.last_calls[name] = ((), dict(values), None)  # the kernel's arguments
+                rec.last_calls[name] = MakerCall((), dict(values), None)  # its arguments
                 call = functools.partial(getattr(mod, name), **values)
                 cap.entries.append((entry, _run_entry(call, path, cap)))
     cap.seconds = time.perf_counter() - t0

@@ -25,6 +25,9 @@ from laya_tui.families.tilelang.capture_model import (
     CHECK_SECONDS,
     Build,
     Capture,
+    JitCall,
+    MakerCall,
+    TracedCall,
     TraceFailure,
     bound_arguments,
     call_site,
@@ -76,9 +79,9 @@ class Recorder:
         self.entry = "the import"
         self.mod: Any = None
         self.names: dict[int, str] = {}  # id(kernel object) -> module attribute
-        self.traced: dict[int, tuple[str | None, str, tuple, dict, str | None]] = {}
+        self.traced: dict[int, TracedCall] = {}
         self.keep: list[Any] = []  # keeps traced PrimFuncs alive (their ids are keys)
-        self.stack: list[tuple[str | None, tuple, dict, str | None]] = []
+        self.stack: list[JitCall] = []
         self.registry: dict[int, tuple[KernelCallRecord, int, Any]] = {}
         self.pending_tune: dict[str, Any] | None = None
         self.grace = False  # the file is given CHECK_SECONDS to reach its check
@@ -89,7 +92,7 @@ class Recorder:
         self.after_import: dict[str, Any] = {}  # the module's globals once it imported
         #: the last call of each wrapped kernel maker: (args, kwargs, site), the arguments of
         #: a kernel made deeper inside it (a maker's maker, a closure)
-        self.last_calls: dict[str, tuple[tuple, dict, str | None]] = {}
+        self.last_calls: dict[str, MakerCall] = {}
         #: maker -> arguments that replace what the run passes it (the pyproject table of a
         #: kernel made inside it)
         self.overrides: dict[str, dict[str, Any]] = {}
@@ -177,10 +180,10 @@ class Recorder:
                 bound = inspect.signature(fn).bind_partial(*args, **kwargs)
                 bound.arguments.update(self.overrides[name])
                 args, kwargs = bound.args, bound.kwargs
-            self.last_calls[name] = (args, kwargs, site)
+            self.last_calls[name] = MakerCall(args, kwargs, site)
             out = fn(*args, **kwargs)
             if type(out).__name__ == "PrimFunc":
-                self.traced[id(out)] = (name, "maker", args, kwargs, site)
+                self.traced[id(out)] = TracedCall(name, "maker", args, kwargs, site)
                 self.keep.append(out)
             return out
 
@@ -192,7 +195,8 @@ class Recorder:
         return bool(self.kernels) and self.kernels <= built | set(self.cap.failures)
 
     # -- builds -----------------------------------------------------------------------------
-    def _kernel_entry(self, jit: Any, args: tuple, kwargs: dict) -> tuple:
+    def _kernel_entry(self, jit: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                      ) -> JitCall:
         kwargs = dict(kwargs)
         kwargs.update(kwargs.pop("__tune_params", {}) or {})
         kwargs.pop("__return_compile_arguments", None)
@@ -200,9 +204,10 @@ class Recorder:
         key = self.home_key(jit)
         if key is not None and site is not None:  # whose call: this file's, not the kernel's
             site = f"{os.path.basename(self.path)}: {site}"
-        return key or self.name_of(jit), args, kwargs, site
+        return JitCall(key or self.name_of(jit), args, kwargs, site)
 
-    def _describe_call(self, obj: str | None, jit: Any, args: tuple, kwargs: dict,
+    def _describe_call(self, obj: str | None, jit: Any, args: tuple[Any, ...],
+                       kwargs: dict[str, Any],
                        site: str | None) -> tuple[dict[str, Any], dict[str, str]]:
         sig = getattr(jit, "signature", None)
         if sig is None:
@@ -253,11 +258,11 @@ class Recorder:
         info = self.traced.get(id(func))
         if info is None and self.stack and self.stack[0][0] is not None:
             obj0, a0, k0, s0 = self.stack[0]
-            info = (obj0, "jit", a0, k0, s0)
+            info = TracedCall(obj0, "jit", a0, k0, s0)
         if info is None or info[0] is None:  # not a module attribute: where it was made
             info = self._made_inside(func) or info
         if info is None:
-            info = (self.name_of(func), "primfunc", (), {}, call_site(self.path)[0])
+            info = TracedCall(self.name_of(func), "primfunc", (), {}, call_site(self.path)[0])
         obj, kind, args, kwargs, site = info
         jit = self._jit(obj)
         if kind == "maker" and jit is not None:
@@ -293,7 +298,7 @@ class Recorder:
                 raise StopCapture(done)
         return stub
 
-    def _made_inside(self, func: Any) -> tuple | None:
+    def _made_inside(self, func: Any) -> TracedCall | None:
         """``(top-level name, "nested", args, kwargs, site)`` for a PrimFunc whose
         ``@T.prim_func`` is defined inside one of this file's top-level functions or classes
         (TileLang keeps the Python function as ``orig_func``): a maker's maker, a closure,
@@ -305,8 +310,9 @@ class Recorder:
                 or os.path.realpath(code.co_filename) != self.path:
             return None
         top = qualname.split(".")[0]
-        args, kwargs, site = self.last_calls.get(top, ((), {}, None))
-        return top, "nested", args, kwargs, site or call_site(self.path)[0]
+        made = self.last_calls.get(top, MakerCall((), {}, None))
+        return TracedCall(top, "nested", made.args, made.kwargs,
+                          made.site or call_site(self.path)[0])
 
     def on_trace_error(self, exc: BaseException) -> None:
         if not self.stack:

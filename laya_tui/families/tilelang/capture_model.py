@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from laya_tui.families.tilelang.capture_stubs import (
     Check,
@@ -57,6 +57,33 @@ _GPU_FRAMES = (os.sep + os.path.join("torch", "cuda") + os.sep, "carver" + os.se
 
 
 AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on a GPU)"
+
+
+class MakerCall(NamedTuple):
+    """A call of a kernel maker the run made: its own values and where in the file."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]  # the call's keyword arguments, as the file passed them
+    site: str | None  # "main() at line 129"
+
+
+class JitCall(NamedTuple):
+    """A call of a ``@tilelang.jit`` kernel under way (the innermost last on the stack)."""
+
+    obj: str | None  # the module attribute (or foreign key) of the kernel
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]  # the call's keyword arguments, as the file passed them
+    site: str | None
+
+
+class TracedCall(NamedTuple):
+    """How a PrimFunc came to be traced: by which kernel, how, with which arguments."""
+
+    obj: str | None
+    how: str  # "jit" | "maker" | "nested" | "primfunc" (becomes :attr:`Build.kind`)
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]  # the call's keyword arguments, as the file passed them
+    site: str | None
 
 
 @dataclass

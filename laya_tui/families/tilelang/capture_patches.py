@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from laya_tui.families.tilelang.capture_model import call_site, record_check
+from laya_tui.families.tilelang.capture_model import TracedCall, call_site, record_check
 from laya_tui.families.tilelang.capture_stubs import (
     StubArtifact,
     StubKernel,
@@ -91,7 +91,7 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
                 entry = rec.stack.pop()
             if orig is orig_get_tir and type(out).__name__ == "PrimFunc":
                 obj, a, k, site = entry
-                rec.traced.setdefault(id(out), (obj, "jit", a, k, site))
+                rec.traced.setdefault(id(out), TracedCall(obj, "jit", a, k, site))
                 rec.keep.append(out)
                 if not rec.stack and id(out) not in rec.traced_builds:
                     # the file traced the kernel itself (get_tir): what it builds

@@ -96,7 +96,7 @@ def cpu_generator() -> Any:
 
     base: Any = torch.Generator
 
-    class Generator(base):
+    class Generator(base):  # type: ignore[misc] # torch.Generator, made Any above
         def __new__(cls, device: Any = "cpu") -> Any:
             return base.__new__(cls, device=_to_cpu_device(device))
 

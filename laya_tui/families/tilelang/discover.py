@@ -26,8 +26,9 @@ import os
 import re
 from typing import Any
 
+from laya_tui.families.tilelang.data_dtype import LABELS
 from laya_tui.families.tilelang.data_dtype import label as dtype_label
-from laya_tui.families.tilelang.plain_kernels import LABELS, KernelEntry, plain_kernels
+from laya_tui.families.tilelang.plain_kernels import KernelEntry, plain_kernels
 
 __all__ = ["DTYPES", "LABELS", "SPECS", "TARGETS", "KernelEntry", "cell_label", "classify",
            "find_kernels", "kernel_dirs", "kernel_files", "matrix_cells"]

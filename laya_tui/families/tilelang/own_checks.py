@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 _TAG = "_laya_node"
@@ -346,7 +347,7 @@ def first_output(node: Any) -> Leaf | None:
 def file_frames(path: str) -> list[Any]:
     """The frames of ``path`` on the stack, innermost first."""
     out = []
-    f: Any = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         if os.path.realpath(f.f_code.co_filename) == path:
             out.append(f)
@@ -373,7 +374,7 @@ def asked_by_file(path: str) -> bool:
 
     skip = (os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
             os.path.dirname(torch.__file__))
-    f: Any = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         name = os.path.realpath(f.f_code.co_filename)
         if not name.startswith(skip):

@@ -107,7 +107,7 @@ def _figures(a: Any, e: Any, opts: dict[str, Any], kind: str
             rtol, atol = 1.3e-6, 1e-5
     af, ef = a_t.detach().float().cpu(), e_t.detach().float().cpu()
     try:
-        af, ef = torch.broadcast_tensors(af, ef)
+        af, ef = torch.broadcast_tensors(af, ef)  # type: ignore[no-untyped-call]
     except RuntimeError:
         return float("nan"), float(atol), 0, 0, (float(rtol), float(atol))
     if not af.numel():

@@ -34,7 +34,8 @@ SLOWEST = 6
 class PassLog:
     """What one lowering's passes did: completed passes, the failing one, per-pass seconds."""
 
-    completed: deque = field(default_factory=lambda: deque(maxlen=KEEP))  # (name, before, after)
+    #: (name, module before, module after)
+    completed: deque[tuple[str, Any, Any]] = field(default_factory=lambda: deque(maxlen=KEEP))
     failing: tuple[str, Any] | None = None  # (pass name, module it received)
     timing: Any = None  # tilelang's PassTimingTool
     count: int = 0
@@ -85,7 +86,7 @@ def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
     )
     from tilelang.tools.pass_timing import PassTimingTool
 
-    class Observer(PassEventObserver):
+    class Observer(PassEventObserver):  # type: ignore[misc] # TileLang is untyped
         def pass_started(self, mod: Any, event: Any) -> Any:
             log.count += 1
             return mod
@@ -98,13 +99,13 @@ def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
                 inner = passes[-1]  # outermost first: the last is nearest to the failure
                 log.failing = (str(inner.name), inner.state)
 
-    class Recorder(PassInstrumentationTool):
+    class Recorder(PassInstrumentationTool):  # type: ignore[misc]
         pass_instrument_priority = 0
 
         def create_pass_instrument(self) -> object:
             return StackedPassInstrument(Observer(), capture_nested=True)
 
-    class Timing(PassTimingTool):
+    class Timing(PassTimingTool):  # type: ignore[misc]
         def finish(self, error: BaseException | None) -> None:  # keep, do not log
             self._finished = True
 
@@ -121,7 +122,7 @@ def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
 def script(mod: Any) -> str:
     """TVMScript of a module (``str`` when scripting fails)."""
     try:
-        return mod.script()
+        return str(mod.script())
     except Exception:  # noqa: BLE001 - printing must never hide the diagnostic
         return str(mod)
 

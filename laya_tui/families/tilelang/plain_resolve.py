@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.cell_state import CellState, KernelCall, has_gpu
 from laya_tui.families.tilelang.missing_package import (
@@ -33,6 +34,9 @@ from laya_tui.families.tilelang.missing_package import (
     missing_package,
     unexamined_reason,
 )
+
+if TYPE_CHECKING:
+    import ast
 
 
 def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
@@ -287,7 +291,9 @@ def static_missing(file: str, obj: str, opts: dict[str, Any]) -> list[str]:
     return next((list(e.missing) for e in classify(file, opts) if e.obj == obj), [])
 
 
-def _file_defaults(file: str, missing: list[str], finder: Any) -> dict[str, Any]:
+def _file_defaults(file: str, missing: list[str],
+                   finder: Callable[[ast.Module, list[str]], dict[str, tuple[Any, str]]]
+                   ) -> dict[str, tuple[Any, str]]:
     import ast
 
     try:

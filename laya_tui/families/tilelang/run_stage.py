@@ -168,7 +168,7 @@ def _plain_reference(ctx: Any, state: CellState, example: Any,
     import torch
 
     try:
-        expected = example.expected(promoted, state.dtype)
+        expected: dict[str, Any] = example.expected(promoted, state.dtype)
     except Exception as exc:  # noqa: BLE001 - the reference, not the kernel, refused
         why = ("the file's ref_program does not take the kernel's inputs "
                f"({first_line_of(str(exc))})")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +203,8 @@ def _slice(node: ast.expr, scope: Scope | None, depth: int) -> Any:
 
 def _binop(node: ast.BinOp, scope: Scope | None, depth: int) -> Any:
     a, b = evaluate(node.left, scope, depth + 1), evaluate(node.right, scope, depth + 1)
-    ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+    ops: dict[type[ast.operator], Callable[[], Any]] = {
+           ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
            ast.FloorDiv: lambda: a // b, ast.Div: lambda: a / b, ast.Pow: lambda: a ** b,
            ast.Mod: lambda: a % b, ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b,
            ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b}
