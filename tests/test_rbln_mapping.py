@@ -338,3 +338,29 @@ def test_rbln_region_maps_the_dump_or_reports_its_failure(monkeypatch, fails):
     else:
         assert "aten::pow.Tensor_Scalar_out" in subjects
         assert not [x for x in extras if x["subject"] == "rbln.explain.dump"]
+    # issue 43: the region's placement is torch.rbln.explain's own dispatch counts
+    placement = region.summary()["placement"]
+    if fails:
+        assert placement["on_device"] is None and "dump() failed" in placement["note"]
+    else:
+        disp = COLD["dispatch"]
+        assert placement == {"on_device": disp["total"] - disp["cpu_fallback"],
+                             "fallback": disp["cpu_fallback"],
+                             "share": round(disp["cpu_fallback"] / disp["total"], 6),
+                             "unit": "device placement",
+                             "counted": "op calls (torch.rbln.explain dispatch.total, "
+                                        "cpu_fallback)"}
+        # the per-op fallback counts the same dump gives add up to the CPU share
+        assert placement["fallback"] == sum(COLD["cpu_fallback_by_op"].values())
+        from laya_tui.report.views.placement import placement_text
+
+        assert placement_text(placement) == "on device 385 ops · CPU 27 (6.55%)"
+
+
+def test_rbln_placement_of_an_idle_region_says_nothing_ran_there():
+    from laya_tui.families.explain.placement import NO_RBLN_DISPATCH, rbln_placement
+
+    idle = {**WARM, "dispatch": {**WARM["dispatch"], "total": 0, "cpu_fallback": 0}}
+    assert rbln_placement(idle) == {"on_device": None, "fallback": None, "share": None,
+                                    "unit": None, "note": NO_RBLN_DISPATCH}
+    assert rbln_placement(WARM)["on_device"] == 824 - 54

@@ -36,8 +36,8 @@ NO_PLACEMENT_CPU = "eager on the CPU: no device or compiler placement to report"
 NOT_MEASURED_DEVICE = "eager on {device}: device placement not measured here"
 NOT_RECORDED = ("no graph compiled in this region (its compiled code, if any, comes from an "
                 "earlier compile): placement is on the region that compiled it")
-NOT_MEASURED_RBLN = ("RBLN device placement not measured here: torch.rbln.explain's op counts "
-                     "are not read yet")
+UNIT_DEVICE = "device placement"
+NO_RBLN_DISPATCH = "no op dispatched to the RBLN device in this region"
 GENERATED = "generated"
 
 
@@ -117,6 +117,22 @@ def placement_of(graphs: list[GraphPlacement]) -> dict[str, Any]:
     return {"on_device": inside, "fallback": outside,
             "share": round(outside / total, 6) if total else None,
             "unit": UNIT_KERNELS, "graphs": len(graphs), "outside": by_kind}
+
+
+def rbln_placement(dump: dict[str, Any]) -> dict[str, Any]:
+    """Device placement from torch.rbln.explain's own counts (``dump()["dispatch"]``).
+
+    ``total`` counts the op calls the RBLN dispatch shim saw in the region (warm hits,
+    cold compiles and CPU fallbacks), ``cpu_fallback`` those that ran on the CPU: the
+    rest ran on the device. Counts are per call, not per distinct op.
+    """
+    disp = dump.get("dispatch") or {}
+    total, fallback = disp.get("total"), disp.get("cpu_fallback")
+    if not isinstance(total, int) or not isinstance(fallback, int) or total <= 0:
+        return no_placement(NO_RBLN_DISPATCH)
+    return {"on_device": total - fallback, "fallback": fallback,
+            "share": round(fallback / total, 6), "unit": UNIT_DEVICE,
+            "counted": "op calls (torch.rbln.explain dispatch.total, cpu_fallback)"}
 
 
 def no_placement(note: str) -> dict[str, Any]:

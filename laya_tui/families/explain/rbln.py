@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from laya_tui.families.explain.aggregate import Aggregator, Entry
-from laya_tui.families.explain.placement import NOT_MEASURED_RBLN, no_placement
+from laya_tui.families.explain.placement import no_placement, rbln_placement
 from laya_tui.families.explain.rbln_sites import SiteResolver, parse_frames
 
 #: Bounce sites that are genuine host round-trips (profiler._HOST_BOUNCE_SITES), with the
@@ -379,4 +379,5 @@ class RblnRegion:
         return {"region": self.name, "phase": self.phase, "backend": "rbln", "device": "rbln",
                 "wall_s": round(self.wall_s, 6),
                 "rbln_wall_ns": self.dump.get("wall_ns"),
-                "placement": no_placement(NOT_MEASURED_RBLN)}
+                "placement": rbln_placement(self.dump) if self.dump
+                else no_placement("torch.rbln.explain gave no counts (its dump() failed)")}
