@@ -44,6 +44,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     StubKernel,
     describe,
 )
+from laya_tui.families.tilelang.records import Kwargs, TunedDict
 
 _PASS_CONFIGS_KEY = "__pass_configs__"
 
@@ -58,7 +59,7 @@ def _python_function(jit: Any) -> Any:
 class _TuneResult:
     """What ``AutoTuner.run`` returns: the kernel and the config standing for the tuned one."""
 
-    def __init__(self, kernel: Any, config: dict[str, Any] | None) -> None:
+    def __init__(self, kernel: Any, config: Kwargs | None) -> None:
         self.kernel = kernel
         self.config = config
         self.func = getattr(kernel, "prim_func", None)
@@ -83,7 +84,7 @@ class Recorder:
         self.keep: list[Any] = []  # keeps traced PrimFuncs alive (their ids are keys)
         self.stack: list[JitCall] = []
         self.registry: dict[int, tuple[KernelCallRecord, int, Any]] = {}
-        self.pending_tune: dict[str, Any] | None = None
+        self.pending_tune: TunedDict | None = None
         self.grace = False  # the file is given CHECK_SECONDS to reach its check
         self.traced_builds: dict[int, Build] = {}  # PrimFuncs the file traced itself
         self.mode_state = ModeState()
@@ -219,12 +220,12 @@ class Recorder:
             values, given = dict(kwargs), set(kwargs)
         else:
             values, given = bound_arguments(sig, args, kwargs)
-        tuned = self.pending_tune or {}
+        tuned_config = self.pending_tune["config"] if self.pending_tune else {}
         out = {k: describe(v) for k, v in values.items()}
         sources = {}
         refined = self._static_sources(obj, site)
         for k in out:
-            if k in (tuned.get("config") or {}):
+            if k in (tuned_config or {}):
                 sources[k] = AUTOTUNE_SOURCE
             elif k in given:
                 sources[k] = refined.get(k) or site or "the file's call"
@@ -288,7 +289,7 @@ class Recorder:
         if traced_only:
             self.traced_builds[id(func)] = build
         stub = StubKernel(func, out_idx, build.call, self.registry,
-                          config=(build.tuned or {}).get("config"))
+                          config=build.tuned["config"] if build.tuned else None)
         if self.stop_when_done and self.done() and not self.grace:
             self.grace = self.cap.stopped_when_done = True
             done = "every kernel of the file is built"

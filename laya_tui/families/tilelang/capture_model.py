@@ -25,6 +25,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     StopCapture,
 )
 from laya_tui.families.tilelang.cell_state import has_gpu
+from laya_tui.families.tilelang.records import TunedDict
 
 #: The file's own run may use this much CPU time (``LAYA_TUI_TILELANG_CAPTURE_S``): the
 #: process's CPU (``ITIMER_PROF``: user + system time of all its threads, TileLang's compile
@@ -104,7 +105,7 @@ class Build:
     site: str | None  # "main() at line 129"
     entry: str  # the entry point that built it
     raw: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})  # the call's own values
-    tuned: dict[str, Any] | None = None  # {"configs": n, "config": {...}}
+    tuned: TunedDict | None = None
     call: KernelCallRecord = field(default_factory=KernelCallRecord)
     index: int = 0  # the how-manieth build of the file
     module: Any = None  # another file's kernel: its module as this run imported it

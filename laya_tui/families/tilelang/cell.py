@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.families.tilelang.cell_state import (
     INSTALL_HINT,
@@ -45,6 +45,7 @@ from laya_tui.families.tilelang.cell_state import (
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic
 from laya_tui.families.tilelang.missing_package import missing_package
+from laya_tui.families.tilelang.records import CellArtifacts, CellExtra
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch, run_stage
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -222,7 +223,7 @@ def _failure_files(ctx: Any, state: CellState, call: KernelCall | None) -> None:
 
     folder = os.path.join(cache_root(ctx.options), "cells", safe_name(state.kernel),
                           safe_name(state.label))
-    files: dict[str, Any] = {}
+    files: CellArtifacts = {}
     log = state.extra.pop("_passlog", None)
     try:
         if log is not None and state.stage == "lower":
@@ -236,8 +237,8 @@ def _failure_files(ctx: Any, state: CellState, call: KernelCall | None) -> None:
     except Exception as exc:  # noqa: BLE001 - artifacts must never hide the diagnostic
         ctx.log(f"could not write the failure artifacts of {state.name}: {exc}",
                 subject=state.name)
+    state.extra.update(cast(CellExtra, files))  # its keys are the detail's own
     for k, v in files.items():
-        state.extra[k] = v
         if k in ("ir_before", "last_pass_diff", "repro") and isinstance(v, str):
             ctx.artifact(f"{state.name}/{k}", v, detail={"kind": k.replace("_", " "),
                                                          **tdetail(state)})

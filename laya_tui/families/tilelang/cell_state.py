@@ -15,6 +15,15 @@ from typing import Any
 from laya_tui.families.tilelang.data_dtype import label
 from laya_tui.families.tilelang.diagnostics import Diagnostic
 from laya_tui.families.tilelang.discover import cell_label
+from laya_tui.families.tilelang.records import (
+    CellExtra,
+    Detail,
+    Globals,
+    KernelArgs,
+    KernelDetail,
+    PassConfigs,
+    SiteDict,
+)
 
 SEED = 1234
 DEFAULT_CUDA_ARCH = "sm_90a"
@@ -36,10 +45,10 @@ class KernelCall:
     """How a plain kernel is built: the module attribute, its arguments, its pass configs."""
 
     obj: str
-    args: dict[str, Any] = field(default_factory=dict)
+    args: KernelArgs = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     dtype_arg: str | None = None
-    pass_configs: dict[str, Any] = field(default_factory=dict)
+    pass_configs: PassConfigs = field(default_factory=dict)
     out_idx: Any = None
     execution_backend: str | None = None  # as the file or the table asks (None: default)
     compile_flags: Any = None
@@ -47,7 +56,7 @@ class KernelCall:
     record: Any = None  # the file's call of the built kernel (capture_stubs.KernelCallRecord)
     module: Any = None  # the module the file's run imported (its ref_program)
     trace_error: BaseException | None = None  # the file's own call of the kernel raised
-    run_globals: dict[str, Any] = field(default_factory=dict)  # globals the file's run set
+    run_globals: Globals = field(default_factory=dict)  # globals the file's run set
 
 
 def dtype_label(dtype: str) -> str:
@@ -69,7 +78,7 @@ class CellState:
     stage: str = "import"
     outcome: str = "lower-failed"
     seconds: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: CellExtra = field(default_factory=lambda: CellExtra())
     diag: Diagnostic | None = None
     module: Any = None  # the imported kernel module (not reported)
     no_reference: str = ""  # why a plain kernel has nothing to compare with
@@ -87,9 +96,9 @@ class CellState:
         """Where the built kernel runs: ``cuda`` for the cuda target, else ``cpu``."""
         return "cuda" if self.target == "cuda" else "cpu"
 
-    def detail(self) -> dict[str, Any]:
+    def detail(self) -> Detail:
         d = self.diag
-        out: dict[str, Any] = {
+        out: Detail = {
             "kernel": self.kernel, "target": self.target, "dtype": dtype_label(self.dtype),
             "spec": self.spec, "outcome": self.outcome, "stage": self.stage,
             "exception": d.exception if d else None,
@@ -135,16 +144,16 @@ def has_gpu() -> bool:
         return False
 
 
-def factory_site(path: str, line: int | None, func: str | None) -> dict[str, Any] | None:
+def factory_site(path: str, line: int | None, func: str | None) -> SiteDict | None:
     if not line:
         return None
-    site: dict[str, Any] = {"file": os.path.realpath(path), "line": int(line)}
+    site: SiteDict = {"file": os.path.realpath(path), "line": int(line)}
     if func:
         site["func"] = func
     return site
 
 
-def tdetail(state: CellState) -> dict[str, Any]:
+def tdetail(state: CellState) -> KernelDetail:
     """The kernel/target/dtype/spec part of every signal's detail."""
     return {"kernel": state.kernel, "target": state.target,
             "dtype": dtype_label(state.dtype), "spec": state.spec}

@@ -18,6 +18,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.tilelang.records import BufferDict, SiteDict
+
 #: ``--> /abs/path/kernel.py:21:1`` markers TileLang appends to compiler errors.
 MARKER_RE = re.compile(r"-->\s+(?P<file>[^\s].*?):(?P<line>\d+)(?::(?P<col>\d+))?\s*$",
                        re.MULTILINE)
@@ -53,10 +55,10 @@ class Diagnostic:
     exception: str
     line: str
     text: str
-    site: dict[str, Any] | None = None
+    site: SiteDict | None = None
     source_excerpt: str | None = None
     pass_name: str | None = None
-    buffers: list[dict[str, Any]] = field(default_factory=list)
+    buffers: list[BufferDict] = field(default_factory=list)
     command: str | None = None
     fix: str | None = None
 
@@ -74,8 +76,12 @@ def first_line(message: str) -> str:
     return message.strip()[:500]
 
 
-def excerpt(path: str, line: int, context: int = 2, col: int | None = None) -> str | None:
-    """``path`` lines ``line-context .. line+context`` with a gutter and a ``>`` marker."""
+def excerpt(path: str, line: int | None, context: int = 2, col: int | None = None
+            ) -> str | None:
+    """``path`` lines ``line-context .. line+context`` with a gutter and a ``>`` marker
+    (None without a line)."""
+    if line is None:
+        return None
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
@@ -92,8 +98,8 @@ def excerpt(path: str, line: int, context: int = 2, col: int | None = None) -> s
     return "\n".join(out)
 
 
-def _site(path: str, line: int, func: str | None = None) -> dict[str, Any]:
-    site: dict[str, Any] = {"file": os.path.realpath(path), "line": int(line)}
+def _site(path: str, line: int, func: str | None = None) -> SiteDict:
+    site: SiteDict = {"file": os.path.realpath(path), "line": int(line)}
     if func:
         site["func"] = func
     return site
@@ -115,7 +121,7 @@ def _span_site(span: Any) -> tuple[str, int] | None:
 # -- buffers the failing IR holds -----------------------------------------------------------
 
 
-def ir_buffers(mod: Any) -> tuple[list[dict[str, Any]], list[tuple[str, list[str]]]]:
+def ir_buffers(mod: Any) -> tuple[list[BufferDict], list[tuple[str, list[str]]]]:
     """Buffers of every function in ``mod`` (name, scope, dtype, span site) and its tile ops.
 
     Tile ops come back in IR order as ``(op name, [buffer names])``.
@@ -123,14 +129,14 @@ def ir_buffers(mod: Any) -> tuple[list[dict[str, Any]], list[tuple[str, list[str
     from tvm import tirx
     from tvm.tirx import stmt_functor
 
-    buffers: dict[str, dict[str, Any]] = {}
+    buffers: dict[str, BufferDict] = {}
     ops: list[tuple[str, list[str]]] = []
 
     def note(buf: Any) -> None:
         name = str(buf.name)
         if name in buffers:
             return
-        entry: dict[str, Any] = {"name": name, "scope": str(buf.scope()), "dtype": str(buf.dtype)}
+        entry: BufferDict = {"name": name, "scope": str(buf.scope()), "dtype": str(buf.dtype)}
         where = _span_site(getattr(buf, "span", None))
         if where:
             entry["file"], entry["line"] = where
@@ -158,8 +164,8 @@ def ir_buffers(mod: Any) -> tuple[list[dict[str, Any]], list[tuple[str, list[str
     return list(buffers.values()), ops
 
 
-def implicated_buffers(message: str, trace: str, buffers: list[dict[str, Any]],
-                       ops: list[tuple[str, list[str]]]) -> list[dict[str, Any]]:
+def implicated_buffers(message: str, trace: str, buffers: list[BufferDict],
+                       ops: list[tuple[str, list[str]]]) -> list[BufferDict]:
     """The buffers a diagnostic is about: named in it, or of the scope/dtype it names
     and used by the tile op that failed."""
     named = [b for b in buffers if re.search(rf"(?<![\w.]){re.escape(b['name'])}(?![\w])",
@@ -172,7 +178,7 @@ def implicated_buffers(message: str, trace: str, buffers: list[dict[str, Any]],
         return []
     by_name = {b["name"]: b for b in buffers}
 
-    def fits(b: dict[str, Any]) -> bool:
+    def fits(b: BufferDict) -> bool:
         return b["scope"] in scopes if scopes else b["dtype"] in dtypes
 
     op_match = _TILEOP_FRAME_RE.findall(trace)
@@ -223,7 +229,7 @@ def fix_for(line: str, target: str, stage: str) -> str | None:
 
 
 def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: str,
-                   factory_site: dict[str, Any] | None = None, tracker: Any = None,
+                   factory_site: SiteDict | None = None, tracker: Any = None,
                    source_func: Any = None) -> Diagnostic:
     """The diagnostic of an exception raised while importing, tracing or lowering a kernel.
 
@@ -278,7 +284,7 @@ def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: 
     if site is None:
         site = user_frame(exc, kernel_file)
     if site is None and factory_site is not None:
-        site = dict(factory_site)
+        site = factory_site.copy()
     diag.site = site
     if site is not None:
         diag.source_excerpt = excerpt(site["file"], site["line"])
@@ -295,7 +301,7 @@ def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: 
     return diag
 
 
-def user_frame(exc: BaseException, kernel_file: str) -> dict[str, Any] | None:
+def user_frame(exc: BaseException, kernel_file: str) -> SiteDict | None:
     """The innermost traceback frame in the kernel's folder (the user's kernel code)."""
     folder = os.path.dirname(os.path.realpath(kernel_file)) + os.sep
     site = None
@@ -330,8 +336,8 @@ def from_compiler(output: str, command: list[str], *, target: str, source_path: 
     if m and os.path.realpath(m.group("file")) == os.path.realpath(source_path):
         diag.source_excerpt = excerpt(source_path, int(m.group("line") or m.group("pline")))
     elif site is not None:
-        diag.source_excerpt = excerpt(site["file"], site["line"])
-        generated = generated_line(source_path, site["file"], site["line"],
+        diag.source_excerpt = excerpt(site["file"], lineno)  # (site is lineno's)
+        generated = generated_line(source_path, site["file"], lineno,
                                    int(m.group("col") or 0) if m else 0)
         if generated and diag.source_excerpt:
             diag.source_excerpt += f"\n  generated ({os.path.basename(source_path)}):\n" \

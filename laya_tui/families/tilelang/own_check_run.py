@@ -21,12 +21,13 @@ from laya_tui.families.tilelang.cell_state import (
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
 from laya_tui.families.tilelang.kernel_launch import as_list, out_indices, sync
+from laya_tui.families.tilelang.records import CheckDict, PassConfigs, SiteDict
 
 __all__ = ["check_site", "close", "rebuilt", "run_own_check"]
 
 
 def rebuilt(state: CellState, func: Any, call: KernelCall | None,
-            config: dict[str, Any]) -> Any:
+            config: PassConfigs) -> Any:
     """The kernel built again by TileLang itself with pass configuration ``config`` (the pass
     bisection's builds: :mod:`laya_tui.families.tilelang.pass_bisect`)."""
     import tilelang
@@ -40,7 +41,7 @@ def rebuilt(state: CellState, func: Any, call: KernelCall | None,
 
 
 def run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: Any,
-                  out_idx: Any, rebuild: Callable[[dict[str, Any]], Any] | None = None
+                  out_idx: Any, rebuild: Callable[[PassConfigs], Any] | None = None
                   ) -> None:
     """Run the built kernel the way the file checks it, with its tolerances: the file's
     reference program on the inputs TileLang's profiler supplies, or each check the file
@@ -59,7 +60,7 @@ def run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: 
         ctx.timing(f"{state.name}/run", state.seconds["run"], detail=tdetail(state))
         raise StageFailed(from_exception(exc, stage="run", target=state.target,
                                          kernel_file=state.file)) from exc
-    checks: dict[str, Any] = {}
+    checks: dict[str, CheckDict] = {}
     failures: list[str] = []
     definition = state.extra.get("definition")
     by = (state.extra.get("built_by") or {}).get("file")  # a test of the project built it:
@@ -76,8 +77,11 @@ def run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: 
             fields["site"] = site
         ctx.tolerance(f"{state.name}/{key}", v.value, v.limit, passed=v.passed,
                       detail={**tdetail(state), **extra}, **fields)
-        checks[key] = {"value": v.value, "limit": v.limit, "passed": v.passed, "check": how,
-                       **({"note": v.note} if v.note else {})}
+        check: CheckDict = {"value": v.value, "limit": v.limit, "passed": v.passed,
+                            "check": how}
+        if v.note:
+            check["note"] = v.note
+        checks[key] = check
         if not v.passed:
             why = "; ".join(x for x in (v.message, v.note) if x)
             failures.append(f"{key}: {why} (the file's check: {how})")
@@ -95,13 +99,13 @@ def run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: 
 
 
 def _bisect(state: CellState, record: Any, params: Any, out_idx: Any,
-            rebuild: Callable[[dict[str, Any]], Any]) -> str | None:
+            rebuild: Callable[[PassConfigs], Any]) -> str | None:
     """After a failed check: the pass option whose change makes it pass (the detail's
     ``pass_bisection``), as the finding's fix when there is one."""
     from laya_tui.families.tilelang.pass_bisect import bisect_passes
     from laya_tui.families.tilelang.stages import pass_config
 
-    def passes(config: dict[str, Any]) -> bool:
+    def passes(config: PassConfigs) -> bool:
         kernel = rebuild(config)
         got = (_profiler_check(state, kernel, record, params, out_idx)
                if record.ref_program is not None else _file_checks(state, kernel, record))
@@ -115,7 +119,7 @@ def _bisect(state: CellState, record: Any, params: Any, out_idx: Any,
     return found.fix()
 
 
-def check_site(file: str, how: str) -> dict[str, Any] | None:
+def check_site(file: str, how: str) -> SiteDict | None:
     """Where the file makes a check (``torch.testing.assert_close at line 19 (in test(),
     called at line 40)``: line 19 of the kernel file), None when its label names no line."""
     m = re.search(r" at line (\d+)", how)

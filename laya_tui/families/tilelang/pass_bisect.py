@@ -25,8 +25,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from laya_tui.families.tilelang.records import BisectionDict, PassConfigs
 
 #: TileLang's switches that turn an optimising pass off (key, the value that turns it off,
 #: the pass it concerns)
@@ -48,7 +50,7 @@ SECONDS = 45.0  # default budget (LAYA_TUI_TILELANG_BISECT_S): well inside a cel
 
 @dataclass
 class Trial:
-    change: dict[str, Any]  # option -> value ("<removed>": the file's own option taken out)
+    change: PassConfigs  # option -> value ("<removed>": the file's own option taken out)
     passed: bool | None  # None: the build or the run raised
     note: str = ""
 
@@ -57,7 +59,7 @@ class Trial:
 class Bisection:
     """What the search found (``detail.pass_bisection``)."""
 
-    restored_by: dict[str, Any] | None = None
+    restored_by: PassConfigs | None = None
     pass_name: str | None = None
     verdict: str = ""
     builds: int = 0
@@ -65,8 +67,12 @@ class Bisection:
     budget: dict[str, float] = field(default_factory=dict)
     trials: list[Trial] = field(default_factory=list)
 
-    def as_detail(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_detail(self) -> BisectionDict:
+        return {"restored_by": None if self.restored_by is None else dict(self.restored_by),
+                "pass_name": self.pass_name, "verdict": self.verdict, "builds": self.builds,
+                "seconds": self.seconds, "budget": dict(self.budget),
+                "trials": [{"change": dict(t.change), "passed": t.passed, "note": t.note}
+                           for t in self.trials]}
 
     def fix(self) -> str | None:
         """The finding's fix when a change restores the file's check."""
@@ -94,8 +100,8 @@ def budget_seconds() -> float:
         return SECONDS
 
 
-def bisect_passes(base: dict[str, Any],
-                  check: Callable[[dict[str, Any]], bool | None]) -> Bisection | None:
+def bisect_passes(base: PassConfigs,
+                  check: Callable[[PassConfigs], bool | None]) -> Bisection | None:
     """Search for the pass option whose change makes ``check`` pass. ``base`` is the
     kernel's own pass configuration; ``check(config)`` builds with ``config`` and makes the
     file's check (None when that raised). None when switched off."""
@@ -104,11 +110,11 @@ def bisect_passes(base: dict[str, Any],
         return None
     t0 = time.perf_counter()
     out = Bisection(budget={"builds": BUILDS, "seconds": seconds})
-    changes: list[tuple[dict[str, Any], str]] = [
+    changes: list[tuple[PassConfigs, str]] = [
         ({k: REMOVED}, f"the file's own option {k}") for k in base if _optional(k)]
     changes += [({k: v}, name) for k, v, name in SWITCHES if base.get(k) != v]
 
-    def attempt(change: dict[str, Any]) -> bool | None:
+    def attempt(change: PassConfigs) -> bool | None:
         config = {k: v for k, v in base.items() if change.get(k) != REMOVED}
         config.update({k: v for k, v in change.items() if v != REMOVED})
         out.builds += 1
@@ -155,6 +161,6 @@ def _optional(key: str) -> bool:
     return key != "tl.emit_line_directives"
 
 
-def _show(change: dict[str, Any]) -> str:
+def _show(change: PassConfigs) -> str:
     return ", ".join(f"{k} removed" if v == REMOVED else f"{k}={v!r}"
                      for k, v in change.items())

@@ -24,6 +24,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.tilelang.records import CellArtifacts, PassTimings
+
 #: Completed passes remembered for the "last successful pass" diff.
 KEEP = 64
 #: Slowest passes kept in a cell's detail.
@@ -49,11 +51,12 @@ class PassLog:
             return None if after is None else (f"after {name}", after)
         return None
 
-    def timings(self) -> dict[str, Any]:
-        """``{"passes", "total_s", "slowest": [[name, self seconds, runs], ...]}``."""
+    def timings(self) -> PassTimings | None:
+        """``{"passes", "total_s", "slowest": [[name, self seconds, runs], ...]}``; None
+        when no pass ran under the timing tool."""
         records = list(self.timing.records) if self.timing is not None else []
         if not records:
-            return {}
+            return None
         total = sum(r.duration_s for r in records if r.depth == 0)
         by_name: dict[str, list[float]] = {}
         for r in records:  # a pass that runs several times (tl.Simplify) is summed
@@ -146,11 +149,11 @@ def last_change(log: PassLog, limit: int = 30) -> tuple[str, str, int] | None:
 
 
 def write_failure_artifacts(log: PassLog, folder: str, *, failing_pass: str | None,
-                            message: str) -> dict[str, Any]:
+                            message: str) -> CellArtifacts:
     """Write ``ir_before.py`` (TVMScript the failing pass received) and ``last_pass.diff``;
     the detail keys describing them."""
     os.makedirs(folder, exist_ok=True)
-    out: dict[str, Any] = {}
+    out: CellArtifacts = {}
     inner = log.innermost()
     if inner is not None:
         name, mod = inner

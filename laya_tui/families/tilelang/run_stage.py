@@ -74,7 +74,8 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
         ctx.log(f"run skipped: {state.extra['run_skipped']}", subject=state.name)
         return
     if example is None and record is not None and not all(c.trusted for c in record.checks):
-        faked = (state.extra.get("file_run") or {}).get("faked_ops", 0)
+        run = state.extra.get("file_run")
+        faked = run.get("faked_ops", 0) if run else 0
         state.extra["run_skipped"] = (
             f"the file's check compares with values its run made while the capture answered "
             f"{faked or 'some'} GPU-sized torch op(s) with zeros (a GPU host computes them): "
@@ -95,12 +96,12 @@ def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, bu
 def _why_unchecked(state: CellState) -> str:
     """Why the file's run gave no check of this kernel: it compares nothing with its
     outputs, or it stopped first, or its comparisons cannot be made again here."""
-    run = state.extra.get("file_run") or {}
-    let_pass = run.get("checks_let_pass")
+    run = state.extra.get("file_run")
+    let_pass = run.get("checks_let_pass") if run else None
     if let_pass:
         return (f"the file's run compares values laya-tui cannot make again from this "
                 f"kernel's outputs alone ({let_pass} comparison(s) let pass)")
-    ended = [e for e in run.get("entries", []) if not e.endswith((": ran", ": exited (0)",
+    ended = [e for e in (run["entries"] if run else []) if not e.endswith((": ran", ": exited (0)",
                                                                   ": exited (None)"))]
     if ended:
         return f"the file's run ended before it checked this kernel ({ended[0]})"

@@ -35,6 +35,7 @@ from laya_tui.families.tilelang.diagnostics import (
     from_compiler,
     from_exception,
 )
+from laya_tui.families.tilelang.records import SiteDict
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Built:
 # -- trace ------------------------------------------------------------------------------------
 
 
-def trace_stage(ctx: Any, state: CellState, fsite: dict[str, Any] | None,
+def trace_stage(ctx: Any, state: CellState, fsite: SiteDict | None,
                 factory: str | None, call: KernelCall | None = None) -> tuple[Any, Any]:
     """The kernel's PrimFunc (and a factory's example): timed as part of ``lower``."""
     from laya_tui.families.tilelang.modules import (
@@ -194,7 +195,7 @@ def prepared(func: Any, target: Any, backend: str, out_idx: Any) -> Any:
     return func
 
 
-def lower_stage(ctx: Any, state: CellState, func: Any, fsite: dict[str, Any] | None,
+def lower_stage(ctx: Any, state: CellState, func: Any, fsite: SiteDict | None,
                 call: KernelCall | None = None) -> tuple[Any, Any]:
     """``tilelang.lower(..., enable_device_compile=False)`` under TileLang's pass
     instrumentation: per-pass seconds, and the IR each pass received kept by reference for

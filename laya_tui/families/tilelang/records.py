@@ -1,0 +1,187 @@
+"""The records the TileLang modules hand each other, named for what they hold (worker side).
+
+Typed dicts for what ends up in a signal's ``detail`` (the cell's :class:`CellExtra`, a
+check, the pass bisection, a buffer, the kernel part of every detail); a site is the
+report's own :class:`~laya_tui.core.report_types.SiteDict`. The open mappings keep a name
+that says whose they are: TileLang's pass configuration, a kernel's arguments, a call's
+keyword arguments, a module's globals (all handed on as they are), the probe's run options
+(JSON from outside) and a signal's detail (an open JSON object, ``$defs/signal``).
+"""
+
+# No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
+# NotRequired only from evaluated annotations.
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NotRequired, TypeAlias, TypedDict
+
+from laya_tui.core.report_types import SiteDict
+
+if TYPE_CHECKING:
+    import torch
+
+    from laya_tui.families.tilelang.passlog import PassLog
+
+__all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellDict",
+           "CellExtra", "CheckDict", "Detail", "FileRunDict", "Globals", "ImporterTried",
+           "KernelArgs", "KernelDetail", "Kwargs", "PassConfigs", "PassTimings",
+           "ProbeOptions", "SiteDict", "Tensors", "TrialDict", "TunedDict"]
+
+#: TileLang's ``pass_configs`` (option -> value), handed to TileLang as they are.
+PassConfigs: TypeAlias = dict[str, Any]
+#: A kernel's arguments by parameter name, as its file's run, its syntax tree or its
+#: pyproject table gives them (sizes, dtype names, flags; tensors as ``{"tensor": shape,
+#: "dtype": d}``): the keyword arguments its maker is called with.
+KernelArgs: TypeAlias = dict[str, Any]
+#: A call's keyword arguments as the file passed them (handed on as they are).
+Kwargs: TypeAlias = dict[str, Any]
+#: A module's globals, or the part of them a kernel reads (name -> object).
+Globals: TypeAlias = dict[str, Any]
+#: The run options probes get (``laya_tui.api.options()``: JSON from ``LAYA_TUI_OPTIONS``;
+#: ``kernels``, ``workspace``, ``kernel_args``... read here).
+ProbeOptions: TypeAlias = Mapping[str, Any]
+#: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
+Detail: TypeAlias = dict[str, Any]
+#: Tensors by parameter name (a kernel's inputs and outputs, a reference's results).
+Tensors: TypeAlias = "dict[str, torch.Tensor]"
+
+
+class KernelDetail(TypedDict):
+    """The kernel/target/dtype/spec part of every signal's detail (``cell_state.tdetail``)."""
+
+    kernel: str
+    target: str
+    dtype: str  # its label: fp16, bf16-fp8e4m3
+    spec: str | None
+
+
+class BufferDict(TypedDict):
+    """A buffer of the IR a failing pass received (``diagnostics.ir_buffers``)."""
+
+    name: str
+    scope: str
+    dtype: str
+    file: NotRequired[str]  # the span TileLang stamped on it
+    line: NotRequired[int]
+
+
+class CheckDict(TypedDict):
+    """One output's comparison in the cell's ``checks`` (the ``tolerance`` signal's facts)."""
+
+    value: Any  # max |diff| (None when the comparison gave none)
+    limit: float
+    passed: bool | None
+    check: NotRequired[str]  # the file's own check that made it
+    note: NotRequired[str]
+
+
+class TrialDict(TypedDict):
+    """One build of the pass bisection (``pass_bisect.Trial``)."""
+
+    change: PassConfigs  # option -> value ("<removed>": the file's own option taken out)
+    passed: bool | None  # None: the build or the run raised
+    note: str
+
+
+class BisectionDict(TypedDict):
+    """The cell detail's ``pass_bisection`` (``pass_bisect.Bisection.as_detail``)."""
+
+    restored_by: PassConfigs | None
+    pass_name: str | None
+    verdict: str
+    builds: int
+    seconds: float
+    budget: dict[str, float]
+    trials: list[TrialDict]
+
+
+class PassTimings(TypedDict):
+    """Per-pass seconds of a lowering (``passlog.PassLog.timings``): ``slowest`` holds
+    ``[name, self seconds, runs]``."""
+
+    passes: int
+    total_s: float
+    slowest: list[list[str | float | int]]
+
+
+class TunedDict(TypedDict):
+    """An ``@autotune`` kernel's tuning as the run saw it: the first config stands in."""
+
+    configs: int
+    config: Kwargs  # the tiling values, handed to the kernel as keyword arguments
+
+
+class FileRunDict(TypedDict):
+    """How the file's own run (or an importing file's) went: the detail's ``file_run``."""
+
+    entries: list[str]
+    seconds: float
+    file: NotRequired[str]  # an importing file's run
+    faked_ops: NotRequired[int]
+    checks_let_pass: NotRequired[int]
+
+
+class ImporterTried(TypedDict):
+    """A file importing the kernel's library module, whose run was tried."""
+
+    file: str
+    ended: str
+    gpu_needed: str | None
+
+
+#: What built the kernel the cell examines: the detail's ``built_by``.
+BuiltByDict = TypedDict("BuiltByDict", {
+    "entry": str, "site": str | None, "target": Any, "builds": int, "tuned": TunedDict,
+    "globals": Globals, "file": str, "data dtype": str, "raised": str, "file_run": str,
+}, total=False)
+
+
+class CellArtifacts(TypedDict, total=False):
+    """Files a failed cell leaves (``passlog.write_failure_artifacts`` and ``repro.py``)."""
+
+    ir_before: str
+    ir_before_pass: str
+    last_pass_diff: str
+    last_pass: str
+    pass_timing_report: str
+    repro: str
+
+
+class CellExtra(CellArtifacts, total=False):
+    """What the stages add to a cell's detail (``CellState.extra``); keys starting with
+    ``_`` stay out of the detail."""
+
+    definition: SiteDict
+    args: KernelArgs
+    arg_sources: dict[str, str]
+    out_idx: Any  # as the file gave it to TileLang (an int or a list of them)
+    tool_session: str
+    file_run: FileRunDict
+    built_by: BuiltByDict
+    importers_tried: list[ImporterTried]
+    pass_configs: dict[str, bool | int | float | str]  # the JSON-able ones
+    _pass_configs_all: PassConfigs
+    _passlog: "PassLog"
+    execution_backend: str
+    generated_source: str
+    passes: PassTimings
+    build_skipped: str
+    build_cached: bool
+    command: str
+    command_note: str
+    wrapped_source: str
+    built_with: str
+    linked: bool
+    run_skipped: str
+    not_run: str
+    checks: dict[str, CheckDict]
+    reference: str
+    pass_bisection: BisectionDict
+
+
+class CellDict(TypedDict):
+    """One cell of a TileLang probe as discovery gives it to ``laya_tui.api.param``:
+    ``kwargs`` are the probe function's keyword arguments (``cell.run_cell``)."""
+
+    id: str
+    name: str
+    deps: list[str]
+    kwargs: Kwargs
