@@ -23,6 +23,7 @@ from laya_tui.families.tilelang.cell_state import (
     factory_site,
 )
 from laya_tui.families.tilelang.discover import DTYPES
+from laya_tui.families.tilelang.records import CellDict, Example, ProbeOptions, Tensors
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -35,7 +36,7 @@ def agreement_label(dtype: str) -> str:
     return f"cpu-vs-gpu,{DTYPES.get(dtype, dtype)}"
 
 
-def agreement_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
+def agreement_cells(opts: ProbeOptions) -> list[CellDict]:
     """One cell per factory kernel x fp16/bf16: ``{"id", "name", "deps", "kwargs"}``."""
     from laya_tui.families.tilelang.discover import find_kernels, kernel_dirs
 
@@ -46,8 +47,8 @@ def agreement_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
             for dt in AGREE_DTYPES]
 
 
-def compare_specs(ctx: Any, example: Any, kernel: str, dtype: str,
-                  cpu_out: dict[str, Any], gpu_out: dict[str, Any]) -> list[str]:
+def compare_specs(ctx: Any, example: Example, kernel: str, dtype: str,
+                  cpu_out: Tensors, gpu_out: Tensors) -> list[str]:
     """One ``tolerance`` signal per output (gpu vs cpu specialization); the failures."""
     import torch
 
@@ -80,8 +81,8 @@ def run_agreement(ctx: Any, *, kernel: str, file: str, dtype: str, factory: str 
     if not cuda_codegen_available():
         ctx.skip("this TileLang build has no CUDA codegen (a Metal/CPU wheel)")
     fsite = factory_site(file, line, factory)
-    outputs: dict[str, dict[str, Any]] = {}
-    example = None
+    outputs: dict[str, Tensors] = {}
+    example: Example | None = None
     for target, spec in (("c", "cpu"), ("cuda", "gpu")):
         run_dtype = "float32" if spec == "cpu" else dtype
         state = CellState(kernel=kernel, target=target, dtype=run_dtype, spec=spec, file=file,
@@ -107,6 +108,7 @@ def run_agreement(ctx: Any, *, kernel: str, file: str, dtype: str, factory: str 
         except StageFailed as failed:
             ctx.fail(f"{state.name} failed to {failed.diag.stage}: {failed.diag.line} "
                      "(its matrix cell has the full diagnostic)")
+    assert example is not None  # ctx.skip raised above otherwise
     failures = compare_specs(ctx, example, kernel, dtype, outputs["cpu"], outputs["gpu"])
     if failures:
         ctx.fail(failures[0])

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from laya_tui.families.tilelang.records import ProbeOptions
+
 BUILD_TIMEOUT = 300.0
 
 
@@ -85,7 +87,7 @@ def recorded_commands() -> Iterator[Recorded]:
             setattr(CUDABinaryCache, "load", own)  # noqa: B010
 
 
-def cache_root(opts: dict[str, Any]) -> str:
+def cache_root(opts: ProbeOptions) -> str:
     """Where generated sources and libraries go: ``--out``/tilelang or the per-user cache."""
     from laya_tui.core.files import artifact_dir
 

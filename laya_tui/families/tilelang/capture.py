@@ -58,6 +58,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     describe,
 )
 from laya_tui.families.tilelang.cell_state import has_gpu
+from laya_tui.families.tilelang.records import KernelArgs, Kwargs
 
 # -- the cache -------------------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ def _stamp(path: str) -> tuple[int, int, str]:
 
 def capture_file(path: str, kernels: set[str] | None = None,
                  seconds: float | None = None, want: str | None = None,
-                 overrides: dict[str, dict[str, Any]] | None = None) -> Capture:
+                 overrides: dict[str, KernelArgs] | None = None) -> Capture:
     """The capture of ``path`` (run once per process and file content). ``want`` names
     another file's kernel (:func:`foreign_key`) the run should go on to build: a capture
     cut short once the file's own kernels were built runs again until it builds that.
@@ -161,18 +162,18 @@ def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Call
     return out
 
 
-def _calling(mod: Any, name: str, kwargs: dict[str, Any]) -> Callable[[], Any]:
+def _calling(mod: Any, name: str, kwargs: Kwargs) -> Callable[[], Any]:
     return lambda: getattr(mod, name)(**kwargs)
 
 
-def _first_parameters(fn: Any) -> dict[str, Any] | None:
+def _first_parameters(fn: Any) -> Kwargs | None:
     """The arguments of a test's first case under ``@pytest.mark.parametrize`` (each mark's
     first values, as pytest's first generated test gets them); None when it has none."""
     marks = [m for m in getattr(fn, "pytestmark", None) or []
              if getattr(m, "name", None) == "parametrize" and len(m.args) >= 2]
     if not marks:
         return None
-    given: dict[str, Any] = {}
+    given: Kwargs = {}
     for mark in marks:
         names, values = mark.args[0], list(mark.args[1])
         names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
@@ -189,7 +190,7 @@ def _first_parameters(fn: Any) -> dict[str, Any] | None:
 
 
 def _run_capture(path: str, kernels: set[str], budget: float,
-                 overrides: dict[str, dict[str, Any]]) -> Capture:
+                 overrides: dict[str, KernelArgs]) -> Capture:
     from laya_tui.families.tilelang.capture_hooks import Recorder
 
     t0 = time.perf_counter()

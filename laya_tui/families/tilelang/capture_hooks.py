@@ -44,7 +44,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     StubKernel,
     describe,
 )
-from laya_tui.families.tilelang.records import Kwargs, TunedDict
+from laya_tui.families.tilelang.records import Globals, KernelArgs, Kwargs, TunedDict
 
 _PASS_CONFIGS_KEY = "__pass_configs__"
 
@@ -88,15 +88,15 @@ class Recorder:
         self.grace = False  # the file is given CHECK_SECONDS to reach its check
         self.traced_builds: dict[int, Build] = {}  # PrimFuncs the file traced itself
         self.mode_state = ModeState()
-        self.foreign: dict[str, Any] = {}  # "file::name" -> a kernel another file defines
+        self.foreign: Globals = {}  # "file::name" -> a kernel another file defines
         self.asked_gpu: str | None = None  # where the file asked torch.cuda.is_available()
-        self.after_import: dict[str, Any] = {}  # the module's globals once it imported
+        self.after_import: Globals = {}  # the module's globals once it imported
         #: the last call of each wrapped kernel maker: (args, kwargs, site), the arguments of
         #: a kernel made deeper inside it (a maker's maker, a closure)
         self.last_calls: dict[str, MakerCall] = {}
         #: maker -> arguments that replace what the run passes it (the pyproject table of a
         #: kernel made inside it)
-        self.overrides: dict[str, dict[str, Any]] = {}
+        self.overrides: dict[str, KernelArgs] = {}
 
     # -- the file ---------------------------------------------------------------------------
     def load(self) -> Any:
@@ -196,7 +196,7 @@ class Recorder:
         return bool(self.kernels) and self.kernels <= built | set(self.cap.failures)
 
     # -- builds -----------------------------------------------------------------------------
-    def _kernel_entry(self, jit: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    def _kernel_entry(self, jit: Any, args: tuple[Any, ...], kwargs: Kwargs
                       ) -> JitCall:
         kwargs = dict(kwargs)
         kwargs.update(kwargs.pop("__tune_params", {}) or {})
@@ -208,8 +208,8 @@ class Recorder:
         return JitCall(key or self.name_of(jit), args, kwargs, site)
 
     def _describe_call(self, obj: str | None, jit: Any, args: tuple[Any, ...],
-                       kwargs: dict[str, Any],
-                       site: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+                       kwargs: Kwargs,
+                       site: str | None) -> tuple[KernelArgs, dict[str, str]]:
         sig = getattr(jit, "signature", None)
         if sig is None:
             try:
@@ -329,7 +329,7 @@ class Recorder:
                                               module=self._home_module(obj, jit),
                                               run_globals=self._run_globals(obj, jit))
 
-    def _run_globals(self, obj: str | None, jit: Any) -> dict[str, Any]:
+    def _run_globals(self, obj: str | None, jit: Any) -> Globals:
         """The globals the file's run set that the file's own kernel ``obj`` reads."""
         if obj is None or "::" in obj or jit is None:
             return {}

@@ -25,7 +25,7 @@ from laya_tui.families.tilelang.capture_stubs import (
     StopCapture,
 )
 from laya_tui.families.tilelang.cell_state import has_gpu
-from laya_tui.families.tilelang.records import TunedDict
+from laya_tui.families.tilelang.records import Globals, KernelArgs, Kwargs, PassConfigs, TunedDict
 
 #: The file's own run may use this much CPU time (``LAYA_TUI_TILELANG_CAPTURE_S``): the
 #: process's CPU (``ITIMER_PROF``: user + system time of all its threads, TileLang's compile
@@ -64,7 +64,7 @@ class MakerCall(NamedTuple):
     """A call of a kernel maker the run made: its own values and where in the file."""
 
     args: tuple[Any, ...]
-    kwargs: dict[str, Any]  # the call's keyword arguments, as the file passed them
+    kwargs: Kwargs  # the call's keyword arguments, as the file passed them
     site: str | None  # "main() at line 129"
 
 
@@ -73,7 +73,7 @@ class JitCall(NamedTuple):
 
     obj: str | None  # the module attribute (or foreign key) of the kernel
     args: tuple[Any, ...]
-    kwargs: dict[str, Any]  # the call's keyword arguments, as the file passed them
+    kwargs: Kwargs  # the call's keyword arguments, as the file passed them
     site: str | None
 
 
@@ -83,7 +83,7 @@ class TracedCall(NamedTuple):
     obj: str | None
     how: str  # "jit" | "maker" | "nested" | "primfunc" (becomes :attr:`Build.kind`)
     args: tuple[Any, ...]
-    kwargs: dict[str, Any]  # the call's keyword arguments, as the file passed them
+    kwargs: Kwargs  # the call's keyword arguments, as the file passed them
     site: str | None
 
 
@@ -95,21 +95,21 @@ class Build:
     # or ``/path/lib.py::name`` for a kernel another file defines (see :func:`foreign_key`)
     kind: str  # "jit" | "maker" | "primfunc"
     func: Any  # the traced PrimFunc
-    args: dict[str, Any]  # the arguments, JSON-able (tensors as {"tensor": shape, "dtype"})
+    args: KernelArgs  # JSON-able (tensors as {"tensor": shape, "dtype"})
     sources: dict[str, str]
     out_idx: Any
     target: Any
     execution_backend: str | None
-    pass_configs: dict[str, Any]
+    pass_configs: PassConfigs
     compile_flags: Any
     site: str | None  # "main() at line 129"
     entry: str  # the entry point that built it
-    raw: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})  # the call's own values
+    raw: tuple[tuple[Any, ...], Kwargs] = ((), {})  # the call's own values
     tuned: TunedDict | None = None
     call: KernelCallRecord = field(default_factory=KernelCallRecord)
     index: int = 0  # the how-manieth build of the file
     module: Any = None  # another file's kernel: its module as this run imported it
-    run_globals: dict[str, Any] = field(default_factory=dict)  # see :func:`run_globals`
+    run_globals: Globals = field(default_factory=dict)  # see :func:`run_globals`
 
 
 @dataclass
@@ -117,14 +117,14 @@ class TraceFailure:
     """A kernel whose tracing raised while the file ran (a finding, or a GPU-only call)."""
 
     obj: str
-    args: dict[str, Any]
+    args: KernelArgs
     sources: dict[str, str]
-    raw: tuple[tuple[Any, ...], dict[str, Any]]
+    raw: tuple[tuple[Any, ...], Kwargs]
     site: str | None
     error: BaseException
     gpu: str | None  # why it needs a GPU, when that is the reason
     module: Any = None  # another file's kernel: its module as this run imported it
-    run_globals: dict[str, Any] = field(default_factory=dict)  # see :func:`run_globals`
+    run_globals: Globals = field(default_factory=dict)  # see :func:`run_globals`
 
 
 @dataclass
@@ -257,8 +257,8 @@ def budget_stop(text: str) -> str | None:
     return text[at:].split(")", 1)[0] + ")" if "(" in text[at:] else text[at:]
 
 
-def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
-                    ) -> tuple[dict[str, Any], set[str]]:
+def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: Kwargs
+                    ) -> tuple[KernelArgs, set[str]]:
     """(every parameter's value, the names the call gave) for a kernel call; keywords the
     signature does not name (the eager style's ``T.const`` shapes: ``M=1024``) kept too."""
     params = sig.parameters
@@ -283,7 +283,7 @@ def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[
 
 
 def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: str,
-                 args: tuple[Any, ...], kwargs: dict[str, Any], path: str,
+                 args: tuple[Any, ...], kwargs: Kwargs, path: str,
                  mode: Any = None) -> Any:
     """A comparison the file makes (``how``: the check's real name, or ``"assert"`` for the
     truth of a tensor): recorded on the kernel whose outputs one side derives from (the
@@ -350,7 +350,7 @@ def call_site(path: str) -> tuple[str | None, int | None]:
     return None, None
 
 
-def run_globals(fn: Any, mod: Any, after_import: dict[str, Any]) -> dict[str, Any]:
+def run_globals(fn: Any, mod: Any, after_import: Globals) -> Globals:
     """The module globals ``fn`` (a kernel's Python function) reads that the file's run set
     after its import (``H = 1`` in the ``__main__`` block): the values it was traced with,
     which importing the file alone does not give (``repro.py`` sets them). Literal values
@@ -365,7 +365,7 @@ def run_globals(fn: Any, mod: Any, after_import: dict[str, Any]) -> dict[str, An
         names.update(c.co_names)
         todo.extend(k for k in c.co_consts if inspect.iscode(k))
     now = vars(mod)
-    out: dict[str, Any] = {}
+    out: Globals = {}
     for name in sorted(names):
         if name not in now or (name in after_import and after_import[name] is now[name]):
             continue

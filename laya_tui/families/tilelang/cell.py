@@ -45,7 +45,7 @@ from laya_tui.families.tilelang.cell_state import (
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic
 from laya_tui.families.tilelang.missing_package import missing_package
-from laya_tui.families.tilelang.records import CellArtifacts, CellExtra
+from laya_tui.families.tilelang.records import CellArtifacts, CellExtra, KernelArgs, PassConfigs
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch, run_stage
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -56,10 +56,10 @@ __all__ = ["INSTALL_HINT", "NOT_EXAMINED", "SEED", "CellState", "KernelCall", "S
 
 def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype: str,
              spec: str | None = None, factory: str | None = None, line: int | None = None,
-             obj: str | None = None, args: dict[str, Any] | None = None,
+             obj: str | None = None, args: KernelArgs | None = None,
              arg_sources: dict[str, str] | None = None, missing: list[str] | None = None,
              key: str | None = None, dtype_arg: str | None = None,
-             pass_configs: dict[str, Any] | None = None, called: bool = True,
+             pass_configs: PassConfigs | None = None, called: bool = True,
              tuned: bool = False, execution_backend: str | None = None,
              note: str | None = None) -> None:
     """Probe one cell and report it through ``ctx`` (see the module docstring)."""

@@ -29,6 +29,7 @@ from typing import Any
 from laya_tui.families.tilelang.data_dtype import LABELS
 from laya_tui.families.tilelang.data_dtype import label as dtype_label
 from laya_tui.families.tilelang.plain_kernels import KernelEntry, plain_kernels
+from laya_tui.families.tilelang.records import CellDict, ProbeOptions
 
 __all__ = ["DTYPES", "LABELS", "SPECS", "TARGETS", "KernelEntry", "cell_label", "classify",
            "find_kernels", "kernel_dirs", "kernel_files", "matrix_cells"]
@@ -40,7 +41,7 @@ SPECS: tuple[str, ...] = ("gpu", "cpu")
 _SKIP_FILES = {"__init__.py", "setup.py", "conftest.py"}
 
 
-def kernel_dirs(opts: dict[str, Any]) -> list[str]:
+def kernel_dirs(opts: ProbeOptions) -> list[str]:
     """The kernel folders of a run: ``--kernels`` or ``<workspace>/kernels``."""
     dirs = [d for d in (opts.get("kernels") or []) if d]
     if not dirs:
@@ -70,7 +71,7 @@ def _is_factory(fn: ast.FunctionDef) -> bool:
     return takes_cpu and (bool(shapes) or fn.name.endswith("_kernel"))
 
 
-def classify(path: str, opts: dict[str, Any] | None = None) -> list[KernelEntry]:
+def classify(path: str, opts: ProbeOptions | None = None) -> list[KernelEntry]:
     """The kernels one file defines (empty for helpers); plain files get their arguments
     resolved from ``opts`` (``kernel_args``, ``workspace``) and the file itself."""
     try:
@@ -148,7 +149,7 @@ def account_entry(path: str) -> KernelEntry:
 _LAST: list[tuple[tuple[Any, ...], list[KernelEntry]]] = []
 
 
-def _inputs(dirs: list[str], opts: dict[str, Any] | None) -> tuple[Any, ...]:
+def _inputs(dirs: list[str], opts: ProbeOptions | None) -> tuple[Any, ...]:
     """Everything :func:`find_kernels` reads: the folders, the options (the kernel-args
     table among them) and the bytes of every kernel file (None: unreadable)."""
     files: list[tuple[str, bytes | None]] = []
@@ -162,7 +163,7 @@ def _inputs(dirs: list[str], opts: dict[str, Any] | None) -> tuple[Any, ...]:
     return (tuple(dirs), json.dumps(opts, sort_keys=True, default=repr), tuple(files))
 
 
-def find_kernels(dirs: list[str], opts: dict[str, Any] | None = None) -> list[KernelEntry]:
+def find_kernels(dirs: list[str], opts: ProbeOptions | None = None) -> list[KernelEntry]:
     """Every kernel in ``dirs``, names made unique (a clash gets its folder as prefix).
 
     Answered again from the last call when nothing it reads changed (same folders,
@@ -175,7 +176,7 @@ def find_kernels(dirs: list[str], opts: dict[str, Any] | None = None) -> list[Ke
     return found
 
 
-def _find_kernels(dirs: list[str], opts: dict[str, Any] | None) -> list[KernelEntry]:
+def _find_kernels(dirs: list[str], opts: ProbeOptions | None) -> list[KernelEntry]:
     found: list[KernelEntry] = []
     seen: set[str] = set()
     for d in dirs:
@@ -201,14 +202,14 @@ def cell_label(target: str, dtype: str, spec: str | None) -> str:
     return f"{target},{label},{spec}" if spec else f"{target},{label}"
 
 
-def matrix_cells(opts: dict[str, Any]) -> list[dict[str, Any]]:
+def matrix_cells(opts: ProbeOptions) -> list[CellDict]:
     """The cells of a run as plain dicts: ``{"id", "name", "deps", "kwargs"}``.
 
     Factories: target x dtype x specialization. Plain kernels: one cell per target (the
     pyproject table's ``targets`` if it has them), labelled with the kernel's own dtype
     (one cell per dtype of the table's ``dtypes``).
     """
-    cells = []
+    cells: list[CellDict] = []
     for entry in find_kernels(kernel_dirs(opts), opts):
         base: dict[str, Any] = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
                                 "factory": entry.factory, "line": entry.line}

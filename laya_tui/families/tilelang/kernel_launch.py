@@ -9,6 +9,7 @@ from typing import Any
 
 from laya_tui.families.tilelang.cell_state import CellState, StageFailed, first_line_of
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
+from laya_tui.families.tilelang.records import Tensors
 from laya_tui.families.tilelang.stages import Built
 
 __all__ = ["as_list", "launch", "out_indices", "sync"]
@@ -36,7 +37,7 @@ def as_list(out: Any) -> list[Any]:
 
 
 def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
-           tensors: dict[str, Any]) -> None:
+           tensors: Tensors) -> None:
     """Call the built kernel on ``tensors`` (in place; synchronised on a GPU).
 
     A crash becomes :class:`StageFailed` with the kernel's own device assertion when it
@@ -77,7 +78,7 @@ def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
         raise StageFailed(diag) from exc
 
 
-def _call_jit_kernel(kernel: Any, tensors: dict[str, Any]) -> None:
+def _call_jit_kernel(kernel: Any, tensors: Tensors) -> None:
     """A ``JITKernel`` with ``out_idx`` takes the inputs only and returns its outputs (as
     ``tilelang.compile``'s kernels do): they are copied into their tensors of ``tensors``."""
     names = list(tensors)

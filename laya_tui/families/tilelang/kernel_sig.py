@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any
 
+from laya_tui.families.tilelang.records import KernelArgs, Kwargs
 from laya_tui.families.tilelang.static_eval import (
     ModuleScope,
     Unresolved,
@@ -35,12 +35,12 @@ class KernelSig:
     name: str
     line: int
     params: list[str]
-    defaults: dict[str, Any]  # literal defaults only
+    defaults: KernelArgs  # literal defaults only
     has_default: set[str]
     tensor_params: dict[str, TensorSpec]
     const_names: list[str]  # T.const("M, N") names: required keyword arguments
     autotune: ast.expr | None = None  # the configs= expression
-    jit_kwargs: dict[str, Any] = field(default_factory=dict)  # literal @tilelang.jit kwargs
+    jit_kwargs: Kwargs = field(default_factory=dict)  # literal @tilelang.jit kwargs
     local_dtypes: dict[str, str] = field(default_factory=dict)  # ``dtype = T.float16`` in body
 
     @property
@@ -92,7 +92,7 @@ def kernel_signature(fn: ast.FunctionDef, scope: ModuleScope) -> KernelSig:
     has_default = set(positional[len(positional) - len(a.defaults):])
     has_default |= {k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
                     if d is not None}
-    defaults: dict[str, Any] = {}
+    defaults: KernelArgs = {}
     pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
     pairs += [(k.arg, d) for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
               if d is not None]

@@ -19,6 +19,8 @@ import sys
 import types
 from typing import Any
 
+from laya_tui.families.tilelang.records import KernelArgs
+
 _FINGERPRINTS: dict[str, tuple[tuple[str, int, int], ...]] = {}
 
 
@@ -115,7 +117,7 @@ def loaded_files(folder: str) -> list[str]:
 
 
 def find_kernel_object(mod: types.ModuleType, name: str | None = None,
-                       args: dict[str, Any] | None = None) -> tuple[Any, Any]:
+                       args: KernelArgs | None = None) -> tuple[Any, Any]:
     """``(PrimFunc, jit object or None)`` for the kernel ``name`` of ``mod``.
 
     A ``@tilelang.jit`` function (``@autotune`` on top unwrapped to it) is traced with

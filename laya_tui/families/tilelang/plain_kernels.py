@@ -27,6 +27,7 @@ from laya_tui.families.tilelang.kernel_sig import (
     is_prim_func_decorator,
     kernel_signature,
 )
+from laya_tui.families.tilelang.records import KernelArgs, ProbeOptions
 from laya_tui.families.tilelang.static_args import kernel_dtype, resolve
 from laya_tui.families.tilelang.static_calls import is_referenced
 from laya_tui.families.tilelang.static_eval import ModuleScope
@@ -54,7 +55,7 @@ class KernelEntry:
     broken: bool = False  # did not parse (the cells still exist and report the error)
     obj: str | None = None  # plain files: the module attribute holding the kernel
     key: str | None = None  # plain files: "path/file.py::kernel" (the pyproject table key)
-    args: dict[str, Any] = field(default_factory=dict)  # resolved arguments (static)
+    args: KernelArgs = field(default_factory=dict)  # resolved arguments (static)
     arg_sources: dict[str, str] = field(default_factory=dict)
     missing: tuple[str, ...] = ()  # required arguments nobody gives
     dtypes: tuple[str, ...] = ()  # the pyproject table's dtypes (one cell each)
@@ -170,7 +171,7 @@ def _found(tree: ast.Module, module: ModuleScope,
 
 
 def plain_kernels(path: str, stem: str, source: str, tree: ast.Module,
-                  opts: dict[str, Any]) -> list[KernelEntry]:
+                  opts: ProbeOptions) -> list[KernelEntry]:
     """The kernels of one plain TileLang file with their statically resolved arguments."""
     module = ModuleScope(tree)
     workspace = opts.get("workspace")

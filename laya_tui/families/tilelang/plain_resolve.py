@@ -34,12 +34,13 @@ from laya_tui.families.tilelang.missing_package import (
     missing_package,
     unexamined_reason,
 )
+from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeOptions
 
 if TYPE_CHECKING:
     import ast
 
 
-def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
+def expected_kernels(file: str, opts: ProbeOptions) -> set[str]:
     """The kernels of ``file`` its own entry points reference (what its run should build)."""
     import ast
 
@@ -57,9 +58,9 @@ def expected_kernels(file: str, opts: dict[str, Any]) -> set[str]:
                  or e.obj == "main" or e.obj.startswith("test"))}  # an entry point itself
 
 
-def plain_call(ctx: Any, state: CellState, *, obj: str, args: dict[str, Any],
+def plain_call(ctx: Any, state: CellState, *, obj: str, args: KernelArgs,
                sources: dict[str, str], missing: list[str] | None, key: str | None,
-               dtype_arg: str | None, pass_configs: dict[str, Any] | None,
+               dtype_arg: str | None, pass_configs: PassConfigs | None,
                called: bool, execution_backend: str | None) -> KernelCall:
     """The :class:`KernelCall` of the cell; ``ctx.skip``/``ctx.error`` when the kernel
     cannot be examined here."""
@@ -219,7 +220,7 @@ def _not_built(ctx: Any, state: CellState, obj: str, cap: Any, key: str | None) 
               f"build it: {ran}")
 
 
-def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: dict[str, Any],
+def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: ProbeOptions,
                      own: Any) -> tuple[Any, str, str | None]:
     """(capture, build name, importing file) of the first file beside ``state.file`` whose
     own run builds ``obj`` (or raises tracing it); ``(own, obj, None)`` when none does."""
@@ -283,7 +284,7 @@ def _dtype_arg(call: KernelCall, dtype_arg: str | None, dtype: str) -> None:
         call.func = None
 
 
-def static_missing(file: str, obj: str, opts: dict[str, Any]) -> list[str]:
+def static_missing(file: str, obj: str, opts: ProbeOptions) -> list[str]:
     """The arguments of ``obj`` that the file's syntax tree gives no value for: what the
     static fallback lacks when the file's run did not build the kernel."""
     from laya_tui.families.tilelang.discover import classify

@@ -10,8 +10,8 @@ keyword arguments, a module's globals (all handed on as they are), the probe's r
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypeAlias, TypedDict
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
 
 from laya_tui.core.report_types import SiteDict
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from laya_tui.families.tilelang.passlog import PassLog
 
 __all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellDict",
-           "CellExtra", "CheckDict", "Detail", "FileRunDict", "Globals", "ImporterTried",
+           "CellExtra", "CheckDict", "Detail", "Example", "FileRunDict", "Globals", "ImporterTried",
            "KernelArgs", "KernelDetail", "Kwargs", "PassConfigs", "PassTimings",
            "ProbeOptions", "SiteDict", "Tensors", "TrialDict", "TunedDict"]
 
@@ -37,7 +37,7 @@ Kwargs: TypeAlias = dict[str, Any]
 Globals: TypeAlias = dict[str, Any]
 #: The run options probes get (``laya_tui.api.options()``: JSON from ``LAYA_TUI_OPTIONS``;
 #: ``kernels``, ``workspace``, ``kernel_args``... read here).
-ProbeOptions: TypeAlias = Mapping[str, Any]
+ProbeOptions: TypeAlias = dict[str, Any]
 #: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
 Detail: TypeAlias = dict[str, Any]
 #: Tensors by parameter name (a kernel's inputs and outputs, a reference's results).
@@ -185,3 +185,33 @@ class CellDict(TypedDict):
     name: str
     deps: list[str]
     kwargs: Kwargs
+
+
+class Example(Protocol):
+    """What a cell's run compares with: a factory's ``example()`` (``kernels.common.Example``)
+    or a plain file's ``ref_program`` (``reference.RefExample``)."""
+
+    @property
+    def outputs(self) -> Iterable[str]: ...  # the checked outputs' names
+
+    @property
+    def masks(self) -> Mapping[str, Any]: ...  # output -> boolean mask of valid positions
+
+    @property
+    def rounded(self) -> tuple[str, ...]: ...  # outputs stored in the I/O dtype
+
+    def materialize(self, dtype: str = ..., device: Any = ...) -> tuple[Tensors, Tensors]:
+        """``(tensors, promoted)``: the kernel's arguments on ``device``, their fp32 copies."""
+        ...
+
+    def expected(self, promoted: Tensors, dtype: str = ...) -> Tensors:
+        """The reference's outputs on the fp32 copies."""
+        ...
+
+    def actual(self, tensors: Tensors) -> Tensors:
+        """The kernel's outputs among its arguments, fp32 on the CPU."""
+        ...
+
+    def tolerance(self, name: str, *, dtype: str, cpu: bool) -> float:
+        """The limit of output ``name``'s max |diff|."""
+        ...

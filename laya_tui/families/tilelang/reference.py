@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from laya_tui.families.tilelang.records import Tensors
+
+if TYPE_CHECKING:
+    import torch
 
 #: Relative limit per dtype: max |diff| <= LIMIT * max(1, max |reference|).
 LIMITS = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2,
@@ -37,7 +42,7 @@ class RefExample:
     n_inputs: int
     ref: Any
     seed: int
-    masks: dict[str, Any] = field(default_factory=dict)
+    masks: dict[str, torch.Tensor] = field(default_factory=dict)
     rounded: tuple[str, ...] = ()
     _limits: dict[str, float] = field(default_factory=dict)
 
@@ -45,13 +50,13 @@ class RefExample:
     def outputs(self) -> list[str]:
         return [p.name for p in self.params[self.n_inputs:]]
 
-    def materialize(self, dtype: str = "float32", device: Any = "cpu") -> tuple[dict[str, Any],
-                                                                                 dict[str, Any]]:
+    def materialize(self, dtype: str = "float32", device: Any = "cpu"
+                    ) -> tuple[Tensors, Tensors]:
         import torch
 
         g = torch.Generator().manual_seed(self.seed)
-        tensors: dict[str, Any] = {}
-        promoted: dict[str, Any] = {}
+        tensors: Tensors = {}
+        promoted: Tensors = {}
         for i, p in enumerate(self.params):
             tdt = getattr(torch, p.dtype)
             if i < self.n_inputs:
@@ -64,7 +69,7 @@ class RefExample:
                 tensors[p.name] = torch.zeros(p.shape, dtype=tdt, device=device)
         return tensors, promoted
 
-    def expected(self, promoted: dict[str, Any], dtype: str = "float32") -> dict[str, Any]:
+    def expected(self, promoted: Tensors, dtype: str = "float32") -> Tensors:
         out = self.ref(*[promoted[p.name] for p in self.params[:self.n_inputs]])
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         result = {name: t.float().cpu() for name, t in zip(self.outputs, outs, strict=False)}
@@ -73,7 +78,7 @@ class RefExample:
             self._limits[name] = LIMITS.get(p.dtype, 1e-4) * max(1.0, float(t.abs().max()))
         return result
 
-    def actual(self, tensors: dict[str, Any]) -> dict[str, Any]:
+    def actual(self, tensors: Tensors) -> Tensors:
         return {name: tensors[name].float().cpu() for name in self.outputs}
 
     def tolerance(self, name: str, *, dtype: str, cpu: bool) -> float:

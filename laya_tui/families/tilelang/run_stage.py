@@ -31,13 +31,14 @@ from laya_tui.families.tilelang.cell_state import (
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
 from laya_tui.families.tilelang.kernel_launch import launch
 from laya_tui.families.tilelang.own_check_run import check_site, close, rebuilt, run_own_check
+from laya_tui.families.tilelang.records import CheckDict, Detail, Example, Tensors
 from laya_tui.families.tilelang.stages import Built, no_gpu_reason
 
 __all__ = ["check_site", "close", "compare_outputs", "launch", "run_stage"]
 
 
 def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
-              example: Any, call: KernelCall | None = None) -> None:
+              example: Example | None, call: KernelCall | None = None) -> None:
     """Run on the CPU (c) or the GPU (cuda) and compare every output with the reference."""
     record = call.record if call is not None else None
     own = record is not None and (record.ref_program is not None or record.checks)
@@ -126,7 +127,7 @@ def _load(func: Any, artifact: Any, tgt: Any, built: Built, call: KernelCall | N
 
 
 def _run_example(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
-                 built: Built, example: Any) -> None:
+                 built: Built, example: Example) -> None:
     import torch
 
     state.stage = "run"
@@ -162,14 +163,14 @@ def _run_example(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     state.outcome = "ran"
 
 
-def _plain_reference(ctx: Any, state: CellState, example: Any,
-                     promoted: dict[str, Any]) -> dict[str, Any] | None:
+def _plain_reference(ctx: Any, state: CellState, example: Example,
+                     promoted: Tensors) -> Tensors | None:
     """A plain file's ``ref_program`` on laya-tui's inputs; None (run skipped) when it does
     not take them or gives no finite numbers: a reference that cannot be run is no finding."""
     import torch
 
     try:
-        expected: dict[str, Any] = example.expected(promoted, state.dtype)
+        expected = example.expected(promoted, state.dtype)
     except Exception as exc:  # noqa: BLE001 - the reference, not the kernel, refused
         why = ("the file's ref_program does not take the kernel's inputs "
                f"({first_line_of(str(exc))})")
@@ -183,12 +184,12 @@ def _plain_reference(ctx: Any, state: CellState, example: Any,
     return None
 
 
-def compare_outputs(ctx: Any, example: Any, prefix: str, actual: dict[str, Any],
-                    expected: dict[str, Any], *, dtype: str, cpu: bool,
-                    detail: dict[str, Any], label: str = "") -> tuple[dict[str, Any], list[str]]:
+def compare_outputs(ctx: Any, example: Example, prefix: str, actual: Tensors,
+                    expected: Tensors, *, dtype: str, cpu: bool, detail: Detail,
+                    label: str = "") -> tuple[dict[str, CheckDict], list[str]]:
     """A ``tolerance`` signal per checked output (``<prefix>/<output>``), within the
     example's limit for ``dtype``/``cpu``: ``(checks, failure lines)``."""
-    checks: dict[str, Any] = {}
+    checks: dict[str, CheckDict] = {}
     failures = []
     for name in example.outputs:
         limit = example.tolerance(name, dtype=dtype, cpu=cpu)

@@ -35,7 +35,7 @@ from laya_tui.families.tilelang.diagnostics import (
     from_compiler,
     from_exception,
 )
-from laya_tui.families.tilelang.records import SiteDict
+from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, SiteDict
 
 
 @dataclass
@@ -124,10 +124,10 @@ def trace_stage(ctx: Any, state: CellState, fsite: SiteDict | None,
         state.seconds["trace"] = time.perf_counter() - t0
 
 
-def materialize(args: dict[str, Any]) -> dict[str, Any]:
+def materialize(args: KernelArgs) -> KernelArgs:
     """Arguments as a kernel takes them: ``{"tensor": shape, "dtype": d}`` becomes an empty
     CPU tensor of that shape and dtype (an eager kernel reads shapes and dtypes only)."""
-    out: dict[str, Any] = {}
+    out: KernelArgs = {}
     for k, v in args.items():
         if isinstance(v, dict) and "tensor" in v and "dtype" in v:
             import torch
@@ -152,12 +152,12 @@ def _example(mod: Any, fn: Any) -> Any:
 # -- lower ------------------------------------------------------------------------------------
 
 
-def pass_config(call: KernelCall | None = None) -> dict[str, Any]:
+def pass_config(call: KernelCall | None = None) -> PassConfigs:
     """The cell's pass configuration: the kernel's own (``@tilelang.jit(pass_configs=...)``)
     plus ``#line`` directives, so compiler errors name kernel lines."""
     import tilelang
 
-    config: dict[str, Any] = dict(call.pass_configs) if call else {}
+    config: PassConfigs = dict(call.pass_configs) if call else {}
     key = getattr(tilelang.transform.PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
     if key is not None:
         config.setdefault(str(getattr(key, "value", key)), True)

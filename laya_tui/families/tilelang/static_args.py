@@ -27,6 +27,7 @@ from laya_tui.core.kernel_table import DTYPE_NAMES
 from laya_tui.families.tilelang.arg_table import RESERVED, find_table
 from laya_tui.families.tilelang.data_dtype import side, static_data_dtype
 from laya_tui.families.tilelang.kernel_sig import KernelSig, TensorSpec
+from laya_tui.families.tilelang.records import ProbeOptions
 from laya_tui.families.tilelang.static_calls import CallSite, calls_to, function_scope
 from laya_tui.families.tilelang.static_eval import (
     ModuleScope,
@@ -175,7 +176,7 @@ def in_file_args(module: ModuleScope, kernel: str) -> dict[str, Any]:
 
 
 def resolve(sig: KernelSig, module: ModuleScope, path: str,
-            opts: dict[str, Any]) -> ResolvedArgs:
+            opts: ProbeOptions) -> ResolvedArgs:
     """Every source, lowest precedence first, so the higher ones overwrite."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
