@@ -36,6 +36,14 @@ def _slow_ids() -> set[str]:
     return {ln.split(" #", 1)[0].strip() for ln in lines if not ln.startswith("#")} - {""}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # A tier chosen by marker (``-m "not slow"``) leaves out snapshot tests whose snapshots
+    # the full suite still uses: syrupy would fail the tier on them as "unused". The full
+    # run (no -m) still fails on a snapshot no test uses.
+    if config.getoption("markexpr", "") and hasattr(config.option, "warn_unused_snapshots"):
+        config.option.warn_unused_snapshots = True
+
+
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: every collected test is seen
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     slow = _slow_ids()
