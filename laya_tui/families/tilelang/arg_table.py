@@ -14,6 +14,8 @@ import json
 import os
 from typing import Any
 
+from laya_tui.families.tilelang.records import KernelTable
+
 #: Keys of a kernel-args table that are not kernel arguments.
 RESERVED = ("dtypes", "targets", "dtype-arg", "execution-backend")
 
@@ -31,8 +33,8 @@ def table_key(path: str, kernel: str, workspace: str | None) -> str:
     return f"{rel.replace(os.sep, '/')}::{kernel}"
 
 
-def find_table(tables: dict[str, Any] | None, path: str, kernel: str,
-               workspace: str | None) -> tuple[str, dict[str, Any]] | None:
+def find_table(tables: dict[str, object] | None, path: str, kernel: str,
+               workspace: str | None) -> tuple[str, KernelTable] | None:
     """The kernel's table: keyed by workspace-relative path, absolute path or file name."""
     if not tables:
         return None

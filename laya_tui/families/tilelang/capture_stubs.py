@@ -28,6 +28,7 @@ from laya_tui.families.tilelang.capture_torch_mode import (
     cpu_generator,
     stand_in_bench,
 )
+from laya_tui.families.tilelang.records import Kwargs
 
 __all__ = ["HEAVY_ELEMENTS", "HEAVY_OPS", "MAX_CALLS", "MEMORY_SHARE", "STAND_IN_MAX_BYTES",
            "Check", "KernelCallRecord", "ModeState", "OnCuda", "StopCapture", "StubArtifact",
@@ -56,7 +57,7 @@ class Check:
     trusted: bool = True  # False: the expected tensor may come from a faked heavy op
     actual: Any = None  # the compared kernel value: a node over the kernel's outputs
     call: int = 0  # which of the file's distinct calls of the kernel it checks
-    options: dict[str, Any] = field(default_factory=dict)  # as the file passed them
+    options: Kwargs = field(default_factory=dict)  # as the file passed them
     where: str = ""  # " (in check_close(), called at line 27)" for a helper's check
     want: bool = True  # a plain assert: the truth the file's run needs
 
@@ -78,7 +79,7 @@ class KernelCallRecord:
     outputs: list[Any] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     ref_program: Any = None  # profiler.assert_allclose's reference program
-    ref_options: dict[str, Any] = field(default_factory=dict)
+    ref_options: Kwargs = field(default_factory=dict)
     supply_type: Any = None
     kernel: str = ""  # the kernel's function name
     maker: str = ""  # the file's name for it (jit function, maker, PrimFunc variable)
@@ -172,7 +173,7 @@ class StubKernel:
 
     def __init__(self, func: Any, out_idx: Any, record: KernelCallRecord,
                  registry: dict[int, tuple[KernelCallRecord, int, Any]],
-                 config: dict[str, Any] | None = None) -> None:
+                 config: Kwargs | None = None) -> None:
         self.prim_func = func
         self.out_idx = out_idx
         self._record = record

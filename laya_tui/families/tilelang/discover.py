@@ -29,7 +29,7 @@ from typing import Any
 from laya_tui.families.tilelang.data_dtype import LABELS
 from laya_tui.families.tilelang.data_dtype import label as dtype_label
 from laya_tui.families.tilelang.plain_kernels import KernelEntry, plain_kernels
-from laya_tui.families.tilelang.records import CellDict, ProbeOptions
+from laya_tui.families.tilelang.records import CellDict, Kwargs, ProbeOptions
 
 __all__ = ["DTYPES", "LABELS", "SPECS", "TARGETS", "KernelEntry", "cell_label", "classify",
            "find_kernels", "kernel_dirs", "kernel_files", "matrix_cells"]
@@ -211,7 +211,7 @@ def matrix_cells(opts: ProbeOptions) -> list[CellDict]:
     """
     cells: list[CellDict] = []
     for entry in find_kernels(kernel_dirs(opts), opts):
-        base: dict[str, Any] = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
+        base: Kwargs = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
                                 "factory": entry.factory, "line": entry.line}
         combos: list[tuple[str, str, str | None]]
         if entry.kind == "account":

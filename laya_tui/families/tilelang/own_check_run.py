@@ -21,7 +21,7 @@ from laya_tui.families.tilelang.cell_state import (
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
 from laya_tui.families.tilelang.kernel_launch import as_list, out_indices, sync
-from laya_tui.families.tilelang.records import CheckDict, PassConfigs, SiteDict
+from laya_tui.families.tilelang.records import CheckDict, PassConfigs, SignalFields, SiteDict
 
 __all__ = ["check_site", "close", "rebuilt", "run_own_check"]
 
@@ -71,7 +71,7 @@ def run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: 
         key = name if name not in checks else f"{name}@{len(checks)}"
         extra = {"check": how, **v.detail,
                  **({"kernel_site": definition} if definition else {})}
-        fields: dict[str, Any] = {"reason": v.note} if v.note else {}
+        fields: SignalFields = {"reason": v.note} if v.note else {}
         site = check_site(check_file, how)
         if site:  # the finding is where the file checks the output
             fields["site"] = site

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
+from laya_tui.families.tilelang.records import Kwargs
+
 _TAG = "_laya_node"
 
 #: TileLang's ``torch_assert_close`` defaults (tilelang.utils.tensor)
@@ -50,7 +52,7 @@ class Op:
 
     func: Any
     args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    kwargs: Kwargs
     inplace: bool = False  # it writes its first argument (``x.mul_(2)``, ``x[i] = v``)
 
 
@@ -96,7 +98,7 @@ def _symbolic(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def after_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+def after_op(func: Any, args: tuple[Any, ...], kwargs: Kwargs, result: Any) -> None:
     """Tag ``result`` (and a tensor the op wrote) when the op read a tagged tensor."""
     sargs, hit = _symbolic(args)
     skw = {}
@@ -173,7 +175,7 @@ def _scalar_type(base: type) -> type:
             return wrap(fn(base(self)), _op_node(fn, self), self._laya_ask)
         return method
 
-    body: dict[str, Any] = {"__hash__": base.__hash__}
+    body: dict[str, object] = {"__hash__": base.__hash__}  # the class namespace
     for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
         fn = getattr(operator, name)
         body[f"__{name}__"] = binary(fn)
@@ -273,7 +275,7 @@ class Spec:
     how: str  # the check's real name: "torch.testing.assert_close", "torch.allclose", ...
     actual: Any  # a node (or the tensor itself)
     expected: Any  # a tensor, or a node when it is derived from kernel outputs too
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Kwargs = field(default_factory=dict)
     want: bool = True  # a plain assert: the truth the file's run needs
     expected_value: Any = None  # the expected tensor as the file passed it
 
@@ -297,7 +299,7 @@ def family(how: str) -> str:
     return how
 
 
-def bind(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def bind(how: str, args: tuple[Any, ...], kwargs: Kwargs) -> Kwargs:
     """The call's arguments by parameter name."""
     names = _PARAMS.get(family(how), ("actual", "expected"))
     out = dict(zip(names, args, strict=False))
@@ -305,7 +307,7 @@ def bind(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, A
     return out
 
 
-def spec_of(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | None:
+def spec_of(how: str, args: tuple[Any, ...], kwargs: Kwargs) -> Spec | None:
     """The check a comparison call makes, when a side derives from a kernel output."""
     names = _PARAMS.get(family(how), ("actual", "expected"))
     bound = bind(how, args, kwargs)

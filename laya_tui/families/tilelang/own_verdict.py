@@ -25,6 +25,7 @@ from laya_tui.families.tilelang.own_checks import (
     family,
     is_tensor,
 )
+from laya_tui.families.tilelang.records import Kwargs, VerdictDetail
 
 
 @dataclass
@@ -36,10 +37,10 @@ class Verdict:
     limit: float  # at the largest expected value (a plain assert: its bound)
     message: str = ""  # why it failed
     note: str = ""  # "1 of 10,000 elements over the limit, allowed 0.1%"
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: VerdictDetail = field(default_factory=lambda: VerdictDetail())
 
 
-def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
+def judge(how: str, actual: Any, expected: Any, options: Kwargs,
           leaf_value: Callable[[Leaf], Any], want: bool = True) -> Verdict:
     """The check ``how`` made again, with the file's own options, on ``actual`` and
     ``expected`` (nodes are evaluated with ``leaf_value``)."""
@@ -70,8 +71,8 @@ def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
     except AssertionError as exc:
         ok, message = False, (str(exc).strip().splitlines() or ["AssertionError"])[0]
     value, limit, over, total, (rtol, atol) = _figures(a, e, opts, kind)
-    detail: dict[str, Any] = {"rtol": rtol, "atol": atol, "mismatched": over,
-                              "elements": total}
+    detail: VerdictDetail = {"rtol": rtol, "atol": atol, "mismatched": over,
+                             "elements": total}
     note = f"{over:,} of {total:,} elements over the limit" if total else ""
     if kind == "torch_assert_close":
         ratio = float(opts["max_mismatched_ratio"])
@@ -84,7 +85,7 @@ def judge(how: str, actual: Any, expected: Any, options: dict[str, Any],
     return Verdict(ok, value, limit, message, note, detail)
 
 
-def _figures(a: Any, e: Any, opts: dict[str, Any], kind: str
+def _figures(a: Any, e: Any, opts: Kwargs, kind: str
              ) -> tuple[float, float, int, int, tuple[float, float]]:
     """(max |diff|, the limit at the largest |expected|, elements over it, elements,
     (rtol, atol) in force)."""

@@ -22,7 +22,7 @@ import difflib
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from laya_tui.families.tilelang.records import CellArtifacts, PassTimings
 
@@ -32,23 +32,30 @@ KEEP = 64
 SLOWEST = 6
 
 
+class PassInput(NamedTuple):
+    """A pass and the module it received (or ``after <pass>`` and that pass's output)."""
+
+    name: str
+    mod: Any
+
+
 @dataclass
 class PassLog:
     """What one lowering's passes did: completed passes, the failing one, per-pass seconds."""
 
     #: (name, module before, module after)
     completed: deque[tuple[str, Any, Any]] = field(default_factory=lambda: deque(maxlen=KEEP))
-    failing: tuple[str, Any] | None = None  # (pass name, module it received)
+    failing: PassInput | None = None
     timing: Any = None  # tilelang's PassTimingTool
     count: int = 0
 
-    def innermost(self) -> tuple[str, Any] | None:
+    def innermost(self) -> PassInput | None:
         """(failing pass, its input module), else the last completed pass's output."""
         if self.failing is not None:
             return self.failing
         if self.completed:
             name, _before, after = self.completed[-1]
-            return None if after is None else (f"after {name}", after)
+            return None if after is None else PassInput(f"after {name}", after)
         return None
 
     def timings(self) -> PassTimings | None:
@@ -100,7 +107,7 @@ def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
         def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
             if passes and log.failing is None:
                 inner = passes[-1]  # outermost first: the last is nearest to the failure
-                log.failing = (str(inner.name), inner.state)
+                log.failing = PassInput(str(inner.name), inner.state)
 
     class Recorder(PassInstrumentationTool):  # type: ignore[misc]
         pass_instrument_priority = 0

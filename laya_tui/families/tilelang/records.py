@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellDict",
            "CellExtra", "CheckDict", "Detail", "Example", "FileRunDict", "Globals", "ImporterTried",
-           "KernelArgs", "KernelDetail", "Kwargs", "PassConfigs", "PassTimings",
-           "ProbeOptions", "SiteDict", "Tensors", "TrialDict", "TunedDict"]
+           "KernelArgs", "KernelDetail", "KernelTable", "Kwargs", "PassConfigs", "PassTimings",
+           "ProbeOptions", "SignalFields", "SiteDict", "Tensors", "TrialDict", "TunedDict",
+           "VerdictDetail"]
 
 #: TileLang's ``pass_configs`` (option -> value), handed to TileLang as they are.
 PassConfigs: TypeAlias = dict[str, Any]
@@ -31,6 +32,9 @@ PassConfigs: TypeAlias = dict[str, Any]
 #: pyproject table gives them (sizes, dtype names, flags; tensors as ``{"tensor": shape,
 #: "dtype": d}``): the keyword arguments its maker is called with.
 KernelArgs: TypeAlias = dict[str, Any]
+#: A kernel's ``[tool.laya-tui.kernel-args."file.py::kernel"]`` table (TOML from outside):
+#: argument values, plus ``dtypes``, ``targets`` and ``dtype-arg``.
+KernelTable: TypeAlias = dict[str, Any]
 #: A call's keyword arguments as the file passed them (handed on as they are).
 Kwargs: TypeAlias = dict[str, Any]
 #: A module's globals, or the part of them a kernel reads (name -> object).
@@ -71,6 +75,26 @@ class CheckDict(TypedDict):
     passed: bool | None
     check: NotRequired[str]  # the file's own check that made it
     note: NotRequired[str]
+
+
+class VerdictDetail(TypedDict, total=False):
+    """What a file's own check, made again, adds to its ``tolerance`` signal's detail
+    (``own_verdict``): the tolerances in force and the elements over the limit; a plain
+    assert's ``asserts``."""
+
+    rtol: float
+    atol: float
+    mismatched: int
+    elements: int
+    max_mismatched_ratio: float
+    asserts: str
+
+
+class SignalFields(TypedDict, total=False):
+    """A finding's own fields beside its detail: why, and where the file makes the check."""
+
+    reason: str
+    site: SiteDict
 
 
 class TrialDict(TypedDict):

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
 
 from laya_tui.core.kernel_table import DTYPE_NAMES
 from laya_tui.families.tilelang.arg_table import RESERVED, find_table
 from laya_tui.families.tilelang.data_dtype import side, static_data_dtype
 from laya_tui.families.tilelang.kernel_sig import KernelSig, TensorSpec
-from laya_tui.families.tilelang.records import ProbeOptions
+from laya_tui.families.tilelang.records import KernelArgs, KernelTable, Kwargs, ProbeOptions
 from laya_tui.families.tilelang.static_calls import CallSite, calls_to, function_scope
 from laya_tui.families.tilelang.static_eval import (
     ModuleScope,
@@ -48,7 +47,7 @@ AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on 
 class ResolvedArgs:
     """Values for a kernel's arguments and where each came from."""
 
-    values: dict[str, Any]
+    values: KernelArgs
     sources: dict[str, str]
     missing: list[str]
     dtypes: list[str] | None = None  # the table's dtypes (one cell each)
@@ -56,7 +55,7 @@ class ResolvedArgs:
     targets: list[str] | None = None
     call_line: int | None = None  # the call the values came from
     tuned: bool = False  # the first autotune config stands in for TileLang's tuning
-    table: dict[str, Any] | None = None  # the kernel's pyproject table
+    table: KernelTable | None = None  # the kernel's pyproject table
 
 
 def source_of(site: CallSite, trail: Trail) -> str:
@@ -71,10 +70,10 @@ def source_of(site: CallSite, trail: Trail) -> str:
 
 
 def bind_call(site: CallSite, sig: KernelSig, module: ModuleScope
-              ) -> tuple[dict[str, Any], dict[str, str]]:
+              ) -> tuple[KernelArgs, dict[str, str]]:
     """The arguments one call gives (unresolvable ones left out) and their sources."""
     scope = function_scope(site.fn, module)
-    got: dict[str, Any] = {}
+    got: KernelArgs = {}
     sources: dict[str, str] = {}
     call = site.call
 
@@ -112,15 +111,15 @@ def bind_call(site: CallSite, sig: KernelSig, module: ModuleScope
     return got, sources
 
 
-def shape_from_tensor(arg: ast.expr, spec: TensorSpec, scope: Scope) -> dict[str, Any]:
+def shape_from_tensor(arg: ast.expr, spec: TensorSpec, scope: Scope) -> KernelArgs:
     """``a = torch.randn(M, N, dtype=torch.float32)`` passed as ``A: T.Tensor((M, N), dt)``
     gives M, N (and dt)."""
     try:
         dims = tensor_shape(arg, scope)
     except Unresolved:
         return {}
-    out: dict[str, Any] = {name: dim for name, dim in zip(spec.dims, dims, strict=False)
-                           if name}
+    out: KernelArgs = {name: dim for name, dim in zip(spec.dims, dims, strict=False)
+                       if name}
     maker = tensor_maker(arg, scope)
     dt = next((kw.value for kw in maker.keywords if kw.arg == "dtype"), None) \
         if maker is not None else None
@@ -130,10 +129,10 @@ def shape_from_tensor(arg: ast.expr, spec: TensorSpec, scope: Scope) -> dict[str
 
 
 def literal_call_args(sig: KernelSig, module: ModuleScope
-                      ) -> tuple[dict[str, Any], dict[str, str], CallSite | None]:
+                      ) -> tuple[KernelArgs, dict[str, str], CallSite | None]:
     """The arguments of the call the file runs first among those giving the most
     required arguments: (values, sources, the call)."""
-    best: tuple[int, dict[str, Any], dict[str, str], CallSite | None] = (-1, {}, {}, None)
+    best: tuple[int, KernelArgs, dict[str, str], CallSite | None] = (-1, {}, {}, None)
     for site in calls_to(module, sig.name):
         got, sources = bind_call(site, sig, module)
         score = sum(1 for p in sig.required if p in got)
@@ -144,7 +143,7 @@ def literal_call_args(sig: KernelSig, module: ModuleScope
     return best[1], best[2], best[3]
 
 
-def autotune_configs(sig: KernelSig, module: ModuleScope) -> list[dict[str, Any]]:
+def autotune_configs(sig: KernelSig, module: ModuleScope) -> list[Kwargs]:
     """The ``@autotune`` configs, when they can be read (a dict of lists: its product)."""
     if sig.autotune is None:
         return []
@@ -160,7 +159,7 @@ def autotune_configs(sig: KernelSig, module: ModuleScope) -> list[dict[str, Any]
     return []
 
 
-def in_file_args(module: ModuleScope, kernel: str) -> dict[str, Any]:
+def in_file_args(module: ModuleScope, kernel: str) -> KernelArgs:
     """``LAYA_ARGS = {"kernel": dict(...)}`` (or a list of dicts: the first)."""
     node = module.names.get("LAYA_ARGS")
     if node is None:
@@ -178,10 +177,10 @@ def in_file_args(module: ModuleScope, kernel: str) -> dict[str, Any]:
 def resolve(sig: KernelSig, module: ModuleScope, path: str,
             opts: ProbeOptions) -> ResolvedArgs:
     """Every source, lowest precedence first, so the higher ones overwrite."""
-    values: dict[str, Any] = {}
+    values: KernelArgs = {}
     sources: dict[str, str] = {}
 
-    def take(found: dict[str, Any], source: str | dict[str, str]) -> None:
+    def take(found: KernelArgs, source: str | dict[str, str]) -> None:
         for k, v in found.items():
             if k in sig.accepted or k in sig.params:
                 values[k] = v
@@ -215,7 +214,7 @@ def resolve(sig: KernelSig, module: ModuleScope, path: str,
     return res
 
 
-def kernel_dtype(sig: KernelSig, values: dict[str, Any], fn: ast.FunctionDef | None = None,
+def kernel_dtype(sig: KernelSig, values: KernelArgs, fn: ast.FunctionDef | None = None,
                  module: ModuleScope | None = None) -> str | None:
     """The kernel's data dtype with ``values``: the floating or quantised type its tensors
     read and the one they write (``bfloat16-float8_e4m3fn`` when they differ; see

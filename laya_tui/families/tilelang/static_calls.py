@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from laya_tui.families.tilelang.kernel_sig import is_jit_decorator, is_prim_func_decorator
 from laya_tui.families.tilelang.static_eval import (
@@ -148,7 +147,7 @@ def is_referenced(module: ModuleScope, name: str) -> bool:
 # -- scopes -----------------------------------------------------------------------------------
 
 
-def _required(flags: list[str], kw: dict[str, Any]) -> bool:
+def _required(flags: list[str], kw: dict[str, ast.expr]) -> bool:
     """An option ``python file.py`` cannot run without (``required=True``, or a positional
     one without ``nargs="?"``/``"*"``): its value is the user's, argparse has no default."""
     required, nargs = kw.get("required"), kw.get("nargs")
@@ -170,20 +169,22 @@ def argparse_options(nodes: list[ast.AST]) -> dict[str, dict[str, tuple[str, ast
                          and isinstance(a.value, str)]
                 if not flags:
                     continue
-                kw: dict[str, Any] = {k.arg: k.value for k in sub.keywords if k.arg}
+                kw = {k.arg: k.value for k in sub.keywords if k.arg}
                 if _required(flags, kw):
                     continue  # no value without the user's command line: left unknown
                 longs = [f for f in flags if f.startswith("--")] or flags
-                dest = kw["dest"].value if isinstance(kw.get("dest"), ast.Constant) else \
+                dest_node, type_node = kw.get("dest"), kw.get("type")
+                dest = dest_node.value if isinstance(dest_node, ast.Constant) \
+                    and isinstance(dest_node.value, str) else \
                     longs[0].lstrip("-").replace("-", "_")
                 default = kw.get("default")
                 action = kw.get("action")
                 if default is None and isinstance(action, ast.Constant) \
                         and action.value in ("store_true", "store_false"):
                     default = ast.Constant(action.value == "store_false")
-                if default is not None and isinstance(kw.get("type"), ast.Name) \
-                        and kw["type"].id in ("int", "float"):  # argparse converts str defaults
-                    default = ast.Call(func=ast.Name(kw["type"].id, ast.Load()), args=[default],
+                if default is not None and isinstance(type_node, ast.Name) \
+                        and type_node.id in ("int", "float"):  # argparse converts str defaults
+                    default = ast.Call(func=ast.Name(type_node.id, ast.Load()), args=[default],
                                        keywords=[])
                 parsers.setdefault(sub.func.value.id, {})[dest] = (longs[0], default)
             elif isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call) \

@@ -17,23 +17,27 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from laya_tui.core.kernel_table import DTYPE_NAMES
+from laya_tui.families.tilelang.records import Kwargs
 
 _DTYPE_OWNERS = {"T", "tl", "tilelang", "torch", "language", "tilelang.language", "tvm"}
 #: torch factories whose positional arguments (or first tuple) are the shape
 TENSOR_MAKERS = {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "randn_like",
                  "empty_strided", "arange"}
+#: Names and the values a static evaluation bound them to (numbers, strings, dtypes,
+#: lists, dicts: whatever the file's expressions evaluate to).
+Values: TypeAlias = dict[str, Any]
 _TENSOR_METHODS = ("cuda", "to", "contiguous", "half", "float", "bfloat16", "requires_grad_",
                    "cpu", "clone", "detach")
 _MAX_ITEMS = 100_000
-_MATH: dict[str, Any] = {"ceil": math.ceil, "floor": math.floor, "prod": math.prod,
-                         "sqrt": math.sqrt, "log2": math.log2, "gcd": math.gcd,
-                         "isqrt": math.isqrt}
-_BUILTINS: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool, "len": len,
-                             "min": min, "max": max, "sum": sum, "abs": abs, "round": round,
-                             "sorted": sorted}
+_MATH: dict[str, Callable[..., Any]] = {
+    "ceil": math.ceil, "floor": math.floor, "prod": math.prod, "sqrt": math.sqrt,
+    "log2": math.log2, "gcd": math.gcd, "isqrt": math.isqrt}
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "int": int, "float": float, "str": str, "bool": bool, "len": len, "min": min, "max": max,
+    "sum": sum, "abs": abs, "round": round, "sorted": sorted}
 
 
 class Unresolved(Exception):
@@ -66,7 +70,7 @@ class Scope:
     """Names known at one place of the file: local assignments, then the parent's."""
 
     def __init__(self, names: dict[str, ast.expr], parent: Scope | None = None,
-                 values: dict[str, Any] | None = None, trail: Trail | None = None,
+                 values: Values | None = None, trail: Trail | None = None,
                  namespaces: dict[str, dict[str, tuple[str, ast.expr | None]]] | None = None
                  ) -> None:
         self.names = names
@@ -301,7 +305,7 @@ def _call(node: ast.Call, scope: Scope | None, depth: int) -> Any:
             args.extend(evaluate(a.value, scope, depth + 1))
         else:
             args.append(evaluate(a, scope, depth + 1))
-    kwargs: dict[str, Any] = {}
+    kwargs: Kwargs = {}
     for kw in node.keywords:
         if kw.arg is None:
             kwargs.update(evaluate(kw.value, scope, depth + 1))
@@ -315,7 +319,7 @@ def _call(node: ast.Call, scope: Scope | None, depth: int) -> Any:
         raise Unresolved(f"{fname}(...)") from exc
 
 
-def _apply(node: ast.Call, fname: str, args: list[Any], kwargs: dict[str, Any],
+def _apply(node: ast.Call, fname: str, args: list[Any], kwargs: Kwargs,
            scope: Scope | None, depth: int) -> Any:
     short = fname.rsplit(".", 1)[-1]
     if fname == "dict":
@@ -366,7 +370,7 @@ def _comprehension(node: ast.ListComp | ast.GeneratorExp, scope: Scope | None,
     gen = node.generators[0]
     out = []
     for item in itertools.islice(evaluate(gen.iter, scope, depth + 1), _MAX_ITEMS):
-        values: dict[str, Any] = {}
+        values: Values = {}
         bind(gen.target, item, values)
         inner = Scope({}, scope, values)
         if all(evaluate(cond, inner, depth + 1) for cond in gen.ifs):
@@ -374,7 +378,7 @@ def _comprehension(node: ast.ListComp | ast.GeneratorExp, scope: Scope | None,
     return out
 
 
-def bind(target: ast.expr, value: Any, into: dict[str, Any]) -> None:
+def bind(target: ast.expr, value: Any, into: Values) -> None:
     """Bind an assignment target (a name or a tuple of names) to ``value``."""
     if isinstance(target, ast.Name):
         into[target.id] = value
@@ -399,10 +403,10 @@ def module_function(scope: Scope, name: str) -> ast.FunctionDef | None:
     return fn if isinstance(fn, ast.FunctionDef) else None
 
 
-def run_function(fn: ast.FunctionDef, args: list[Any], kwargs: dict[str, Any], scope: Scope,
+def run_function(fn: ast.FunctionDef, args: list[Any], kwargs: Kwargs, scope: Scope,
                  depth: int) -> Any:
     """Evaluate a module function made of assignments and one ``return`` (config builders)."""
-    values: dict[str, Any] = {}
+    values: Values = {}
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults,
                         strict=True))
