@@ -17,9 +17,10 @@ from typing import Any
 
 from laya_tui.families.tilelang.cell_state import INSTALL_HINT, has_gpu
 from laya_tui.families.tilelang.missing_package import missing_package, unexamined_reason
+from laya_tui.families.tilelang.records import ProbeContext
 
 
-def account_file(ctx: Any, file: str, note: str | None) -> None:
+def account_file(ctx: ProbeContext, file: str, note: str | None) -> None:
     """End the cell with why ``file`` has no kernel cells (``ctx.skip``/``ctx.error``)."""
     base = os.path.basename(file)
     ctx.depends_on(file)

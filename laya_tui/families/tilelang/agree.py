@@ -13,8 +13,6 @@ inside the functions.
 
 from __future__ import annotations
 
-from typing import Any
-
 from laya_tui.families.tilelang.cell_state import (
     INSTALL_HINT,
     SEED,
@@ -23,7 +21,13 @@ from laya_tui.families.tilelang.cell_state import (
     factory_site,
 )
 from laya_tui.families.tilelang.discover import DTYPES
-from laya_tui.families.tilelang.records import CellDict, Example, ProbeOptions, Tensors
+from laya_tui.families.tilelang.records import (
+    CellDict,
+    Example,
+    ProbeContext,
+    ProbeOptions,
+    Tensors,
+)
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -47,7 +51,7 @@ def agreement_cells(opts: ProbeOptions) -> list[CellDict]:
             for dt in AGREE_DTYPES]
 
 
-def compare_specs(ctx: Any, example: Example, kernel: str, dtype: str,
+def compare_specs(ctx: ProbeContext, example: Example, kernel: str, dtype: str,
                   cpu_out: Tensors, gpu_out: Tensors) -> list[str]:
     """One ``tolerance`` signal per output (gpu vs cpu specialization); the failures."""
     import torch
@@ -64,8 +68,8 @@ def compare_specs(ctx: Any, example: Example, kernel: str, dtype: str,
     return failures
 
 
-def run_agreement(ctx: Any, *, kernel: str, file: str, dtype: str, factory: str | None = None,
-                  line: int | None = None) -> None:
+def run_agreement(ctx: ProbeContext, *, kernel: str, file: str, dtype: str,
+                  factory: str | None = None, line: int | None = None) -> None:
     """Build and run both specializations of ``kernel`` and compare their outputs."""
     ctx.depends_on(file)
     try:

@@ -45,7 +45,13 @@ from laya_tui.families.tilelang.cell_state import (
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic
 from laya_tui.families.tilelang.missing_package import missing_package
-from laya_tui.families.tilelang.records import CellArtifacts, CellExtra, KernelArgs, PassConfigs
+from laya_tui.families.tilelang.records import (
+    CellArtifacts,
+    CellExtra,
+    KernelArgs,
+    PassConfigs,
+    ProbeContext,
+)
 from laya_tui.families.tilelang.run_stage import compare_outputs, launch, run_stage
 from laya_tui.families.tilelang.stages import build_stage, lower_stage, trace_stage
 
@@ -54,7 +60,7 @@ __all__ = ["INSTALL_HINT", "NOT_EXAMINED", "SEED", "CellState", "KernelCall", "S
            "lower_stage", "run_cell", "trace_stage"]
 
 
-def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype: str,
+def run_cell(ctx: ProbeContext, *, kernel: str, file: str, kind: str, target: str, dtype: str,
              spec: str | None = None, factory: str | None = None, line: int | None = None,
              obj: str | None = None, args: KernelArgs | None = None,
              arg_sources: dict[str, str] | None = None, missing: list[str] | None = None,
@@ -143,7 +149,7 @@ def run_cell(ctx: Any, *, kernel: str, file: str, kind: str, target: str, dtype:
     _emit_summary(ctx, state)
 
 
-def tool_session(ctx: Any, state: CellState, call: KernelCall | None) -> Any:
+def tool_session(ctx: ProbeContext, state: CellState, call: KernelCall | None) -> Any:
     """The TileLang tool session the file built this kernel in, entered again for the
     cell's trace, lower, build and run (IKET: ``with iket.session():`` adds the codegen its
     ``iket.mark`` events need; built outside it, nvcc meets ``TL_IKET_EVENT`` undefined);
@@ -215,7 +221,7 @@ def _raised_in_file(exc: BaseException | None, path: str) -> bool:
     return False
 
 
-def _failure_files(ctx: Any, state: CellState, call: KernelCall | None) -> None:
+def _failure_files(ctx: ProbeContext, state: CellState, call: KernelCall | None) -> None:
     """The IR before the failing pass, the last pass's diff and ``repro.py`` of a failed
     cell, in ``<out>/tilelang/cells/<kernel>/<label>/``."""
     from laya_tui.families.tilelang.build import cache_root
@@ -260,7 +266,7 @@ def failure_reason(d: Diagnostic) -> str:
     return f"{stage} failed{tool}: {d.line}"
 
 
-def _emit_summary(ctx: Any, state: CellState) -> None:
+def _emit_summary(ctx: ProbeContext, state: CellState) -> None:
     failed = state.outcome in ("lower-failed", "build-failed", "run-failed", NOT_EXAMINED)
     d = state.diag
     total = sum(v for k, v in state.seconds.items() if k != "trace")

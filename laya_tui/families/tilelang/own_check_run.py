@@ -21,7 +21,13 @@ from laya_tui.families.tilelang.cell_state import (
 )
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
 from laya_tui.families.tilelang.kernel_launch import as_list, out_indices, sync
-from laya_tui.families.tilelang.records import CheckDict, PassConfigs, SignalFields, SiteDict
+from laya_tui.families.tilelang.records import (
+    CheckDict,
+    PassConfigs,
+    ProbeContext,
+    SignalFields,
+    SiteDict,
+)
 
 __all__ = ["check_site", "close", "rebuilt", "run_own_check"]
 
@@ -40,7 +46,7 @@ def rebuilt(state: CellState, func: Any, call: KernelCall | None,
                             execution_backend=state.extra.get("execution_backend") or "auto")
 
 
-def run_own_check(ctx: Any, state: CellState, kernel: Any, record: Any, params: Any,
+def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: Any, params: Any,
                   out_idx: Any, rebuild: Callable[[PassConfigs], Any] | None = None
                   ) -> None:
     """Run the built kernel the way the file checks it, with its tolerances: the file's

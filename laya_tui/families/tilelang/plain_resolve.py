@@ -34,7 +34,7 @@ from laya_tui.families.tilelang.missing_package import (
     missing_package,
     unexamined_reason,
 )
-from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeOptions
+from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeContext, ProbeOptions
 
 if TYPE_CHECKING:
     import ast
@@ -58,7 +58,7 @@ def expected_kernels(file: str, opts: ProbeOptions) -> set[str]:
                  or e.obj == "main" or e.obj.startswith("test"))}  # an entry point itself
 
 
-def plain_call(ctx: Any, state: CellState, *, obj: str, args: KernelArgs,
+def plain_call(ctx: ProbeContext, state: CellState, *, obj: str, args: KernelArgs,
                sources: dict[str, str], missing: list[str] | None, key: str | None,
                dtype_arg: str | None, pass_configs: PassConfigs | None,
                called: bool, execution_backend: str | None) -> KernelCall:
@@ -179,7 +179,7 @@ def plain_call(ctx: Any, state: CellState, *, obj: str, args: KernelArgs,
     raise AssertionError("unreachable")  # ctx.error raises
 
 
-def _not_built(ctx: Any, state: CellState, obj: str, cap: Any, key: str | None) -> None:
+def _not_built(ctx: ProbeContext, state: CellState, obj: str, cap: Any, key: str | None) -> None:
     """A kernel made inside nested functions that the file's run did not build: skipped
     where the run needs a GPU, or where nothing runs it (a library file none of whose
     importers builds it: the lines to add), else could not be examined (``ctx`` raises
@@ -220,7 +220,7 @@ def _not_built(ctx: Any, state: CellState, obj: str, cap: Any, key: str | None) 
               f"build it: {ran}")
 
 
-def _built_elsewhere(ctx: Any, state: CellState, obj: str, opts: ProbeOptions,
+def _built_elsewhere(ctx: ProbeContext, state: CellState, obj: str, opts: ProbeOptions,
                      own: Any) -> tuple[Any, str, str | None]:
     """(capture, build name, importing file) of the first file beside ``state.file`` whose
     own run builds ``obj`` (or raises tracing it); ``(own, obj, None)`` when none does."""

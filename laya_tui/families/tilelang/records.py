@@ -10,10 +10,11 @@ keyword arguments, a module's globals (all handed on as they are), the probe's r
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
 
-from laya_tui.core.report_types import SiteDict
+from laya_tui.core.report_types import SignalDict, SiteDict
 
 if TYPE_CHECKING:
     import torch
@@ -21,10 +22,10 @@ if TYPE_CHECKING:
     from laya_tui.families.tilelang.passlog import PassLog
 
 __all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellDict",
-           "CellExtra", "CheckDict", "Detail", "Example", "FileRunDict", "Globals", "ImporterTried",
-           "KernelArgs", "KernelDetail", "KernelTable", "Kwargs", "PassConfigs", "PassTimings",
-           "ProbeOptions", "SignalFields", "SiteDict", "Tensors", "TrialDict", "TunedDict",
-           "VerdictDetail"]
+           "CellExtra", "CheckDict", "Detail", "Example", "FileRunDict", "Globals",
+           "ImporterTried", "KernelArgs", "KernelDetail", "KernelTable", "Kwargs", "PassConfigs",
+           "PassTimings", "ProbeContext", "ProbeOptions", "SignalFields", "SiteDict", "Tensors",
+           "TrialDict", "TunedDict", "VerdictDetail"]
 
 #: TileLang's ``pass_configs`` (option -> value), handed to TileLang as they are.
 PassConfigs: TypeAlias = dict[str, Any]
@@ -239,3 +240,36 @@ class Example(Protocol):
     def tolerance(self, name: str, *, dtype: str, cpu: bool) -> float:
         """The limit of output ``name``'s max |diff|."""
         ...
+
+
+class ProbeContext(Protocol):
+    """The probe's ``ctx`` (``laya_tui.api.Context``) as the TileLang cells use it (the
+    families layer does not import the api). ``skip``, ``fail`` and ``error`` raise: they
+    end the cell."""
+
+    @property
+    def options(self) -> ProbeOptions: ...
+
+    def log(self, text: str, **fields: Any) -> SignalDict: ...
+
+    def timing(self, subject: str, seconds: float, **fields: Any) -> SignalDict: ...
+
+    def artifact(self, subject: str, path: "str | os.PathLike[str]",
+                 **fields: Any) -> SignalDict: ...
+
+    def lowering(self, subject: str, *, passed: bool, reason: str | None = None,
+                 **fields: Any) -> SignalDict: ...
+
+    def tolerance(self, subject: str, value: float, limit: float, *,
+                  passed: bool | None = None, **fields: Any) -> SignalDict: ...
+
+    def compare(self, subject: str, out: Any, ref: Any, *, atol: float, mask: Any = None,
+                **fields: Any) -> SignalDict: ...
+
+    def depends_on(self, path: "str | os.PathLike[str]") -> None: ...
+
+    def skip(self, reason: str) -> None: ...
+
+    def fail(self, reason: str) -> None: ...
+
+    def error(self, reason: str) -> None: ...

@@ -31,13 +31,13 @@ from laya_tui.families.tilelang.cell_state import (
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
 from laya_tui.families.tilelang.kernel_launch import launch
 from laya_tui.families.tilelang.own_check_run import check_site, close, rebuilt, run_own_check
-from laya_tui.families.tilelang.records import CheckDict, Detail, Example, Tensors
+from laya_tui.families.tilelang.records import CheckDict, Detail, Example, ProbeContext, Tensors
 from laya_tui.families.tilelang.stages import Built, no_gpu_reason
 
 __all__ = ["check_site", "close", "compare_outputs", "launch", "run_stage"]
 
 
-def run_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
+def run_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
               example: Example | None, call: KernelCall | None = None) -> None:
     """Run on the CPU (c) or the GPU (cuda) and compare every output with the reference."""
     record = call.record if call is not None else None
@@ -126,7 +126,7 @@ def _load(func: Any, artifact: Any, tgt: Any, built: Built, call: KernelCall | N
                        out_idx=call.out_idx if call is not None else None)
 
 
-def _run_example(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
+def _run_example(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt: Any,
                  built: Built, example: Example) -> None:
     import torch
 
@@ -163,7 +163,7 @@ def _run_example(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     state.outcome = "ran"
 
 
-def _plain_reference(ctx: Any, state: CellState, example: Example,
+def _plain_reference(ctx: ProbeContext, state: CellState, example: Example,
                      promoted: Tensors) -> Tensors | None:
     """A plain file's ``ref_program`` on laya-tui's inputs; None (run skipped) when it does
     not take them or gives no finite numbers: a reference that cannot be run is no finding."""
@@ -184,7 +184,7 @@ def _plain_reference(ctx: Any, state: CellState, example: Example,
     return None
 
 
-def compare_outputs(ctx: Any, example: Example, prefix: str, actual: Tensors,
+def compare_outputs(ctx: ProbeContext, example: Example, prefix: str, actual: Tensors,
                     expected: Tensors, *, dtype: str, cpu: bool, detail: Detail,
                     label: str = "") -> tuple[dict[str, CheckDict], list[str]]:
     """A ``tolerance`` signal per checked output (``<prefix>/<output>``), within the

@@ -35,7 +35,7 @@ from laya_tui.families.tilelang.diagnostics import (
     from_compiler,
     from_exception,
 )
-from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, SiteDict
+from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeContext, SiteDict
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Built:
 # -- trace ------------------------------------------------------------------------------------
 
 
-def trace_stage(ctx: Any, state: CellState, fsite: SiteDict | None,
+def trace_stage(ctx: ProbeContext, state: CellState, fsite: SiteDict | None,
                 factory: str | None, call: KernelCall | None = None) -> tuple[Any, Any]:
     """The kernel's PrimFunc (and a factory's example): timed as part of ``lower``."""
     from laya_tui.families.tilelang.modules import (
@@ -195,7 +195,7 @@ def prepared(func: Any, target: Any, backend: str, out_idx: Any) -> Any:
     return func
 
 
-def lower_stage(ctx: Any, state: CellState, func: Any, fsite: SiteDict | None,
+def lower_stage(ctx: ProbeContext, state: CellState, func: Any, fsite: SiteDict | None,
                 call: KernelCall | None = None) -> tuple[Any, Any]:
     """``tilelang.lower(..., enable_device_compile=False)`` under TileLang's pass
     instrumentation: per-pass seconds, and the IR each pass received kept by reference for
@@ -256,7 +256,7 @@ def _note_passes(state: CellState, log: Any) -> None:
 # -- build ------------------------------------------------------------------------------------
 
 
-def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
+def build_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt: Any,
                 call: KernelCall | None = None) -> Built | None:
     """Build with the cell's execution backend; None when there is nothing to run."""
     from laya_tui.families.tilelang.build import compiler_for
@@ -282,7 +282,7 @@ def build_stage(ctx: Any, state: CellState, func: Any, artifact: Any, tgt: Any,
     return _build_jit_kernel(ctx, state, func, tgt, backend, call)
 
 
-def _build_cython(ctx: Any, state: CellState, func: Any, artifact: Any,
+def _build_cython(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
                   tgt: Any) -> Built | None:
     """The cython wrapper TileLang builds, compiled with its command, output captured."""
     from laya_tui.families.tilelang.build import (
@@ -322,7 +322,7 @@ def _build_cython(ctx: Any, state: CellState, func: Any, artifact: Any,
     return Built("library", lib=str(result.lib_path), code=code)
 
 
-def _build_jit_kernel(ctx: Any, state: CellState, func: Any, tgt: Any, backend: str,
+def _build_jit_kernel(ctx: ProbeContext, state: CellState, func: Any, tgt: Any, backend: str,
                       call: KernelCall | None) -> Built:
     """``tilelang.JITKernel(func, out_idx, execution_backend, target, pass_configs)``: the
     object ``tilelang.compile`` returns, built the same way."""
