@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.data_dtype import label
 from laya_tui.families.tilelang.diagnostics import Diagnostic
@@ -24,6 +24,9 @@ from laya_tui.families.tilelang.records import (
     PassConfigs,
     SiteDict,
 )
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
 
 SEED = 1234
 DEFAULT_CUDA_ARCH = "sm_90a"
@@ -53,7 +56,7 @@ class KernelCall:
     execution_backend: str | None = None  # as the file or the table asks (None: default)
     compile_flags: Any = None
     func: Any = None  # the PrimFunc the file's own run traced (None: trace with args)
-    record: Any = None  # the file's call of the built kernel (capture_stubs.KernelCallRecord)
+    record: KernelCallRecord | None = None  # the file's calls of the built kernel
     module: Any = None  # the module the file's run imported (its ref_program)
     trace_error: BaseException | None = None  # the file's own call of the kernel raised
     run_globals: Globals = field(default_factory=dict)  # globals the file's run set

@@ -16,9 +16,12 @@ import os
 import re
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.records import BufferDict, SiteDict
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.passlog import PassLog
 
 #: ``--> /abs/path/kernel.py:21:1`` markers TileLang appends to compiler errors.
 MARKER_RE = re.compile(r"-->\s+(?P<file>[^\s].*?):(?P<line>\d+)(?::(?P<col>\d+))?\s*$",
@@ -229,7 +232,7 @@ def fix_for(line: str, target: str, stage: str) -> str | None:
 
 
 def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: str,
-                   factory_site: SiteDict | None = None, tracker: Any = None,
+                   factory_site: SiteDict | None = None, tracker: PassLog | None = None,
                    source_func: Any = None) -> Diagnostic:
     """The diagnostic of an exception raised while importing, tracing or lowering a kernel.
 
@@ -245,8 +248,9 @@ def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: 
 
     # the pass, and the IR it received
     failed_mod = None
-    if tracker is not None and tracker.innermost() is not None:
-        name, failed_mod = tracker.innermost()
+    inner = tracker.innermost() if tracker is not None else None
+    if inner is not None:
+        name, failed_mod = inner
         if not name.startswith("after "):  # "after X": no pass raised, X's output is the IR
             diag.pass_name = name
     if diag.pass_name is None and stage == "lower":

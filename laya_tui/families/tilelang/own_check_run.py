@@ -10,7 +10,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.cell_state import (
     CellState,
@@ -29,6 +29,10 @@ from laya_tui.families.tilelang.records import (
     SiteDict,
 )
 
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
+    from laya_tui.families.tilelang.own_verdict import Verdict
+
 __all__ = ["check_site", "close", "rebuilt", "run_own_check"]
 
 
@@ -46,7 +50,8 @@ def rebuilt(state: CellState, func: Any, call: KernelCall | None,
                             execution_backend=state.extra.get("execution_backend") or "auto")
 
 
-def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: Any, params: Any,
+def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: KernelCallRecord,
+                  params: Any,
                   out_idx: Any, rebuild: Callable[[PassConfigs], Any] | None = None
                   ) -> None:
     """Run the built kernel the way the file checks it, with its tolerances: the file's
@@ -55,7 +60,7 @@ def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: Any,
     outputs, with the check's own function and options."""
     state.stage = "run"
     t0 = time.perf_counter()
-    results: list[tuple[str, Any, str]] = []  # (output, verdict, the check's label)
+    results: list[tuple[str, Verdict, str]] = []  # (output, verdict, the check's label)
     try:
         if record.ref_program is not None:
             results = _profiler_check(state, kernel, record, params, out_idx)
@@ -104,7 +109,7 @@ def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: Any,
     state.outcome = "ran"
 
 
-def _bisect(state: CellState, record: Any, params: Any, out_idx: Any,
+def _bisect(state: CellState, record: KernelCallRecord, params: Any, out_idx: Any,
             rebuild: Callable[[PassConfigs], Any]) -> str | None:
     """After a failed check: the pass option whose change makes it pass (the detail's
     ``pass_bisection``), as the finding's fix when there is one."""
@@ -132,8 +137,8 @@ def check_site(file: str, how: str) -> SiteDict | None:
     return {"file": file, "line": int(m.group(1))} if m else None
 
 
-def _profiler_check(state: CellState, kernel: Any, record: Any, params: Any,
-                    out_idx: Any) -> list[tuple[str, Any, str]]:
+def _profiler_check(state: CellState, kernel: Any, record: KernelCallRecord, params: Any,
+                    out_idx: Any) -> list[tuple[str, Verdict, str]]:
     """``profiler.assert_allclose(ref_program)``: the reference on TileLang's inputs."""
     from tilelang.profiler import TensorSupplyType
 
@@ -163,7 +168,8 @@ def _profiler_check(state: CellState, kernel: Any, record: Any, params: Any,
     return out
 
 
-def _file_checks(state: CellState, kernel: Any, record: Any) -> list[tuple[str, Any, str]]:
+def _file_checks(state: CellState, kernel: Any, record: KernelCallRecord
+                 ) -> list[tuple[str, Verdict, str]]:
     """Each check the file made, made again: the kernel run on the inputs of the call the
     check compares (copies: an in-place kernel writes them), the checked expression
     evaluated on its real outputs."""

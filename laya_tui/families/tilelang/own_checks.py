@@ -21,9 +21,12 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.records import Kwargs
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
 
 _TAG = "_laya_node"
 
@@ -41,7 +44,7 @@ class Leaf:
     """A kernel's output ``index`` (``-1 - i``: its argument ``i``, written in place) of
     the file's ``call``-th distinct call of the kernel whose record is ``record``."""
 
-    record: Any
+    record: KernelCallRecord
     call: int
     index: int
 
@@ -322,7 +325,7 @@ def spec_of(how: str, args: tuple[Any, ...], kwargs: Kwargs) -> Spec | None:
     return Spec(how, na, b if nb is None else nb, options, expected_value=b)
 
 
-def the_record(spec: Spec) -> tuple[Any, int] | None:
+def the_record(spec: Spec) -> tuple[KernelCallRecord, int] | None:
     """(the record, the call) every kernel output of ``spec`` comes from; None when it
     reads outputs of two calls (a cell replays one) or is too deep to make again. An
     expected side that reads another call (an argument two in-place kernels share) is

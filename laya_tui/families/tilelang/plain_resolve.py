@@ -39,6 +39,8 @@ from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeCon
 if TYPE_CHECKING:
     import ast
 
+    from laya_tui.families.tilelang.capture_model import Capture
+
 
 def expected_kernels(file: str, opts: ProbeOptions) -> set[str]:
     """The kernels of ``file`` its own entry points reference (what its run should build)."""
@@ -179,7 +181,8 @@ def plain_call(ctx: ProbeContext, state: CellState, *, obj: str, args: KernelArg
     raise AssertionError("unreachable")  # ctx.error raises
 
 
-def _not_built(ctx: ProbeContext, state: CellState, obj: str, cap: Any, key: str | None) -> None:
+def _not_built(ctx: ProbeContext, state: CellState, obj: str, cap: Capture,
+               key: str | None) -> None:
     """A kernel made inside nested functions that the file's run did not build: skipped
     where the run needs a GPU, or where nothing runs it (a library file none of whose
     importers builds it: the lines to add), else could not be examined (``ctx`` raises
@@ -221,7 +224,7 @@ def _not_built(ctx: ProbeContext, state: CellState, obj: str, cap: Any, key: str
 
 
 def _built_elsewhere(ctx: ProbeContext, state: CellState, obj: str, opts: ProbeOptions,
-                     own: Any) -> tuple[Any, str, str | None]:
+                     own: Capture) -> tuple[Capture, str, str | None]:
     """(capture, build name, importing file) of the first file beside ``state.file`` whose
     own run builds ``obj`` (or raises tracing it); ``(own, obj, None)`` when none does."""
     from laya_tui.families.tilelang.capture import capture_file, foreign_key

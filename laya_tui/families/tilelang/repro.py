@@ -15,9 +15,12 @@ prints the first line of what it raises. Standard library only here.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.diagnostics import PROCESS_DEPENDENT
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.cell_state import CellState, KernelCall
 
 _TEMPLATE = '''#!/usr/bin/env python3
 """Reproduce {cell}: {first_line}
@@ -401,7 +404,8 @@ if __name__ == "__main__":
 '''
 
 
-def write_repro(folder: str, state: Any, call: Any, cuda_target: dict[str, str] | None) -> str:
+def write_repro(folder: str, state: CellState, call: KernelCall,
+                cuda_target: dict[str, str] | None) -> str:
     """Write ``<folder>/repro.py`` for a failed cell and return its path."""
     os.makedirs(folder, exist_ok=True)
     diag = state.diag

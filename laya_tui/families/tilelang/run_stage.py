@@ -16,7 +16,7 @@ What a cell compares with, best first:
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.cell_state import (
     SEED,
@@ -33,6 +33,9 @@ from laya_tui.families.tilelang.kernel_launch import launch
 from laya_tui.families.tilelang.own_check_run import check_site, close, rebuilt, run_own_check
 from laya_tui.families.tilelang.records import CheckDict, Detail, Example, ProbeContext, Tensors
 from laya_tui.families.tilelang.stages import Built, no_gpu_reason
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
 
 __all__ = ["check_site", "close", "compare_outputs", "launch", "run_stage"]
 
@@ -113,7 +116,7 @@ def _on_device(tensors: list[Any], device: str) -> bool:
     return all(getattr(getattr(t, "device", None), "type", device) == device for t in tensors)
 
 
-def _devices(record: Any) -> str:
+def _devices(record: KernelCallRecord | None) -> str:
     kinds = sorted({str(getattr(getattr(t, "device", None), "type", "?"))
                     for t in (record.inputs if record is not None else [])})
     return ", ".join(kinds) or "no device"

@@ -18,7 +18,7 @@ import inspect
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.cell_state import (
     SEED,
@@ -36,6 +36,9 @@ from laya_tui.families.tilelang.diagnostics import (
     from_exception,
 )
 from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeContext, SiteDict
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.passlog import PassLog
 
 
 @dataclass
@@ -246,7 +249,7 @@ def lower_stage(ctx: ProbeContext, state: CellState, func: Any, fsite: SiteDict 
     return artifact, tgt
 
 
-def _note_passes(state: CellState, log: Any) -> None:
+def _note_passes(state: CellState, log: PassLog) -> None:
     """Per-pass seconds (TileLang's pass timing) into the cell's detail."""
     timings = log.timings()
     if timings:
