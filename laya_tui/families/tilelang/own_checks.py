@@ -63,7 +63,7 @@ class Op:
 class Item:
     """The ``index``-th tensor of an op returning several (``torch.max(x, dim=1)``)."""
 
-    of: Any
+    of: Node
     index: int
 
 
@@ -193,7 +193,7 @@ def _scalar_type(base: type) -> type:
 _SCALARS: dict[type, type] = {}
 
 
-def wrap(value: Any, node: Any, ask: Callable[[Any], bool | None]) -> Any:
+def wrap(value: Any, node: Node, ask: Callable[[Any], bool | None]) -> Any:
     """``value`` (a number read from a kernel-derived tensor) carrying ``node``."""
     base = type(value)
     if base not in (float, int):
@@ -205,7 +205,7 @@ def wrap(value: Any, node: Any, ask: Callable[[Any], bool | None]) -> Any:
     return out
 
 
-def leaves(node: Any) -> Iterator[Leaf]:
+def leaves(node: object) -> Iterator[Leaf]:
     """Every kernel output ``node`` reads."""
     todo = [node]
     while todo:
@@ -220,7 +220,7 @@ def leaves(node: Any) -> Iterator[Leaf]:
             todo.extend(reversed(n))
 
 
-def depth(node: Any, stop: int) -> int:
+def depth(node: object, stop: int) -> int:
     """How many ops deep ``node`` is (counting stops at ``stop``)."""
     todo, most = [(node, 0)], 0
     while todo:
@@ -241,7 +241,7 @@ def depth(node: Any, stop: int) -> int:
 MAX_DEPTH = 150
 
 
-def evaluate(node: Any, leaf_value: Callable[[Leaf], Any],
+def evaluate(node: object, leaf_value: Callable[[Leaf], Any],
              memo: dict[int, Any] | None = None) -> Any:
     """``node`` computed again, its kernel outputs given by ``leaf_value``; a plain value
     is itself. Ops that write their first argument write a copy of it."""
@@ -345,11 +345,11 @@ def the_record(spec: Spec) -> tuple[KernelCallRecord, int] | None:
     return None
 
 
-def first_output(node: Any) -> Leaf | None:
+def first_output(node: object) -> Leaf | None:
     return next(iter(leaves(node)), None)
 
 
-def file_frames(path: str) -> list[Any]:
+def file_frames(path: str) -> list[FrameType]:
     """The frames of ``path`` on the stack, innermost first."""
     out = []
     f: FrameType | None = sys._getframe(1)
@@ -360,7 +360,7 @@ def file_frames(path: str) -> list[Any]:
     return out
 
 
-def where(frames: list[Any]) -> tuple[int | None, str]:
+def where(frames: list[FrameType]) -> tuple[int | None, str]:
     """(the check's line, `` (in check_close(), called at line 27)`` for a helper)."""
     if not frames:
         return None, ""
