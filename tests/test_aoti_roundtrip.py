@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from laya_tui.families.aoti.results import validate_results
+from tests._signals import detail_of, site_of
 from tests._util import run_cli
 from tests.test_aoti_unit import results_of, run_cell
 
@@ -171,14 +172,16 @@ def test_uncast_bf16_variant_fails_with_the_dtype_mismatch(tmp_path):
     assert status == ("failed: run failed: RuntimeError: mat1 and mat2 must have the same "
                       "dtype, but got Float and BFloat16"), status
     casts = [s for s in signals if s["kind"] == "cast"]
-    assert casts and casts[0]["site"]["file"] == DECISION_FILE
+    assert casts and site_of(casts[0])["file"] == DECISION_FILE
+    assert casts[0]["reason"] is not None
     assert "float32 x bfloat16" in casts[0]["reason"]
     runs = [s for s in signals if s["kind"] == "log" and s.get("subject") == "run"]
-    assert {r["detail"]["process"] for r in runs} == {"fresh", "warm"}
-    fresh = next(r for r in runs if r["detail"]["process"] == "fresh")
+    assert {detail_of(r)["process"] for r in runs} == {"fresh", "warm"}
+    fresh = next(r for r in runs if detail_of(r)["process"] == "fresh")
     assert fresh["reason"] == "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
-    assert fresh["site"]["file"] == DECISION_FILE and fresh["site"]["func"] == "forward"
-    assert "wrapper.cpp" in fresh["detail"]["runtime_site"]["file"]
+    assert site_of(fresh)["file"] == DECISION_FILE and site_of(fresh)["func"] == "forward"
+    assert "wrapper.cpp" in detail_of(fresh)["runtime_site"]["file"]
+    assert fresh["fix"] is not None
     assert "cast" in fresh["fix"]
     doc = results_of(tmp_path, "decision_bf16_uncast")
     assert doc["steps"]["export"]["ok"] and doc["steps"]["package"]["ok"]
@@ -200,7 +203,8 @@ def test_cxx_compile_error_is_a_package_failure(tmp_path, monkeypatch):
     assert status.endswith("injected.cpp:1:1: error: injected failure"), status
     assert status.startswith("failed: package failed: ")
     (log,) = [s for s in signals if s["kind"] == "log" and s.get("subject") == "package"]
-    assert log["detail"]["step"] == "package" and "compiler" in log["fix"]
+    assert log["fix"] is not None
+    assert detail_of(log)["step"] == "package" and "compiler" in log["fix"]
     assert [s for s in signals if s["kind"] == "timing" and s["subject"] == "export"]
     assert not list((tmp_path / "aoti").glob("*/model.pt2"))
 
@@ -245,6 +249,7 @@ def test_a_static_libstdcxx_compiler_is_replaced_and_the_package_loads(tmp_path,
         status, signals = run_cell(user_target("tests.test_aoti_unit:tiny_model"), tmp_path)
     assert status == "ok", status
     (note,) = [s for s in signals if s["kind"] == "log" and s.get("subject") == "package"]
+    assert note["reason"] is not None
     assert note["reason"].startswith(f"{wrapper} links libstdc++ statically")
     assert [s for s in signals if s["kind"] == "timing" and s["subject"] == "load-fresh"]
     doc = results_of(tmp_path, "model_tests.test_aoti_unit_tiny_model")

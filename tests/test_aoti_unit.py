@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from laya_tui.core.protocol import SignalEvent
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.aoti.failure import cpp_site, first_meaningful_line, fix_for
 from laya_tui.families.aoti.load import ShapeError, check_shapes, shape_problems
 from laya_tui.families.aoti.results import (
@@ -24,6 +26,7 @@ from laya_tui.families.aoti.results import (
     validate_results,
     write_results,
 )
+from tests._signals import detail_of, site_of
 from tests._util import heavy_imports
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,9 +103,14 @@ def test_first_meaningful_line_skips_banners():
 def test_cpp_site_and_fixes():
     assert cpp_site(AOTI_RUN_TEXT) == {"file": "/tmp/ti/c.wrapper.cpp", "line": 1756,
                                        "func": "aoti_torch_cpu_addmm_out"}
-    assert "cast" in fix_for(AOTI_RUN_TEXT)
-    assert "torch.cond" in fix_for("Could not guard on data-dependent expression Eq(u0, 1)")
-    assert "compiler" in fix_for(CXX_TEXT)
+    def fix(text: str) -> str:
+        found = fix_for(text)
+        assert found is not None, text
+        return found
+
+    assert "cast" in fix(AOTI_RUN_TEXT)
+    assert "torch.cond" in fix("Could not guard on data-dependent expression Eq(u0, 1)")
+    assert "compiler" in fix(CXX_TEXT)
     assert fix_for("something nobody has seen") is None
 
 
@@ -246,12 +254,12 @@ def tiny_model() -> tuple[Any, Any]:
         (torch.randn(4, 8),)
 
 
-def run_cell(target: Any, out: Path) -> tuple[str, list[dict[str, Any]]]:
+def run_cell(target: Any, out: Path) -> tuple[str, list[SignalDict]]:
     """Run one aoti cell in this process; ``(status, signals)``."""
     from laya_tui.api import Context, Failed, Skipped
     from laya_tui.families.aoti.pipeline import run_target
 
-    events: list[dict[str, Any]] = []
+    events: list[SignalEvent] = []
     ctx = Context("aoti/test", "aoti", events.append, opts={"out": str(out), "models": []})
     try:
         run_target(ctx, target, str(out))
@@ -281,10 +289,11 @@ def test_data_dependent_control_flow_fails_export(tmp_path):
     logs = [s for s in signals if s["kind"] == "log" and s.get("subject") == "export"]
     assert len(logs) == 1
     log = logs[0]
-    assert log["detail"]["step"] == "export"
-    assert log["detail"]["exception"] == "GuardOnDataDependentSymNode"
-    assert log["site"]["file"] == __file__ and log["site"]["func"] == "forward"
-    assert "if x.sum() > 0" in Path(__file__).read_text().splitlines()[log["site"]["line"] - 1]
+    assert detail_of(log)["step"] == "export"
+    assert detail_of(log)["exception"] == "GuardOnDataDependentSymNode"
+    assert site_of(log)["file"] == __file__ and site_of(log)["func"] == "forward"
+    assert "if x.sum() > 0" in Path(__file__).read_text().splitlines()[site_of(log)["line"] - 1]
+    assert log["fix"] is not None
     assert "torch.cond" in log["fix"]
     assert not [s for s in signals if s["kind"] == "timing" and s["subject"] == "package"]
     doc = results_of(tmp_path, slug(f"model[{__name__}:data_dependent_model]"))
@@ -340,12 +349,14 @@ def test_a_compiler_linking_libstdcxx_statically_is_replaced(tmp_path, monkeypat
     chosen, note = aoti_compiler(str(wrapper))
     assert chosen != str(wrapper) and static_libstdcxx(chosen) is False
     assert os.path.basename(chosen) in ("g++", "c++")
+    assert note is not None
     assert note.startswith(f"{wrapper} links libstdc++ statically") and chosen in note
 
 
 # -- torch.compile recompiles in the cell: sited in the model, matching dynamo's record ----
 def test_compiled_outputs_recompile_signal_is_sited_at_the_model_forward(tmp_path):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
+    import torch
     from torch._dynamo.utils import get_compilation_metrics
 
     from laya_tui.api import Context
@@ -363,7 +374,7 @@ def test_compiled_outputs_recompile_signal_is_sited_at_the_model_forward(tmp_pat
     model = Small().eval()
     sets = [(torch.randn(2, 4),), (torch.randn(3, 4),)]
     target = user_target("tests:small", loaded=(model, sets))
-    events: list[dict[str, Any]] = []
+    events: list[SignalEvent] = []
     pipe = Pipeline(Context("aoti/model[tests:small]", "aoti", events.append, opts={}),
                     target, tmp_path)
     torch._dynamo.reset()
@@ -377,11 +388,13 @@ def test_compiled_outputs_recompile_signal_is_sited_at_the_model_forward(tmp_pat
     (sig,) = [e["signal"] for e in events if e["type"] == "signal"
               and e["signal"]["kind"] == "recompile"]
     assert sig["reason"] == guards[0].strip().splitlines()[0]
-    assert sig["detail"]["shape"] == "set2"
+    detail = sig.get("detail")
+    assert detail is not None
+    assert detail["shape"] == "set2"
     code = Small.forward.__code__
     assert sig["site"] == {"file": code.co_filename, "line": code.co_firstlineno,
                            "func": code.co_qualname.rsplit("<locals>.", 1)[-1]}
-    assert sig["detail"]["stack"][0].endswith("(Small.forward)")
+    assert detail["stack"][0].endswith("(Small.forward)")
     assert pipe.results["steps"]["compile"]["recompiled_on"] == {"set2": [sig["reason"]]}
 
 
@@ -408,19 +421,19 @@ def test_the_gap_table_of_the_bf16_decision_cell_compares_inductor_compiled_modu
     name, inputs, dims = target.shapes(None)[0]
     per_shape = {name: {"name": name, "dims": dims, "heads": {"out": {"passed": True}}}}
 
-    def logs(opts: dict[str, Any]) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
+    def logs(opts: dict[str, Any]) -> list[SignalDict]:
+        events: list[SignalEvent] = []
         pipe = Pipeline(Context("aoti/decision[bf16]", "aoti", events.append,
                                 opts={"out": str(tmp_path), **opts}), target, tmp_path)
         pipe.gap_tables(model, ref_model, [(name, inputs, dims)], per_shape, fp32=True)
-        return [e["signal"] for e in events if e["type"] == "signal"
-                and e["signal"]["kind"] == "log" and "gap_table" in e["signal"]["detail"]]
+        sigs = [e["signal"] for e in events if e["type"] == "signal"]
+        return [s for s in sigs if s["kind"] == "log" and "gap_table" in (s.get("detail") or {})]
 
     assert logs({}) == []  # passed, no --numerics: nothing after the verdict
     torch._dynamo.reset()
     counters.clear()
     (sig,) = logs({"numerics": True})
-    table = sig["detail"]["gap_table"]
+    table = detail_of(sig)["gap_table"]
     assert sig["subject"] == f"outputs[{name}] gap table" and table["path"] == "aoti"
     assert AOTI_NOTE in table["note"]
     leaves = {n for n, m in model.named_modules() if n and next(m.children(), None) is None}

@@ -13,7 +13,8 @@ import pytest
 from laya_tui.api import Context
 from laya_tui.families.explain.compile_bisect import RUNS, bisect_after_verdict
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 
 class Noisy(torch.nn.Module):

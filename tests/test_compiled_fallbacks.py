@@ -15,7 +15,10 @@ import re
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from laya_tui.core.protocol import SignalEvent
+
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.api import Context  # noqa: E402
 from laya_tui.families.explain import explain_steady  # noqa: E402
@@ -65,7 +68,7 @@ def _compile_and_profile(model, x):
 
     torch._dynamo.reset()
     fn = torch.compile(model, backend="inductor", dynamic=False)
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/fallbacks", "explain", events.append, opts={})
     loaded = set(PyCodeCache.modules) if hasattr(PyCodeCache, "modules") else set()
     with torch.no_grad():
@@ -84,7 +87,7 @@ def _compile_and_profile(model, x):
 
 
 def _phase(sigs, phase):
-    fallbacks = collections.Counter()
+    fallbacks: collections.Counter[str] = collections.Counter()
     for s in sigs:
         if s["kind"] == "fallback" and s.get("detail", {}).get("phase") == phase \
                 and s["subject"] != "graph break":
@@ -92,7 +95,7 @@ def _phase(sigs, phase):
     wall = next(s for s in sigs if s["kind"] == "timing"
                 and s["subject"] == "forward: region wall" and s["detail"]["phase"] == phase)
     kernels = wall["detail"].get("compiled_code_kernels", {})
-    extern = collections.Counter()
+    extern: collections.Counter[str] = collections.Counter()
     for name, n in kernels.get("extern", {}).items():
         extern[_base(name)] += n
     return fallbacks, extern, kernels
@@ -153,7 +156,7 @@ def test_transformers_gpt2_fallbacks_match_the_profiler_and_sit_in_the_modeling_
     fn = torch.compile(model, backend="inductor", dynamic=False)
     from torch.profiler import ProfilerActivity, profile
 
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/gpt2", "explain", events.append, opts={})
     with torch.no_grad():
         explain_steady(ctx, "forward", lambda: fn(**batch), warmup=1, model=model,
@@ -169,16 +172,19 @@ def test_transformers_gpt2_fallbacks_match_the_profiler_and_sit_in_the_modeling_
     assert fallbacks + extern == inside
     assert "aten::detach" not in fallbacks
     for s in sigs:
-        if s.get("site"):
-            assert "laya_tui" not in s["site"]["file"], s
-            assert "torch_dynamo_resume" not in str(s["site"]["func"])
-    sdpa = [s for s in sigs if s["kind"] == "fallback" and "scaled_dot_product" in s["subject"]]
+        if site := s.get("site"):
+            assert "laya_tui" not in site["file"], s
+            assert "torch_dynamo_resume" not in str(site["func"])
+    sdpa = [s for s in sigs
+            if s["kind"] == "fallback" and "scaled_dot_product" in (s.get("subject") or "")]
     for s in sdpa:
-        assert s["site"]["file"] == modeling_gpt2.__file__, s["site"]
-        assert s["site"]["func"] == "GPT2Attention.forward"
+        site = s.get("site")
+        assert site is not None and site["file"] == modeling_gpt2.__file__, site
+        assert site["func"] == "GPT2Attention.forward"
     compiles = [s for s in sigs if s["kind"] == "compile"]
-    assert compiles and compiles[0]["site"]["file"] == modeling_gpt2.__file__
-    assert compiles[0]["site"]["func"] == "GPT2LMHeadModel.forward"
+    site = compiles[0].get("site") if compiles else None
+    assert compiles and site is not None and site["file"] == modeling_gpt2.__file__
+    assert site["func"] == "GPT2LMHeadModel.forward"
 
 
 _TWIN = '''

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from laya_tui.core.protocol import SignalEvent
+
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.families.explain.drift import module_drift, summary_detail, write_artifact  # noqa: E402
 
@@ -105,8 +109,8 @@ def test_presets_bf16_curve_along_the_model_with_the_mask():
     for build in (presets.tiny_llama, presets.tiny_modernbert):
         model, ref = build(torch.bfloat16), build(None)
         batch = presets.token_batch([7, 5])
-        res = module_drift(model, ref, lambda m=model, b=batch: m(**b),
-                           lambda r=ref, b=batch: r(**b), mask=batch["attention_mask"].bool())
+        res = module_drift(model, ref, functools.partial(model, **batch),
+                           functools.partial(ref, **batch), mask=batch["attention_mask"].bool())
         names = [c["module"] for c in res["calls"]]
         assert names[-1] == "(model)" and len(names) > 20 and res["skipped"] == []
         # bf16 rounding is visible at every module, and within the per-dtype limits here
@@ -189,9 +193,10 @@ def test_a_branch_that_flips_under_bf16_is_a_finding_of_its_own():
     assert detail["diverged"]["branch"].endswith(f":{_marker_line('branch')}(Flip.forward)")
     assert detail["worst"]["module"] == "fc1"  # closest to its limit before the branch
     json.dumps(detail, allow_nan=False)
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/flip", "explain", events.append, opts={})
     sig = emit_divergence(ctx, "out", res)
+    assert sig is not None
     assert sig["kind"] == "tolerance" and sig["passed"] is False
     assert sig["reason"] == d["text"] and sig["site"] == d["site"] and sig["value"] == 2.0
 

@@ -9,7 +9,10 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from laya_tui.core.protocol import SignalEvent
+
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.api import Context  # noqa: E402
 from laya_tui.families.explain import explain_steady  # noqa: E402
@@ -61,7 +64,7 @@ def _line(needle: str) -> int:
 
 
 def _ctx():
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     return Context("explain/sites", "explain", events.append, opts={}), events
 
 
@@ -106,7 +109,8 @@ def test_cast_site_is_qualified_by_class_and_matches_the_profiler():
         owners.append(p.name if p is not None else None)
     assert len(owners) == up["count"] + down["count"] == 2, owners
     # the profiler names the function (file, first line, co_name); ours adds the class
-    assert all(o.endswith(f"test_explain_sites.py({first}): forward") for o in owners), owners
+    assert all(o is not None and o.endswith(f"test_explain_sites.py({first}): forward")
+               for o in owners), owners
 
 
 def test_a_forward_split_by_a_graph_break_is_named_after_the_user_s_function():
@@ -122,8 +126,11 @@ def test_a_forward_split_by_a_graph_break_is_named_after_the_user_s_function():
     torch._dynamo.reset()
     # torch's own record: the first frame, then its resume function at the break
     names = [m.co_name for m in metrics]
-    assert names[0] == "forward" and names[1].startswith("torch_dynamo_resume_in_forward_at_")
-    resume_line = int(re.search(r"_at_(\d+)$", names[1]).group(1))
+    assert names[0] == "forward" and names[1] is not None
+    assert names[1].startswith("torch_dynamo_resume_in_forward_at_")
+    at = re.search(r"_at_(\d+)$", names[1])
+    assert at is not None, names[1]
+    resume_line = int(at.group(1))
     assert resume_line == _line("graph break")
     compiles = _sigs(events, "compile")
     assert [s["site"] for s in compiles] == [
@@ -153,7 +160,9 @@ def test_resume_names_and_internal_files():
     assert site_kind(presets.__file__, "host_greedy_decode") == USER
     assert site_kind(presets.__file__, "call_with") == INTERNAL
     assert site_kind(dm.__file__, "DecisionModel.forward") == USER
-    probes = sys.modules["laya_tui"].__file__.rsplit("/laya_tui/", 1)[0] + "/probes/x.py"
+    package = sys.modules["laya_tui"].__file__
+    assert package is not None
+    probes = package.rsplit("/laya_tui/", 1)[0] + "/probes/x.py"
     assert classify_file(probes) == INTERNAL
 
 

@@ -13,7 +13,8 @@ import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.families.explain import gap_table as g  # noqa: E402
 
@@ -73,11 +74,14 @@ def test_the_unstable_module_ranks_first_and_makes_its_own_error():
     t = table("scss")
     first = t.ranked()[0]
     assert first.module == "blocks.1" and first.type == "Cancel"
+    assert first.local is not None
     assert first.local > 10 * first.limit and first.share == pytest.approx(1.0)
     down = row(t, "blocks.2")  # after it: inherits the error, makes almost none
+    assert down.local is not None and down.share is not None
     assert down.error > down.limit and down.local < 0.1 * down.limit
     assert down.share < 0.01
     up = row(t, "blocks.0")  # before it: fine either way
+    assert up.local is not None
     assert up.error < up.limit and up.local < up.limit
     assert g.ranking(t)[:2] == ["blocks.1", "blocks.1.fc"]
     assert set(g.ranking(t)) == {"blocks.1", "blocks.1.fc"}
@@ -238,6 +242,7 @@ def test_a_container_fed_token_ids_ranks_after_the_modules_inside_it():
     ids = torch.randint(0, 32, (4, 5))
     t = g.gap_table(model, ref, lambda: model(ids), lambda: ref(ids))
     inner = row(t, "model")
+    assert inner.local is not None
     assert inner.whole and inner.note == g.WHOLE and inner.local > inner.limit
     ranked = [r.module for r in t.ranked()]
     assert ranked[0] == "model.2" and ranked[-1] == "model"
@@ -310,6 +315,8 @@ def test_other_unstable_modules_rank_first(kind):
     model = copy.deepcopy(ref).to(low)
     t = g.gap_table(model, ref, lambda: model(x.to(low)), lambda: ref(x))
     first = t.ranked()[0]
+    assert first.local is not None
     assert first.module == culprit and first.local > 2 * first.limit, t.ranked()[:3]
     down = row(t, str(len(ref) - 1))  # the last Stable: inherits, makes almost nothing
+    assert down.local is not None
     assert down.error > down.limit and down.local < down.limit

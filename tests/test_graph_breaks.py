@@ -7,10 +7,15 @@ import zlib
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from laya_tui.core.protocol import SignalEvent
+from laya_tui.core.report_types import SignalDict
+
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.api import Context  # noqa: E402
 from laya_tui.families.explain.graph_breaks import hint_categories, parse_reason  # noqa: E402
+from tests._signals import site_of
 
 
 class ItemSync(torch.nn.Module):
@@ -78,9 +83,9 @@ def _site_counts_explain(module) -> dict[tuple[str, int], int]:
     return counts
 
 
-def _region_breaks(module) -> list[dict]:
+def _region_breaks(module) -> list[SignalDict]:
     torch._dynamo.reset()
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/gb", "explain", events.append, opts={})
     fn = torch.compile(module, backend="eager")
     with ctx.explain("compiled"):
@@ -103,17 +108,17 @@ def test_count_per_site_matches_dynamo_explain(name: str, capsys):
     breaks = _region_breaks(MODULES[name]())
     got: dict[tuple[str, int], int] = {}
     for s in breaks:
-        key = (s["site"]["file"], s["site"]["line"])
+        key = (site_of(s)["file"], site_of(s)["line"])
         got[key] = got.get(key, 0) + s["count"]
     assert expected, f"{name}: torch._dynamo.explain found no break to compare with"
     assert got == expected
     # deduplicated: one signal per (reason, user frame)
-    keys = [(s["reason"], s["site"]["file"], s["site"]["line"]) for s in breaks]
+    keys = [(s["reason"], site_of(s)["file"], site_of(s)["line"]) for s in breaks]
     assert len(keys) == len(set(keys))
     for s in breaks:
         d = s["detail"]
         assert d["graph_break"] is True and s["fix"] and d["stack"]
-        assert d["stack"][0].endswith(f":{s['site']['line']}({s['site']['func']})")
+        assert d["stack"][0].endswith(f":{site_of(s)['line']}({site_of(s)['func']})")
 
 
 def _torch_graph_break_log(module) -> list[str]:
@@ -147,8 +152,8 @@ def test_data_dependent_if_has_torch_s_type_id_explanation_and_hints():
 
     counters.clear()
     (gb,) = _region_breaks(DataIf())
-    assert gb["site"]["line"] == _line("data-dependent if") and gb["count"] == 1
-    assert gb["site"]["func"] == "DataIf.forward"
+    assert site_of(gb)["line"] == _line("data-dependent if") and gb["count"] == 1
+    assert site_of(gb)["func"] == "DataIf.forward"
     (log,) = _torch_graph_break_log(DataIf())
     reason = log.split("Graph Break Reason: ", 1)[1].splitlines()[0]
     assert gb["reason"] == reason == "Data-dependent branching"
@@ -160,19 +165,21 @@ def test_data_dependent_if_has_torch_s_type_id_explanation_and_hints():
     assert d["explanation"] and d["explanation"] in " ".join(log.split())
     assert d["hints"] and all(h in log for h in d["hints"])
     assert "FUNDAMENTAL" in d["hint_categories"]
+    assert gb["fix"] is not None
     assert "torch.where" in gb["fix"]
 
 
 def test_structured_message_gives_type_explanation_hints_and_categories():
     (gb,) = _region_breaks(CFunction())
     d = gb["detail"]
-    assert gb["site"]["line"] == _line("C function")
+    assert site_of(gb)["line"] == _line("C function")
     assert d["graph_break_type"] == gb["reason"] == "Attempted to call function marked as skipped"
     assert "zlib.crc32" in d["explanation"]
     assert d["hints"] and "Developer debug context" not in " ".join(d["hints"])
     assert d.get("graph_break_id", "GB").startswith("GB")
     assert d.get("documentation", "https://").startswith("https://")
     (item,) = _region_breaks(ItemSync())
+    assert item["fix"] is not None
     assert "capture_scalar_outputs" in item["fix"]  # the actionable hint, not boilerplate
 
 

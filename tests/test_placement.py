@@ -16,7 +16,8 @@ from laya_tui.families.explain.placement import (
     kernel_kind,
 )
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
+import torch  # noqa: E402
 from torch._inductor.utils import run_and_get_code  # noqa: E402
 
 

@@ -13,7 +13,8 @@ import copy
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.families.explain import precision_plan as pp  # noqa: E402
 

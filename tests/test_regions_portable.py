@@ -5,10 +5,15 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
+from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from laya_tui.core.protocol import SignalEvent
+
+pytest.importorskip("torch")
+import torch  # noqa: E402
+
 pytest.importorskip("transformers")
 
 from laya_tui.api import Context  # noqa: E402
@@ -20,7 +25,7 @@ HERE = __file__
 
 
 def _ctx():
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     return Context("explain/test", "explain", events.append, opts={}), events
 
 
@@ -230,7 +235,7 @@ class _TorchLog:
     def __init__(self, **artifacts: bool) -> None:
         import logging
 
-        self.artifacts = artifacts
+        self.artifacts: dict[str, Any] = artifacts  # set_logs' keywords, named at run time
         self.messages: list[str] = []
         log = self
 

@@ -17,6 +17,7 @@ from laya_tui.core.tracelog import trace_files
 from laya_tui.families.torch_trace_capture import TLPARSE_HINT, tlparse_command
 from laya_tui.report.document import validate_report
 from laya_tui.report.trace_import import trace_report
+from tests._signals import detail_of, site_of
 from tests._torch_trace import torch_env, torch_logs_graph_breaks, torch_logs_recompiles
 from tests._util import REPO, run_cli
 
@@ -119,7 +120,7 @@ def test_a_slice_holds_what_torch_logs_printed_for_that_cell(cells):
                   if s.get("subject") == "graph break"]
         assert sum(s["count"] for s in breaks) == sum(at.values()) == \
             art["detail"]["graph_breaks"]
-        assert {(s["site"]["file"], s["site"]["line"]) for s in breaks} == set(at)
+        assert {(site_of(s)["file"], site_of(s)["line"]) for s in breaks} == set(at)
         recs = [s for p in report["probes"] for s in p["signals"] if s["kind"] == "recompile"]
         assert len(recs) == len(logged) == art["detail"]["recompiles"]
         assert sorted(s["reason"] for s in recs) == sorted(
@@ -136,7 +137,7 @@ def test_tlparse_reads_the_slice(cells):
     assert index.is_file() and index.name == "index.html"
     listing = json.loads((index.parent / "compile_directory.json").read_text())
     report = trace_report(page["detail"]["log"])
-    ids = {s["detail"]["compile_id"] for p in report["probes"] for s in p["signals"]
+    ids = {detail_of(s)["compile_id"] for p in report["probes"] for s in p["signals"]
            if s["kind"] in ("compile", "recompile")}
     # tlparse lists each compile as "[frame/compile]" (plus "[-/-]": records of none)
     tl_ids = {k.strip("[]").split("_")[0] for k in listing} - {"-/-"}

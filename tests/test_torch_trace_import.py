@@ -16,6 +16,7 @@ import pytest
 from laya_tui.core.tracelog import LogStats, read_records, trace_files
 from laya_tui.report.document import validate_report
 from laya_tui.report.trace_import import trace_report
+from tests._signals import detail_of
 from tests._torch_trace import run_model_a, torch_logs_graph_breaks, torch_logs_recompiles
 from tests._util import run_cli
 
@@ -249,8 +250,8 @@ def test_a_log_cut_inside_a_payload_loses_that_record_only(run_a, report_a, tmp_
     files = report["imported"]["files"]
     assert files[0]["bad"] == 1
     records = next(s for s in report["probes"][0]["signals"] if s.get("subject") == "records")
-    assert records["detail"]["bad_lines"][0]["line"] == gb
-    assert "md5" in records["detail"]["bad_lines"][0]["why"]
+    assert detail_of(records)["bad_lines"][0]["line"] == gb
+    assert "md5" in detail_of(records)["bad_lines"][0]["why"]
     before = sum(s["count"] for _, s in _signals(report_a, "fallback", "graph break"))
     after = sum(s["count"] for _, s in _signals(report, "fallback", "graph break"))
     assert after == before - 1
@@ -289,6 +290,7 @@ def test_an_unknown_record_type_is_counted_never_fatal(run_a, report_a, tmp_path
     files = report["imported"]["files"]
     assert files[0]["unknown"] == 2 and files[0]["bad"] == 0
     records = next(s for s in report["probes"][0]["signals"] if s.get("subject") == "records")
-    assert records["detail"]["unknown"] == {"future_record": 1, "another_new_one": 1}
+    assert detail_of(records)["unknown"] == {"future_record": 1, "another_new_one": 1}
+    assert records["reason"] is not None
     assert "2 of 2 record type(s) this version does not know" in records["reason"]
     assert _counts(report) == _counts(report_a)

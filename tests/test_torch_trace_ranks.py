@@ -8,6 +8,7 @@ import pytest
 
 from laya_tui.report.document import validate_report
 from laya_tui.report.trace_import import trace_report
+from tests._signals import detail_of
 from tests._torch_trace import run_ranks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -31,8 +32,9 @@ def test_one_cell_tree_per_rank_with_each_ranks_cache_events(ranks):
                     for s in p["signals"] if s["kind"] == "compile"]
         assert len(compiles) == 1
         (sig,) = compiles
+        assert sig["subject"] is not None
         assert sig["subject"].startswith("g (")
-        fx = sig["detail"]["cache"]["fx_graph"]
+        fx = detail_of(sig)["cache"]["fx_graph"]
         assert fx.get("hit", 0) == counters["fx_hit"]
         assert fx.get("miss", 0) == counters["fx_miss"]
         cell = next(p for p in report["probes"] if p["id"] == f"trace/rank{rank}")
@@ -54,7 +56,8 @@ def test_ranks_that_compiled_different_frames_are_a_finding_as_tlparse_warns(tmp
     cell = next(p for p in report["probes"] if p["id"] == "trace/ranks")
     assert cell["status"] == "failed" and cell["params"]["ranks"] == [0, 1]
     (sig,) = cell["signals"]
-    assert sig["detail"]["lacks"] == {"rank0": ["1/0"]}
+    assert detail_of(sig)["lacks"] == {"rank0": ["1/0"]}
+    assert cell["reason"] is not None
     assert "rank0 lacks 1/0" in cell["reason"]
     assert report["probes"][0]["id"] == "trace/ranks"  # the finding first
     assert report["imported"]["seconds"] < 60 and report["summary"]["seconds"] == \
