@@ -79,3 +79,16 @@ def test_a_bisection_detail_is_what_asdict_gave() -> None:
                   trials=[Trial(change={"tl.x": True}, passed=True, note="")])
     assert b.as_detail() == dataclasses.asdict(b)
     assert list(b.as_detail()) == list(dataclasses.asdict(b))
+
+
+def test_cell_kwargs_are_the_probe_functions_parameters() -> None:
+    """What discovery puts in a cell's kwargs is what ``run_cell`` (and, for agreement
+    cells, ``run_agreement``) takes."""
+    from laya_tui.families.tilelang.agree import run_agreement
+    from laya_tui.families.tilelang.cell import run_cell
+    from laya_tui.families.tilelang.records import CellKwargs
+
+    lowering = [n for n, _ in _params(run_cell) if n != "ctx"]
+    agreement = [n for n, _ in _params(run_agreement) if n != "ctx"]
+    assert set(CellKwargs.__annotations__) == set(lowering)
+    assert set(agreement) <= set(lowering)

@@ -29,7 +29,7 @@ from typing import Any
 from laya_tui.families.tilelang.data_dtype import LABELS
 from laya_tui.families.tilelang.data_dtype import label as dtype_label
 from laya_tui.families.tilelang.plain_kernels import KernelEntry, plain_kernels
-from laya_tui.families.tilelang.records import CellDict, Kwargs, ProbeOptions
+from laya_tui.families.tilelang.records import CellDict, CellKwargs, ProbeOptions
 
 __all__ = ["DTYPES", "LABELS", "SPECS", "TARGETS", "KernelEntry", "cell_label", "classify",
            "find_kernels", "kernel_dirs", "kernel_files", "matrix_cells"]
@@ -211,8 +211,8 @@ def matrix_cells(opts: ProbeOptions) -> list[CellDict]:
     """
     cells: list[CellDict] = []
     for entry in find_kernels(kernel_dirs(opts), opts):
-        base: Kwargs = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
-                                "factory": entry.factory, "line": entry.line}
+        base: CellKwargs = {"kernel": entry.name, "file": entry.file, "kind": entry.kind,
+                            "factory": entry.factory, "line": entry.line}
         combos: list[tuple[str, str, str | None]]
         if entry.kind == "account":
             cells.append({"id": "file", "name": entry.name, "deps": [entry.file],
@@ -226,10 +226,12 @@ def matrix_cells(opts: ProbeOptions) -> list[CellDict]:
             base["key"] = entry.key
             base["called"] = entry.called
             if entry.kind in ("jit", "maker", "nested"):
-                base.update(args=entry.args, arg_sources=entry.arg_sources,
-                            dtype_arg=entry.dtype_arg,
-                            pass_configs=entry.pass_configs, tuned=entry.tuned,
-                            execution_backend=entry.execution_backend)
+                base["args"] = entry.args
+                base["arg_sources"] = entry.arg_sources
+                base["dtype_arg"] = entry.dtype_arg
+                base["pass_configs"] = entry.pass_configs
+                base["tuned"] = entry.tuned
+                base["execution_backend"] = entry.execution_backend
             targets = list(entry.targets) or list(TARGETS)
             dtypes = list(entry.dtypes) or [entry.dtype or "float32"]
             combos = [(t, d, None) for t in targets for d in dtypes]

@@ -17,7 +17,6 @@ import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from laya_tui.families.tilelang.arg_table import find_table, table_key
 from laya_tui.families.tilelang.data_dtype import LABELS, LOW, segment_data_dtype
@@ -27,7 +26,7 @@ from laya_tui.families.tilelang.kernel_sig import (
     is_prim_func_decorator,
     kernel_signature,
 )
-from laya_tui.families.tilelang.records import KernelArgs, ProbeOptions
+from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeOptions
 from laya_tui.families.tilelang.static_args import kernel_dtype, resolve
 from laya_tui.families.tilelang.static_calls import is_referenced
 from laya_tui.families.tilelang.static_eval import ModuleScope
@@ -61,7 +60,7 @@ class KernelEntry:
     dtypes: tuple[str, ...] = ()  # the pyproject table's dtypes (one cell each)
     dtype_arg: str | None = None
     targets: tuple[str, ...] = ()  # the pyproject table's targets
-    pass_configs: Any = None  # literal @tilelang.jit(pass_configs=...)
+    pass_configs: PassConfigs | None = None  # literal @tilelang.jit(pass_configs=...)
     called: bool = True  # the file references the kernel (calls, compiles or passes it)
     tuned: bool = False  # the file lets @autotune pick the config
     execution_backend: str | None = None  # the table's or @tilelang.jit's, else default

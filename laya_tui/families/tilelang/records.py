@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from laya_tui.families.tilelang.passlog import PassLog
 
 __all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellDict",
-           "CellExtra", "CheckDict", "Detail", "Example", "FileRunDict", "Globals",
+           "CellExtra", "CellKwargs", "CheckDict", "Detail", "Example", "FileRunDict", "Globals",
            "ImporterTried", "KernelArgs", "KernelDetail", "KernelTable", "Kwargs", "PassConfigs",
            "PassTimings", "ProbeContext", "ProbeOptions", "SignalFields", "SiteDict", "Tensors",
            "TrialDict", "TunedDict", "VerdictDetail"]
@@ -202,14 +202,38 @@ class CellExtra(CellArtifacts, total=False):
     pass_bisection: BisectionDict
 
 
+class CellKwargs(TypedDict, total=False):
+    """A TileLang cell's parameters as discovery finds them: the keyword arguments of
+    ``cell.run_cell`` (a lowering cell) or ``agree.run_agreement`` (an agreement cell)."""
+
+    kernel: str
+    file: str
+    kind: str  # "factory" | "jit" | "maker" | "primfunc" | "nested" | "account"
+    target: str
+    dtype: str
+    spec: str | None
+    factory: str | None
+    line: int | None
+    obj: str | None
+    args: KernelArgs
+    arg_sources: dict[str, str]
+    missing: list[str] | None
+    key: str | None
+    dtype_arg: str | None
+    pass_configs: PassConfigs | None
+    called: bool
+    tuned: bool
+    execution_backend: str | None
+    note: str | None
+
+
 class CellDict(TypedDict):
-    """One cell of a TileLang probe as discovery gives it to ``laya_tui.api.param``:
-    ``kwargs`` are the probe function's keyword arguments (``cell.run_cell``)."""
+    """One cell of a TileLang probe as discovery gives it to ``laya_tui.api.param``."""
 
     id: str
     name: str
     deps: list[str]
-    kwargs: Kwargs
+    kwargs: CellKwargs
 
 
 class Example(Protocol):
