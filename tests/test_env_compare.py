@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from laya_tui.core.report_types import EnvComparisonDict, EnvInfoDict, ResultDict, SignalDict
 from laya_tui.core.results import make_result
 from laya_tui.report.baseline import parse_baseline
 from laya_tui.report.document import build_report, validate_report
@@ -18,21 +19,32 @@ from laya_tui.report.gates import GateSettings, evaluate_all
 from tests._envs import bare_env, workspace
 from tests._util import run_cli
 
-ENVS = {"old": {"python": "/w/.venv-014/bin/python", "versions": {"tilelang": "0.1.14"}},
-        "new": {"python": "/w/.venv/bin/python", "versions": {"tilelang": "0.1.15"}}}
+ENVS: dict[str, EnvInfoDict] = {
+    "old": {"python": "/w/.venv-014/bin/python", "versions": {"tilelang": "0.1.14"}},
+    "new": {"python": "/w/.venv/bin/python", "versions": {"tilelang": "0.1.15"}}}
 
 
 def cell(base: str, env: str, status: str = "ok", reason: str | None = None,
-         signals: list[dict] | None = None, seconds: float = 1.0) -> dict:
+         signals: list[SignalDict] | None = None, seconds: float = 1.0) -> ResultDict:
     pid = f"{base}@{env}"
-    sigs = [dict(s, probe=pid) for s in signals or []]
+    sigs: list[SignalDict] = [{**s, "probe": pid} for s in signals or []]
     return make_result({"id": pid, "family": base.split("/")[0], "env": env}, status, reason,
                        seconds=seconds, deps=[], signals=sigs)
 
 
-def lowering(reason: str | None) -> dict:
-    return {"kind": "lowering", "subject": "k[c,bf16,gpu]", "passed": reason is None,
-            **({"reason": reason} if reason else {})}
+def lowering(reason: str | None) -> SignalDict:  # its probe: the cell's (cell() sets it)
+    sig: SignalDict = {"kind": "lowering", "probe": "", "subject": "k[c,bf16,gpu]",
+                       "passed": reason is None}
+    if reason:
+        sig["reason"] = reason
+    return sig
+
+
+def compared(probes: list[ResultDict]) -> EnvComparisonDict:
+    """compare_envs over ENVS, asserted to find two environments to compare."""
+    section = compare_envs(probes, ENVS)
+    assert section is not None
+    return section
 
 
 def test_where_an_environment_lives_is_not_a_difference():
@@ -42,11 +54,11 @@ def test_where_an_environment_lives_is_not_a_difference():
            "bad cast at 0x7f11cafef00d in /tmp/tmpzz99yy/kernel.cpp")
     probes = [cell("t/k", "old", "failed", old, [lowering(old)]),
               cell("t/k", "new", "failed", new, [lowering(new)])]
-    cand = compare_envs(probes, ENVS)["candidates"][0]
+    cand = compared(probes)["candidates"][0]
     assert cand["diagnostics"] == [] and cand["notes"] == [] and cand["regressions"] == []
     # the cell's own id (which carries @env) in its reason is no difference either
     probes = [cell("t/k", e, "failed", f"t/k@{e} is no longer produced") for e in ENVS]
-    assert compare_envs(probes, ENVS)["candidates"][0]["diagnostics"] == []
+    assert compared(probes)["candidates"][0]["diagnostics"] == []
 
 
 def test_a_first_diagnostic_that_changed_is_found():
@@ -55,11 +67,12 @@ def test_a_first_diagnostic_that_changed_is_found():
               cell("t/k", "new", "failed", "lowering k: Check failed: undefined.size() == 0",
                    [lowering("Check failed: undefined.size() == 0")]),
               cell("t/same", "old", "failed", "x"), cell("t/same", "new", "failed", "x")]
-    section = compare_envs(probes, ENVS)
+    section = compared(probes)
     assert section["base"] == "old" and section["envs"] == ["old", "new"]
     cand = section["candidates"][0]
     assert cand["versions"] == {"tilelang": {"before": "0.1.14", "after": "0.1.15"}}
     assert [d["probe"] for d in cand["diagnostics"]] == ["t/k"]
+    assert cand["diagnostics"][0]["after"]["reason"] is not None
     assert cand["diagnostics"][0]["after"]["reason"].endswith("undefined.size() == 0")
     assert [(n["change"], n["kind"]) for n in cand["notes"]] == [("diagnostic-changed",
                                                                  "lowering")]
@@ -73,16 +86,19 @@ def test_a_first_diagnostic_that_changed_is_found():
 
 
 def test_signals_added_and_removed_and_values_that_moved():
-    fb = {"kind": "fallback", "subject": "aten::add", "count": 2, "reason": "dtype-not-fp16"}
-    rc = {"kind": "recompile", "subject": "forward", "count": 1, "reason": "shape changed"}
-    tol = {"kind": "tolerance", "subject": "logits", "limit": 0.05}
-    tm = {"kind": "timing", "subject": "lower"}
-    probes = [cell("e/m", "old", signals=[fb, dict(tol, value=0.01, passed=True),
-                                          dict(tm, seconds=1.0)], seconds=2.0),
+    # their probe: the cell's (cell() sets it)
+    fb: SignalDict = {"kind": "fallback", "probe": "", "subject": "aten::add", "count": 2,
+                      "reason": "dtype-not-fp16"}
+    rc: SignalDict = {"kind": "recompile", "probe": "", "subject": "forward", "count": 1,
+                      "reason": "shape changed"}
+    tol: SignalDict = {"kind": "tolerance", "probe": "", "subject": "logits", "limit": 0.05}
+    tm: SignalDict = {"kind": "timing", "probe": "", "subject": "lower"}
+    probes = [cell("e/m", "old", signals=[fb, {**tol, "value": 0.01, "passed": True},
+                                          {**tm, "seconds": 1.0}], seconds=2.0),
               cell("e/m", "new", "failed", "tolerance logits: 0.09 > limit 0.05",
-                   signals=[rc, dict(tol, value=0.09, passed=False), dict(tm, seconds=3.0)],
+                   signals=[rc, {**tol, "value": 0.09, "passed": False}, {**tm, "seconds": 3.0}],
                    seconds=4.0)]
-    section = compare_envs(probes, ENVS)
+    section = compared(probes)
     cand = section["candidates"][0]
     regs = {(i["change"], i["kind"]) for i in cand["regressions"]}
     assert regs == {("new", "recompile"), ("now-failing", "tolerance"), ("status", "probe")}

@@ -15,7 +15,7 @@ import torch  # noqa: E402
 
 from laya_tui.api import Context  # noqa: E402
 from laya_tui.families.explain.graph_breaks import hint_categories, parse_reason  # noqa: E402
-from tests._signals import site_of
+from tests._signals import detail_of, site_of
 
 
 class ItemSync(torch.nn.Module):
@@ -108,7 +108,9 @@ def test_count_per_site_matches_dynamo_explain(name: str, capsys):
     breaks = _region_breaks(MODULES[name]())
     got: dict[tuple[str, int], int] = {}
     for s in breaks:
-        key = (site_of(s)["file"], site_of(s)["line"])
+        site = site_of(s)
+        assert site["line"] is not None and s["count"] is not None, s
+        key = (site["file"], site["line"])
         got[key] = got.get(key, 0) + s["count"]
     assert expected, f"{name}: torch._dynamo.explain found no break to compare with"
     assert got == expected
@@ -116,7 +118,7 @@ def test_count_per_site_matches_dynamo_explain(name: str, capsys):
     keys = [(s["reason"], site_of(s)["file"], site_of(s)["line"]) for s in breaks]
     assert len(keys) == len(set(keys))
     for s in breaks:
-        d = s["detail"]
+        d = detail_of(s)
         assert d["graph_break"] is True and s["fix"] and d["stack"]
         assert d["stack"][0].endswith(f":{site_of(s)['line']}({site_of(s)['func']})")
 
@@ -157,7 +159,7 @@ def test_data_dependent_if_has_torch_s_type_id_explanation_and_hints():
     (log,) = _torch_graph_break_log(DataIf())
     reason = log.split("Graph Break Reason: ", 1)[1].splitlines()[0]
     assert gb["reason"] == reason == "Data-dependent branching"
-    d = gb["detail"]
+    d = detail_of(gb)
     assert d["graph_break_type"] == reason and d["dynamo_reason"].startswith("generic_jump")
     gb_id = d["graph_break_id"]
     assert gb_id == "GB0170" and f"gb/{gb_id.lower()}.html" in log
@@ -171,7 +173,7 @@ def test_data_dependent_if_has_torch_s_type_id_explanation_and_hints():
 
 def test_structured_message_gives_type_explanation_hints_and_categories():
     (gb,) = _region_breaks(CFunction())
-    d = gb["detail"]
+    d = detail_of(gb)
     assert site_of(gb)["line"] == _line("C function")
     assert d["graph_break_type"] == gb["reason"] == "Attempted to call function marked as skipped"
     assert "zlib.crc32" in d["explanation"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def gate_failures(report: dict, drop: tuple[str, ...] = ()) -> dict:
             for g in report["gates"] if g["name"] not in drop}
 
 
-def merge(*args: str, cwd: Path) -> object:
+def merge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_cli("merge", *args, cwd=cwd, timeout=120)
 
 
@@ -308,8 +309,10 @@ def test_shards_gate_names_a_different_plan():
         return {"file": f"p{k}.json", "shard": {"index": k, "count": 2, "plan": plan}}
 
     assert shards_gate([{"file": "a.json"}]) is None
-    assert shards_gate([rec(1, "aa"), rec(2, "aa")])["passed"]
+    same = shards_gate([rec(1, "aa"), rec(2, "aa")])
+    assert same is not None and same["passed"]
     gate = shards_gate([rec(1, "aa"), rec(2, "bb")])
+    assert gate is not None
     assert not gate["passed"] and len(gate["failures"]) == 2
     assert "same --durations REPORT" in gate["failures"][0]["message"]
 
