@@ -2,6 +2,7 @@
 ``--numerics`` costs a passing cell.
 
 Usage: .venv/bin/python benchmarks/bench_gap_table.py [--out FILE] [--skip-cli]
+[--memory-only]
 
 1. Memory. A deep MLP (``--blocks`` blocks of Linear + GELU at width ``--width``, batch
    ``--batch``) in bf16 against its fp32 original. Each configuration runs in a fresh
@@ -9,7 +10,8 @@ Usage: .venv/bin/python benchmarks/bench_gap_table.py [--out FILE] [--skip-cli]
    fp32 records come to (``activation_bytes``), the most the records held in memory at once
    (``peak_bytes``, the store's own count), the bytes spilled, and the process's peak RSS
    growth during the table (``ru_maxrss`` after it minus the RSS before it), with no budget
-   and with budgets below the records' size.
+   and with budgets below the records' size. The same for ``--blocks`` levels nested in
+   one another (each level's input held while the levels inside it run).
 2. Cost in process: the demo's tiny Llama / ModernBERT in bf16 and the test model: one
    plain forward (median of 5) against the gap table (reference run, model run and every
    local re-run), eager and compiled module by module (a compile cell's table: each leaf
@@ -47,7 +49,28 @@ def _rss() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def memory_child(blocks: int, width: int, batch: int, budget_mb: float) -> dict[str, Any]:
+def _nested(blocks: int, width: int) -> Any:
+    """``blocks`` levels, each a Linear + GELU around the next level: every level's input is
+    held while the levels inside it run."""
+    import torch
+
+    class Level(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.fc, self.act, self.inner = torch.nn.Linear(width, width), torch.nn.GELU(), inner
+
+        def forward(self, x: Any) -> Any:
+            h = self.act(self.fc(x))
+            return h if self.inner is None else self.inner(h)
+
+    model = None
+    for _ in range(blocks):
+        model = Level(model)
+    return model
+
+
+def memory_child(kind: str, blocks: int, width: int, batch: int, budget_mb: float
+                 ) -> dict[str, Any]:
     """One configuration, in this (fresh) process."""
     import copy
 
@@ -57,10 +80,13 @@ def memory_child(blocks: int, width: int, batch: int, budget_mb: float) -> dict[
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    layers: list[Any] = []
-    for _ in range(blocks):
-        layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
-    ref = torch.nn.Sequential(*layers).eval()
+    if kind == "nested":
+        ref = _nested(blocks, width).eval()
+    else:
+        layers: list[Any] = []
+        for _ in range(blocks):
+            layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
+        ref = torch.nn.Sequential(*layers).eval()
     model = copy.deepcopy(ref).to(torch.bfloat16)
     x = torch.randn(batch, width)
     xb = x.to(torch.bfloat16)
@@ -87,14 +113,16 @@ def memory_child(blocks: int, width: int, batch: int, budget_mb: float) -> dict[
             "seconds": t.seconds, "top": t.ranked()[0].module}
 
 
-def memory_rows(blocks: int, width: int, batch: int) -> list[str]:
-    rows = [f"memory: MLP {blocks} x (Linear {width} + GELU), batch {batch}, bf16 vs fp32 "
-            "(each row a fresh process)",
+def memory_rows(kind: str, blocks: int, width: int, batch: int) -> list[str]:
+    shape = (f"MLP {blocks} x (Linear {width} + GELU)" if kind == "mlp" else
+             f"{blocks} nested levels of (Linear {width} + GELU, then the next level)")
+    rows = [f"memory: {shape}, batch {batch}, bf16 vs fp32 (each row a fresh process)",
             f"{'budget':>10} {'model act.':>10} {'records':>9} {'peak rec.':>9} "
             f"{'spilled':>9} {'files':>5} {'RSS growth':>10} {'seconds':>7}"]
     for budget_mb in (0, 64, 16, 4):
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", json.dumps([blocks, width, batch, budget_mb])],
+            [sys.executable, __file__, "--child",
+             json.dumps([kind, blocks, width, batch, budget_mb])],
             capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             rows.append(f"{budget_mb:>7} MB failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -218,6 +246,8 @@ def main() -> int:
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--skip-cli", action="store_true")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="the memory rows only, printed (no file written)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -227,7 +257,11 @@ def main() -> int:
 
     lines = [f"gap table, CPU, torch {torch.__version__}"]
     print(lines[0], flush=True)
-    lines += memory_rows(args.blocks, args.width, args.batch) + [""]
+    for kind in ("mlp", "nested"):
+        lines += memory_rows(kind, args.blocks, args.width, args.batch) + [""]
+    if args.memory_only:
+        print("\n".join(lines))
+        return 0
     lines += cost_rows() + [""]
     if not args.skip_cli:
         lines += cli_rows()

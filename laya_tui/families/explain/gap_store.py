@@ -1,6 +1,13 @@
 """The gap table's fp32 records (:mod:`laya_tui.families.explain.gap_table`): kept in
 memory up to a budget (``LAYA_TUI_NUMERICS_MB``, else 256 MB), spilled with ``torch.save``
-to a temporary folder beyond it, each taken once. Worker side (torch inside functions)."""
+to a temporary folder beyond it, each taken once. Worker side (torch inside functions).
+
+What is counted is everything the store hands out or keeps: records kept in memory
+(``resident``) and the records of the last take (``loaned``: the call being compared, read
+back from disk or not; its caller drops them before it takes the next). ``peak`` is the
+most of both at once. A record read back from disk that does not fit beside the others
+first spills the records kept in memory, latest kept first, so ``peak`` stays within the
+budget unless one call's record alone is larger."""
 
 from __future__ import annotations
 
@@ -28,53 +35,82 @@ def budget_bytes() -> int | None:
 
 class Store:
     """fp32 records by key: in memory up to ``budget`` bytes, spilled to ``folder`` beyond;
-    each taken once (and then dropped)."""
+    each taken once, counted until the next take."""
 
     def __init__(self, budget: int | None, folder: str | None) -> None:
         self.budget, self.folder = budget, folder
         self.mem: dict[Any, tuple[Any, int]] = {}
         self.disk: dict[Any, tuple[str, int]] = {}
-        self.resident = self.peak = self.total = self.spilled = self.files = 0
+        self.resident = self.loaned = self.peak = self.total = 0
+        self.spilled = self.files = 0
         self._dir: str | None = None
 
-    def put(self, key: Any, value: Any, nbytes: int) -> None:
-        self.total += nbytes
-        if self.budget is not None and self.resident + nbytes > self.budget:
-            import torch
+    def _fits(self, nbytes: int) -> bool:
+        return self.budget is None or self.resident + self.loaned + nbytes <= self.budget
 
-            if self._dir is None:
-                base = self.folder or tempfile.gettempdir()
-                os.makedirs(base, exist_ok=True)
-                self._dir = tempfile.mkdtemp(prefix="gap-", dir=base)
-            path = os.path.join(self._dir, f"{self.files}.pt")
-            torch.save(value, path)
-            self.disk[key] = (path, nbytes)
-            self.spilled += nbytes
-            self.files += 1
+    def _count(self) -> None:
+        self.peak = max(self.peak, self.resident + self.loaned)
+
+    def _spill(self, key: Any, value: Any, nbytes: int) -> None:
+        import torch
+
+        if self._dir is None:
+            base = self.folder or tempfile.gettempdir()
+            os.makedirs(base, exist_ok=True)
+            self._dir = tempfile.mkdtemp(prefix="gap-", dir=base)
+        path = os.path.join(self._dir, f"{self.files}.pt")
+        torch.save(value, path)
+        self.disk[key] = (path, nbytes)
+        self.spilled += nbytes
+        self.files += 1
+
+    def put(self, key: Any, value: Any, nbytes: int) -> None:
+        """Keep ``value`` in memory if it fits the budget, else spill it."""
+        self.total += nbytes
+        if not self._fits(nbytes):
+            self._spill(key, value, nbytes)
             return
         self.mem[key] = (value, nbytes)
         self.resident += nbytes
-        self.peak = max(self.peak, self.resident)
+        self._count()
 
     def take(self, key: Any) -> Any:
-        """The record (None when there is none), dropped from the store."""
+        """The record (None when there is none), dropped from the store: see
+        :meth:`take_all`."""
+        return self.take_all([key])[0]
+
+    def take_all(self, keys: list[Any]) -> list[Any]:
+        """The records of ``keys`` (None for a missing one), dropped from the store. The
+        caller holds them until its next take: their bytes count (``loaned``) until then,
+        those of the previous take no longer."""
+        self.loaned = 0
+        return [self._take(k) for k in keys]
+
+    def _take(self, key: Any) -> Any:
         if key in self.mem:
             value, nbytes = self.mem.pop(key)
             self.resident -= nbytes
+            self.loaned += nbytes
             return value
-        if key in self.disk:
-            import torch
+        if key not in self.disk:
+            return None
+        import torch
 
-            path, _ = self.disk.pop(key)
-            value = torch.load(path, weights_only=True)
-            os.unlink(path)
-            return value
-        return None
+        path, nbytes = self.disk.pop(key)
+        while self.mem and not self._fits(nbytes):  # make room: latest kept first
+            k, (v, n) = self.mem.popitem()
+            self.resident -= n
+            self._spill(k, v, n)
+        value = torch.load(path, weights_only=True)
+        os.unlink(path)
+        self.loaned += nbytes
+        self._count()
+        return value
 
     def close(self) -> None:
         self.mem.clear()
         self.disk.clear()
-        self.resident = 0
+        self.resident = self.loaned = 0
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

@@ -22,14 +22,16 @@ ranked after the rest. Equal local errors keep execution order (an enclosing mod
 the module inside it that makes all of its error).
 
 Streamed with hooks under a memory budget. The reference run records each module call's
-fp32 inputs and output (CPU copies); the model run then compares each call as it returns
-and drops that record at once, so a record lives only until its call is compared. Records
-fit in ``budget_bytes`` of memory; beyond it they are spilled with ``torch.save`` into a
-temporary folder under the run's artifact folder (deleted afterwards), earliest kept in
-memory (they are compared first). ``peak_bytes`` is the most the records held in memory at
-once; ``activation_bytes`` what all of them come to (the memory without a budget). The
-inputs of the calls still running (one per nesting level: a record is stored when its call
-returns) are held outside that count.
+fp32 inputs (stored as the call starts, so the inputs of the calls still running, one per
+nesting level, are counted and spilled like the rest) and output (CPU copies); the model
+run then compares each call as it returns and drops that record at once, so a record lives
+only until its call is compared. Records fit in ``budget_bytes`` of memory; beyond it they
+are spilled with ``torch.save`` into a temporary folder under the run's artifact folder
+(deleted afterwards), earliest kept in memory (they are compared first); a spilled record
+read back for its comparison first spills later ones when it does not fit beside them.
+``peak_bytes`` is the most the records held in memory at once, the one under comparison
+included (within the budget unless one call's record alone is larger);
+``activation_bytes`` what all of them come to (the memory without a budget).
 
 Non-tensor arguments of a re-run (a KV-cache object, a config) are the model call's own,
 copied as they were when the call started, so a re-run never changes the model's state.
@@ -175,17 +177,17 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
         leaves = _inputs(args, kwargs, torch) or []
         kept = [t.detach().float().cpu().clone() if t.is_floating_point()
                 else t.detach().cpu().clone() for t in leaves]
-        open_calls.setdefault(name, []).append((idx, kept))
+        store.put((name, idx, "inputs"), kept, _nbytes(kept))  # counted while the call runs
+        open_calls.setdefault(name, []).append(idx)
 
     def ref_post(m: Any, _args: Any, _kwargs: Any, out: Any) -> None:
         name = ref_names.get(id(m), "?")
-        idx, kept = open_calls[name].pop()
+        idx = open_calls[name].pop()
         leaves = _leaves(out, torch)
         outs = None if leaves is None else [
             _masked(t.detach().float().cpu().clone(), cpu_mask) if t.is_floating_point()
             else None for t in leaves]
-        store.put((name, idx), {"inputs": kept, "output": outs},
-                  _nbytes(kept) + _nbytes(outs or []))
+        store.put((name, idx, "output"), outs, _nbytes(outs or []))
 
     handles = [m.register_forward_pre_hook(ref_pre, with_kwargs=True)
                for m in reference.modules()]
@@ -216,10 +218,11 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
             return
         name = model_names.get(id(m), "?")
         idx, order, snap = open_calls[name].pop()
-        rec = store.take((name, idx))
-        if rec is None:
+        inputs, output = store.take_all([(name, idx, "inputs"), (name, idx, "output")])
+        if inputs is None:
             table.skipped.setdefault(name, "not called (that often) in the reference run")
             return
+        rec = {"inputs": inputs, "output": output}
         got = _worst(out, rec["output"], cpu_mask, lim, torch)
         if isinstance(got, str):
             if got not in ("no tensor output", "no floating output"):

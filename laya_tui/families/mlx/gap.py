@@ -85,6 +85,10 @@ def _torch_of(x: Any) -> Any:
     return torch.from_numpy(np.ascontiguousarray(arr))
 
 
+def _nbytes(t: Any) -> int:
+    return int(t.numel() * t.element_size())
+
+
 def _error(got: Any, ref: Any, mask: Any, limit: float, torch: Any) -> tuple[float, float]:
     a = _masked(got, mask)
     diff = (a - ref).abs()
@@ -104,24 +108,21 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
     table = GapTable(budget_bytes=budget)
     modules = {id(m): n for n, m in model.named_modules() if n in names}
     types = {n: type(m).__name__ for n, m in model.named_modules() if n in names}
-    pending: dict[str, Any] = {}
 
     def pre(m: Any, args: Any, kwargs: Any) -> None:
         leaves = _leaves((tuple(args), dict(kwargs)), torch) or []
         first = next((t for t in leaves if t.is_floating_point()), None)
         if first is None:  # the embeddings: token ids
             first = kwargs.get("input_ids", args[0] if args else None)
-        pending[modules[id(m)]] = None if first is None else first.detach().cpu().clone()
+        kept = None if first is None else first.detach().cpu().clone()
+        # stored as the call starts: counted (and spilled) while the calls inside it run
+        store.put((modules[id(m)], "input"), kept, 0 if kept is None else _nbytes(kept))
 
     def post(m: Any, _args: Any, out: Any) -> None:
-        name = modules[id(m)]
         leaves = _leaves(out, torch) or []
         first = next((t for t in leaves if t.is_floating_point()), None)
-        value = {"input": pending.pop(name, None),
-                 "output": None if first is None else _masked(first.detach().float().cpu(),
-                                                               mask)}
-        nbytes = sum(t.numel() * t.element_size() for t in value.values() if t is not None)
-        store.put(name, value, nbytes)
+        kept = None if first is None else _masked(first.detach().float().cpu(), mask)
+        store.put((modules[id(m)], "output"), kept, 0 if kept is None else _nbytes(kept))
 
     handles = [m.register_forward_pre_hook(pre, with_kwargs=True)
                for m in model.modules() if id(m) in modules]
@@ -141,8 +142,9 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
 
     def capture(name: str, value: Any) -> Any:
         order[0] += 1
-        rec = store.take(name)
-        if rec is None or rec["output"] is None:
+        x, output = store.take_all([(name, "input"), (name, "output")])
+        rec = {"input": x, "output": output}
+        if rec["output"] is None:
             table.skipped.setdefault(name, "no output recorded in the torch reference")
             return value
         mx.eval(value)
