@@ -8,9 +8,11 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict, ResultDict, SignalDict
 from laya_tui.report.annotations import annotation_lines
 from laya_tui.report.findings import collect_findings, prioritised
 from laya_tui.report.markdown import build_markdown
@@ -24,20 +26,21 @@ from laya_tui.report.severity import (
 from laya_tui.report.sources import Sources
 from laya_tui.report.views.signals import COLUMN_KEYS
 from laya_tui.tui.widgets.table_bands import row_band
+from tests._signals import partial_result, partial_signal, row_at, rows_of
 from tests._tui import DEMO_REPORT, DEMO_WS, recorded_app
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 45), id="160x45")]
 
 
-def _sig(kind: str, probe: str, **fields) -> dict:
-    return {"kind": kind, "probe": probe, **fields}
+def _sig(kind: str, probe: str, **fields: Any) -> SignalDict:
+    return partial_signal({"kind": kind, "probe": probe, **fields})
 
 
-def noisy_report() -> dict:
+def noisy_report() -> ReportDict:
     """The demo report with the noise a user met first in the table (issue 42): more
     environment facts, a ``cast int64->bool`` and a zero-count host bounce, put first in the
     report."""
-    report = copy.deepcopy(json.loads(DEMO_REPORT.read_text()))
+    report: ReportDict = copy.deepcopy(json.loads(DEMO_REPORT.read_text()))
     facts = next(p for p in report["probes"] if p["id"] == "env/demo_facts")
     facts["signals"][:0] = [_sig("environment", facts["id"], subject=f"lib{i}",
                                  value=f"1.{i}") for i in range(6)]
@@ -67,9 +70,12 @@ def test_the_bands_order_findings_by_severity():
     assert bands == sorted(bands) and len(set(bands)) == len(bands)
     assert [is_finding(b) for b in bands] == [True] * 5 + [False] * 4
     # a probe: could not be examined first, a failed one at least a finding
-    assert probe_severity({"status": "error", "signals": []}) == Severity.NOT_EXAMINED
-    assert probe_severity({"status": "failed", "signals": [order[-1]]}) == Severity.OTHER
-    assert probe_severity({"status": "ok", "signals": order[3:]}) == Severity.HOST_BOUNCE
+    def probe(status: str, signals: list[SignalDict]) -> ResultDict:
+        return partial_result({"status": status, "signals": signals})
+
+    assert probe_severity(probe("error", [])) == Severity.NOT_EXAMINED
+    assert probe_severity(probe("failed", [order[-1]])) == Severity.OTHER
+    assert probe_severity(probe("ok", order[3:])) == Severity.HOST_BOUNCE
     # a passing check a baseline gate fails on is a finding of its kind, not a fact
     assert rule_severity("laya/tolerance", order[5]) == Severity.FAILED_CHECK
     assert rule_severity("laya/not-examined", None) == Severity.NOT_EXAMINED
@@ -89,7 +95,7 @@ async def test_the_table_opens_on_findings(size, tmp_path: Path):
         rows = [table.row_at(int(table.scroll_y) + i) for i in range(len(lines) - 1)]
         shown = [(r, line) for r, line in zip(rows, lines[1:], strict=True) if r is not None]
         assert len(shown) >= 8, lines
-        bands = [row_band(table.row_at(i)) for i in range(table.row_count)]
+        bands = [row_band(row_at(table, i)) for i in range(table.row_count)]
         assert bands == sorted(bands)  # every row, most severe first
         findings = sum(1 for b in bands if is_finding(b))
         first = shown[:min(findings, len(shown))]
@@ -102,10 +108,10 @@ async def test_the_table_opens_on_findings(size, tmp_path: Path):
             assert r.sig.kind != "environment" and not (r.sig.kind == "host_bounce"
                                                        and r.sig.count == 0)
         # not findings: the environment and the host bounce that did not occur come last
-        last = [table.row_at(i) for i in range(table.row_count - 7, table.row_count)]
+        last = [row_at(table, i) for i in range(table.row_count - 7, table.row_count)]
         assert {r.sig.kind for r in last} == {"environment"}
         zero = next(i for i in range(table.row_count)
-                    if table.row_at(i).sig.get("count") == 0)
+                    if row_at(table, i).sig.get("count") == 0)
         assert zero > findings - 1
         # the reason is readable: its start shows on the first row, at 80 columns too
         reason = str(top.sig.get("reason"))
@@ -121,12 +127,12 @@ def test_markdown_and_annotations_follow_the_same_order():
     for p in report["probes"]:
         if p["id"] == "explain/tiny_llama_forward":
             p["status"] = "failed"
-    report["probes"].append({
-        **{k: report["probes"][1][k] for k in ("family", "cached", "params", "file",
-                                               "seconds", "deps", "log_tail")},
+    report["probes"].append(partial_result({
+        **{k: report["probes"][1].get(k) for k in ("family", "cached", "params", "file",
+                                                   "seconds", "deps", "log_tail")},
         "id": "explain/late_kernel", "status": "failed", "reason": "does not lower",
         "signals": [_sig("lowering", "explain/late_kernel", subject="k[c,fp32,gpu]",
-                         passed=False, reason="Cannot find a layout")]})
+                         passed=False, reason="Cannot find a layout")]}))
     report["gates"] = [g for g in report["gates"] if g["name"] != "tolerance"]
     text = build_markdown(report)
     table = text.split("findings no gate reads", 1)[1] if "findings no gate reads" in text \
@@ -163,28 +169,29 @@ def test_a_rerun_moves_rows_between_bands_in_place():
     from tests.test_tui_model import _table, fb, run
 
     model = RunModel()
-    bounce = {"kind": "host_bounce", "subject": "region forward", "count": 0,
-              "reason": "no device in region"}
-    env = {"kind": "environment", "subject": "torch", "value": "2.5"}
+    bounce = partial_signal({"kind": "host_bounce", "subject": "region forward", "count": 0,
+                             "reason": "no device in region"})
+    env = partial_signal({"kind": "environment", "subject": "torch", "value": "2.5"})
     first = [env, bounce, fb("aten::neg"), fb("aten::mul", count=2), fb("aten::gelu")]
     run(model, "fam/p", first)
     table = _table(model)
     table.rebuild()
-    assert [r.sig.subject for r in map(table.row_at, range(table.row_count))] == [
+    assert [r.sig.subject for r in rows_of(table)] == [
         "aten::neg", "aten::mul", "aten::gelu", "region forward", "torch"]
     split = table.bands._splits["fam/p"]
-    second = [env, dict(bounce, count=3), fb("aten::neg"), fb("aten::mul", count=0),
+    second = [env, partial_signal({**bounce, "count": 3}), fb("aten::neg"),
+              fb("aten::mul", count=0),
               fb("aten::gelu")]
     changes = run(model, "fam/p", second)
     assert len(changes.updated) == 2 and not changes.removed
     table.apply(changes.added, changes.updated, changes.removed)
 
-    def subjects() -> list[str]:
-        return [r.sig.subject for r in map(table.row_at, range(table.row_count))]
+    def subjects() -> list[str | None]:
+        return [r.sig.subject for r in rows_of(table)]
 
     assert subjects() == ["aten::neg", "aten::gelu", "region forward", "aten::mul", "torch"]
     assert table.bands._splits["fam/p"] is split  # moved in place, not ranked again
-    assert all(table.index_of(table.row_at(i)) == i for i in range(table.row_count))
+    assert all(table.index_of(row_at(table, i)) == i for i in range(table.row_count))
     changes = run(model, "fam/p", second[:4])  # gelu gone: the model's list is a new one
     table.apply(changes.added, changes.updated, changes.removed)
     assert subjects() == ["aten::neg", "region forward", "aten::mul", "torch"]
@@ -198,7 +205,7 @@ def test_a_rerun_moves_rows_between_bands_in_place():
     changes = run(model, "fam/q", [fb(f"op{i}") for i in (0, 2, 4)])
     table.apply(changes.added, changes.updated, changes.removed)
     assert table.bands._splits["fam/q"] is q and q.src is model.probes["fam/q"].rows
-    assert [r.sig.subject for r in map(table.row_at, range(table.row_count))
+    assert [r.sig.subject for r in rows_of(table)
             if r.probe == "fam/q"] == ["op0", "op2", "op4"]
     # many rows gone at once (one pass over the lists) from a probe of every band
     big = [fb(f"b{i}", count=i % 2) for i in range(600)]
@@ -207,11 +214,11 @@ def test_a_rerun_moves_rows_between_bands_in_place():
     changes = run(model, "fam/r", big[::3])
     assert len(changes.removed) == 400
     table.apply(changes.added, changes.updated, changes.removed)
-    r_rows = [r for r in map(table.row_at, range(table.row_count)) if r.probe == "fam/r"]
+    r_rows = [r for r in rows_of(table) if r.probe == "fam/r"]
     assert [r.sig.subject for r in r_rows] == [
         s["subject"] for s in big[::3] if s["count"]] + [
         s["subject"] for s in big[::3] if not s["count"]]
-    assert all(table.index_of(table.row_at(i)) == i for i in range(table.row_count))
+    assert all(table.index_of(row_at(table, i)) == i for i in range(table.row_count))
     # filtered: the same order
     from laya_tui.tui.widgets.table_rows import TableFilter
 
@@ -238,5 +245,5 @@ def test_rows_streamed_in_while_sorted_are_split_as_they_come():
     table.sort_column = None
     table.rebuild()
     assert table.bands._splits["fam/p"] is split
-    subjects = [r.sig.subject for r in map(table.row_at, range(table.row_count))]
+    subjects = [r.sig.subject for r in rows_of(table)]
     assert subjects == ["b", *(f"c{i}" for i in range(50)), "a"]

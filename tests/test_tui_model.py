@@ -4,35 +4,40 @@ the editor command, and the virtual table's sorting and filtering."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 from laya_tui.core import cellid
 from laya_tui.core.events import ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
 from laya_tui.core.replay import load_report
+from laya_tui.core.report_types import FileErrorDict, SignalDict
 from laya_tui.report.views.text import human_bytes
 from laya_tui.tui.editor import editor_command
-from laya_tui.tui.model import ALL, Changes, RunModel
+from laya_tui.tui.model import ALL, Changes, RunModel, SignalRow
 from laya_tui.tui.pump import EventPump
 from laya_tui.tui.widgets.matrix import matrix_view
 from laya_tui.tui.widgets.signal_table import SignalTable, TableFilter, row_text
 from laya_tui.tui.widgets.table_bands import row_band
+from tests._signals import partial_result, partial_signal
 from tests._tui import DEMO_REPORT, TILELANG_REPORT
 
 
-def run(model: RunModel, pid: str, signals: list[dict], status: str = "ok") -> Changes:
+def run(model: RunModel, pid: str, signals: list[SignalDict], status: str = "ok") -> Changes:
     changes = Changes()
     model.apply(ProbeQueued(pid, "fam"), changes)
     model.apply(ProbeStarted(pid, "fam", 1.0), changes)
     for sig in signals:
         model.apply(SignalEmitted(pid, sig), changes)
-    model.apply(ProbeFinished({"id": pid, "family": "fam", "status": status, "reason": None,
-                               "seconds": 0.5, "signals": signals, "log_tail": ""}), changes)
+    model.apply(ProbeFinished(partial_result({
+        "id": pid, "family": "fam", "status": status, "reason": None, "seconds": 0.5,
+        "signals": signals, "log_tail": ""})), changes)
     return changes
 
 
-def fb(subject: str, count: int = 1, **kw) -> dict:
-    return {"kind": "fallback", "subject": subject, "count": count, "reason": "r", **kw}
+def fb(subject: str, count: int = 1, **kw: Any) -> SignalDict:  # its probe: the event's
+    return partial_signal({"kind": "fallback", "subject": subject, "count": count,
+                           "reason": "r", **kw})
 
 
 def test_rerun_updates_changed_rows_and_drops_gone_ones():
@@ -68,10 +73,10 @@ def test_occurrences_are_counted_per_run_and_per_probe():
 def test_finished_without_streamed_signals_ingests_the_result():
     model = RunModel()
     changes = Changes()
-    model.apply(ProbeFinished({"id": "f/x", "family": "f", "status": "crashed",
-                               "reason": "worker killed by SIGSEGV", "seconds": 0.1,
-                               "signals": [{"kind": "log", "reason": "before"}],
-                               "log_tail": "boom"}), changes)
+    model.apply(ProbeFinished(partial_result({
+        "id": "f/x", "family": "f", "status": "crashed", "reason": "worker killed by SIGSEGV",
+        "seconds": 0.1, "signals": [{"kind": "log", "reason": "before"}],
+        "log_tail": "boom"})), changes)
     st = model.probes["f/x"]
     assert st.status == "crashed" and st.log_tail == "boom" and len(st.rows) == 1
     assert changes.structure and changes.finished == ["f/x"]
@@ -95,8 +100,8 @@ def test_pump_drains_in_time_boxed_slices():
     pump = EventPump(model, budget=0.0)
     pump.push(ProbeStarted("f/flood", "f", 1.0))
     for i in range(50_000):
-        pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}",
-                                            "seconds": 0.001}))
+        pump.push(SignalEmitted("f/flood", partial_signal({"kind": "timing", "subject": f"s{i}",
+                                                           "seconds": 0.001})))
     first = pump.drain()
     assert len(first.added) == 127 and pump.pending == 50_001 - 128  # one 128-event stride
     second = pump.drain()
@@ -120,7 +125,7 @@ def test_a_slice_asked_for_right_after_another_waits_for_a_timer():
     pump.start(lambda *a, **k: Interval(), lambda delay, cb: timers.append((delay, cb)))
     pump.push(ProbeStarted("f/flood", "f", 1.0))
     for i in range(1_000):
-        pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}"}))
+        pump.push(SignalEmitted("f/flood", partial_signal({"kind": "timing", "subject": f"s{i}"})))
     pump.tick()
     left = pump.pending
     assert left == 1_001 - 128 and len(timers) == 1  # one slice, a redrain asked for
@@ -152,7 +157,7 @@ def test_a_slice_waits_when_other_heavy_work_just_ended():
     pump.start(lambda *a, **k: Interval(), lambda delay, cb: timers.append((delay, cb)))
     pump.push(ProbeStarted("f/flood", "f", 1.0))
     for i in range(1_000):
-        pump.push(SignalEmitted("f/flood", {"kind": "timing", "subject": f"s{i}"}))
+        pump.push(SignalEmitted("f/flood", partial_signal({"kind": "timing", "subject": f"s{i}"})))
     assert not passes.just_worked("pump")
     passes.worked("paint")  # the screen repainted just now
     assert passes.just_worked("pump") and not passes.just_worked("paint")
@@ -208,7 +213,11 @@ def _table(model: RunModel, scope=ALL) -> SignalTable:
     table = SignalTable()
     table.segments_of = lambda: model.segments(scope)
     table.rank_of = lambda pid: model.probes[pid].rank
-    table._after_change = lambda keep, announce: None  # no app: skip widget refresh
+
+    def no_refresh(keep: SignalRow | None, *, announce: bool) -> None:  # no app: no widget
+        return None
+
+    table._after_change = no_refresh  # type: ignore[method-assign]  # the test's stand-in
     return table
 
 
@@ -284,7 +293,7 @@ def test_a_sort_of_many_rows_is_built_in_steps_and_lands_where_a_full_sort_does(
     for _ in range(3):
         table._step_build(None)
         assert table.row_count == n + 1
-        assert all(table.index_of(r) in (None, i) for i, r in
+        assert all(r is None or table.index_of(r) in (None, i) for i, r in
                    enumerate(table.row_at(j) for j in range(50)))
     while table.building:
         table._step_build(None)
@@ -400,14 +409,14 @@ def test_the_ui_keeps_frozen_snapshots_not_the_runners_dicts():
         st.result.status = "ok"  # type: ignore[misc]
     # the app passes a watch record's result on even when it came as an event: applied once
     entry = st.report_entry
+    assert entry is not None
     changes = Changes()
     model.apply(ProbeFinished(entry), changes)
     assert len(st.runs) == 1 and not changes and model.results() == [entry]
 
 
-def _gate_signals() -> list[dict]:
-    return [
-        fb("a", count=3), fb("b"), fb("c", count=2),
+def _gate_signals() -> list[SignalDict]:
+    rest: list[dict[str, Any]] = [
         {"kind": "tolerance", "subject": "out", "value": 0.5, "limit": 0.1, "passed": False},
         {"kind": "tolerance", "subject": "ok", "value": 0.01, "limit": 0.1, "passed": True},
         {"kind": "lowering", "subject": "k", "reason": "no layout", "passed": False},
@@ -418,6 +427,7 @@ def _gate_signals() -> list[dict]:
         {"kind": "host_bounce", "subject": "cpu", "count": 4},
         {"kind": "log", "reason": "hello"},
     ]
+    return [fb("a", count=3), fb("b"), fb("c", count=2), *map(partial_signal, rest)]  # no probe
 
 
 @pytest.mark.parametrize("fail_on,max_counts", [
@@ -439,7 +449,7 @@ def test_live_gates_equal_the_report_gates(fail_on, max_counts):
     run(model, "fam/q", [fb("x", count=7), fb("y")], status="failed")
     run(model, "fam/r", _gate_signals()[3:], status="skipped")
     full = copy.deepcopy(model.results())
-    errors = [{"file": "probes/bad.py", "error": "SyntaxError"}]
+    errors: list[FileErrorDict] = [{"file": "probes/bad.py", "error": "SyntaxError"}]
     model.errors = errors
     live = model.gates()
     assert live == evaluate_all(full, settings, errors)[0]
@@ -512,7 +522,7 @@ def test_a_sort_keeps_the_collectors_work_small_and_frees_old_lists_in_slices():
     assert order.remove(moved) and order.index_of(moved) is None
     shown = [order.at(i) for i in range(len(order))]
     assert shown == sorted([r for r in rows if r is not moved] + late, key=key)
-    assert all(order.index_of(r) == i for i, r in enumerate(shown))
+    assert all(r is not None and order.index_of(r) == i for i, r in enumerate(shown))
     sort()  # a new sort: the list shown before goes to the trash, the new one is shown
     assert order.trash and any(t is first for t in order.trash)
     assert all(order.keys is not t and order.rows is not t for t in order.trash)
