@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.document import validate_report
 from tests._util import WORKSPACES, run_cli
 
@@ -57,31 +58,32 @@ def run_ci(ws: Path, *args: str, env: dict[str, str] | None = None):
 
 
 def real_report(ws: Path, out: Path, scenario: dict[str, Any] | None = None,
-                *args: str) -> dict[str, Any]:
+                *args: str) -> ReportDict:
     """Run the ci probes under ``scenario`` and return the validated report."""
     set_scenario(ws, scenario)
     proc = run_ci(ws, "--json", str(out), *args)
     assert proc.returncode in (0, 1), proc.stderr
-    report = json.loads(out.read_text())
+    report: ReportDict = json.loads(out.read_text())
     validate_report(report)
     return report
 
 
-def normalized(report: dict[str, Any]) -> dict[str, Any]:
+def normalized(report: ReportDict) -> ReportDict:
     """A copy without clock, machine or timing facts (for golden files)."""
     r = copy.deepcopy(report)
     r["created"] = FIXED_CREATED
     r["environment"] = {"versions": {"laya-tui": "0.1.0"}}
     r["summary"]["seconds"] = 1.0
     for i, p in enumerate(r["probes"]):
-        p["seconds"] = round(0.25 * (i + 1), 3)
+        seconds = p["seconds"] = round(0.25 * (i + 1), 3)
         if "started" in p:  # one after another, each its seconds long
             p["started"] = 1000.0 + 0.125 * i * (i + 1)
-            p["ended"] = p["started"] + p["seconds"]
+            p["ended"] = p["started"] + seconds
         p.pop("budget", None)  # the machine's CPU time and load
         p["log_tail"] = ""
         p["deps"] = sorted(os.path.basename(d) for d in p.get("deps", []))
-        p["file"] = os.path.basename(p["file"]) if p.get("file") else p.get("file")
+        file = p.get("file")
+        p["file"] = os.path.basename(file) if file else file
         for s in p["signals"]:
             if s["kind"] == "timing":
                 s["seconds"] = 0.5

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.baseline import Baseline
 from laya_tui.report.document import build_report, validate_report
 from laya_tui.report.gates import GateSettings, evaluate_all
@@ -24,7 +25,7 @@ LLAMA, FP32, BF16, NUM, OPT, SLOW = ("ci/llama_forward", "ci/gemm_kernel[c,fp32,
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory) -> dict[str, Any]:
+def base(tmp_path_factory) -> ReportDict:
     d = tmp_path_factory.mktemp("cmp")
     return real_report(ci_workspace(d), d / "base.json")
 
@@ -48,7 +49,7 @@ def _add(report, pid, **sig):
     _probe(report, pid)["signals"].append(dict(sig, probe=pid))
 
 
-def run_compare(base: dict[str, Any], mutate, margin: float = 0.25) -> dict[str, Any]:
+def run_compare(base: ReportDict, mutate, margin: float = 0.25) -> dict[str, Any]:
     """Mutate a copy of ``base``, compare, and check the resulting report validates."""
     now = copy.deepcopy(base)
     mutate(now)
@@ -57,7 +58,7 @@ def run_compare(base: dict[str, Any], mutate, margin: float = 0.25) -> dict[str,
     gates, extra = evaluate_all(now["probes"], settings)
     report = build_report(now["probes"], seconds=1.0, gates=gates, extra=extra)
     validate_report(json.loads(json.dumps(report)))
-    section = report["baseline"]
+    section: dict[str, Any] = dict(report["baseline"])  # read by a case's key: open
     gate = next(g for g in gates if g["name"] == "baseline")
     assert gate["passed"] == (not section["regressions"])
     assert gate["failures"] == section["regressions"]
@@ -309,7 +310,7 @@ def test_real_improvement_passes_with_exit_0(workspace, tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     validate_report(report)
-    section = report["baseline"]
+    section: dict[str, Any] = dict(report["baseline"])  # read by a case's key: open
     assert section[REG] == []
     assert _changes(section[IMP]) == [
         ("gone", "cast", LLAMA), ("gone", "fallback", LLAMA),

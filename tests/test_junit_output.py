@@ -20,6 +20,7 @@ from tests._ci_reports import (
     real_report,
     run_ci,
 )
+from tests._xml import attr, child, text
 
 xmlschema = pytest.importorskip("xmlschema", reason="pip install xmlschema (dev extra)")
 XSD = Path(__file__).parent / "fixtures" / "junit-10.xsd"
@@ -66,13 +67,13 @@ def test_cli_file_has_a_case_per_cell_and_counts_that_match(runs, which):
     for suite in suites:
         cases = suite.findall("testcase")
         assert suite.get("tests") == str(len(cases))
-        for attr, child in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
-            assert suite.get(attr) == str(sum(c.find(child) is not None for c in cases))
+        for count, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+            assert suite.get(count) == str(sum(c.find(tag) is not None for c in cases))
         # a family's cells run one after another: its span holds them all
-        assert float(suite.get("time")) >= sum(float(c.get("time")) for c in cases) \
+        assert float(attr(suite, "time")) >= sum(float(attr(c, "time")) for c in cases) \
             - 0.001 * (len(cases) + 1)
-    for attr in ("tests", "failures", "errors"):
-        assert root.get(attr) == str(sum(int(s.get(attr)) for s in suites))
+    for total in ("tests", "failures", "errors"):
+        assert root.get(total) == str(sum(int(attr(s, total)) for s in suites))
     assert root.get("time") == f"{report['summary']['seconds']:.3f}"  # the run's, not a sum
 
 
@@ -107,21 +108,21 @@ def test_cells_failures_and_skips(runs):
     llama = cases["ci/llama_forward"]
     (failure,) = llama.findall("failure")  # one per case, naming every gate it failed
     assert failure.get("type") == "fail-on:host_bounce,baseline"  # in gate order
-    assert failure.get("message").endswith(" (+3 more)")
-    lines = failure.text.splitlines()
+    assert attr(failure, "message").endswith(" (+3 more)")
+    lines = text(failure).splitlines()
     assert sum(ln.startswith("gate baseline: ") for ln in lines) == 3
     assert sum(ln.startswith("gate fail-on:host_bounce: ") for ln in lines) == 1
     assert len(set(lines)) == len(lines)  # nothing repeated
     num = cases["ci/numerics"]
     (failure,) = num.findall("failure")
-    assert set(failure.get("type").split(",")) == {"tolerance", "baseline"}
-    assert "3e-05 > limit 2e-05" in failure.text
+    assert set(attr(failure, "type").split(",")) == {"tolerance", "baseline"}
+    assert "3e-05 > limit 2e-05" in text(failure)
     assert cases["laya-tui.gates/max:fallback"].find("failure") is not None
     assert cases["laya-tui.gates/max:cast"].find("failure") is None
     base_cases = _cases(build_junit(base))
     skipped = base_cases["ci/optional_backend"].find("skipped")
-    assert skipped is not None and "pip install" in skipped.get("message")
-    out = base_cases["ci/gemm_kernel[c,bf16,gpu]"].find("system-out").text
+    assert skipped is not None and "pip install" in attr(skipped, "message")
+    out = text(child(base_cases["ci/gemm_kernel[c,bf16,gpu]"], "system-out"))
     assert "no gate fails on it" in out and "bf16 has no C type" in out
     root = ET.fromstring(build_junit(now))
     assert root.get("tests") == str(len(cases))
@@ -135,7 +136,7 @@ def test_hostile_text_and_crashes_still_validate(runs, schema):
     probes[0].update(status="crashed", reason="SIGSEGV \x1b[31mcore\x00 dumped\x07 ]]> <&>",
                      log_tail="\x1b[1mINFO\x1b[0m tilelang \ud800 lowering\x0c")
     probes[-1].update(status="skipped", reason="")
-    settings = GateSettings(fail_on=["skipped"], max_counts={"fallback": 0})
+    settings = GateSettings(fail_on=("skipped",), max_counts={"fallback": 0})
     gates, extra = evaluate_all(probes, settings,
                                 [{"file": "probes/bad.py", "error": "SyntaxError \x01"}])
     report = build_report(probes, seconds=1.0, gates=gates, errors=[
@@ -145,10 +146,10 @@ def test_hostile_text_and_crashes_still_validate(runs, schema):
     schema.validate(xml)
     cases = _cases(xml)
     crashed = cases["ci/llama_forward"]
-    assert crashed.find("failure").get("type") == "no-crash"
-    assert "]]> <&>" in crashed.find("failure").get("message")
+    assert child(crashed, "failure").get("type") == "no-crash"
+    assert "]]> <&>" in attr(child(crashed, "failure"), "message")
     last = cases[probes[-1]["id"]]
-    assert last.find("skipped") is None and last.find("failure").get("type") == "fail-on:skipped"
+    assert last.find("skipped") is None and child(last, "failure").get("type") == "fail-on:skipped"
     assert cases["laya-tui.gates/probe-files"].find("failure") is not None
 
 
@@ -158,4 +159,4 @@ def test_cli_junit_with_gate_failure(tmp_path, schema):
     assert proc.returncode == 1
     schema.validate(str(tmp_path / "j.xml"))
     case = _cases((tmp_path / "j.xml").read_text())["ci/numerics"]
-    assert case.find("failure").get("type") == "no-crash"
+    assert child(case, "failure").get("type") == "no-crash"

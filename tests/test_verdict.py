@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict, ResultDict
 from laya_tui.report.document import build_report, human_summary, validate_report
 from laya_tui.report.gates import GateSettings, evaluate_all
 from laya_tui.report.junit import build_junit
 from laya_tui.report.markdown import build_markdown
 from laya_tui.report.verdict import finding_kind, not_run, ungated
 from tests._ci_reports import ci_workspace, run_ci, set_scenario
+from tests._xml import child
 
 
-def _cell(i: int, outcome: str, status: str = "ok", **detail) -> dict:
+def _cell(i: int, outcome: str, status: str = "ok", **detail: Any) -> ResultDict:
     passed = outcome not in ("lower-failed", "build-failed", "run-failed")
     return {"id": f"tilelang/k{i}[cuda,fp16,gpu]", "family": "tilelang", "status": status,
             "reason": None if passed else "lowering k: bad layout", "seconds": 1.0,
@@ -27,7 +30,7 @@ def _cell(i: int, outcome: str, status: str = "ok", **detail) -> dict:
                          "detail": {"outcome": outcome, **detail}}]}
 
 
-def _aoti_failed(i: int) -> dict:
+def _aoti_failed(i: int) -> ResultDict:
     return {"id": f"aoti/m{i}", "family": "aoti", "status": "failed", "seconds": 2.0,
             "reason": "export failed: torch._dynamo.exc.Unsupported", "cached": False,
             "deps": [], "log_tail": "",
@@ -35,7 +38,7 @@ def _aoti_failed(i: int) -> dict:
                          "reason": "Unsupported"}]}
 
 
-def _report(probes, settings: GateSettings | None = None) -> dict:
+def _report(probes: list[ResultDict], settings: GateSettings | None = None) -> ReportDict:
     gates, extra = evaluate_all(probes, settings)
     report = build_report(probes, seconds=12.0, gates=gates, extra=extra or None)
     validate_report(report)
@@ -63,10 +66,10 @@ def test_built_not_run_cells_are_counted_apart_everywhere():
     assert "10 ◐ built, not run, 1 ✓ ok" in md
     assert "| `tolerance` | ✅ pass | nothing compared |" in md
     root = ET.fromstring(build_junit(report))
-    skipped = [c.find("skipped").get("message") for c in root.iter("testcase")
+    skipped = [child(c, "skipped").get("message") for c in root.iter("testcase")
                if c.find("skipped") is not None]
     assert skipped.count("◐ built, not run: no GPU") == 9 and len(skipped) == 10
-    assert root.find("testsuite").get("skipped") == "10"
+    assert child(root, "testsuite").get("skipped") == "10"
     # one cell that ran and compared: the gate counts it
     probes[9]["signals"].append({"kind": "tolerance", "probe": probes[9]["id"],
                                  "subject": "out", "value": 0.0, "limit": 1e-3, "passed": True})
@@ -99,10 +102,10 @@ def test_ungated_findings_are_explained_with_the_ways_to_gate_them():
     assert "`--fail-on failed`" in md and "`--baseline base.json`" in md
     assert "| ✗ finding | `aoti/m0` | export failed: torch._dynamo.exc.Unsupported |" in md
     # gated: nothing is left unread
-    gated = _report(probes, GateSettings(fail_on=["failed"]))
+    gated = _report(probes, GateSettings(fail_on=("failed",)))
     assert "ungated" not in gated["summary"] and gated["summary"]["passed"] is False
     assert "no gate reads" not in human_summary(gated)
-    some = _report(probes, GateSettings(fail_on=["lowering"]))
+    some = _report(probes, GateSettings(fail_on=("lowering",)))
     assert some["summary"]["ungated"] == {"count": 5, "kinds": {"aoti": 5}}
     assert ungated(probes, [{"name": "baseline", "passed": True}]) == {}
     assert ungated(probes, [{"name": "max:failed", "passed": True}]) == {}
@@ -158,7 +161,7 @@ async def test_the_dashboard_header_counts_them_and_the_ungated_findings():
 def test_the_html_page_carries_the_same_notes():
     import json
 
-    from laya_tui.report.html import page_data
+    from laya_tui.report.views.page import page_data
     from tests._tui import TILELANG_REPORT
 
     saved = json.loads(TILELANG_REPORT.read_text())
