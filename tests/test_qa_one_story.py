@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import cast
 
+from laya_tui.core.report_types import GateDict, ReportDict, ResultDict, SummaryDict
 from laya_tui.report.annotations import annotation_lines
 from laya_tui.report.findings import collect_findings
 from laya_tui.report.sarif import build_sarif
 from laya_tui.report.sources import Sources
+from tests._signals import partial_report, partial_result, partial_signal
 
 AOTI = "aoti/model[mlpkg.models:build]"
 GEMM = "tilelang/tiled_gemm[c,fp16]"
 
 
-def user_report(ws: Path) -> dict:
+def user_report(ws: Path) -> ReportDict:
     (ws / "mlpkg").mkdir()
     (ws / "mlpkg" / "models.py").write_text("\n" * 14 + "        if y.max().item() > 100.0:\n")
     (ws / "kernels").mkdir()
@@ -47,10 +50,10 @@ def user_report(ws: Path) -> dict:
                          "site": {"file": str(ws / "kernels" / "tiled_gemm.py"), "line": 14},
                          "detail": {"stage": "lower", "pass": "tl.LayoutInference"}}]}
     ok = {"id": "env/python", "family": "env", "status": "ok", "state": "ok", "signals": []}
-    gates = [{"name": n, "passed": True, "failures": []}
+    gates: list[GateDict] = [{"name": n, "passed": True, "failures": []}
              for n in ("no-crash", "no-timeout", "no-probe-error", "tolerance")]
-    return {"schema": "laya-tui.report/5", "probes": [aoti, ok, gemm], "gates": gates,
-            "summary": {"passed": True}}
+    return partial_report({"schema": "laya-tui.report/5", "probes": [aoti, ok, gemm],
+                           "gates": gates, "summary": {"passed": True}})
 
 
 def test_an_ungated_failed_cell_without_a_finding_signal_is_in_sarif_and_annotations(
@@ -85,7 +88,7 @@ def test_summary_markdown_and_page_list_the_findings_in_one_order(tmp_path: Path
 
     report = user_report(tmp_path)
     kinds = ungated(report["probes"], report["gates"])
-    report["summary"].update(ungated={"count": 2, "kinds": kinds}, probes=3)
+    report["summary"].update({"ungated": {"count": 2, "kinds": kinds}, "probes": 3})
     assert ungated_text(kinds) == "2 findings no gate reads (lowering 1, aoti 1)"
     lines = cell_lines(report["probes"], cell_state)
     assert [ln.split(": ")[1] for ln in lines] == [GEMM, AOTI]
@@ -96,13 +99,14 @@ def test_summary_markdown_and_page_list_the_findings_in_one_order(tmp_path: Path
     assert [r["properties"]["probe"] for r in results] == [GEMM, AOTI]
 
 
-def _built_not_run() -> dict:
+def _built_not_run() -> ResultDict:
     """A cuda cell of the user's run on a machine without a GPU: ok, lowered and built."""
     pid = "tilelang/tiled_gemm[cuda,fp16]"
-    return {"id": pid, "family": "tilelang", "status": "ok", "reason": None, "seconds": 4.8,
-            "log_tail": "", "signals": [
-                {"kind": "lowering", "probe": pid, "subject": "tiled_gemm[cuda,fp16]",
-                 "passed": True, "detail": {"outcome": "built", "not_run": "no GPU"}}]}
+    return partial_result({
+        "id": pid, "family": "tilelang", "status": "ok", "reason": None, "seconds": 4.8,
+        "log_tail": "", "signals": [
+            {"kind": "lowering", "probe": pid, "subject": "tiled_gemm[cuda,fp16]",
+             "passed": True, "detail": {"outcome": "built", "not_run": "no GPU"}}]})
 
 
 def test_a_cells_drill_down_badge_is_its_state_word_on_the_page_and_the_dashboard(
@@ -118,8 +122,8 @@ def test_a_cells_drill_down_badge_is_its_state_word_on_the_page_and_the_dashboar
     from laya_tui.tui.widgets.detail import render_probe
 
     cell = _built_not_run()
-    finding = {**user_report(tmp_path)["probes"][2], "log_tail": "",
-               "state": None}
+    finding = partial_result({**user_report(tmp_path)["probes"][2], "log_tail": "",
+                              "state": None})
     assert probe_detail(cell, signals=1).head.badge == "built, not run"
     assert probe_detail(finding, signals=1).head.badge == "finding"
     for p, word in ((cell, "built, not run"), (finding, "finding")):
@@ -150,7 +154,8 @@ def test_the_page_opens_its_probe_and_signal_tables_on_the_findings(tmp_path: Pa
     env = report["probes"][2]
     env["signals"] = [{"kind": "environment", "probe": env["id"], "subject": "python",
                        "value": "3.11.7"}]
-    report["summary"] = {"passed": True, "probes": 4, "seconds": 1.0, "signals": {}}
+    report["summary"] = cast(SummaryDict, {  # partial: no status, the page does not read it
+        "passed": True, "probes": 4, "seconds": 1.0, "signals": {}})
     page = tmp_path / "page.html"
     page.write_text(build_html(report, workspace=str(tmp_path / "ws")))
     with Browser(chromium) as b:
@@ -200,8 +205,9 @@ def test_the_pages_seconds_of_a_cached_cell_are_not_cut(tmp_path: Path) -> None:
         pytest.skip(f"no Chromium: {INSTALL_HINT}")
     report = user_report(tmp_path)
     for p in report["probes"]:
-        p.update(seconds=1.93, cached=True)
-    report["summary"] = {"passed": True, "probes": 3, "seconds": 0.3, "signals": {}}
+        p.update({"seconds": 1.93, "cached": True})
+    report["summary"] = cast(SummaryDict, {  # partial: no status, the page does not read it
+        "passed": True, "probes": 3, "seconds": 0.3, "signals": {}})
     page = tmp_path / "page.html"
     page.write_text(build_html(report, workspace=str(tmp_path)))
     with Browser(chromium) as b:
@@ -224,7 +230,8 @@ def test_a_familys_tree_row_counts_its_cells_in_their_own_words() -> None:
     from tests.test_tui_model import run
 
     model = RunModel()
-    bad = {"kind": "lowering", "subject": "k[c,fp16]", "passed": False, "reason": "no"}
+    bad = partial_signal({"kind": "lowering", "subject": "k[c,fp16]", "passed": False,
+                          "reason": "no"})  # its probe: the event's
     run(model, "fam/a", [bad], status="failed")
     run(model, "fam/b", [bad], status="failed")
     run(model, "fam/c", [], status="skipped")
@@ -244,7 +251,7 @@ def test_a_user_models_tolerance_finding_is_at_its_factory(tmp_path: Path) -> No
     (tmp_path / "mlpkg" / "models.py").write_text(
         "import torch\n\n\ndef build():\n    pass\n\n\ndef build_drift():\n    pass\n")
     pid = "explain/model:mlpkg.models:build_drift[eager]"
-    report = {"schema": "laya-tui.report/5", "probes": [{
+    report = partial_report({"schema": "laya-tui.report/5", "probes": [{
         "id": pid, "family": "explain", "status": "failed", "state": "finding",
         "reason": "tolerance bfloat16 vs fp32 cpu output: 0.9085 > limit 0.05",
         "file": "/usr/lib/python3/site-packages/laya_tui/builtin_probes/explain_models.py",
@@ -253,7 +260,7 @@ def test_a_user_models_tolerance_finding_is_at_its_factory(tmp_path: Path) -> No
                      "limit": 0.05, "passed": False}]}],
         "gates": [{"name": "tolerance", "passed": False,
                    "failures": [{"probe": pid, "subject": "bfloat16 vs fp32 cpu output"}]}],
-        "summary": {"passed": False}}
+        "summary": {"passed": False}})
     sources = Sources(str(tmp_path), env={})
     [finding] = collect_findings(report, sources)
     assert finding.location is not None
@@ -273,12 +280,12 @@ def test_junit_names_a_failed_tolerance_once() -> None:
     pid = "explain/model:mlpkg.models:build_drift[eager]"
     entry = {"probe": pid, "subject": "bfloat16 vs fp32 cpu output", "value": 0.9085,
              "limit": 0.05}
-    report = {"schema": "laya-tui.report/5", "probes": [{
+    report = partial_report({"schema": "laya-tui.report/5", "probes": [{
         "id": pid, "family": "explain", "status": "failed", "state": "finding",
         "reason": "tolerance bfloat16 vs fp32 cpu output: 0.9085 > limit 0.05",
         "seconds": 0.7, "signals": []}],
         "gates": [{"name": "tolerance", "passed": False, "failures": [entry]}],
-        "summary": {"passed": False}}
+        "summary": {"passed": False}})
     failure = ET.fromstring(build_junit(report)).find(".//failure")
     assert failure is not None
     message = failure.get("message") or ""

@@ -9,9 +9,11 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.findings import collect_findings
 from laya_tui.report.rules import RULES, gb_uri
 from laya_tui.report.sarif import (
@@ -22,8 +24,10 @@ from laya_tui.report.sarif import (
     sarif_schema,
     validate_sarif,
 )
+from laya_tui.report.sarif_types import Result, SarifLog
 from laya_tui.report.sources import Sources
 from tests._ci_reports import FLAGS, REGRESS, ci_workspace, run_ci
+from tests._signals import site_of
 from tests._tui import DEMO_REPORT, DEMO_WS, RECORDED, REPO
 from tests._util import run_cli
 
@@ -40,27 +44,34 @@ RECORDED_REPORTS = {
 }
 
 
-def _sarif(report: dict, ws: Path, **kw) -> dict:
+def _sarif(report: ReportDict, ws: Path, **kw: Any) -> SarifLog:
     doc = build_sarif(report, Sources(str(ws), env={}), **kw)
     text = "".join(sarif_chunks(doc))
-    back = json.loads(text)
+    back: SarifLog = json.loads(text)
     assert back == doc  # the chunked text is the document
     return back
 
 
-def _load(name: str) -> tuple[dict, Path]:
+def _load(name: str) -> tuple[ReportDict, Path]:
     path, ws = RECORDED_REPORTS[name]
     return json.loads(path.read_text()), ws
 
 
-def _results(doc: dict) -> list[dict]:
+def _results(doc: SarifLog) -> list[Result]:
     (run,) = doc["runs"]
     return run["results"]
 
 
-def _at(result: dict) -> tuple[str, int | None]:
+def _at(result: Result) -> tuple[str, int | None]:
     loc = result["locations"][0]["physicalLocation"]
     return loc["artifactLocation"]["uri"], loc.get("region", {}).get("startLine")
+
+
+def _line(result: Result) -> int:
+    """The result's line (asserted there)."""
+    line = _at(result)[1]
+    assert line is not None, result
+    return line
 
 
 def test_schema_file_is_the_official_one():
@@ -94,12 +105,12 @@ def test_recorded_reports_validate_and_sarif_tools_reads_the_same_results(name, 
 def test_demo_results_at_their_sites_and_levels_from_the_gates():
     report, ws = _load("demo")
     results = _results(_sarif(report, ws))
-    by_rule: dict[str, list[dict]] = {}
+    by_rule: dict[str, list[Result]] = {}
     for r in results:
         by_rule.setdefault(r["ruleId"], []).append(r)
     # the report's signal sites, relative to %SRCROOT%
     fallbacks = {(r["properties"]["subject"], _at(r)) for r in by_rule["laya/fallback/cpu-op"]}
-    expected = {(s["subject"], (s["site"]["file"], s["site"]["line"]))
+    expected = {(s["subject"], (site_of(s)["file"], site_of(s)["line"]))
                 for p in report["probes"] for s in p["signals"] if s["kind"] == "fallback"}
     assert fallbacks == expected
     assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"]
@@ -136,6 +147,7 @@ def test_graph_breaks_use_dynamo_ids_pages_and_the_user_stack():
     assert doc["runs"][0]["tool"]["driver"]["rules"][printed["ruleIndex"]]["id"] == rule["id"]
     lines = (GB_WS / "gbmodel.py").read_text().splitlines()
     uri, line = _at(printed)
+    assert line is not None
     assert uri == "gbmodel.py" and "print(" in lines[line - 1]
     (caller,) = printed["relatedLocations"]
     assert caller["physicalLocation"]["artifactLocation"]["uri"] == "gbmodel.py"
@@ -143,7 +155,7 @@ def test_graph_breaks_use_dynamo_ids_pages_and_the_user_stack():
     assert "forward" in caller["message"]["text"]
     # the data-dependent branch has no id in this torch: the generic rule, at the `if`
     (branch,) = [r for r in results if r["ruleId"] == "laya/graph-break"]
-    assert "if y.sum() > 0" in lines[_at(branch)[1] - 1]
+    assert "if y.sum() > 0" in lines[_line(branch) - 1]
     assert "helpUri" not in rules["laya/graph-break"]
     # the compiled cell's frames inside laya-tui are not the user's stack
     assert all(loc["physicalLocation"]["artifactLocation"]["uri"] == "gbmodel.py"
@@ -156,14 +168,15 @@ def test_fingerprints_survive_a_line_inserted_above():
     ws_copy_report = copy.deepcopy(report)
     for p in ws_copy_report["probes"]:
         for s in p["signals"]:
-            if isinstance(s.get("site"), dict) and s["site"].get("line"):
-                s["site"]["line"] += 1
+            site = s.get("site")
+            if isinstance(site, dict) and (line := site.get("line")):
+                site["line"] = line + 1
             d = s.get("detail") or {}
-            if isinstance(d.get("stack"), list):
+            if isinstance(d, dict) and isinstance(d.get("stack"), list):  # JSON: a dict
                 d["stack"] = [_shift(f) for f in d["stack"]]
     before = _results(_sarif(report, GB_WS))
     after = _results(_sarif(ws_copy_report, GB_WS))
-    assert [_at(r)[1] + 1 for r in before] == [_at(r)[1] for r in after]
+    assert [_line(r) + 1 for r in before] == [_line(r) for r in after]
     assert [r["partialFingerprints"] for r in before] == [r["partialFingerprints"]
                                                           for r in after]
     prints = {r["partialFingerprints"][FINGERPRINT] for r in before}
@@ -295,7 +308,7 @@ def test_merge_writes_sarif_of_the_merged_report(ci_runs, tmp_path):
     doc = json.loads(out.read_text())
     validate_sarif(doc)
     base = json.loads((d / "base.sarif").read_text())
-    def ids(d: dict) -> list[tuple[str, str]]:
+    def ids(d: SarifLog) -> list[tuple[str, str]]:
         return sorted((r["ruleId"], r["partialFingerprints"][FINGERPRINT]) for r in _results(d))
 
     assert ids(doc) == ids(base)
@@ -313,7 +326,7 @@ def test_real_user_model_sarif_lines_match_dynamo_and_survive_an_edit(tmp_path):
     shutil.copytree(GB_WS, ws)
     env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "GITHUB_STEP_SUMMARY": ""}
 
-    def run(name: str) -> list[dict]:
+    def run(name: str) -> list[Result]:
         out = tmp_path / f"{name}.sarif"
         proc = run_cli("--workspace", str(ws), "--headless", "--no-cache", "-q",
                        "--only", "explain/*[compile]", "--sarif", str(out), cwd=ws, env=env,
@@ -350,8 +363,8 @@ def test_real_user_model_sarif_lines_match_dynamo_and_survive_an_edit(tmp_path):
     src = ws / "gbmodel.py"
     src.write_text("# a line inserted above every finding\n" + src.read_text())
     after = run("after")
-    assert sorted((r["partialFingerprints"][FINGERPRINT], _at(r)[1] + 1) for r in before) == \
-        sorted((r["partialFingerprints"][FINGERPRINT], _at(r)[1]) for r in after)
+    assert sorted((r["partialFingerprints"][FINGERPRINT], _line(r) + 1) for r in before) == \
+        sorted((r["partialFingerprints"][FINGERPRINT], _line(r)) for r in after)
 
 
 def test_every_fixed_rule_is_declared_even_without_results():
