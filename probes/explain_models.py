@@ -9,6 +9,7 @@ Llama causal LM, in fp32 and bf16 (fp16 on an RBLN host, where the model runs on
 - ``compile-two-lengths``: ``torch.compile``; cold = width 7, warm = width 9: the warm
   region shows the recompile and its guard-failure reason.
 - ``compile-padded``: the same two batches padded to one width: the warm region shows none.
+  Its two compared outputs are named by width and rows (``width=16 rows=7,5 logits``).
 - ``host-decode`` (tiny Llama only): a 3-step greedy decode written the common hand-made
   way (:func:`laya_tui.presets.host_greedy_decode`): last-position logits to the host with
   ``.float().cpu()``, softmax/argmax and the EOS check on CPU tensors, the attention mask
@@ -256,6 +257,8 @@ def explain_model(ctx: Any, preset: str | None = None, dtype: str = "fp32",
             mask = batches[i]["attention_mask"].bool()
             width = int(batches[i]["input_ids"].shape[1])
             subject = f"width={width}"
+            if pad is not None:  # both batches padded to one width: their rows tell them apart
+                subject += f" rows={','.join(map(str, (BATCH_A, BATCH_B)[i]))}"
             ref, drift = _drift(ctx, subject, model, reference,
                                 lambda i=i: model(**inputs[i]),
                                 lambda i=i: reference(**batches[i]), mask)

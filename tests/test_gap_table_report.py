@@ -116,7 +116,9 @@ def test_a_report_4_cell_carries_numerics_and_validates(tmp_path):
     probe.pop("state", None)
     sig = _gap_signal(tmp_path)
     sig["subject"] = "bfloat16 vs fp32 cpu output gap table"  # the plan's output
-    probe["signals"].append(sig)
+    at = next(i for i, s in enumerate(probe["signals"])
+              if "precision_plan" in (s.get("detail") or {}))
+    probe["signals"].insert(at, sig)  # before its plan, as a cell emits them
     report = build_report([probe], seconds=1.0, gates=[])
     validate_report(report)
     assert report["schema"] == "laya-tui.report/5"

@@ -50,31 +50,45 @@ class _Parts(TypedDict, total=False):
 
 
 def cell_numerics(probe: Mapping[str, Any]) -> list[NumericsDict]:
-    """``[{subject, gap_table?, precision_plan?}]`` from a cell's signals, in signal order
-    (the gap table's top :data:`TOP_ROWS` rows; the plan without its snippet)."""
-    out: dict[str, _Parts] = {}
+    """``[{subject, gap_table?, precision_plan?}]`` from a cell's signals, one entry per
+    compared output in signal order (the gap table's top :data:`TOP_ROWS` rows; the plan
+    without its snippet). An output's gap table comes before its plan; a second table, or a
+    table after a plan, under a subject already seen is another output (two outputs
+    compared under one name), never written over the first."""
+    entries: list[tuple[str, _Parts]] = []
+    last: dict[str, _Parts] = {}  # subject -> its latest entry
+
+    def entry_for(subject: str, part: str) -> _Parts:
+        got = last.get(subject)
+        if got is None or part in got or (part == "gap_table" and "precision_plan" in got):
+            got = last[subject] = {}
+            entries.append((subject, got))
+        return got
+
     for sig in as_list(probe.get("signals")):
         d = as_dict(as_dict(sig).get("detail"))
         # the worker's JSON: their known keys, read by name from here on
         gap, plan = as_dict(d.get("gap_table")), as_dict(d.get("precision_plan"))
         if gap:
-            entry = out.setdefault(_subject(sig, GAP_SUFFIX), {})
-            entry["gap_table"] = cast(GapTableDict, dict(
-                {k: gap[k] for k in _GAP_KEYS if k in gap},
-                rows=as_list(gap.get("rows"))[:TOP_ROWS]))
+            entry_for(_subject(sig, GAP_SUFFIX), "gap_table")["gap_table"] = cast(
+                GapTableDict, dict({k: gap[k] for k in _GAP_KEYS if k in gap},
+                                   rows=as_list(gap.get("rows"))[:TOP_ROWS]))
         if plan:
-            entry = out.setdefault(_subject(sig, PLAN_SUFFIX), {})
-            entry["precision_plan"] = cast(PrecisionPlanDict,
-                                           {k: plan[k] for k in _PLAN_KEYS if k in plan})
-    return [NumericsDict(subject=k, **v) for k, v in out.items()]
+            entry_for(_subject(sig, PLAN_SUFFIX), "precision_plan")["precision_plan"] = cast(
+                PrecisionPlanDict, {k: plan[k] for k in _PLAN_KEYS if k in plan})
+    return [NumericsDict(subject=k, **v) for k, v in entries]
 
 
 def numerics_of(probe: Mapping[str, Any]) -> list[NumericsDict]:
     """The cell's ``numerics`` (report/4), else derived from its signals (older reports;
-    ``probe``: a report entry, or the fields the dashboard knows of a running cell)."""
+    ``probe``: a report entry, or the fields the dashboard knows of a running cell). A saved
+    list with fewer entries than its signals hold (written before two outputs compared
+    under one name each kept their own) is derived again from the signals."""
     got = probe.get("numerics")
     if isinstance(got, list):
-        return _dicts(got)
+        saved: list[NumericsDict] = _dicts(got)
+        derived = cell_numerics(probe)
+        return derived if len(derived) > len(saved) else saved
     return cell_numerics(probe)
 
 
