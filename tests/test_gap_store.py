@@ -66,6 +66,7 @@ def rows(t: g.GapTable) -> list[tuple[str, float, float | None]]:
     return [(r.module, r.error, r.local) for r in t.rows]
 
 
+@pytest.mark.slow  # 40 MB activations, a few hundred MB written to disk
 def test_the_peak_counts_the_inputs_of_the_calls_still_running(tmp_path):
     free, _ = run(None, str(tmp_path))
     assert free.activation_bytes == 6 * S and free.peak_bytes == 6 * S
@@ -80,6 +81,7 @@ def test_the_peak_counts_the_inputs_of_the_calls_still_running(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_budget_of_one_call_holds_with_nested_calls(tmp_path):
     free, _ = run(None, str(tmp_path))
     t, held = run(2 * S, str(tmp_path))
