@@ -83,3 +83,11 @@ def test_ui_and_core_modules_import_nothing_heavy():
 def test_the_check_names_the_module_that_pulled_a_heavy_import():
     pytest.importorskip("numpy")
     assert pulled_in(["laya_tui.api", "numpy", "laya_tui.cli.main"]) == {"numpy": ["numpy"]}
+
+
+def test_the_old_tolerance_name_is_the_moved_module() -> None:
+    """Probe files written before the move still ``import laya_tui.tolerance``."""
+    import laya_tui.families.tolerance as moved
+    import laya_tui.tolerance as old
+
+    assert old is moved and callable(moved.compare_logits)

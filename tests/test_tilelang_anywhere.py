@@ -164,12 +164,15 @@ def test_cells_agree_with_tilelangs_own_compile(tl: Any, tmp_path: Path, target:
     assert torch is not None
 
 
+def test_a_file_without_a_tilelang_import_says_so_without_running(tmp_path: Path) -> None:
+    assert run_folder_cell("plain_helpers[file]", tmp_path, ANY)[0] == \
+        "skipped: plain_helpers.py has no TileLang import: nothing in it to examine"
+
+
 def test_files_without_kernel_cells_say_why(tl: Any, tmp_path: Path) -> None:
     def status(cid: str) -> str:
         return run_folder_cell(cid, tmp_path, ANY)[0]
 
-    assert status("plain_helpers[file]") == \
-        "skipped: plain_helpers.py has no TileLang import: nothing in it to examine"
     assert status("builds_nothing[file]") == (
         "skipped: builds_nothing.py imports TileLang but defines no kernel laya-tui can find "
         "and builds none when run (the __main__ block ran)")
