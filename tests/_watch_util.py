@@ -97,7 +97,7 @@ def config_for(ws: Path, **kw: Any) -> RunOptions:
     """A RunOptions for the test workspace (no cache unless asked)."""
     kw.setdefault("use_cache", False)
     kw.setdefault("cache_dir", str(ws.parent / "cache"))
-    return RunOptions(workspace=str(ws), probes=[str(ws / "probes")],
+    return RunOptions(workspace=str(ws), probes=(str(ws / "probes"),),
                      kernels=[str(ws / "kernels")], **kw)
 
 

@@ -33,7 +33,7 @@ def _gate(gates: list[dict], name: str) -> dict:
 
 
 def test_compiles_pass_fail_on_recompile_and_max_and_only_real_recompiles_fail():
-    s = GateSettings(fail_on=["recompile"], max_counts={"recompile": 0, "compile": 0})
+    s = GateSettings(fail_on=("recompile",), max_counts={"recompile": 0, "compile": 0})
     probes = _report("laya-tui.report/2", [COMPILE_V2])["probes"]
     gates = evaluate_gates(probes, s)
     assert _gate(gates, "fail-on:recompile")["passed"]
@@ -48,7 +48,7 @@ def test_cached_v1_signals_are_upgraded_before_the_gates_and_in_the_summary():
     probes = _report("laya-tui.report/1", [COLD_V1])["probes"]
     assert summarise(probes, 1.0)["signals"]["recompile"] == 0
     assert summarise(probes, 1.0)["signals"]["compile"] == 1
-    gates, _ = evaluate_all(probes, GateSettings(fail_on=["recompile"]))
+    gates, _ = evaluate_all(probes, GateSettings(fail_on=("recompile",)))
     assert _gate(gates, "fail-on:recompile")["passed"]
     assert probes[0]["signals"][0]["kind"] == "compile"
 

@@ -51,7 +51,7 @@ async def _session(tmp_path: Path) -> list[dict]:
     probes.mkdir()
     (probes / "p.py").write_text(PROBES)
     (probes / "broken.py").write_text("import no_such_module_here\n")
-    config = RunOptions(workspace=str(tmp_path), probes=[str(probes)], use_cache=False,
+    config = RunOptions(workspace=str(tmp_path), probes=(str(probes),), use_cache=False,
                         cache_dir=str(tmp_path / "cache"))
     handle = WorkerHandle("fam", config, str(tmp_path))
     events: list[dict] = []

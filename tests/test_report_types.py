@@ -64,7 +64,7 @@ def test_a_discovered_cell_has_the_keys_of_its_typed_dict(tmp_path) -> None:
     (tmp_path / "probes" / "p.py").write_text(
         "from laya_tui import param, probe\n\n\n@probe('fam', params=[param('a', x=1)])\n"
         "def cell(ctx, x):\n    return None\n")
-    runner = Runner(RunOptions(workspace=str(tmp_path), probes=[str(tmp_path / "probes")],
+    runner = Runner(RunOptions(workspace=str(tmp_path), probes=(str(tmp_path / "probes"),),
                                cache_dir=str(tmp_path / "cache"), use_cache=False))
 
     async def go():

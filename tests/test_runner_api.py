@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+from typing import cast
 
-from laya_tui.core.events import ProbeFinished, ProbeStarted
+from laya_tui.core.events import Event, ProbeFinished, ProbeStarted
+from laya_tui.core.protocol import Command
 from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
 
@@ -29,20 +31,22 @@ def _workspace(tmp_path):
             time.sleep(30)
     """))
     (probes / "__init__.py").write_text("")
-    return RunOptions(workspace=str(tmp_path), probes=[str(probes)],
+    return RunOptions(workspace=str(tmp_path), probes=(str(probes),),
                      cache_dir=str(tmp_path / "cache"), use_cache=False)
 
 
 def test_listeners_subscribe_beside_each_other(tmp_path):
-    first, second = [], []
-    runner = Runner(RunOptions(workspace=str(tmp_path), probes=[]), on_event=first.append)
+    first: list[Event] = []
+    second: list[Event] = []
+    runner = Runner(RunOptions(workspace=str(tmp_path), probes=()), on_event=first.append)
     assert runner.on_event == first.append  # one listener: called directly, no fan-out
     unsubscribe = runner.subscribe(second.append)
     runner.on_event(ProbeStarted("f/x", "f", 0.0))
     unsubscribe()
     runner.on_event(ProbeStarted("f/y", "f", 0.0))
-    assert [e.probe_id for e in first] == ["f/x", "f/y"]
-    assert [e.probe_id for e in second] == ["f/x"]
+    assert all(isinstance(e, ProbeStarted) for e in first + second)
+    assert [e.probe_id for e in first if isinstance(e, ProbeStarted)] == ["f/x", "f/y"]
+    assert [e.probe_id for e in second if isinstance(e, ProbeStarted)] == ["f/x"]
     unsubscribe()  # twice is harmless
 
 
@@ -53,12 +57,14 @@ def test_warm_discovery_reuses_its_worker_and_drops_changed_modules(tmp_path):
         runner = Runner(config)
         try:
             first = await runner.discover(warm=True)
+            assert runner._disc is not None and runner._disc.proc is not None
             pid = runner._disc.proc.pid
             helper = tmp_path / "probes" / "helper_cells.py"
             helper.write_text("CELLS = ['a', 'b', 'c']\n")
             stale = await runner.discover(warm=True)  # not invalidated: the old import
             await runner.invalidate({str(helper)})
             fresh = await runner.discover(warm=True)
+            assert runner._disc is not None and runner._disc.proc is not None
             same_worker = runner._disc.proc.pid == pid
             await runner.close_discovery()
             gone = runner._disc is None
@@ -80,8 +86,11 @@ def test_pending_invalidations_and_a_cancelled_run(tmp_path):
     finished = []
 
     async def go():
-        runner = Runner(config, on_event=lambda e: isinstance(e, ProbeFinished)
-                        and finished.append(e.result["id"]))
+        def on_event(e: Event) -> None:
+            if isinstance(e, ProbeFinished):
+                finished.append(e.result["id"])
+
+        runner = Runner(config, on_event=on_event)
         try:
             disc = await runner.discover()
             cell = next(p for p in disc.probes if p["id"] == "fam/cell[a]")
@@ -121,12 +130,13 @@ def test_each_command_gets_its_named_reply_and_unknown_ops_are_ignored(tmp_path)
         handle = WorkerHandle("_protocol", config, str(tmp_path))
         try:
             await handle.start()  # waits for Reply.READY
-            await handle.send({"op": "no-such-op"})
+            await handle.send(cast(Command, {"op": "no-such-op"}))  # an unknown op, on purpose
             await handle.send({"op": Op.DISCOVER, "paths": config.probes})
             discovered = await handle.next_event(timeout=60.0)
             await handle.send({"op": Op.INVALIDATE, "files": []})
             invalidated = await handle.next_event(timeout=60.0)
             await handle.send({"op": Op.EXIT})
+            assert handle.proc is not None
             code = await asyncio.wait_for(handle.proc.wait(), 10.0)
             return discovered, invalidated, code
         finally:

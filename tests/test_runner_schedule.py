@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+from typing import cast
 
-from laya_tui.core.events import ProbeFinished
+from laya_tui.core.events import Event, ProbeFinished
+from laya_tui.core.report_types import CellSpec, ResultDict
 from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
 from laya_tui.core.shard import read_cache_durations, record_durations
+from tests._signals import partial_result
 
 
-def _cells(fam: str, *names: str) -> list[dict]:
-    return [{"id": f"{fam}/{n}", "family": fam} for n in names]
+def _cells(fam: str, *names: str) -> list[CellSpec]:
+    # partial cells: the schedule reads only their id and family
+    return [cast(CellSpec, {"id": f"{fam}/{n}", "family": fam}) for n in names]
+
+
+def _durations(seconds: dict[str, float]) -> list[ResultDict]:
+    # partial results: the durations record keeps only their id and seconds
+    return [partial_result({"id": pid, "seconds": s}) for pid, s in seconds.items()]
 
 
 def _runner(tmp_path, order: str = "longest-first") -> Runner:
-    cfg = RunOptions(workspace=str(tmp_path), probes=[], cache_dir=str(tmp_path / "c"),
+    cfg = RunOptions(workspace=str(tmp_path), probes=(), cache_dir=str(tmp_path / "c"),
                     order=order)
     return Runner(cfg)
 
 
 def test_durations_survive_and_order_cells_longest_first(tmp_path):
     seconds = {"a/x": 1.0, "a/y": 30.0, "b/z": 200.0, "env/p": 0.1}
-    record_durations(tmp_path / "c", [{"id": pid, "seconds": s} for pid, s in seconds.items()])
+    record_durations(tmp_path / "c", _durations(seconds))
     assert read_cache_durations(tmp_path / "c")["b/z"] == 200.0
     runner = _runner(tmp_path)
     by_family = {"a": _cells("a", "x", "new", "y"), "b": _cells("b", "z"),
@@ -35,8 +44,7 @@ def test_durations_survive_and_order_cells_longest_first(tmp_path):
 
 
 def test_watched_dashboard_runs_shortest_first(tmp_path):
-    record_durations(tmp_path / "c", [{"id": "a/x", "seconds": 1.0},
-                                      {"id": "a/y", "seconds": 30.0}])
+    record_durations(tmp_path / "c", _durations({"a/x": 1.0, "a/y": 30.0}))
     by_family = {"a": _cells("a", "y", "x")}
     _runner(tmp_path, "shortest-first")._schedule(by_family)
     assert [p["id"] for p in by_family["a"]] == ["a/x", "a/y"]
@@ -70,12 +78,15 @@ def test_every_family_shows_its_first_result_before_any_second(tmp_path):
             ctx.log(f"cell {i}")
     """))
     finished: list[str] = []
-    config = RunOptions(workspace=str(tmp_path), probes=[str(probes)], jobs=1,
+    config = RunOptions(workspace=str(tmp_path), probes=(str(probes),), jobs=1,
                         cache_dir=str(tmp_path / "cache"), use_cache=False)
 
     async def go():
-        runner = Runner(config, on_event=lambda e: isinstance(e, ProbeFinished)
-                        and finished.append(e.result["id"]))
+        def on_event(e: Event) -> None:
+            if isinstance(e, ProbeFinished):
+                finished.append(e.result["id"])
+
+        runner = Runner(config, on_event=on_event)
         try:
             found = await runner.discover()
             assert not found.errors, found.errors

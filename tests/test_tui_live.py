@@ -20,7 +20,7 @@ pytestmark = pytest.mark.asyncio
 def live_config(tmp_path: Path, *only: str, timeout: float | None = None) -> RunOptions:
     ws = tmp_path / "ws"
     shutil.copytree(DEMO_WS, ws)
-    return RunOptions(workspace=str(ws), probes=[str(ws / "probes")], only=list(only),
+    return RunOptions(workspace=str(ws), probes=(str(ws / "probes"),), only=list(only),
                      use_cache=False, cache_dir=str(tmp_path / "cache"), timeout=timeout)
 
 

@@ -131,11 +131,11 @@ def test_watch_report_applies_the_run_gate_settings(tmp_path):
 
     probes = tmp_path / "probes"
     probes.mkdir()
-    config = RunOptions(workspace=str(tmp_path), probes=[str(probes)])
+    config = RunOptions(workspace=str(tmp_path), probes=(str(probes),))
     result = {"id": "fam/x", "family": "fam", "status": "ok", "reason": None, "seconds": 0.1,
               "cached": False, "deps": [], "log_tail": "",
               "signals": [{"kind": "log", "probe": "fam/x", "reason": "note"}]}
-    watcher = Watcher(config, gate_settings=GateSettings(fail_on=["log"]))
+    watcher = Watcher(config, gate_settings=GateSettings(fail_on=("log",)))
     watcher.probes = {"fam/x": {"id": "fam/x", "family": "fam"}}
     watcher.results["fam/x"] = result
     report = watcher.report()

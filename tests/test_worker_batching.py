@@ -45,7 +45,7 @@ def _run(tmp_path):
             arrived[event.signal["reason"]] = time.time()
 
     async def go():
-        runner = Runner(RunOptions(workspace=str(ws), probes=[str(ws / "probes")],
+        runner = Runner(RunOptions(workspace=str(ws), probes=(str(ws / "probes"),),
                                   use_cache=False, cache_dir=str(tmp_path / "c")),
                         on_event=on_event)
         try:
