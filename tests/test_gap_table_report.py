@@ -8,20 +8,21 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict, SignalDict
 from laya_tui.core.signals import READABLE_SCHEMAS, SCHEMA_ID
 from laya_tui.report.views import numerics as nv
 from laya_tui.report.views.detail import Table, probe_detail, signal_detail
+from laya_tui.tui.widgets.detail import DetailPane
 
 ROOT = Path(__file__).resolve().parents[1]
 V3 = ROOT / "tests" / "fixtures" / "report_v3" / "report.json"
 MODEL = ROOT / "tests" / "fixtures" / "report_v3" / "numerics_model.py"
 
 
-def _v3() -> dict[str, Any]:
+def _v3() -> ReportDict:
     return json.loads(V3.read_text())
 
 
@@ -40,6 +41,7 @@ def test_the_fixture_is_report_3_without_the_field_and_still_readable():
     assert entry["subject"] == "bfloat16 vs fp32 cpu output"
     plan = entry["precision_plan"]
     assert plan["status"] == "found" and plan["fp32_modules"] == ["1"]
+    assert plan["verified_error"] is not None and plan["limit"] is not None
     assert plan["verified_error"] <= plan["limit"] == 0.05
     assert "gap_table" not in entry
 
@@ -56,12 +58,12 @@ def test_markdown_and_page_show_the_plan_of_a_report_3():
     assert any("keep 1 in fp32: verified max|diff| 0.002306" in s for s in data["strings"])
 
 
-def _fixture_with_class_sites() -> dict[str, Any]:
+def _fixture_with_class_sites() -> ReportDict:
     """The report/3 fixture with its plan's class line (report/4 workers record it)."""
     doc = _v3()
     for sig in doc["probes"][0]["signals"]:
         plan = (sig.get("detail") or {}).get("precision_plan")
-        if plan:
+        if plan:  # the JSON's dict: the fixture is edited in place
             plan["class_sites"] = {"1": {"file": str(MODEL), "line": _class_line(),
                                          "func": "Cancel"}}
     return doc
@@ -91,7 +93,7 @@ def test_sarif_carries_the_plan_as_a_fix_at_the_class_line():
     assert nv.PLAN_RULE_ID not in [r["id"] for r in plain["runs"][0]["tool"]["driver"]["rules"]]
 
 
-def _gap_signal(tmp_path: Path) -> dict[str, Any]:
+def _gap_signal(tmp_path: Path) -> SignalDict:
     """A real gap table signal from the Cancel model (tests/test_gap_table.py's)."""
     pytest.importorskip("torch")
     import torch
@@ -105,7 +107,7 @@ def _gap_signal(tmp_path: Path) -> dict[str, Any]:
                           forward=lambda m: m(x.to(torch.bfloat16)),
                           forward_reference=lambda m: m(x))
     (sig,) = ctx.sigs
-    return dict(sig, kind="log", probe="explain/model:x[eager]")
+    return {**sig, "kind": "log", "probe": "explain/model:x[eager]"}
 
 
 def test_a_report_4_cell_carries_numerics_and_validates(tmp_path):
@@ -290,7 +292,7 @@ async def test_the_signal_screen_sorts_the_gap_table_with_s(tmp_path):
 
     probe = copy.deepcopy(_v3()["probes"][0])
     probe.pop("state", None)
-    probe["signals"].append(dict(_gap_signal(tmp_path), probe=probe["id"]))
+    probe["signals"].append({**_gap_signal(tmp_path), "probe": probe["id"]})
     path = tmp_path / "report.json"
     path.write_text(json.dumps(build_report([probe], seconds=1.0, gates=[])))
     app = recorded_app(report=path, workspace=str(tmp_path))
@@ -301,14 +303,14 @@ async def test_the_signal_screen_sorts_the_gap_table_with_s(tmp_path):
                        if "gap_table" in (r.sig.detail or {}))
             app.push_screen(SignalScreen(key))
             await pilot.pause()
-            text = app.screen.query_one("#full-detail").plain_text()
+            text = app.screen.query_one("#full-detail", DetailPane).plain_text()
             assert "ranked (s: sort by the next column)" in text
             text = text[text.index("local/limit"):]  # the table
             assert text.index("blocks.1 ") < text.index("blocks.0 ")  # the culprit first
             await pilot.press("s")  # by module, A to Z
             await pilot.pause()
             assert TABLE_SORT[0] == 0, (type(app.screen).__name__, app.focused)
-            text = app.screen.query_one("#full-detail").plain_text()
+            text = app.screen.query_one("#full-detail", DetailPane).plain_text()
             assert "sorted by module" in text
             text = text[text.index("local/limit"):]
             assert text.index("blocks.0 ") < text.index("blocks.1 ") < text.index("head ")
@@ -326,7 +328,7 @@ def test_the_page_draws_the_gap_table_sortable_by_a_click(tmp_path):
         pytest.skip(f"no Chromium: {INSTALL_HINT}")
     probe = copy.deepcopy(_v3()["probes"][0])
     probe.pop("state", None)
-    probe["signals"].append(dict(_gap_signal(tmp_path), probe=probe["id"]))
+    probe["signals"].append({**_gap_signal(tmp_path), "probe": probe["id"]})
     report = tmp_path / "report.json"
     report.write_text(json.dumps(build_report([probe], seconds=1.0, gates=[])))
     page = tmp_path / "page.html"

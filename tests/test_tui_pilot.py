@@ -8,11 +8,13 @@ import json
 
 import pytest
 
+from laya_tui.core.replay import RecordedRunner
 from laya_tui.report.document import validate_report
 from laya_tui.tui.screens.main import MainScreen
 from laya_tui.tui.screens.matrix import MatrixScreen
 from laya_tui.tui.screens.runs import RunsScreen, timing_series, tolerance_series
 from laya_tui.tui.screens.signal import SignalScreen
+from laya_tui.tui.widgets.detail import DetailPane
 from laya_tui.tui.widgets.matrix import LoweringMatrix
 from tests._tui import (
     DEMO_WS,
@@ -68,13 +70,14 @@ async def test_drill_down_family_probe_signal_and_back():
         await pilot.press("j", "j")
         await pilot.pause()
         key = main.table.cursor_key
+        assert key is not None
         assert app.model.rows[key].sig["subject"] == "aten::_softmax"
         assert log.of("SignalHighlighted")[-1].key == key
         await pilot.press("enter")  # signal: full detail
         await pilot.pause()
         assert isinstance(app.screen, SignalScreen) and app.screen.key == key
         assert log.of("SignalChosen")[-1].key == key
-        text = app.screen.query_one("#full-detail").plain_text()
+        text = app.screen.query_one("#full-detail", DetailPane).plain_text()
         assert "query length 7 is not a multiple of 32" in text
         assert "pad prompts to a multiple of 32 tokens" in text
         assert "model.py:23(attention)" in text
@@ -193,7 +196,7 @@ async def test_lowering_matrix_from_a_real_tilelang_run():
         assert grid["gemm_kernel"]["c·fp16·cpu"] == "skipped"
         await pilot.press("right")  # add_ln_kernel, c·fp32·gpu
         await pilot.pause()
-        text = app.screen.query_one("#cell-detail").plain_text()
+        text = app.screen.query_one("#cell-detail", DetailPane).plain_text()
         assert "lower-failed" in text and "local.fragment" in text
         assert "call site" in text and "kernels/add_ln.py:30" in text
         assert "tl.LowerTileOp" in text
@@ -233,6 +236,7 @@ async def test_palette_jumps_to_a_probe_and_quit_closes_the_runner():
         await pilot.press("escape")
         await pilot.pause()
         runner = app.runner
+        assert isinstance(runner, RecordedRunner)
         await pilot.press("q")
         await pilot.pause()
     assert runner.killed and runner.closed
@@ -274,7 +278,9 @@ async def test_clicking_a_column_header_sorts_by_it():
     async with app.run_test(size=SIZE, message_hook=log) as pilot:
         await app.settled()
         table = app.main_screen.table
-        x = table.column_x("bytes") + 2  # inside the "bytes" header
+        column = table.column_x("bytes")
+        assert column is not None
+        x = column + 2  # inside the "bytes" header
         await pilot.click("#signals", offset=(x, 0))
         await pilot.pause()
         assert (log.of("SortChanged")[-1].column, log.of("SortChanged")[-1].reverse) == \
@@ -321,7 +327,7 @@ async def test_a_burst_of_rows_is_taken_in_over_several_ticks_and_none_is_lost(t
             apply(*args, **kwargs)
             waited.append(table.pending)
 
-        table.apply = spy
+        monkeypatch.setattr(table, "apply", spy)
         app.start_run()
         await app.settled()
         await pilot.pause()
@@ -366,7 +372,7 @@ async def test_gates_over_many_signals_are_evaluated_off_the_loop_and_then_shown
         jobs.append(generation)
         return evaluate(generation, job)
 
-    app._evaluate_gates = spy
+    monkeypatch.setattr(app, "_evaluate_gates", spy)
     async with app.run_test(size=SIZE) as pilot:
         await _gates_settled(app, pilot)
         assert jobs  # evaluated by the app's thread job, not by the summary
@@ -400,7 +406,7 @@ async def test_gates_that_cannot_be_evaluated_show_as_a_failing_gate(monkeypatch
             raise RuntimeError("baseline went away")
         return generation, boom
 
-    app.model.gate_job = broken_job
+    monkeypatch.setattr(app.model, "gate_job", broken_job)
     async with app.run_test(size=SIZE) as pilot:
         await _gates_settled(app, pilot)
         status = str(app.main_screen.query_one("#summary-gates").render())

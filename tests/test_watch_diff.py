@@ -6,9 +6,12 @@ import dataclasses
 import json
 import os
 import shutil
+from typing import Any
 
 from laya_tui.cli.watch_headless import human_line, stream_line
 from laya_tui.watch.engine import ChangeFilter, Watcher, diagnostic_of, diff_signals
+from laya_tui.watch.records import WatchRecord
+from tests._signals import partial_result
 from tests._watch_util import config_for, make_workspace
 
 
@@ -45,7 +48,7 @@ def test_diff_reason_is_identity_and_duplicates_pair_in_order():
     after = [sig("fallback", "neg", reason="dtype"), sig("log", None, reason="a")]
     new, gone, changed = diff_signals(before, after)
     assert [s["reason"] for s in new] == ["dtype"]
-    assert sorted(s["reason"] for s in gone) == ["a", "unaligned"]
+    assert sorted(str(s["reason"]) for s in gone) == ["a", "unaligned"]
     assert changed == []
 
 
@@ -78,31 +81,34 @@ def test_diagnostic_of_points_at_the_broken_file():
            "error": {"type": "ProbeFileError",
                      "message": "SyntaxError: invalid syntax at /w/k.py:7",
                      "site": {"file": "/w/p.py", "line": 3}}}
-    assert diagnostic_of(res) == {"file": "/w/k.py", "line": 7, "message": res["reason"]}
+    assert diagnostic_of(partial_result(res)) == {"file": "/w/k.py", "line": 7,
+                                                  "message": res["reason"]}
     imp = {"status": "failed", "reason": "ModuleNotFoundError: No module named 'kernels.x'",
            "error": {"type": "ModuleNotFoundError", "message": "No module named 'kernels.x'",
                      "site": {"file": "/w/p.py", "line": 12, "func": "cell"}}}
-    assert diagnostic_of(imp)["line"] == 12
-    assert diagnostic_of({"status": "failed", "reason": "ValueError: x",
-                          "error": {"type": "ValueError"}}) is None
-    assert diagnostic_of({"status": "ok"}) is None
+    found = diagnostic_of(partial_result(imp))
+    assert found is not None and found["line"] == 12
+    assert diagnostic_of(partial_result({"status": "failed", "reason": "ValueError: x",
+                                         "error": {"type": "ValueError"}})) is None
+    assert diagnostic_of(partial_result({"status": "ok"})) is None
     # A probe that reports the import failure as its own failing signal (lowering cells).
-    lowered = {"status": "failed", "reason": "lowering gemm: invalid syntax (gemm.py, line 98)",
+    lowered: dict[str, Any] = {
+               "status": "failed", "reason": "lowering gemm: invalid syntax (gemm.py, line 98)",
                "signals": [{"kind": "lowering", "probe": "p", "passed": False,
                             "site": {"file": "/w/kernels/gemm.py", "line": 98},
                             "detail": {"exception": "SyntaxError", "stage": "import"}}]}
-    assert diagnostic_of(lowered) == {"file": "/w/kernels/gemm.py", "line": 98,
+    assert diagnostic_of(partial_result(lowered)) == {"file": "/w/kernels/gemm.py", "line": 98,
                                       "message": lowered["reason"]}
     lowered["signals"][0]["detail"]["exception"] = "TVMError"
-    assert diagnostic_of(lowered) is None
+    assert diagnostic_of(partial_result(lowered)) is None
 
 
 def test_stream_line_is_one_compact_json_object_without_the_full_result():
-    rec = {"type": "result", "probe": "kern/cell[foo]", "family": "kern",
+    rec: WatchRecord = {"type": "result", "probe": "kern/cell[foo]", "family": "kern",
            "trigger": "kernels/foo.py", "seconds": 0.5, "latency": 0.6, "status": "ok",
            "reason": None, "previous_status": "ok", "cached": False,
            "new": [sig("fallback", "op2", count=1)], "gone": [], "changed": [],
-           "diagnostic": None, "result": {"id": "kern/cell[foo]", "signals": []}}
+           "diagnostic": None, "result": partial_result({"id": "kern/cell[foo]", "signals": []})}
     line = stream_line(rec)
     assert "\n" not in line
     back = json.loads(line)
