@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from laya_tui.core.cache import ResultCache, cache_key
+from tests._signals import partial_result
 
 
 def test_key_tracks_dependency_contents(tmp_path):
@@ -33,7 +34,7 @@ def test_store_lookup_roundtrip_and_invalidation(tmp_path):
     dep = tmp_path / "k.py"
     dep.write_text("A = 1\n")
     cache = ResultCache(tmp_path / "cache")
-    result = {"id": "p", "status": "ok", "signals": []}
+    result = partial_result({"id": "p", "status": "ok", "signals": []})
     cache.store("p", {}, {}, {}, [str(dep)], result)
     assert cache.lookup("p", {}, {}, {}) == result
     dep.write_text("A = 2\n")
@@ -42,15 +43,16 @@ def test_store_lookup_roundtrip_and_invalidation(tmp_path):
 
 def test_crashes_and_probe_errors_are_not_cached(tmp_path):
     cache = ResultCache(tmp_path / "cache")
-    cache.store("p", {}, {}, {}, [], {"id": "p", "status": "crashed"})
-    cache.store("q", {}, {}, {}, [], {"id": "q", "status": "failed", "error": {"type": "X"}})
+    cache.store("p", {}, {}, {}, [], partial_result({"id": "p", "status": "crashed"}))
+    cache.store("q", {}, {}, {}, [], partial_result({"id": "q", "status": "failed",
+                                                      "error": {"type": "X"}}))
     assert cache.lookup("p", {}, {}, {}) is None
     assert cache.lookup("q", {}, {}, {}) is None
 
 
 def test_corrupt_entry_is_a_miss(tmp_path):
     cache = ResultCache(tmp_path / "cache")
-    cache.store("p", {}, {}, {}, [], {"id": "p", "status": "ok"})
+    cache.store("p", {}, {}, {}, [], partial_result({"id": "p", "status": "ok"}))
     for f in (tmp_path / "cache").iterdir():
         f.write_text("{truncated")
     assert cache.lookup("p", {}, {}, {}) is None

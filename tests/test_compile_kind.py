@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 
+from laya_tui.core.report_types import GateDict
 from laya_tui.report.baseline import compare, parse_baseline
 from laya_tui.report.document import summarise
 from laya_tui.report.gates import GateSettings, evaluate_all, evaluate_gates
@@ -28,7 +29,7 @@ def _report(schema: str, signals: list[dict]) -> dict:
                         "signals": copy.deepcopy(signals)}]}
 
 
-def _gate(gates: list[dict], name: str) -> dict:
+def _gate(gates: list[GateDict], name: str) -> GateDict:
     return next(g for g in gates if g["name"] == name)
 
 

@@ -21,8 +21,11 @@ def test_module_file_resolved_once_and_again_after_invalidate(tmp_path: Path,
     tracker = DependencyTracker([str(tmp_path)])
     calls: list[str] = []
     real = os.path.realpath
-    monkeypatch.setattr(deps.os.path, "realpath",
-                        lambda p, *a, **k: (calls.append(p), real(p, *a, **k))[1])
+    def counted(p: str, *a: Any, **k: Any) -> str:
+        calls.append(p)
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(os.path, "realpath", counted)  # the os.path deps calls
     monkeypatch.syspath_prepend(str(tmp_path))
     tracker.install()
     try:
@@ -65,8 +68,11 @@ def test_outside_statements_skip_bookkeeping_but_a_renamed_module_is_seen(
     tracker.install()
     looked: list[list[str]] = []
     real_outside = tracker._outside_modules
-    monkeypatch.setattr(tracker, "_outside_modules",
-                        lambda targets: (looked.append(targets), real_outside(targets))[1])
+    def seen(targets: list[str]) -> Any:
+        looked.append(targets)
+        return real_outside(targets)
+
+    monkeypatch.setattr(tracker, "_outside_modules", seen)
     try:
         with tracker.recording() as files:
             for _ in range(20):

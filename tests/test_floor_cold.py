@@ -56,7 +56,7 @@ def test_cell_filter(monkeypatch: Any) -> None:
 def test_stage_failure_is_recorded_and_ends_the_cell() -> None:
     floor = _load("floor_cold")
     st = floor.Stages("tilelang")
-    ran = []
+    ran: list[str] = []
 
     def body() -> None:
         with st.stage("k[c]", "trace"):

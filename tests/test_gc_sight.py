@@ -10,7 +10,9 @@ import gc
 from laya_tui.core import gc_sight
 from laya_tui.core.events import ProbeFinished, ProbeStarted, SignalEmitted
 from laya_tui.core.replay import RecordedRunner
+from laya_tui.core.report_types import ReportDict
 from laya_tui.tui.model import Changes, RunModel
+from tests._signals import partial_report, partial_result, partial_signal
 
 
 def _collected(obj: object) -> bool:
@@ -29,10 +31,11 @@ def test_only_large_containers_are_frozen():
         gc.unfreeze()
 
 
-def _report(n: int) -> dict:
-    return {"probes": [{"id": "f/many", "family": "f", "status": "ok", "seconds": 1.0,
-                        "signals": [{"kind": "fallback", "subject": f"op_{i}"}
-                                    for i in range(n)]}], "errors": []}
+def _report(n: int) -> ReportDict:  # partial: what a replay reads
+    return partial_report({
+        "probes": [{"id": "f/many", "family": "f", "status": "ok", "seconds": 1.0,
+                    "signals": [{"kind": "fallback", "subject": f"op_{i}"} for i in range(n)]}],
+        "errors": []})
 
 
 def test_a_replays_copy_of_a_large_recording_is_frozen_as_it_is_made():
@@ -58,11 +61,11 @@ def test_a_finished_probes_signal_tuple_is_frozen_when_large():
         changes = Changes()
         pid = f"f/p{n}"
         model.apply(ProbeStarted(pid, "f", 1.0), changes)
-        sigs = [{"kind": "fallback", "subject": f"op_{i}"} for i in range(n)]
+        sigs = [partial_signal({"kind": "fallback", "subject": f"op_{i}"}) for i in range(n)]
         for sig in sigs:
             model.apply(SignalEmitted(pid, sig), changes)
-        model.apply(ProbeFinished({"id": pid, "family": "f", "status": "ok",
-                                   "signals": sigs}), changes)
+        model.apply(ProbeFinished(partial_result({"id": pid, "family": "f", "status": "ok",
+                                                  "signals": sigs})), changes)
         result = model.probes[pid].result
         assert result is not None and len(result.signals) == n
         assert _collected(result.signals) is not frozen

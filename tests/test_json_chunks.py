@@ -35,7 +35,7 @@ def _count_loads(monkeypatch) -> list[int]:
         calls.append(len(s))
         return loads(s, *a, **k)
 
-    monkeypatch.setattr(json_chunks.json, "loads", counted)
+    monkeypatch.setattr(json, "loads", counted)  # the json module json_chunks calls
     return calls
 
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import typing
 from pathlib import Path
+from typing import Any
 
 from laya_tui.core.protocol import EVENT_TYPES, Op, Reply
 from laya_tui.core.report_types import (
@@ -40,7 +41,7 @@ def raises(ctx):
 '''
 
 
-def _fits(obj: object, typed: type, what: str) -> None:
+def _fits(obj: object, typed: Any, what: str) -> None:  # typed: a TypedDict class
     assert isinstance(obj, dict), what
     names = set(typing.get_type_hints(typed))
     assert set(typed.__required_keys__) <= set(obj) <= names, (what, sorted(obj))

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from laya_tui.core.defaults import usable_cores
 from laya_tui.core.watchdog import (
     CEILING_FACTOR,
     WALL_FACTOR,
@@ -20,7 +21,6 @@ from laya_tui.core.watchdog import (
     TreeSample,
     Watchdog,
     sample_tree,
-    usable_cores,
 )
 
 
