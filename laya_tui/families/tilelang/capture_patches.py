@@ -10,7 +10,7 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.capture_model import TracedCall, call_site, record_check
@@ -41,14 +41,14 @@ def _own_field(name: str) -> Any:
     return get
 
 
-def _stub_subclass(base: type, fields: dict[str, Any]) -> type:
+def _stub_subclass(base: type, fields: Iterable[str]) -> type:
     """A subclass of ``base`` (``JITKernel``) that behaves as :class:`StubKernel`: what a
     ``JITKernel(...)`` object the file constructs becomes (its layout is ``base``'s; the
     stand-in's own fields shadow ``base``'s properties such as ``out_idx``)."""
     cls = _STUB_SUBCLASSES.get(base)
     if cls is None:
-        ns: dict[str, Any] = {k: v for k, v in vars(StubKernel).items()
-                              if k not in ("__dict__", "__weakref__", "__init__")}
+        ns: dict[str, object] = {k: v for k, v in vars(StubKernel).items()
+                                 if k not in ("__dict__", "__weakref__", "__init__")}
         for name in fields:
             if name not in ns and isinstance(inspect.getattr_static(base, name, None),
                                              property):
@@ -162,7 +162,7 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
         import tilelang.profiler.bench
     for modname in ("tilelang.profiler", "tilelang.profiler.bench"):
         patch(sys.modules.get(modname), "do_bench", stand_in_bench)
-    detectors: dict[str, Any] = {}
+    detectors: dict[str, object] = {}  # TileLang's target detectors by name
     if cuda_on_cpu:
         patch(torch.cuda, "synchronize", lambda *a, **k: None)
         patch(torch.cuda, "init", lambda *a, **k: None)  # (its tensors live on the CPU)
