@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.views.legend import STATE_MARKS, State, state_mark
 
 Words = dict[str, str]  # cell id -> the state word an output gives it
@@ -24,7 +25,7 @@ def word_of(text: str) -> str | None:
     return None
 
 
-def html_words(report: dict[str, Any]) -> Words:
+def html_words(report: ReportDict) -> Words:
     from laya_tui.report.views.page import page_data
 
     return {row[0]: row[2] for row in page_data(report)["probes"]}

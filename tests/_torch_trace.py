@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,9 +167,9 @@ def torch_logs_graph_breaks(stderr: str) -> tuple[Counter[tuple[str, int]], Coun
     return at, ids
 
 
-def torch_logs_recompiles(stderr: str) -> list[dict[str, str]]:
+def torch_logs_recompiles(stderr: str) -> list[dict[str, Any]]:
     """TORCH_LOGS=recompiles: each recompile's compile id, function and first failing guard."""
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     for ln in stderr.splitlines():
         m = _LOG_LINE.match(ln)
         if not m or m.group("art") != "recompiles":
@@ -180,5 +181,5 @@ def torch_logs_recompiles(stderr: str) -> list[dict[str, str]]:
             continue
         g = _GUARD.match(msg)
         if g and out:
-            out[-1]["guards"].append(f"{g.group(1)}: {g.group(2)}")  # type: ignore[attr-defined]
+            out[-1]["guards"].append(f"{g.group(1)}: {g.group(2)}")
     return out

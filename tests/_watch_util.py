@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from laya_tui.core.report_types import WatchRecord
 from laya_tui.core.settings import RunOptions
 from laya_tui.watch.engine import Watcher
 
@@ -98,10 +99,10 @@ def config_for(ws: Path, **kw: Any) -> RunOptions:
     kw.setdefault("use_cache", False)
     kw.setdefault("cache_dir", str(ws.parent / "cache"))
     return RunOptions(workspace=str(ws), probes=(str(ws / "probes"),),
-                     kernels=[str(ws / "kernels")], **kw)
+                     kernels=(str(ws / "kernels"),), **kw)
 
 
-def signal_value(record: dict[str, Any], subject: str) -> Any:
+def signal_value(record: WatchRecord, subject: str) -> Any:
     """The ``value`` of the signal with ``subject`` in a result record's full result."""
     for sig in record["result"]["signals"]:
         if sig.get("subject") == subject:
@@ -114,12 +115,12 @@ class WatchHarness:
 
     def __init__(self, ws: Path, debounce_ms: int = 30, **kw: Any) -> None:
         self.ws = ws
-        self.records: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.seen: list[dict[str, Any]] = []
+        self.records: asyncio.Queue[WatchRecord] = asyncio.Queue()
+        self.seen: list[WatchRecord] = []
         self.watcher = Watcher(config_for(ws, **kw), on_record=self._on, debounce_ms=debounce_ms)
         self.task: asyncio.Task[None] | None = None
 
-    def _on(self, record: dict[str, Any]) -> None:
+    def _on(self, record: WatchRecord) -> None:
         self.seen.append(record)
         self.records.put_nowait(record)
 
@@ -133,7 +134,7 @@ class WatchHarness:
         assert self.task is not None
         await asyncio.wait_for(self.task, 30)
 
-    async def next(self, timeout: float = 30.0) -> dict[str, Any]:
+    async def next(self, timeout: float = 30.0) -> WatchRecord:
         """The next record; fails when the watcher ended or nothing came in time."""
         assert self.task is not None
         get = asyncio.ensure_future(self.records.get())
@@ -147,7 +148,7 @@ class WatchHarness:
             raise AssertionError("the watcher ended")
         raise AssertionError(f"no record within {timeout} s; seen: {self.seen[-5:]}")
 
-    async def until(self, pred: Any, timeout: float = 30.0) -> dict[str, Any]:
+    async def until(self, pred: Any, timeout: float = 30.0) -> WatchRecord:
         """Skip records until one matches ``pred``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -155,9 +156,9 @@ class WatchHarness:
             if pred(rec):
                 return rec
 
-    async def quiet(self, seconds: float = 1.0) -> list[dict[str, Any]]:
+    async def quiet(self, seconds: float = 1.0) -> list[WatchRecord]:
         """Every record that arrives within ``seconds``."""
-        got = []
+        got: list[WatchRecord] = []
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             try:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any, cast
 
 import pytest
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import CellSpec
 from laya_tui.core.shard import (
     TARGET,
     make_plan,
@@ -17,6 +19,7 @@ from laya_tui.core.shard import (
     select_shard,
 )
 from laya_tui.report.saved import durations_from_report
+from tests._signals import partial_result
 
 
 def demo_like_cells() -> list[tuple[str, str]]:
@@ -65,7 +68,8 @@ def test_parts_are_disjoint_and_cover(n, timed):
     assert len(flat) == len(set(flat)) == len(cells)
     assert set(flat) == {pid for pid, _ in cells}
     # select_shard agrees with the plan, part by part
-    probes = [{"id": pid, "family": fam} for pid, fam in cells]
+    # partial cells: the shard split reads only their id and family
+    probes = [cast(CellSpec, {"id": pid, "family": fam}) for pid, fam in cells]
     chosen = [select_shard(probes, (k, n), durations, "report")[0] for k in range(1, n + 1)]
     assert sorted(p["id"] for part in chosen for p in part) == sorted(flat)
 
@@ -159,7 +163,8 @@ def test_missing_durations_are_estimated_from_the_family():
 
 
 def test_durations_from_report_and_the_cache_record(tmp_path):
-    report = {"schema": "laya-tui.report/2", "environment": {}, "summary": {}, "gates": [],
+    report: dict[str, Any] = {"schema": "laya-tui.report/2", "environment": {}, "summary": {},
+              "gates": [],
               "probes": [{"id": "a/x", "status": "ok", "seconds": 2.5, "signals": []},
                          {"id": "a/y", "status": "timeout", "seconds": 60, "signals": []}]}
     path = tmp_path / "r.json"
@@ -172,6 +177,6 @@ def test_durations_from_report_and_the_cache_record(tmp_path):
         durations_from_report(str(tmp_path / "missing.json"))
     cache = tmp_path / "cache"
     assert read_cache_durations(cache) == {}
-    record_durations(cache, report["probes"])
-    record_durations(cache, [{"id": "b/z", "seconds": 1.0}])
+    record_durations(cache, [partial_result(p) for p in report["probes"]])
+    record_durations(cache, [partial_result({"id": "b/z", "seconds": 1.0})])
     assert read_cache_durations(cache) == {"a/x": 2.5, "a/y": 60.0, "b/z": 1.0}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from laya_tui.core.protocol import SignalEvent
 from laya_tui.core.tracelog import trace_files
 from laya_tui.families.torch_trace_capture import TLPARSE_HINT, tlparse_command
 from laya_tui.report.document import validate_report
@@ -118,12 +119,13 @@ def test_a_slice_holds_what_torch_logs_printed_for_that_cell(cells):
         report = trace_report(art["detail"]["path"])
         breaks = [s for p in report["probes"] for s in p["signals"]
                   if s.get("subject") == "graph break"]
-        assert sum(s["count"] for s in breaks) == sum(at.values()) == \
+        assert all(s["count"] is not None for s in breaks)
+        assert sum(s["count"] or 0 for s in breaks) == sum(at.values()) == \
             art["detail"]["graph_breaks"]
         assert {(site_of(s)["file"], site_of(s)["line"]) for s in breaks} == set(at)
         recs = [s for p in report["probes"] for s in p["signals"] if s["kind"] == "recompile"]
         assert len(recs) == len(logged) == art["detail"]["recompiles"]
-        assert sorted(s["reason"] for s in recs) == sorted(
+        assert sorted(str(s["reason"]) for s in recs) == sorted(
             r["guards"][0].partition(": ")[2] for r in logged)
 
 
@@ -168,7 +170,9 @@ def test_a_real_explain_cell_links_its_trace_and_its_tlparse_page(tmp_path):
                              if s["kind"] == "recompile")
     assert art["detail"]["recompiles"] == explain_recompiles > 0
     report = trace_report(art["detail"]["path"])
-    assert sum(s["count"] for p in report["probes"] for s in p["signals"]
+    assert all(s["count"] is not None for p in report["probes"] for s in p["signals"]
+               if s["kind"] == "recompile")
+    assert sum(s["count"] or 0 for p in report["probes"] for s in p["signals"]
                if s["kind"] == "recompile") == explain_recompiles
     if tlparse_command() is not None:
         page = _artifact(cell["signals"], "tlparse page")
@@ -187,7 +191,7 @@ def test_a_rerun_replaces_the_cells_last_slice_and_a_cell_that_traced_nothing_le
     (folder / "tlparse").mkdir(parents=True)
     (folder / f"{LOG_PREFIX}old.log").write_text("V1201 00:00:00.000000 1 x.py:1] {}\n")
     (folder / "notes.txt").write_text("kept")
-    events: list[dict] = []
+    events: list[SignalEvent] = []
     with cell_trace(Context("explain/x[a,b]", "explain", events.append, opts=opts)):
         pass  # nothing compiled: no record, no log, no signal
     assert sorted(os.listdir(folder)) == ["notes.txt"] and events == []

@@ -48,8 +48,8 @@ def test_graph_breaks_are_the_ones_torch_logs_printed(run_a, report_a):
     at, ids = torch_logs_graph_breaks(run_a["stderr"])
     assert sum(at.values()) == run_a["graph_break_reasons"] == 4  # 2 breaks x 2 shapes
     breaks = _signals(report_a, "fallback", "graph break")
-    got_at = Counter()
-    got_ids = Counter()
+    got_at: Counter[tuple[str, int]] = Counter()
+    got_ids: Counter[str] = Counter()
     for _, s in breaks:
         got_at[(s["site"]["file"], s["site"]["line"])] += s["count"]
         got_ids[s["detail"]["graph_break_id"]] += s["count"]
@@ -270,8 +270,8 @@ def test_a_truncated_last_line_and_a_garbled_line_lose_only_themselves(run_a, re
     validate_report(report)
     assert report["imported"]["files"][0]["bad"] == 2
     assert _counts(report) == _counts(report_a)
-    bad = next(s for s in report["probes"][0]["signals"]
-               if s.get("subject") == "records")["detail"]["bad_lines"]
+    bad = detail_of(next(s for s in report["probes"][0]["signals"]
+                         if s.get("subject") == "records"))["bad_lines"]
     assert [b["line"] for b in bad] == [chromium + 1, len(lines)]
 
 

@@ -24,7 +24,7 @@ async def test_first_run_then_one_kernel_edit_reruns_only_its_cells(tmp_path):
         assert {r["probe"] for r in first} == {"kern/cell[foo]", "kern/cell[bar]",
                                                "other/lonely"}
         assert all(r["trigger"] is None and r["status"] == "ok" for r in first)
-        assert h.ready["probes"] == 3 and h.ready["seconds"] > 0
+        assert h.ready["probes"] == 3 and (h.ready["seconds"] or 0) > 0
 
         save(ws / "kernels" / "foo.py", kernel_source(3.0, 3, name="FOO"))
         rec = await h.until(lambda r: r["type"] == "result")
@@ -43,7 +43,7 @@ async def test_first_run_then_one_kernel_edit_reruns_only_its_cells(tmp_path):
         save(ws / "kernels" / "common.py", "BASE = 2.0\n")
         got = [await h.until(lambda r: r["type"] == "result") for _ in range(2)]
         got += results(await h.quiet(1.0))
-        assert sorted(r["probe"] for r in got) == ["kern/cell[bar]", "kern/cell[foo]"]
+        assert sorted(str(r["probe"]) for r in got) == ["kern/cell[bar]", "kern/cell[foo]"]
         assert {signal_value(r, "scale") for r in got} == {6.0, 4.0}
 
         # A helper outside the probe/kernel folders is watched through the dependency set.
@@ -76,8 +76,10 @@ async def test_syntax_error_is_a_diagnostic_then_the_fix_recovers(tmp_path):
         save(foo, "from .common import BASE\n\nSCALE = (1.0 *\nCOUNT = 2\n")
         rec = await h.until(lambda r: r["type"] == "result")
         assert rec["probe"] == "kern/cell[foo]" and rec["status"] == "failed"
+        assert rec["diagnostic"] is not None
         assert rec["diagnostic"]["file"] == str(foo.resolve())
         assert rec["diagnostic"]["line"] in (3, 4)
+        assert rec["reason"] is not None
         assert "SyntaxError" in rec["reason"] and f"{foo.resolve()}:" in rec["reason"]
         assert rec["new"] == rec["gone"] == rec["changed"] == []
 
@@ -87,6 +89,7 @@ async def test_syntax_error_is_a_diagnostic_then_the_fix_recovers(tmp_path):
         save(other, good.replace("def lonely(ctx):", "def lonely(ctx)"))
         rec = await h.until(lambda r: r["type"] == "result")
         assert rec["probe"] == "other/lonely" and rec["status"] == "failed"
+        assert rec["diagnostic"] is not None
         assert rec["diagnostic"]["file"] == str(other.resolve())
         assert rec["diagnostic"]["line"] == 6
         assert "other/lonely" in {p["id"] for p in h.watcher.report()["probes"]}
@@ -136,6 +139,7 @@ async def test_new_kernel_appears_and_deleted_one_goes(tmp_path):
         assert by_type["removed"]["probe"] == "kern/cell[bar]"
         assert by_type["result"]["probe"] == "kern/cell[foo]"
         assert by_type["result"]["status"] == "failed"
+        assert by_type["result"]["reason"] is not None
         assert "bar" in by_type["result"]["reason"]
         save(ws / "kernels" / "__init__.py", "from .foo import FOO_SCALE\n")
         rec = await h.until(lambda r: r["type"] == "result" and r["status"] == "ok")
@@ -172,6 +176,7 @@ async def test_a_crashed_worker_restarts_for_the_next_change(tmp_path):
         save(foo, kernel_source(1.0, 2, crash=True, name="FOO"))
         rec = await h.until(lambda r: r["type"] == "result")
         assert rec["probe"] == "kern/cell[foo]" and rec["status"] == "crashed"
+        assert rec["reason"] is not None
         assert "SIGKILL" in rec["reason"]
         save(foo, kernel_source(2.0, 2, name="FOO"))
         rec = await h.until(lambda r: r["type"] == "result")
@@ -185,7 +190,9 @@ async def test_new_probe_file_broken_then_fixed_then_deleted(tmp_path):
         extra = ws / "probes" / "extra.py"
         save(extra, "from laya_tui import probe\n\n@probe(family='other')\ndef extra(ctx)\n")
         rec = await h.until(lambda r: r["type"] == "diagnostic")
+        assert rec["diagnostic"] is not None
         assert rec["probe"] is None and rec["diagnostic"]["file"] == str(extra.resolve())
+        assert rec["reason"] is not None
         assert rec["diagnostic"]["line"] == 4 and "SyntaxError" in rec["reason"]
         assert h.watcher.report()["errors"][0]["line"] == 4
 

@@ -11,9 +11,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from laya_tui.core.report_types import CellSpec, ResultDict
 from laya_tui.report.document import validate_report
 from tests._util import REPO, run_cli
 from tests._watch_util import kernel_source, make_workspace, save
@@ -47,7 +49,8 @@ class Proc:
         except queue.Empty:
             self.proc.kill()
             raise AssertionError(f"no line within {timeout} s; stderr: "
-                                 f"{self.proc.stderr.read()[-2000:]}") from None
+                                 f"{self.proc.stderr.read()[-2000:] if self.proc.stderr else ''}"
+                                 ) from None
         return json.loads(line)
 
     def until(self, pred, timeout: float = 60.0) -> dict:
@@ -108,7 +111,7 @@ def test_headless_stream_one_line_per_change_and_clean_stop(tmp_path, stop):
         p.proc.send_signal(stop)
         code = p.proc.wait(timeout=30)
     assert code == 0
-    assert "watch: stopped" in p.proc.stderr.read()
+    assert p.proc.stderr is not None and "watch: stopped" in p.proc.stderr.read()
     deadline = time.monotonic() + 5
     while worker_pids(ws) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -132,11 +135,13 @@ def test_watch_report_applies_the_run_gate_settings(tmp_path):
     probes = tmp_path / "probes"
     probes.mkdir()
     config = RunOptions(workspace=str(tmp_path), probes=(str(probes),))
-    result = {"id": "fam/x", "family": "fam", "status": "ok", "reason": None, "seconds": 0.1,
-              "cached": False, "deps": [], "log_tail": "",
-              "signals": [{"kind": "log", "probe": "fam/x", "reason": "note"}]}
+    result: ResultDict = {
+        "id": "fam/x", "family": "fam", "status": "ok", "reason": None, "seconds": 0.1,
+        "cached": False, "deps": [], "log_tail": "",
+        "signals": [{"kind": "log", "probe": "fam/x", "reason": "note"}]}
     watcher = Watcher(config, gate_settings=GateSettings(fail_on=("log",)))
-    watcher.probes = {"fam/x": {"id": "fam/x", "family": "fam"}}
+    # a partial cell: the report reads its id and family
+    watcher.probes = {"fam/x": cast(CellSpec, {"id": "fam/x", "family": "fam"})}
     watcher.results["fam/x"] = result
     report = watcher.report()
     validate_report(report)
