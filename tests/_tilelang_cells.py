@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.tilelang.discover import matrix_cells
+from laya_tui.families.tilelang.records import CellDict
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def folder_cells(folder: Path, **opts: Any) -> dict[str, dict[str, Any]]:
+def folder_cells(folder: Path, **opts: Any) -> dict[str, CellDict]:
     """``{"name[id]": cell}`` of every cell discovery finds in ``folder``."""
     opts.setdefault("workspace", str(ROOT))
     return {f"{c['name']}[{c['id']}]": c for c in matrix_cells({"kernels": [str(folder)],
@@ -19,13 +21,13 @@ def folder_cells(folder: Path, **opts: Any) -> dict[str, dict[str, Any]]:
 
 
 def run_folder_cell(cid: str, out: Path, folder: Path,
-                    add_dep: Any = None) -> tuple[str, list[dict[str, Any]]]:
+                    add_dep: Any = None) -> tuple[str, list[SignalDict]]:
     """Run one cell of ``folder``: ``(status, its signals)``; a skip or a probe error gives
     ``"skipped: reason"`` / ``"error: reason"``. ``add_dep`` receives the files it depends on."""
     from laya_tui.api import Context, Skipped, Unexamined
     from laya_tui.families.tilelang.cell import run_cell
 
-    signals: list[dict[str, Any]] = []
+    signals: list[SignalDict] = []
     ctx = Context("tilelang/" + cid, "tilelang", lambda e: signals.append(e["signal"]),
                   opts={"out": str(out), "workspace": str(ROOT)},
                   add_dep=add_dep or (lambda p: None))

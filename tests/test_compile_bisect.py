@@ -16,6 +16,9 @@ from laya_tui.families.explain.compile_bisect import RUNS, bisect_after_verdict
 pytest.importorskip("torch")
 import torch  # noqa: E402
 
+from laya_tui.core.report_types import SignalDict
+from tests._signals import detail_of
+
 
 class Noisy(torch.nn.Module):
     def __init__(self) -> None:
@@ -42,8 +45,8 @@ def setup() -> dict[str, Any]:
             "good": lambda o: float((o - eager).abs().max()) <= 1e-4}
 
 
-def _ctx(**opts: Any) -> tuple[Context, list[dict[str, Any]]]:
-    signals: list[dict[str, Any]] = []
+def _ctx(**opts: Any) -> tuple[Context, list[SignalDict]]:
+    signals: list[SignalDict] = []
     return Context("explain/noisy[fp32,compile]", "explain",
                    lambda e: signals.append(e["signal"]), opts=opts), signals
 
@@ -59,7 +62,8 @@ def test_the_bisector_names_the_config_that_makes_compile_match_eager(
     assert 0 < found.runs <= RUNS
     assert "fallback_random to True fixed the issue" in found.output  # the bisector's words
     (log,) = [s for s in signals if s["kind"] == "log"]
-    assert log["detail"]["compiler_bisect"]["config"] == {"fallback_random": True}
+    assert detail_of(log)["compiler_bisect"]["config"] == {"fallback_random": True}
+    assert log["fix"] is not None
     assert log["fix"].endswith("torch._inductor.config.fallback_random = True")
     # torch itself: wrong as compiled by default, right with the option named
     torch._dynamo.reset()

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from laya_tui.api import Context, Skipped
+from laya_tui.core.report_types import SignalDict
 from laya_tui.worker.loader import import_probe_file, probes_in
 from tests._util import REPO
 
@@ -18,7 +19,7 @@ def _module():
 
 
 def _run(func_name: str, probe_id: str, **kwargs):
-    signals: list[dict] = []
+    signals: list[SignalDict] = []
     ctx = Context(probe_id, "mlx", lambda ev: signals.append(ev["signal"]), opts={})
     fn = next(s.func for s in probes_in(_module()) if s.func.__name__ == func_name)
     fn(ctx, **kwargs)

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.tilelang.discover import matrix_cells
 from laya_tui.families.tilelang.plain_resolve import static_missing
+from tests._signals import detail_of, site_of
 from tests._tilelang_cells import run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +32,8 @@ def _cells(folder: Path = RUN) -> dict[str, dict[str, Any]]:
     """The cells, each with ``missing``: the static reading's gaps, which are no cell
     parameter (a kernel the file's run builds misses nothing; issue 41)."""
     opts = {"kernels": [str(folder)], "workspace": str(ROOT)}
-    cells = {f"{c['name']}[{c['id']}]": c for c in matrix_cells(opts)}
+    cells: dict[str, dict[str, Any]] = {f"{c['name']}[{c['id']}]": dict(c)
+                                        for c in matrix_cells(opts)}
     for c in cells.values():
         assert "missing" not in c["kwargs"]
         if c["kwargs"].get("obj"):
@@ -184,16 +187,16 @@ needs_cc = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++"
                               reason="no C++ compiler on PATH: target c builds with it")
 
 
-def _run(cid: str, out: Path, folder: Path = RUN) -> tuple[str, list[dict[str, Any]]]:
+def _run(cid: str, out: Path, folder: Path = RUN) -> tuple[str, list[SignalDict]]:
     return run_folder_cell(cid, out, folder)
 
 
-def _lowering(signals: list[dict[str, Any]]) -> dict[str, Any]:
+def _lowering(signals: list[SignalDict]) -> SignalDict:
     (low,) = [s for s in signals if s["kind"] == "lowering"]
     return low
 
 
-def _tilelang_compiles(cell: dict[str, Any], target: str) -> str | None:
+def _tilelang_compiles(cell: SignalDict, target: str) -> str | None:
     """TileLang's own ``tilelang.compile`` of what the cell examined: None when it builds,
     else the first line of what it raises."""
     import tilelang
@@ -201,7 +204,7 @@ def _tilelang_compiles(cell: dict[str, Any], target: str) -> str | None:
     from laya_tui.families.tilelang.cell_state import cuda_target_spec
     from laya_tui.families.tilelang.diagnostics import first_line
 
-    d = cell["detail"]
+    d = detail_of(cell)
     cap = _capture(d["file"])  # an absolute path: RUN / path is the path itself
     build = cap.builds[0] if len(cap.builds) == 1 else next(
         b for b in cap.builds if d["kernel"].endswith("." + str(b.obj)))
@@ -223,7 +226,7 @@ def test_cells_run_against_the_files_own_check_and_agree_with_tilelang(
         tl: Any, tmp_path: Path, cid: str) -> None:
     status, signals = _run(cid, tmp_path)
     low = _lowering(signals)
-    d = low["detail"]
+    d = detail_of(low)
     assert status == "ok", low.get("reason")
     assert _tilelang_compiles(low, "c") is None  # TileLang's own compile builds it too
     assert d["execution_backend"] == "cython"  # TileLang's default for target c
@@ -240,20 +243,23 @@ def test_a_failing_cell_fails_as_tilelangs_own_compile_does_and_its_repro_agrees
         tl: Any, tmp_path: Path) -> None:
     status, signals = _run("gemm[c,fp16]", tmp_path, folder=UP)
     low = _lowering(signals)
-    assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
-    assert low["detail"]["built_by"]["site"] == "main() at line " + str(
+    assert status == "failed" and detail_of(low)["outcome"] == "lower-failed"
+    assert detail_of(low)["built_by"]["site"] == "main() at line " + str(
         _line(UP / "gemm.py", "matmul.compile("))
     assert low["reason"] == "lower failed: " + str(_tilelang_compiles(low, "c"))
+    assert low["fix"] is not None
     assert low["fix"].startswith("fragments are GPU registers: this kernel is written for a GPU")
+    assert low["fix"] is not None
     assert "cpu=True" not in low["fix"]
     _assert_repro(low, tmp_path)
 
 
-def _assert_repro(low: dict[str, Any], tmp_path: Path) -> None:
+def _assert_repro(low: SignalDict, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
+    proc = subprocess.run([sys.executable, detail_of(low)["repro"]], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
+    assert low["reason"] is not None
     assert proc.stdout.strip().splitlines()[-1] == low["reason"].split(": ", 1)[1]
 
 
@@ -261,10 +267,10 @@ def test_a_kernel_whose_trace_raises_in_the_files_run_is_a_finding(tl: Any,
                                                                     tmp_path: Path) -> None:
     status, signals = _run("bad_trace[c,fp32]", tmp_path)
     low = _lowering(signals)
-    assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
+    assert status == "failed" and detail_of(low)["outcome"] == "lower-failed"
     assert low["reason"] == "trace failed: M=40 must be a multiple of block_M=16"
-    assert low["site"]["line"] == _line(RUN / "bad_trace.py", "assert M % block_M")
-    assert low["detail"]["built_by"]["raised"] == "AssertionError"
+    assert site_of(low)["line"] == _line(RUN / "bad_trace.py", "assert M % block_M")
+    assert detail_of(low)["built_by"]["raised"] == "AssertionError"
     _assert_repro(low, tmp_path)
 
 
@@ -287,7 +293,7 @@ def test_a_typeerror_raised_by_the_kernel_s_own_body_is_a_finding(tl: Any,
     assert "k_pack" not in inspect.signature(T.gemm).parameters
     assert status == "failed", low.get("reason")
     assert low["reason"] == "trace failed: gemm() got an unexpected keyword argument 'k_pack'"
-    assert low["site"]["line"] == _line(RUN / "api_drift.py", "T.gemm(A_s, B_s, C_l")
+    assert site_of(low)["line"] == _line(RUN / "api_drift.py", "T.gemm(A_s, B_s, C_l")
     _assert_repro(low, tmp_path)
 
 
@@ -328,9 +334,9 @@ def test_cuda_cells_build_with_tilelangs_default_backend(tl: Any, tmp_path: Path
     cython wrapper's "N parameters, but M arguments" is not a finding of the kernel."""
     status, signals = _run("argparse_scale[cuda,fp32]", tmp_path)
     low = _lowering(signals)
-    assert status == "ok" and low["detail"]["outcome"] in ("built", "ran")
-    assert low["detail"]["execution_backend"] == "tvm_ffi"
-    assert low["detail"]["out_idx"] == [-1]
+    assert status == "ok" and detail_of(low)["outcome"] in ("built", "ran")
+    assert detail_of(low)["execution_backend"] == "tvm_ffi"
+    assert detail_of(low)["out_idx"] == [-1]
     assert _tilelang_compiles(low, "cuda") is None
 
 
@@ -372,8 +378,8 @@ def test_a_reference_that_does_not_take_the_kernels_inputs_is_no_finding(
         tl: Any, tmp_path: Path) -> None:
     status, signals = _run("ref_raises[c,fp32]", tmp_path)
     low = _lowering(signals)
-    assert status == "ok" and low["detail"]["outcome"] == "built"
-    assert low["detail"]["run_skipped"].startswith(
+    assert status == "ok" and detail_of(low)["outcome"] == "built"
+    assert detail_of(low)["run_skipped"].startswith(
         "the file's ref_program does not take the kernel's inputs (shape '[7, -1, 5]' is "
         "invalid for input of size 128)")
 
@@ -401,12 +407,12 @@ def test_a_pyproject_table_wins_over_what_the_file_builds(tl: Any, tmp_path: Pat
     table = {"tests/fixtures/run_kernels/argparse_scale.py::scale": {"M": 8}}
     cells = {f"{c['name']}[{c['id']}]": c for c in matrix_cells(
         {"kernels": [str(RUN)], "workspace": str(ROOT), "kernel_args": table})}
-    signals: list[dict[str, Any]] = []
+    signals: list[SignalDict] = []
     ctx = Context("tilelang/x", "tilelang", lambda e: signals.append(e["signal"]),
                   opts={"out": str(tmp_path), "workspace": str(ROOT), "kernel_args": table},
                   add_dep=lambda p: None)
     run_cell(ctx, **cells["argparse_scale[c,fp32]"]["kwargs"])
-    d = _lowering(signals)["detail"]
+    d = detail_of(_lowering(signals))
     assert (d["args"]["M"], d["args"]["N"]) == (8, 24)  # the table's M, the file's N
     assert d["arg_sources"]["M"] == \
         "pyproject tests/fixtures/run_kernels/argparse_scale.py::scale"
@@ -424,10 +430,10 @@ def test_a_kernel_fed_by_another_kernel_is_not_checked_on_stand_in_numbers(
 
     status, signals = _run("chained.plus_one[c,fp32]", tmp_path)
     low = _lowering(signals)
-    assert status == "ok" and low["detail"]["outcome"] == "built", low.get("reason")
-    assert low["detail"]["run_skipped"].startswith(
+    assert status == "ok" and detail_of(low)["outcome"] == "built", low.get("reason")
+    assert detail_of(low)["run_skipped"].startswith(
         "the file's inputs to this kernel come from another TileLang kernel (double)")
-    assert low["detail"]["not_run"] == "inputs made by another kernel"
+    assert detail_of(low)["not_run"] == "inputs made by another kernel"
     assert not [s for s in signals if s["kind"] == "tolerance"]
     # the first kernel is checked by nothing of the file's own; and the file itself passes
     # with TileLang's real kernels

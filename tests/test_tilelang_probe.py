@@ -9,11 +9,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.tilelang.discover import classify, matrix_cells
+from laya_tui.families.tilelang.records import CellKwargs
+from tests._signals import detail_of, site_of
 from tests._util import heavy_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,18 +164,18 @@ def tl() -> Any:
                                                   "'laya-tui[tilelang]'")
 
 
-def _cell(name: str, cid: str, kernels: Path = KERNELS) -> dict[str, Any]:
+def _cell(name: str, cid: str, kernels: Path = KERNELS) -> CellKwargs:
     for c in matrix_cells({"kernels": [str(kernels)]}):
         if c["name"] == name and c["id"] == cid:
             return c["kwargs"]
     raise LookupError(f"{name}[{cid}]")
 
 
-def _run(kwargs: dict[str, Any], out: Path) -> tuple[str, list[dict[str, Any]]]:
+def _run(kwargs: CellKwargs, out: Path) -> tuple[str, list[SignalDict]]:
     from laya_tui.api import Context, Skipped, Unexamined
     from laya_tui.families.tilelang.cell import run_cell
 
-    signals: list[dict[str, Any]] = []
+    signals: list[SignalDict] = []
     deps: list[str] = []
     ctx = Context("tilelang/x", "tilelang", lambda e: signals.append(e["signal"]),
                   opts={"out": str(out)}, add_dep=deps.append)
@@ -187,7 +190,7 @@ def _run(kwargs: dict[str, Any], out: Path) -> tuple[str, list[dict[str, Any]]]:
     return ("failed" if ctx.failures else "ok"), signals
 
 
-def _lowering(signals: list[dict[str, Any]]) -> dict[str, Any]:
+def _lowering(signals: list[SignalDict]) -> SignalDict:
     low = [s for s in signals if s["kind"] == "lowering"]
     assert len(low) == 1, f"expected exactly one lowering signal, got {len(low)}"
     return low[0]
@@ -205,9 +208,10 @@ def test_gpu_specialization_fails_on_c_with_a_named_diagnostic(
     kwargs = _cell(name, cid)
     status, signals = _run(kwargs, tmp_path)
     low = _lowering(signals)
-    d = low["detail"]
+    d = detail_of(low)
     assert status == "failed" and low["passed"] is False
     assert d["outcome"] in ("lower-failed", "build-failed")
+    assert low["reason"] is not None
     stage, _, first = low["reason"].partition(": ")  # the failed stage, then the diagnostic
     assert stage in ("lower failed", "build failed (g++)", "build failed (c++)"), stage
     assert stage.split()[0] == d["stage"] and first.split("error: ", 1)[-1] in d["diagnostic"]
@@ -215,9 +219,9 @@ def test_gpu_specialization_fails_on_c_with_a_named_diagnostic(
     text = d["diagnostic"]
     assert names & set(_words(text)) or any(t in text for t in ("bfloat16", "float16",
                                                                   "half")), text
-    assert low["site"]["file"] == kwargs["file"] and low["site"]["line"] > 0
-    assert d["kernel_site"] == {"file": low["site"]["file"], "line": low["site"]["line"]}
-    assert d["source_excerpt"] and f"{low['site']['line']} |" in d["source_excerpt"]
+    assert site_of(low)["file"] == kwargs["file"] and (site_of(low)["line"] or 0) > 0
+    assert d["kernel_site"] == {"file": site_of(low)["file"], "line": site_of(low)["line"]}
+    assert d["source_excerpt"] and f"{site_of(low)['line']} |" in d["source_excerpt"]
     assert (d["target"], d["spec"]) == ("c", "gpu") and d["dtype"] == cid.split(",")[1]
     if d["outcome"] == "lower-failed":
         assert d["pass"], "the failing pass is named"
@@ -243,18 +247,18 @@ def test_cpu_specialization_lowers_builds_and_matches(tl: Any, tmp_path: Path,
                                                       name: str) -> None:
     status, signals = _run(_cell(name, "c,fp32,cpu"), tmp_path)
     low = _lowering(signals)
-    assert status == "ok" and low["passed"] and low["detail"]["outcome"] == "ran"
+    assert status == "ok" and low["passed"] and detail_of(low)["outcome"] == "ran"
     tol = [s for s in signals if s["kind"] == "tolerance"]
     assert tol and all(s["passed"] for s in tol), tol
-    assert all(s["detail"]["dtype"] == "fp32" for s in tol)
-    limits = {s["subject"].split("/")[-1]: s["limit"] for s in tol}
+    assert all(detail_of(s)["dtype"] == "fp32" for s in tol)
+    limits = {str(s["subject"]).split("/")[-1]: s["limit"] for s in tol}
     expected = {"rope_kernel": {"QK": 2e-6, "V": 0.0}, "add_ln_kernel": {"Y": 2e-5, "R": 0.0}}
     assert limits == expected.get(name, {next(iter(limits)): 2e-5})
-    stages = {s["subject"].rsplit("/", 1)[-1] for s in signals if s["kind"] == "timing"}
+    stages = {str(s["subject"]).rsplit("/", 1)[-1] for s in signals if s["kind"] == "timing"}
     assert stages == {"lower", "build", "run"}
     art = [s for s in signals if s["kind"] == "artifact"]
-    assert len(art) == 1 and art[0]["detail"]["path"].startswith(str(tmp_path))
-    assert set(low["detail"]["seconds"]) >= {"lower", "build", "run"}
+    assert len(art) == 1 and detail_of(art[0])["path"].startswith(str(tmp_path))
+    assert set(detail_of(low)["seconds"]) >= {"lower", "build", "run"}
 
 
 @needs_tilelang
@@ -274,16 +278,16 @@ def test_cuda_cell_lowers_and_builds_with_nvcc(tl: Any, tmp_path: Path) -> None:
     low = _lowering(signals)
     assert status == "ok" and low["passed"]
     # built as tilelang.compile would: TileLang's default backend for cuda (tvm_ffi)
-    assert low["detail"]["execution_backend"] == "tvm_ffi"
-    assert "sm_90a" in low["detail"]["built_with"] or torch.cuda.is_available()
+    assert detail_of(low)["execution_backend"] == "tvm_ffi"
+    assert "sm_90a" in detail_of(low)["built_with"] or torch.cuda.is_available()
     if torch.cuda.is_available():
-        assert low["detail"]["outcome"] == "ran"
+        assert detail_of(low)["outcome"] == "ran"
     else:
-        assert low["detail"]["outcome"] == "built"
-        assert "torch.cuda.is_available() is False" in low["detail"]["run_skipped"]
-        assert "lowered and built with nvcc" in low["detail"]["run_skipped"]
-        assert low["detail"]["not_run"] == "no GPU"  # the summary counts it apart
-        assert any(s["kind"] == "log" and "run skipped" in s["reason"] for s in signals)
+        assert detail_of(low)["outcome"] == "built"
+        assert "torch.cuda.is_available() is False" in detail_of(low)["run_skipped"]
+        assert "lowered and built with nvcc" in detail_of(low)["run_skipped"]
+        assert detail_of(low)["not_run"] == "no GPU"  # the summary counts it apart
+        assert any(s["kind"] == "log" and "run skipped" in (s["reason"] or "") for s in signals)
 
 
 @needs_tilelang
@@ -293,29 +297,31 @@ def test_foreign_kernels_each_report_their_own_diagnostic(tl: Any, tmp_path: Pat
     # a plain @tilelang.jit file: lowered and built with its own shapes, no ref_program
     status, sig = _run(_cell("scale2", "c,fp32", d), out)
     low = _lowering(sig)
-    assert status == "ok" and low["detail"]["outcome"] == "built"
-    assert "defines no ref_program() to compare with" in low["detail"]["run_skipped"]
-    assert low["detail"]["not_run"] == "no reference to compare with"
+    assert status == "ok" and detail_of(low)["outcome"] == "built"
+    assert "defines no ref_program() to compare with" in detail_of(low)["run_skipped"]
+    assert detail_of(low)["not_run"] == "no reference to compare with"
     # a plain PrimFunc file with a GPU fragment: TileLang's own layout diagnostic
     status, sig = _run(_cell("frag_fill", "c,bf16", d), out)
     low = _lowering(sig)
+    assert low["reason"] is not None
     assert status == "failed" and "fragment acc" in low["reason"]
     assert low["site"] == {"file": str(d / "frag_fill.py"),
                            "line": _line(PLAIN_FRAGMENT, "acc = T.alloc_fragment")}
-    assert low["detail"]["pass"] == "tl.LayoutInference"
+    assert detail_of(low)["pass"] == "tl.LayoutInference"
     # a file that does not import: could not be examined (status error), diagnostic kept
     status, sig = _run(_cell("broken_kernel", "c,fp32,cpu", d), out)
     low = _lowering(sig)
     assert status.startswith("error: could not import broken.py: SyntaxError")
-    assert low["detail"]["outcome"] == "not-examined"
-    assert (low["detail"]["stage"], low["detail"]["exception"]) == ("import", "SyntaxError")
-    assert low["site"]["line"] == _line(BROKEN, "x = (") and "never closed" in low["reason"]
+    assert detail_of(low)["outcome"] == "not-examined"
+    assert (detail_of(low)["stage"], detail_of(low)["exception"]) == ("import", "SyntaxError")
+    assert low["reason"] is not None
+    assert site_of(low)["line"] == _line(BROKEN, "x = (") and "never closed" in low["reason"]
     # a factory that raises: could not be examined either
     status, sig = _run(_cell("raises_kernel", "c,fp32,cpu", d), out)
     low = _lowering(sig)
     assert status == "error: could not build the kernel object of raises.py: ValueError: " \
         "N must be a multiple of 16, got 10"
-    assert (low["detail"]["stage"], low["detail"]["exception"]) == ("factory", "ValueError")
+    assert (detail_of(low)["stage"], detail_of(low)["exception"]) == ("factory", "ValueError")
     assert low["reason"] == "trace failed: N must be a multiple of 16, got 10"
     assert low["site"] == {"file": str(d / "raises.py"), "line": _line(RAISES, "raise "),
                            "func": "raises_kernel"}
@@ -331,14 +337,15 @@ def test_an_edit_is_seen_by_the_same_process(tl: Any, tmp_path: Path) -> None:
             src = '"""A copy of the shipped RoPE kernel."""\n'
         (k / f).write_text(src)
     status, sig = _run(_cell("rope_kernel", "c,fp32,cpu", k), tmp_path / "o")
-    assert status == "ok" and _lowering(sig)["detail"]["outcome"] == "ran"
+    assert status == "ok" and detail_of(_lowering(sig))["outcome"] == "ran"
     rope = k / "rope.py"
     rope.write_text(rope.read_text().replace("o[i, d] = T.cast(x[i, d], acc) * c + rot * s",
                                              "o[i, d] = T.cast(x[i, d], acc) * c - rot * s"))
     os.utime(rope, ns=(rope.stat().st_atime_ns, rope.stat().st_mtime_ns + 10**9))
     status, sig = _run(_cell("rope_kernel", "c,fp32,cpu", k), tmp_path / "o")
     low = _lowering(sig)
-    assert status == "failed" and low["detail"]["outcome"] == "run-failed"
+    assert status == "failed" and detail_of(low)["outcome"] == "run-failed"
+    assert low["reason"] is not None
     assert low["reason"].startswith("compare failed: QK: max |diff|")
 
 
@@ -373,17 +380,18 @@ def test_headless_run_on_a_foreign_folder(tl: Any, tmp_path: Path) -> None:
 # -- cpu-vs-gpu specialization agreement ------------------------------------------------------
 
 
-def _agree(name: str, dtype: str, out: Path) -> tuple[str, list[dict[str, Any]]]:
+def _agree(name: str, dtype: str, out: Path) -> tuple[str, list[SignalDict]]:
     from laya_tui.api import Context, Skipped
     from laya_tui.families.tilelang.agree import agreement_cells, run_agreement
 
     cell = next(c for c in agreement_cells({"kernels": [str(KERNELS)]})
                 if c["name"] == name and c["kwargs"]["dtype"] == dtype)
-    signals: list[dict[str, Any]] = []
+    signals: list[SignalDict] = []
     ctx = Context("tilelang/x", "tilelang", lambda e: signals.append(e["signal"]),
                   opts={"out": str(out)}, add_dep=lambda p: None)
     try:
-        run_agreement(ctx, **cell["kwargs"])
+        # CellKwargs is run_cell's wider set; an agreement cell carries run_agreement's
+        run_agreement(ctx, **cast(dict[str, Any], cell["kwargs"]))
     except Skipped as exc:
         return f"skipped: {exc}", signals
     return ("failed" if ctx.failures else "ok"), signals
@@ -413,7 +421,7 @@ def test_compare_specs_flags_a_disagreement(module: str, rounded: bool) -> None:
     cpu_out = ex.expected(promoted)  # fp32 numbers, as the cpu specialization gives
     gpu_out = {k: v.to(torch.bfloat16).float() if k in ex.rounded else v.clone()
                for k, v in cpu_out.items()}
-    sink: list[dict[str, Any]] = []
+    sink: list[SignalDict] = []
     ctx = Context("tilelang/x", "tilelang", lambda e: sink.append(e["signal"]))
     assert compare_specs(ctx, ex, module, "bfloat16", cpu_out, gpu_out) == []
     name = next(iter(ex.outputs))
@@ -421,7 +429,7 @@ def test_compare_specs_flags_a_disagreement(module: str, rounded: bool) -> None:
     failures = compare_specs(ctx, ex, module, "bfloat16", cpu_out, gpu_out)
     assert len(failures) == 1 and failures[0].startswith(f"{name}: gpu-spec bf16 vs cpu-spec")
     tol = [s for s in sink if s["kind"] == "tolerance"]
-    assert tol and all("cpu-vs-gpu,bf16" in s["subject"] for s in tol)
+    assert tol and all("cpu-vs-gpu,bf16" in str(s["subject"]) for s in tol)
 
 
 def test_agreement_skips_without_a_gpu_or_agrees_with_one(tmp_path: Path) -> None:
