@@ -292,7 +292,9 @@ def test_data_dependent_control_flow_fails_export(tmp_path):
     assert detail_of(log)["step"] == "export"
     assert detail_of(log)["exception"] == "GuardOnDataDependentSymNode"
     assert site_of(log)["file"] == __file__ and site_of(log)["func"] == "forward"
-    assert "if x.sum() > 0" in Path(__file__).read_text().splitlines()[site_of(log)["line"] - 1]
+    line = site_of(log)["line"]
+    assert line is not None
+    assert "if x.sum() > 0" in Path(__file__).read_text().splitlines()[line - 1]
     assert log["fix"] is not None
     assert "torch.cond" in log["fix"]
     assert not [s for s in signals if s["kind"] == "timing" and s["subject"] == "package"]

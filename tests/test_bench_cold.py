@@ -9,6 +9,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from laya_tui.core.report_types import ReportDict, SignalDict
+from tests._signals import partial_report, partial_signal
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -20,11 +23,11 @@ def _load(name: str) -> ModuleType:
     return mod
 
 
-def _sig(kind: str, subject: str, seconds: float, **extra: Any) -> dict[str, Any]:
-    return {"kind": kind, "subject": subject, "seconds": seconds, **extra}
+def _sig(kind: str, subject: str, seconds: float, **extra: Any) -> SignalDict:  # no probe
+    return partial_signal({"kind": kind, "subject": subject, "seconds": seconds, **extra})
 
 
-def _report() -> dict[str, Any]:
+def _report() -> ReportDict:
     aoti = [_sig("timing", "export", 10.0), _sig("timing", "package", 40.0),
             _sig("timing", "load-fresh", 1.0), _sig("timing", "compile", 60.0),
             _sig("recompile", "torch.compile", 30.0, count=1),
@@ -36,7 +39,7 @@ def _report() -> dict[str, Any]:
                 _sig("timing", "add_ln/build", 9.0, detail={"cached": True})]
     cached_pkg = [_sig("timing", "export", 0.01, detail={"cached": True}),
                   _sig("timing", "package", 0.01, detail={"cached": True})]
-    return {"probes": [
+    return partial_report({"probes": [
         {"id": "aoti/a", "family": "aoti", "seconds": 150.0, "started": 0.0, "ended": 150.0,
          "signals": aoti},
         {"id": "aoti/b", "family": "aoti", "seconds": 5.0, "started": 150.0, "ended": 155.0,
@@ -48,7 +51,7 @@ def _report() -> dict[str, Any]:
         # a result-cache hit: its signals are an earlier run's work
         {"id": "aoti/c", "family": "aoti", "seconds": 300.0, "cached": True,
          "signals": [_sig("timing", "compile", 99.0)]},
-    ], "summary": {"probes": 5, "status": {}, "seconds": 155.0}}
+    ], "summary": {"probes": 5, "status": {}, "seconds": 155.0}})
 
 
 def test_library_work_counts_compiles_recompiles_packages_and_builds_not_lookups():

@@ -38,7 +38,8 @@ def test_cells_go_where_their_resource_is_and_cpu_cells_stay_off_accelerators():
     assert place(Need("rbln", soft=False), nodes, [], {}) == Placed(rbln, "rbln")
     assert place(Need(), nodes, [], {}) == Placed(cpu, None)
     # only accelerator nodes: a CPU cell takes one of them rather than wait
-    assert place(Need(), [gpu, rbln], [], {}).node in (gpu, rbln)
+    placed = place(Need(), [gpu, rbln], [], {})
+    assert isinstance(placed, Placed) and placed.node in (gpu, rbln)
 
 
 def test_unmet_needs_run_as_locally_or_are_skipped_never_queued():

@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from laya_tui.core.results import Signal
 from laya_tui.tui.model import SignalRow
 from laya_tui.tui.widgets.detail import drift_section, render_signal
 
@@ -27,9 +28,9 @@ def _text(renderable, width: int = 100) -> str:
 
 
 def test_tolerance_detail_shows_where_the_drift_starts_with_a_plot():
-    sig = {"kind": "tolerance", "probe": "explain/m[eager]", "subject": "out", "value": 1.1,
-           "limit": 0.05, "passed": False, "detail": {"drift": DRIFT}}
-    row = SignalRow(key="k", probe=sig["probe"], family="explain", sig=sig, seq=0,
+    sig = Signal(kind="tolerance", probe="explain/m[eager]", subject="out", value=1.1,
+                 limit=0.05, passed=False, detail={"drift": DRIFT})
+    row = SignalRow(key="k", probe=sig.probe, family="explain", sig=sig, seq=0,
                     failing=True)
     text = _text(render_signal(row, None, None))
     assert "where the drift starts" in text

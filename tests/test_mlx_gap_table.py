@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from laya_tui.families.mlx import gap  # noqa: E402
 from laya_tui.families.mlx.encoder import MlxEncoder  # noqa: E402
-from laya_tui.presets import tiny_modernbert, token_batch  # noqa: E402
+from laya_tui.families.presets import tiny_modernbert, token_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")

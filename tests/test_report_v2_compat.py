@@ -13,10 +13,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.signals import READABLE_SCHEMAS, SCHEMA_ID
 from laya_tui.report.views.legend import State, cell_state
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 V2 = ROOT / "tests" / "fixtures" / "report_v2" / "report.json"
 
 
-def _v2() -> dict[str, Any]:
+def _v2() -> ReportDict:
     return json.loads(V2.read_text())
 
 

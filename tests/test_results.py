@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from laya_tui.core.results import (
 )
 from laya_tui.core.signals import FIELDS, make_signal
 
-PROBE = {"id": "tilelang/gemm[c]", "family": "tilelang", "file": "/w/probes/t.py",
+PROBE: dict[str, Any] = {"id": "tilelang/gemm[c]", "family": "tilelang", "file": "/w/probes/t.py",
          "func": "gemm", "param": "c", "params": {"target": "c"}}
 
 

@@ -60,7 +60,8 @@ def test_each_setting_takes_the_flag_then_the_table_then_the_default(ws: Path) -
 def test_settings_and_their_parts_are_frozen(ws: Path) -> None:
     s = _settings(ws, "--max", "fallback=1")
     for part in (s, s.run, s.gates, s.outputs):
-        assert dataclasses.is_dataclass(part) and part.__dataclass_params__.frozen
+        params = getattr(part, "__dataclass_params__", None)  # set on a dataclass
+        assert dataclasses.is_dataclass(part) and params is not None and params.frozen
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.run.jobs = 5  # type: ignore[misc]
     with pytest.raises(TypeError):

@@ -4,11 +4,13 @@ pass with its buffers highlighted, the last pass's diff, repro.py; what ``o`` op
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from laya_tui.core.results import Signal
 from laya_tui.tui.model import SignalRow
 from laya_tui.tui.widgets.detail import render_signal, tilelang_editor_target
 
@@ -23,7 +25,7 @@ def main(A: T.handle):
 '''
 
 
-def _signal(tmp_path: Path) -> dict[str, Any]:
+def _signal(tmp_path: Path) -> dict[str, Any]:  # a signal as JSON (no probe: the row names it)
     ir = tmp_path / "ir_before.py"
     ir.write_text(IR)
     diff = tmp_path / "last_pass.diff"
@@ -45,8 +47,9 @@ def _signal(tmp_path: Path) -> dict[str, Any]:
                        "last_pass_diff": str(diff), "repro": str(tmp_path / "repro.py")}}
 
 
-def _text(sig: dict[str, Any]) -> str:
-    row = SignalRow(key="k", probe="tilelang/gemm[c,bf16,gpu]", family="tilelang", sig=sig,
+def _text(sig: Mapping[str, Any]) -> str:
+    row = SignalRow(key="k", probe="tilelang/gemm[c,bf16,gpu]", family="tilelang",
+                    sig=Signal.from_dict(sig),
                     seq=0, failing=True)
     console = Console(width=120, record=True, color_system=None, file=io.StringIO())
     console.print(render_signal(row, None, None, full=True))
@@ -68,8 +71,10 @@ def test_the_failing_cell_shows_ir_diff_timing_args_and_repro(tmp_path: Path) ->
 
 def test_o_opens_the_ir_at_the_implicated_buffer(tmp_path: Path) -> None:
     sig = _signal(tmp_path)
-    path, line = tilelang_editor_target(sig["detail"])
-    assert path == sig["detail"]["ir_before"]
+    target = tilelang_editor_target(sig["detail"])
+    assert target is not None
+    path, line = target
+    assert path == sig["detail"]["ir_before"] and line is not None
     assert IR.splitlines()[line - 1].strip().startswith("C_local = T.sblock_alloc_buffer")
     assert tilelang_editor_target({"outcome": "ran"}) is None
 

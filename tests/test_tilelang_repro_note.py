@@ -9,10 +9,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from laya_tui.families.tilelang.cell_state import KernelCall
+from laya_tui.families.tilelang.cell_state import CellState, KernelCall
 from laya_tui.families.tilelang.diagnostics import same_diagnostic
 from laya_tui.families.tilelang.repro import write_repro
 
@@ -34,8 +35,9 @@ def repro(tmp_path: Path) -> object:
     state = SimpleNamespace(diag=SimpleNamespace(line=CHECK.format("dk"), command=None),
                             target="c", kind="jit", kernel="k", stage="lower", file=str(kernel),
                             name="k.flash[c,fp16]", dtype="float16", spec=None, extra={})
-    path = write_repro(str(tmp_path / "cell"), state, KernelCall(obj="flash", args={"M": 4}),
-                       None)
+    # a stand-in for the CellState: only the fields write_repro reads
+    path = write_repro(str(tmp_path / "cell"), cast(CellState, state),
+                       KernelCall(obj="flash", args={"M": 4}), None)
     spec = importlib.util.spec_from_file_location("_repro_under_test", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

@@ -41,8 +41,8 @@ def _run(tmp_path):
     arrived: dict[str, float] = {}
 
     def on_event(event):
-        if isinstance(event, SignalEmitted) and event.signal.get("reason"):
-            arrived[event.signal["reason"]] = time.time()
+        if isinstance(event, SignalEmitted) and (reason := event.signal.get("reason")):
+            arrived[reason] = time.time()
 
     async def go():
         runner = Runner(RunOptions(workspace=str(ws), probes=(str(ws / "probes"),),
