@@ -79,11 +79,16 @@ def strict_layers(root: Path) -> list[str]:
     for o in conf.get("overrides", []):
         mods = o["module"] if isinstance(o["module"], list) else [o["module"]]
         if all(o.get(f) is True for f in STRICT):
-            held += [m.split(".")[1] for m in mods if m.startswith("laya_tui.")]
+            # ``laya_tui.families.tilelang.*`` -> families.tilelang (part of a layer)
+            held += [m.removeprefix("laya_tui.").removesuffix(".*") for m in mods
+                     if m.startswith("laya_tui.")]
     return sorted(set(held))
 
 
-def _ini_value(v: object) -> str:
+def _ini_value(key: str, v: object) -> str:
+    """A pyproject value as mypy's ini file spells it (``exclude``: one regex of the list's)."""
+    if isinstance(v, list):
+        return ("|".join if key == "exclude" else ", ".join)(str(x) for x in v)
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
@@ -93,7 +98,8 @@ def mypy_errors(root: Path, cache: Path, strict: bool) -> Counter[str]:
     cmd = [sys.executable, "-m", "mypy", "--cache-dir", str(cache), "--no-error-summary"]
     if strict:
         ini = cache.with_suffix(".ini")
-        lines = ["[mypy]"] + [f"{k} = {_ini_value(v)}" for k, v in base_settings(root).items()]
+        lines = ["[mypy]"] + [f"{k} = {_ini_value(k, v)}"
+                             for k, v in base_settings(root).items()]
         lines += ["", "[mypy-laya_tui.*]"] + [f"{f} = true" for f in STRICT]
         ini.write_text("\n".join(lines) + "\n")
         cmd += ["--config-file", str(ini)]
