@@ -9,9 +9,10 @@ import pytest
 
 from laya_tui.core.cache import ResultCache, cache_problem
 from tests._ci_reports import ci_workspace, run_ci
+from tests._signals import partial_result
 from tests._util import copy_workspace, run_cli
 
-RESULT = {"status": "ok", "signals": [], "seconds": 0.1}
+RESULT = partial_result({"status": "ok", "signals": [], "seconds": 0.1})
 
 
 def _cache_lines(stderr: str) -> list[str]:

@@ -256,7 +256,7 @@ async def test_watch_reruns_a_changed_cell_in_every_environment(tmp_path, bare):
         got = [await h.until(lambda r: r["type"] == "result") for _ in range(4)]
         got += [r for r in await h.quiet(1.5) if r["type"] == "result"]
         # the cells of both environments import the helper: all four re-ran, each once
-        assert sorted(r["probe"] for r in got) == [
+        assert sorted(str(r["probe"]) for r in got) == [
             "where/where[a]@bare", "where/where[a]@main", "where/where[b]@bare",
             "where/where[b]@main"]
         new = {r["probe"]: [s["subject"] for s in r["new"]] for r in got}

@@ -94,7 +94,7 @@ def test_compile_failure_sentence_alone_and_on_the_prefix_line():
                     "`TORCH_RBLN_DISABLE_FALLBACK` contains 'compile_error' or 'all'.\n"
                     "[2026-09-14 19:49:00.170][W] TRACE\n"
                     "[2026-09-14 19:49:00.171][E] device 0 lost\n")
-    assert [(r.kind, r.reason[:10], r.details) for r in err] == [
+    assert [(r.kind, (r.reason or "")[:10], r.details) for r in err] == [
         ("warning", "CPU fallba", [{"level": "ERROR"}]),
         ("warning", "device 0 l", [{"level": "ERROR"}])]
 
@@ -146,18 +146,19 @@ def test_merge_into_region_signals(tmp_path):
     assert (sdpa.kind, sdpa.count) == ("fallback", 2)
     assert sdpa.reason == "query sequence length 7 not aligned to 32"
     assert sdpa.site == {"file": SDPA, "line": 96, "func": None}
-    assert "multiple of 32" in sdpa.fix
+    assert sdpa.fix is not None and "multiple of 32" in sdpa.fix
     assert sdpa.detail["source"] == "rbln_log" and sdpa.detail["region"] == "prefill"
     comp = next(e for e in agg if e.subject == COMPILE_SUBJECT)
     assert comp.kind == "fallback" and comp.count == 1
-    assert "whole compiled graph ran on the CPU" in comp.reason
+    assert comp.reason is not None and "whole compiled graph ran on the CPU" in comp.reason
     assert comp.detail["errors"][0].startswith("RBLN compiler rejected graph")
     view = next(e for e in agg if e.subject == VIEW_SUBJECT)
     assert (view.kind, view.count, len(view.detail["views"])) == ("host_bounce", 2, 2)
     warn = next(e for e in agg if e.kind == "log")
     assert warn.detail["level"] == "WARNING"
     argmax = next(e for e in agg if e.subject == "aten::argmax")
-    assert argmax.site is None and "no reason given" in argmax.reason
+    assert argmax.site is None and argmax.reason is not None
+    assert "no reason given" in argmax.reason
 
 
 def test_ambiguous_log_op_is_merged_into_no_overload():

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from laya_tui.core.report_types import ReportDict, SignalDict
 from laya_tui.core.signals import make_signal
 from laya_tui.families.explain.aggregate import steady_diff
 from laya_tui.families.explain.rbln import map_dump
 from laya_tui.families.explain.rbln_sites import SiteResolver
 from laya_tui.report.baseline import Baseline, compare
+from tests._signals import partial_report
 
 FIX = Path(__file__).parent / "fixtures" / "rbln"
 COLD = json.loads((FIX / "llama_fp16_cold.json").read_text())
@@ -23,7 +25,7 @@ WARM = json.loads((FIX / "llama_fp16_warm.json").read_text())
 PID = "explain/model:tiny_llama[fp16,eager]"
 
 
-def signals(dump: dict[str, Any], phase: str) -> list[dict[str, Any]]:
+def signals(dump: dict[str, Any], phase: str) -> list[SignalDict]:
     agg, extras = map_dump(dump, "forward", phase=phase,
                            resolver=SiteResolver(modules=[], roots=[]))
     out = [make_signal(e.kind, PID, **e.fields()) for e in agg]
@@ -35,7 +37,9 @@ def signals(dump: dict[str, Any], phase: str) -> list[dict[str, Any]]:
 
 def test_cold_warm_diff_persists_fallbacks_with_other_counts():
     cold, warm = signals(COLD, "cold"), signals(WARM, "warm")
-    diff = steady_diff(cold, warm)
+    # steady_diff takes list[dict[str, Any]], not the list[SignalDict] make_signal gives
+    # (reported in issue 44's typing work): the same objects, named as it asks
+    diff = steady_diff(cast(list[dict[str, Any]], cold), cast(list[dict[str, Any]], warm))
     assert diff["appeared"] == []
     for op, n in WARM["cpu_fallback_by_op"].items():
         assert COLD["cpu_fallback_by_op"][op] != n  # other counts...
@@ -48,8 +52,8 @@ def test_cold_warm_diff_persists_fallbacks_with_other_counts():
 
 
 def test_baseline_of_the_same_fallbacks_at_other_counts_reports_more_not_new():
-    def report(sigs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"probes": [{"id": PID, "status": "ok", "signals": sigs}]}
+    def report(sigs: list[SignalDict]) -> ReportDict:  # partial: what the baseline reads
+        return partial_report({"probes": [{"id": PID, "status": "ok", "signals": sigs}]})
 
     base = Baseline(path="cold.json", report=report(signals(COLD, "cold")))
     section = compare(base, report(signals(WARM, "warm"))["probes"])

@@ -47,4 +47,4 @@ async def test_saving_a_kernel_file_reruns_that_files_cells_only(tmp_path: Path)
         for r in last.values():
             assert r["trigger"] == os.path.join("kernels", "rows_a.py")
             assert r["status"] == "error", r["result"].get("reason")
-            assert "shift_rows needs N " in r["result"]["reason"]
+            assert "shift_rows needs N " in str(r["result"]["reason"])
