@@ -16,7 +16,8 @@ import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from laya_tui.families.explain import gap_table as g  # noqa: E402
 from laya_tui.families.explain.gap_store import Store  # noqa: E402
@@ -52,14 +53,15 @@ class Level(torch.nn.Module):
 
 def run(budget: int | None, folder: str) -> tuple[g.GapTable, int]:
     """The table under ``budget``, and the RSS growth at the innermost reference call."""
-    ref = Level(Level(Leaf())).eval()
+    leaf = Leaf()
+    ref = Level(Level(leaf)).eval()
     model = copy.deepcopy(ref).to(torch.bfloat16)
     x = torch.randn(*SHAPE, generator=torch.Generator().manual_seed(0))
     xb = x.to(torch.bfloat16)
     before = _rss()
     table = g.gap_table(model, ref, lambda: model(xb), lambda: ref(x), budget=budget,
                         folder=folder)
-    return table, ref.child.child.rss[0] - before
+    return table, leaf.rss[0] - before  # the reference's innermost Leaf
 
 
 def rows(t: g.GapTable) -> list[tuple[str, float, float | None]]:

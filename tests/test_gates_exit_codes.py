@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,8 @@ from laya_tui.report.document import validate_report
 from tests._ci_reports import ci_workspace, real_report, run_ci, set_scenario
 
 # (scenario, extra flags, exit code, the gates that must fail)
-CASES = {
+#: name: (scenario, flags, exit code, failing gates)
+CASES: dict[str, tuple[dict[str, Any], list[str], int, set[str]]] = {
     "all-hold": ({}, [], 0, set()),
     "crash": ({"crash": True}, [], 1, {"no-crash"}),
     "timeout": ({"hang": True}, [], 1, {"no-timeout"}),

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from laya_tui.core.report_types import ResultDict
 from laya_tui.report.markdown import build_markdown
 from laya_tui.report.views.detail import signal_detail
 from laya_tui.report.views.placement import placement_lines, placement_text
+from tests._signals import partial_report, partial_result, partial_signal
 
 FIELD = {"on_device": 41, "fallback": 3, "share": 3 / 44, "unit": "generated-kernel placement",
          "graphs": 2, "outside": {"extern": 2, "fallback": 0, "custom": 1}}
@@ -12,10 +16,10 @@ NONE = {"on_device": None, "fallback": None, "share": None, "unit": None,
         "note": "eager on the CPU: no device or compiler placement to report"}
 
 
-def _probe(field: dict) -> dict:
-    return {"id": "explain/m[fp32,compile]", "status": "ok", "signals": [
+def _probe(field: dict[str, Any]) -> ResultDict:  # partial: what the placement views read
+    return partial_result({"id": "explain/m[fp32,compile]", "status": "ok", "signals": [
         {"kind": "timing", "subject": "fwd: region wall", "value": 0.1,
-         "detail": {"region": "fwd", "phase": "cold", "placement": field}}]}
+         "detail": {"region": "fwd", "phase": "cold", "placement": field}}]})
 
 
 def test_placement_text() -> None:
@@ -41,8 +45,8 @@ def test_drill_down_and_markdown_show_it() -> None:
     assert "on_device" not in text  # shown once, as text, not dumped raw
     eager = repr(signal_detail(_probe(NONE)["signals"][0], "x"))
     assert "no device or compiler placement" in eager
-    report = {"summary": {"probes": 1, "seconds": 1.0, "passed": True, "signals": {},
-                          "gates": []}, "probes": [probe], "gates": []}
+    report = partial_report({"summary": {"probes": 1, "seconds": 1.0, "passed": True, "signals": {},
+                          "gates": []}, "probes": [probe], "gates": []})
     md = build_markdown(report)
     row = "| `explain/m[fp32,compile]` | fwd cold | 41 | 3 | 6.82% | generated-kernel placement |"
     assert row in md
@@ -50,8 +54,8 @@ def test_drill_down_and_markdown_show_it() -> None:
 
 def test_phases_with_one_placement_share_a_line() -> None:
     probe = _probe(FIELD)
-    warm = {"kind": "timing", "subject": "fwd: region wall", "value": 0.1,
-            "detail": {"region": "fwd", "phase": "warm", "placement": FIELD}}
+    warm = partial_signal({"kind": "timing", "subject": "fwd: region wall", "value": 0.1,
+                           "detail": {"region": "fwd", "phase": "warm", "placement": FIELD}})
     probe["signals"].append(warm)
     assert len(placement_lines([probe])) == 1
     assert "[fwd cold, fwd warm]" in placement_lines([probe])[0]

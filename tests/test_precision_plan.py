@@ -10,6 +10,7 @@ must name the module itself.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import pytest
 
@@ -62,7 +63,8 @@ class Shift(torch.nn.Module):
 class Net(torch.nn.Module):
     def __init__(self, kinds: str) -> None:
         super().__init__()
-        make = {"s": Stable, "c": Cancel, "u": lambda: Shift(512.0), "d": lambda: Shift(-512.0)}
+        make: dict[str, Callable[[], torch.nn.Module]] = {
+            "s": Stable, "c": Cancel, "u": lambda: Shift(512.0), "d": lambda: Shift(-512.0)}
         self.blocks = torch.nn.ModuleList([make[k]() for k in kinds])
         self.head = torch.nn.Linear(D, 4)
 

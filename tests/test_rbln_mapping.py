@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from laya_tui.api import Context
+from laya_tui.core.protocol import SignalEvent
 from laya_tui.families.explain.rbln import (
     UNACCELERATED_FIX,
     dump_failed,
@@ -161,7 +162,8 @@ def test_transfers_are_counted_once_in_the_right_direction():
     torch_side = [e for e in agg
                   if e.kind == "host_bounce" and not e.subject.startswith("runtime/")]
     assert sum(e.count for e in torch_side) == COLD["hidden_host_bounce"]["total_count"]
-    assert sum(e.bytes for e in torch_side) == COLD["hidden_host_bounce"]["total_bytes"]
+    assert all(e.bytes is not None for e in torch_side)
+    assert sum(e.bytes or 0 for e in torch_side) == COLD["hidden_host_bounce"]["total_bytes"]
     assert _by(agg, "host_bounce", "copy_h2d_staging").detail["direction"] == "h2d"
     assert not [e for e in agg if e.subject == "copy_h2d_noncontig_dst"]  # zero: absent
     batch = _by(agg, "fallback", "v2v_batch_to_per_entry")  # lost batching, not a bounce
@@ -232,7 +234,7 @@ def test_dump_failure_is_a_clear_signal():
     sig = dump_failed("prefill", "cold", exc)
     assert sig["kind"] == "environment" and sig["passed"] is False
     assert sig["reason"].startswith("RuntimeError: runtime hidden-reason axis drifted")
-    events = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/rbln", "explain", events.append, opts={})
     x = dict(sig)
     ctx.signal(x.pop("kind"), **x)
@@ -240,7 +242,7 @@ def test_dump_failure_is_a_clear_signal():
 
 
 def test_mapped_entries_are_valid_signals():
-    events = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/rbln", "explain", events.append, opts={})
     agg, extras = map_dump(COLD, "r", phase="warm", resolver=SiteResolver(modules=[], roots=[]))
     for e in agg:
@@ -260,6 +262,7 @@ def _builder():
     sys.path.insert(0, str(FIX))
     try:
         spec = importlib.util.spec_from_file_location("build_dumps", FIX / "build_dumps.py")
+        assert spec is not None and spec.loader is not None
         builder = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(builder)
     finally:
@@ -287,7 +290,7 @@ def test_rbln_region_unavailable_reason_is_torch_rblns_own():
         assert reason and "not installed" in reason
     elif runtime_reason() is not None:
         assert reason == runtime_reason()
-        assert reason.startswith("Could not find librbln.so")
+        assert reason is not None and reason.startswith("Could not find librbln.so")
         assert device_reason() == reason  # no runtime: no device either
     else:
         pytest.skip("RBLN runtime present: the RBLN region is available here")

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests._signals import detail_of
 from tests._tilelang_cells import folder_cells, run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +93,8 @@ def test_the_capture_names_what_the_run_builds_at_any_depth(tl: Any) -> None:
         f"__init__() at line {_line('module_init', 'tilelang.compile(')}"
     assert built["build_row_scale"].out_idx == [1]  # JITKernel(prim, out_idx=[1], ...)
     # each file's own check recorded, at its line
-    cells = {"scaled_add": "maker_of_maker", "build_row_scale": "macro_closure",
+    cells: dict[str | None, str] = {
+             "scaled_add": "maker_of_maker", "build_row_scale": "macro_closure",
              "make_bias_relu": "module_init", "tl_mul_relu_fwd": "two_kernels.tl_mul_relu_fwd",
              "tl_mul_relu_bwd": "two_kernels.tl_mul_relu_bwd"}
     for name, b in built.items():
@@ -149,17 +151,18 @@ def test_cells_agree_with_tilelangs_own_compile(tl: Any, tmp_path: Path, target:
                     tilelang.lower(build.func, target=t, enable_device_compile=False)
         except Exception as exc:  # noqa: BLE001 - TileLang's own refusal
             first = str(exc).strip().splitlines()[0]
-            assert (status, low["detail"]["outcome"]) == ("failed", "lower-failed"), name
+            assert (status, detail_of(low)["outcome"]) == ("failed", "lower-failed"), name
+            assert low["reason"] is not None
             assert first in low["reason"], (name, low["reason"])
             continue
         assert status == "ok", (name, low.get("reason"))
         if target == "cuda":
-            assert low["detail"]["outcome"] == "built" and low["detail"]["not_run"], name
+            assert detail_of(low)["outcome"] == "built" and detail_of(low)["not_run"], name
             continue
-        assert low["detail"]["outcome"] == "ran", name
+        assert detail_of(low)["outcome"] == "ran", name
         (tol,) = [s for s in signals if s["kind"] == "tolerance"]
         how = "torch.allclose" if "allclose" in str(needle) else "torch.testing.assert_close"
-        assert tol["passed"] and tol["detail"]["check"].startswith(
+        assert tol["passed"] and detail_of(tol)["check"].startswith(
             f"{how} at line {_line(file, str(needle))}"), (name, tol)
     assert torch is not None
 
@@ -266,8 +269,8 @@ def test_profiler_run_once_gives_outputs_so_the_files_check_is_reached(
     status, signals = run_folder_cell("run_once[c,fp32]", tmp_path, folder)
     assert status == "ok", status
     (tol,) = [s for s in signals if s["kind"] == "tolerance"]
-    assert tol["passed"] and tol["detail"]["check"].startswith("profiler.assert_allclose")
-    assert tol["limit"] < 1e-5  # the file's own atol/rtol (1e-6), not a default
+    assert tol["passed"] and detail_of(tol)["check"].startswith("profiler.assert_allclose")
+    assert tol["limit"] is not None and tol["limit"] < 1e-5  # the file's own atol/rtol (1e-6)
 
 
 def test_assert_torch_equal_on_an_in_place_kernels_masks_is_the_files_check(
@@ -283,12 +286,14 @@ def test_assert_torch_equal_on_an_in_place_kernels_masks_is_the_files_check(
     status, signals = run_folder_cell("mask_fill[c,fp32]", tmp_path, folder)
     if version("tilelang") == "0.1.14":  # the version matrix: noxfile.py tilelang(0.1.14)
         (low,) = [s for s in signals if s["kind"] == "lowering"]
+        assert low["reason"] is not None
         assert status == "failed" and low["reason"].startswith("lower failed: Unresolved call")
+        assert low["reason"] is not None
         assert 'name="tl.infinity"' in low["reason"], low["reason"]
         assert not [s for s in signals if s["kind"] == "tolerance"]
         return
     assert status == "ok", status
-    checks = sorted(s["detail"]["check"].split(" at ")[0] for s in signals
+    checks = sorted(detail_of(s)["check"].split(" at ")[0] for s in signals
                     if s["kind"] == "tolerance")
     assert checks == ["torch.equal", "torch.testing.assert_close"], checks
     assert all(s["passed"] for s in signals if s["kind"] == "tolerance")
@@ -305,8 +310,8 @@ def test_a_kernel_reading_a_view_another_in_place_kernel_wrote_is_not_compared(
     assert status == "ok", status
     assert not [s for s in signals if s["kind"] == "tolerance"]
     (low,) = [s for s in signals if s["kind"] == "lowering"]
-    assert low["detail"]["not_run"] == "inputs made by another kernel"
-    assert "another TileLang kernel (square_into)" in low["detail"]["run_skipped"]
+    assert detail_of(low)["not_run"] == "inputs made by another kernel"
+    assert "another TileLang kernel (square_into)" in detail_of(low)["run_skipped"]
 
 
 def test_a_single_file_run_and_a_folder_run_give_the_same_cells(tl: Any, tmp_path: Path) -> None:
