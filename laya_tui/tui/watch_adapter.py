@@ -9,7 +9,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from laya_tui.watch.engine import Record, Watcher
+from laya_tui.watch.engine import Watcher
+from laya_tui.watch.records import Record
 
 if TYPE_CHECKING:
     from laya_tui.core.report_types import CellSpec

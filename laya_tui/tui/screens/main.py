@@ -258,7 +258,7 @@ class MainScreen(PacedScreen):
 
     # -- tree ---------------------------------------------------------------------------
     @on(Tree.NodeHighlighted, "#tree")
-    def _scope_moved(self, event: Tree.NodeHighlighted) -> None:
+    def _scope_moved(self, event: Tree.NodeHighlighted[Scope]) -> None:
         scope = event.node.data or ALL
         if scope != self.scope:
             self.scope = scope
@@ -267,7 +267,7 @@ class MainScreen(PacedScreen):
         self._update_detail()
 
     @on(Tree.NodeSelected, "#tree")
-    def _drill_from_tree(self, event: Tree.NodeSelected) -> None:
+    def _drill_from_tree(self, event: Tree.NodeSelected[Scope]) -> None:
         event.stop()
         node = event.node
         what, name = node.data or ALL

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -253,7 +254,7 @@ class DetailPane(VerticalScroll):
         self._shown: RenderableType = ""
         self._token: Any = None  # what is shown, to skip drawing it again
 
-    def compose(self):  # noqa: D102 - textual hook
+    def compose(self) -> ComposeResult:  # noqa: D102 - textual hook
         yield Static(id="detail-body", expand=True)
 
     def _set(self, renderable: RenderableType) -> None:

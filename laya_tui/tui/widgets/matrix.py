@@ -27,7 +27,7 @@ def matrix_view(model: RunModel) -> MatrixView:
     return build_matrix(lowering, probes)
 
 
-class LoweringMatrix(DataTable):
+class LoweringMatrix(DataTable[Text]):
     """A cell-cursor table; cell keys are ``kernel`` (row) and ``target·dtype·spec`` (column)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
