@@ -34,8 +34,11 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float, str]:
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    tail = [ln for ln in proc.stdout.splitlines() if " passed" in ln or " failed" in ln]
-    return proc.returncode, wall, cpu, (tail[-1] if tail else proc.stdout[-400:])
+    lines = proc.stdout.splitlines()
+    tail = [ln for ln in lines if " passed" in ln or " failed" in ln]
+    failed = [ln for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
+    return proc.returncode, wall, cpu, "\n  ".join(
+        [tail[-1] if tail else proc.stdout[-400:], *failed])
 
 
 def main() -> None:
