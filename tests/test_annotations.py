@@ -8,6 +8,7 @@ import copy
 import json
 import re
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.annotations import PER_LEVEL, annotation_lines, escape_data, escape_property
 from laya_tui.report.findings import collect_findings
 from laya_tui.report.sources import Sources
@@ -35,9 +36,9 @@ def parse(line: str) -> dict:
     return {"level": m.group("level"), **props, "message": _unescape(m.group("msg"))}
 
 
-def many_findings() -> dict:
+def many_findings() -> ReportDict:
     """The demo report with 30 more fallbacks (warnings) and 15 more casts (notes)."""
-    report = copy.deepcopy(json.loads(DEMO_REPORT.read_text()))
+    report: ReportDict = copy.deepcopy(json.loads(DEMO_REPORT.read_text()))
     llama = next(p for p in report["probes"] if p["id"] == "explain/tiny_llama_forward")
     for i in range(30):
         llama["signals"].append({"kind": "fallback", "probe": llama["id"],

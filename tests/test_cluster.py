@@ -20,12 +20,14 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from laya_tui.core.events import SignalEmitted
+from laya_tui.core.report_types import ResultDict
 from laya_tui.core.run import run_probes
 from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
@@ -37,6 +39,7 @@ ray = pytest.importorskip(
     "(scripts/setup.sh installs it with the dev extra)")
 
 from laya_tui.cluster.factory import make_runner  # noqa: E402 - after the Ray check
+from tests._signals import site_of  # noqa: E402
 
 MB = 2 ** 20
 # no usage report: the CI machine reaches no outside host, and the tests need none
@@ -138,13 +141,13 @@ def options(ws: Path, probes: str, cluster: str | None, **kw: Any) -> RunOptions
                       **{**base, **kw})
 
 
-def run(config: RunOptions, on_event: Any = None) -> tuple[dict[str, dict[str, Any]], float]:
+def run(config: RunOptions, on_event: Any = None) -> tuple[dict[str, ResultDict], float]:
     t0 = time.perf_counter()
     results, _, _ = asyncio.run(run_probes(config, on_event, make_runner=make_runner))
     return {r["id"]: r for r in results}, time.perf_counter() - t0
 
 
-def comparable(result: dict[str, Any]) -> dict[str, Any]:
+def comparable(result: Mapping[str, Any]) -> dict[str, Any]:
     """A result less what differs between two runs of the same cell (times, the node)."""
     skip = {"started", "ended", "seconds", "budget", "node", "log_tail"}
     return {k: v for k, v in result.items() if k not in skip}
@@ -187,7 +190,7 @@ def test_cells_run_where_their_resource_is_and_the_report_equals_a_local_run(
         assert comparable(got[pid]) == comparable(local[pid]), pid
         assert got[pid]["status"] == "ok"
     # the call site and the dependency set read as the driver's paths, not the node's copy
-    site = next(s for s in got["plain/plain[a]"]["signals"] if s["kind"] == "fallback")["site"]
+    site = site_of(next(s for s in got["plain/plain[a]"]["signals"] if s["kind"] == "fallback"))
     assert site["file"] == str((ws / "probes" / "cells.py").resolve())
     assert "helpers/nums.py" in got["plain/plain[a]"]["deps"]
     gpu_id = gpu_node.node_id
@@ -209,10 +212,13 @@ def test_unmet_resource_is_skipped_and_faults_name_their_node(cluster, ws):
     assert "node" not in rb and rb["signals"] == []
     boom = got["boom/boom[abort]"]
     assert boom["status"] == "crashed"
+    assert boom["reason"] is not None
     assert "SIGABRT" in boom["reason"] and gpu_node.node_id[:8] in boom["reason"]
     assert "about to abort" in boom["log_tail"]  # the node's log, brought back
     hang = got["hang/hang[sleep]"]
+    assert hang["reason"] is not None
     assert hang["status"] == "timeout" and "timed out after 2 s" in hang["reason"]
+    assert hang["reason"] is not None
     assert hang["node"]["id"][:8] in hang["reason"]
     lacks = got["lacks/lacks[lib]"]  # the environments check per node: who lacks what
     assert lacks["status"] == "failed"
@@ -237,10 +243,12 @@ def test_a_node_killed_mid_run_crashes_its_cells_and_the_run_ends(cluster, ws):
     ended = time.perf_counter()
     assert killed, "the slow cell never started on the doomed node"
     first, second = got["slow/slow[first]"], got["slow/slow[second]"]
+    assert first["reason"] is not None
     assert first["status"] == "crashed" and first["reason"].startswith("node lost: ")
     assert first["node"]["id"] == doomed.node_id
     assert [s["subject"] for s in first["signals"]] == ["started"]  # what it sent before
     assert second["status"] == "crashed"
+    assert second["reason"] is not None
     assert second["reason"].endswith("offered doomed and left the cluster")
     assert ended - killed[0] < 30  # not the cell's 120 s sleep, not its timeout
     assert left_on(c.address, ws) == []
@@ -372,7 +380,9 @@ async def test_the_dashboard_runs_on_the_cluster_and_q_leaves_nothing(cluster, w
         assert {pid: st.status for pid, st in probes.items()} == {
             "plain/plain[a]": "ok", "plain/plain[b]": "ok", "gpu/gpu[x]": "ok",
             "gpu/gpu[y]": "ok"}
-        node = probes["gpu/gpu[x]"].result.node
+        result = probes["gpu/gpu[x]"].result
+        assert result is not None
+        node = result.node
         assert node is not None and node["id"] == gpu_node.node_id
         await pilot.press("v")  # the environments screen shows the nodes side by side
         await pilot.pause()

@@ -12,13 +12,14 @@ import pytest
 
 from laya_tui.cli.main import main
 from laya_tui.cli.show import build_saved_app
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.diff import diff_report, diff_reports
 from tests._tui import DEMO_REPORT, DEMO_WS, SIZE
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def changed_demo() -> dict:
+def changed_demo() -> ReportDict:
     """The demo report with these known differences (and nothing else):
 
     * explain/tiny_llama_forward: fallback aten::mul.out 4x -> 6x, aten::neg gone, a new

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from laya_tui.api import Context
+from laya_tui.core.protocol import SignalEvent
 from laya_tui.families.tolerance import compare_logits, logits_verdict
+from tests._signals import detail_of
 
 
 def _rows(*rows):
@@ -76,11 +78,11 @@ def test_shape_mismatch_is_a_clear_error():
 
 
 def test_compare_logits_emits_a_tolerance_signal_with_the_detail():
-    events = []
+    events: list[SignalEvent] = []
     ctx = Context("explain/t", "explain", events.append, opts={})
     torch = pytest.importorskip("torch")
     ref = torch.tensor([[[1.0, 0.0, -1.0]]])
     sig = compare_logits(ctx, "logits", torch.tensor([[[0.45, 0.55, -1.0]]]), ref, atol=1.0)
     assert sig["kind"] == "tolerance" and sig["passed"] is False
-    assert {"argmax_match", "rows", "top2_gap", "verdict"} <= set(sig["detail"])
+    assert {"argmax_match", "rows", "top2_gap", "verdict"} <= set(detail_of(sig))
     assert ctx.failures and "clear-gap" in ctx.failures[0]

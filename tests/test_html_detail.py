@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.html import build_html
 from laya_tui.report.views.detail import (
     Block,
@@ -82,7 +83,7 @@ def _lowering_cell(tmp_path: Path) -> dict[str, Any]:
             "params": {}}
 
 
-def _reports(tmp_path: Path) -> list[tuple[dict[str, Any], str]]:
+def _reports(tmp_path: Path) -> list[tuple[ReportDict, str]]:
     out = [(json.loads(p.read_text()), str(DEMO_WS if p == DEMO_REPORT else REPO))
            for p in REPORTS]
     demo = json.loads(DEMO_REPORT.read_text())
@@ -91,7 +92,7 @@ def _reports(tmp_path: Path) -> list[tuple[dict[str, Any], str]]:
     return out
 
 
-def _expected(report: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+def _expected(report: ReportDict) -> tuple[list[Any], list[Any]]:
     """The view model's sections of every probe and signal, as the page draws them."""
     probes = [p for p in report["probes"] if isinstance(p, dict)]
     index = {str(p.get("id", "")): pi for pi, p in enumerate(probes)}

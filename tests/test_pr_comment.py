@@ -9,10 +9,12 @@ import copy
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from laya_tui.cli.main import main
+from laya_tui.core.report_types import ReportDict
 from laya_tui.report.diff import diff_reports
 from laya_tui.report.pr_comment import MARKER, MAX_CHARS, build_pr_comment, link_base
 from laya_tui.report.sources import Sources
@@ -30,7 +32,7 @@ def _probes(path: Path, ids: tuple[str, ...] | None = None) -> list[dict]:
     return [p for p in probes if ids is None or p["id"] in ids]
 
 
-def known_pair() -> tuple[dict, dict]:
+def known_pair() -> tuple[ReportDict, ReportDict]:
     """BASE: the recorded demo, the compiled graph-break cell and two rope cells. NEW:
 
     * a new graph break (GB0059, the print in log_shape, 2x) and the data-dependent branch
@@ -92,7 +94,7 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-def _comment(base: dict, new: dict, tree: Path, **kw) -> str:
+def _comment(base: ReportDict, new: ReportDict, tree: Path, **kw: Any) -> str:
     section = diff_reports(base, new, base_path="base.json")
     return build_pr_comment(section, base, new, base_label="base.json",
                             new_label="new.json", sources=Sources(str(tree), env={}),

@@ -12,6 +12,7 @@ from laya_tui.core import cache as cache_mod
 from laya_tui.core.cache import ResultCache, SignalSpool
 from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
+from tests._signals import partial_result
 
 N = 5000  # more than one store slice (cache._SLICE) of signals
 
@@ -31,7 +32,7 @@ def _line(sigs: list[dict], probe: str = "f/many") -> bytes:
 
 def _store(tmp_path, spool, sigs):
     cache = ResultCache(tmp_path / "c")
-    result = {"id": "f/many", "status": "ok", "signals": sigs}
+    result = partial_result({"id": "f/many", "status": "ok", "signals": sigs})
     asyncio.run(cache.store_async("f/many", {}, {}, {}, [], result, spool))
     assert cache.lookup("f/many", {}, {}, {}) == result
     assert not [p for p in (tmp_path / "c").glob("*.tmp")  # the entry's temporary file

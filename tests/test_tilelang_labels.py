@@ -13,15 +13,17 @@ import importlib.util
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from laya_tui.core.cellid import matches_any
 from laya_tui.core.renamed import renamed_ids, renamed_subject, with_renamed
+from laya_tui.core.report_types import CellSpec
 from laya_tui.families.tilelang.data_dtype import combine, label
 from laya_tui.families.tilelang.discover import matrix_cells
 from laya_tui.families.tilelang.plain_resolve import static_missing
+from laya_tui.families.tilelang.records import CellKwargs
 from tests._util import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +39,7 @@ RENAMED = {"tilelang/grouped_quant[c,int8]": "tilelang/grouped_quant[c,fp32-int8
            "tilelang/widen_half[cuda,fp16]": "tilelang/widen_half[cuda,fp16-fp32]"}
 
 
-def _cells() -> dict[str, dict[str, Any]]:
+def _cells() -> dict[str, CellKwargs]:
     return {f"tilelang/{c['name']}[{c['id']}]": c["kwargs"]
             for c in matrix_cells({"kernels": [str(LABELS)], "workspace": str(ROOT)})}
 
@@ -127,7 +129,8 @@ def test_an_old_durations_report_balances_the_renamed_cells() -> None:
     mapped = with_renamed(old, ids)
     assert set(mapped) == set(ids)
     assert mapped["tilelang/grouped_quant[c,fp32-int8]"] == old["tilelang/grouped_quant[c,int8]"]
-    probes = [{"id": i, "family": "tilelang"} for i in ids]
+    # partial cells: the shard split and worker key read only their id and family
+    probes = [cast(CellSpec, {"id": i, "family": "tilelang"}) for i in ids]
     cells = [(p["id"], worker_key(p)) for p in probes]
     info = select_shard(probes, (1, 2), old, "report")[1]
     assert info["balance"] == "report"

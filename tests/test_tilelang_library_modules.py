@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.tilelang.importers import importers_of
+from tests._signals import detail_of
 from tests._tilelang_cells import run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +79,7 @@ def test_a_library_kernel_is_built_as_the_importing_file_builds_it(
     deps: list[str] = []
     status, signals = _run("row_lib[c,fp32]", tmp_path, deps)
     (low,) = [s for s in signals if s["kind"] == "lowering"]
-    d = low["detail"]
+    d = detail_of(low)
     site = f"uses_row_lib.py: main() at line {_line(RUN / 'uses_row_lib.py', 'row_lib.sums(')}"
     assert status == "ok", low.get("reason")
     assert d["args"] == {"M": 12, "N": 20, "block_M": 3, "dtype": "float32"}
@@ -93,7 +95,7 @@ def test_a_library_kernel_is_built_as_the_importing_file_builds_it(
 
     sys.path.insert(0, str(RUN))
     try:
-        import row_lib  # type: ignore[import-not-found]
+        import row_lib
     finally:
         sys.path.remove(str(RUN))
     kernel = tl.compile(row_lib.row_sum.get_tir(12, 20, 3), out_idx=[1], target="c")
@@ -112,7 +114,7 @@ def test_alone_in_its_folder_it_could_not_be_examined(tl: Any, tmp_path: Path) -
 
 
 def _run(cid: str, out: Path, deps: list[str], folder: Path = RUN
-         ) -> tuple[str, list[dict[str, Any]]]:
+         ) -> tuple[str, list[SignalDict]]:
     return run_folder_cell(cid, out, folder, add_dep=deps.append)
 
 
@@ -234,7 +236,7 @@ def test_a_faked_result_frees_the_earlier_captures_before_it_gives_up(
                         lambda: real() + (0 if released else 3 * GIB))
     monkeypatch.setattr(capture, "_release_captures", release)
     monkeypatch.setattr(capture, "_CACHE", type(capture._CACHE)(
-        {"/earlier.py": ((0, 0, ""), capture.Capture(file="/earlier.py"))}))
+        {"/earlier.py": ((0, 0, "", ""), capture.Capture(file="/earlier.py"))}))
     cap = _capture("reference_first.py")
     assert released == [1] and "/earlier.py" not in capture._CACHE
     assert cap.entries == [("the __main__ block", "ran")], cap.how_it_ended()
@@ -276,14 +278,15 @@ def test_a_gpu_files_repro_reproduces_on_a_machine_without_a_gpu(
 
     status, signals = _run(cid, tmp_path, [])
     (low,) = [s for s in signals if s["kind"] == "lowering"]
-    assert status == "failed" and low["detail"]["outcome"] == outcome
-    assert low["detail"]["args"][arg] == value
+    assert status == "failed" and detail_of(low)["outcome"] == outcome
+    assert detail_of(low)["args"][arg] == value
     if cid.startswith("main_sets_global"):  # H, not B or D (the kernel does not read them)
-        assert low["detail"]["built_by"]["globals"] == {"H": 3}
+        assert detail_of(low)["built_by"]["globals"] == {"H": 3}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
+    proc = subprocess.run([sys.executable, detail_of(low)["repro"]], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
+    assert low["reason"] is not None
     assert proc.stdout.strip().splitlines()[-1] == low["reason"].split(": ", 1)[1]
 
 
@@ -316,13 +319,13 @@ def test_a_check_the_file_catches_itself_still_fails_and_its_repro_agrees(
 
     status, signals = _run("caught_check[c,fp32]", tmp_path, [])
     (low,) = [s for s in signals if s["kind"] == "lowering"]
-    assert status == "failed" and low["detail"]["outcome"] == "run-failed"
-    assert low["detail"]["reference"] == "the file's own check"
+    assert status == "failed" and detail_of(low)["outcome"] == "run-failed"
+    assert detail_of(low)["reference"] == "the file's own check"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     plain = subprocess.run([sys.executable, str(RUN / "caught_check.py")],
                            capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert plain.returncode == 0 and "failed Tensor-likes are not close!" in plain.stdout
-    proc = subprocess.run([sys.executable, low["detail"]["repro"]], capture_output=True,
+    proc = subprocess.run([sys.executable, detail_of(low)["repro"]], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "Tensor-likes are not close!"

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import SignalDict
+from tests._signals import detail_of
 from tests._tilelang_cells import run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,17 +64,18 @@ def _line(path: Path, needle: str) -> int:
     return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln)
 
 
-def _cell(path: Path, tmp: Path) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
+def _cell(path: Path, tmp: Path) -> tuple[str, SignalDict, dict[str, SignalDict]]:
     """(status, the lowering signal, the tolerance signals by output) of ``path``'s c cell."""
     cid = f"{path.stem}[c,fp32]"
     status, signals = run_folder_cell(cid, tmp / "out", path.parent)
     (low,) = [s for s in signals if s["kind"] == "lowering"]
-    tol = {s["subject"].rsplit("/", 1)[1]: s for s in signals if s["kind"] == "tolerance"}
+    tol = {str(s["subject"]).rsplit("/", 1)[1]: s for s in signals if s["kind"] == "tolerance"}
     return status, low, tol
 
 
 #: fixture -> (the check's label for each output it checks, the needle of its line)
-STYLES = {
+#: file: {output: (check, needle, where, [caller needle])}
+STYLES: dict[str, dict[str, tuple[str, ...]]] = {
     "renamed_ref.py": {"out0": ("torch.testing.assert_close", "torch.testing.assert_close(",
                                 "")},
     "helper_check.py": {"out0": ("torch.allclose", "assert torch.allclose(",
@@ -97,7 +100,7 @@ def test_the_cell_gives_the_files_own_verdict_under_its_checks_name(
     assert own_passed is not wrong, own_last  # the fixture is what it says
     status, low, tol = _cell(path, tmp_path)
     assert status == ("failed" if wrong else "ok"), low.get("reason")
-    d = low["detail"]
+    d = detail_of(low)
     assert d["reference"] == "the file's own check", d.get("run_skipped")
     assert "run_skipped" not in d
     # every output the file checks, under the check's real name and line
@@ -105,14 +108,16 @@ def test_the_cell_gives_the_files_own_verdict_under_its_checks_name(
     for out, (how, needle, where, *caller) in STYLES[name].items():
         suffix = where.format(_line(path, caller[0])) if caller else where
         want[out] = f"{how} at line {_line(path, needle)}{suffix}"
-    assert {k: s["detail"]["check"] for k, s in tol.items()} == want
+    assert {k: detail_of(s)["check"] for k, s in tol.items()} == want
     failed = [k for k, s in tol.items() if not s["passed"]]
     if not wrong:
         assert failed == []
         assert d["outcome"] == "ran"
         return
     assert failed and d["outcome"] == "run-failed"
+    assert low["reason"] is not None
     assert f"{failed[0]}: " in low["reason"]
+    assert low["reason"] is not None
     assert low["reason"].endswith(f"(the file's check: {want[failed[0]]})")
     if name == "two_outputs.py":  # the scale is right, the values are the finding
         assert failed == ["out0"] and tol["out1"]["passed"]
@@ -132,8 +137,8 @@ def test_a_mismatch_allowance_is_the_files_own_and_reported_as_such(
     assert sig["passed"] and sig["reason"] == (
         "1 of 10,000 elements over the limit, allowed 0.1%")
     assert sig["value"] == pytest.approx(50.0, abs=0.01) and sig["value"] > sig["limit"]
-    assert (sig["detail"]["mismatched"], sig["detail"]["elements"],
-            sig["detail"]["max_mismatched_ratio"]) == (1, 10_000, 0.001)
+    assert (detail_of(sig)["mismatched"], detail_of(sig)["elements"],
+            detail_of(sig)["max_mismatched_ratio"]) == (1, 10_000, 0.001)
     # what TileLang's own function says on such numbers
     x = torch.randn(100, 100)
     y = x * 2
@@ -146,6 +151,7 @@ def test_a_mismatch_allowance_is_the_files_own_and_reported_as_such(
     status, low, tol = _cell(wrong, tmp_path)
     assert status == "failed"
     assert tol["out0"]["reason"] == "11 of 10,000 elements over the limit, allowed 0.1%"
+    assert low["reason"] is not None
     assert "Too many mismatched elements: 11 > 10" in low["reason"]
 
 
@@ -189,8 +195,8 @@ def test_a_file_that_checks_nothing_is_built_not_compared_and_says_why(
     assert proc.returncode == 0, proc.stderr[-2000:]
     status, low, tol = _cell(path, tmp_path)
     assert status == "ok" and tol == {}
-    assert low["detail"]["outcome"] == "built"
-    assert low["detail"]["run_skipped"] == (
+    assert detail_of(low)["outcome"] == "built"
+    assert detail_of(low)["run_skipped"] == (
         "the file's run compares nothing with this kernel's outputs, and the file defines "
         "no ref_program() to compare with: lowered and built only")
 
@@ -209,7 +215,7 @@ def test_a_check_on_a_faked_reference_is_not_made_on_the_cpu_and_says_why(
     shutil.copy(ROOT / "tests" / "fixtures" / "run_kernels" / "gpu_checks.py", folder)
     status, low, tol = _cell(folder / "gpu_checks.py", tmp_path)
     assert status == "ok" and tol == {}
-    assert low["detail"]["run_skipped"].startswith(
+    assert detail_of(low)["run_skipped"].startswith(
         "the file's check compares with values its run made while the capture answered 1 "
         "GPU-sized torch op(s) with zeros")
-    assert low["detail"]["file_run"]["faked_ops"] == 1
+    assert detail_of(low)["file_run"]["faked_ops"] == 1

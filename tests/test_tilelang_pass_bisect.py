@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.tilelang.pass_bisect import BUILDS, REMOVED
+from tests._signals import detail_of
 from tests._tilelang_cells import run_folder_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +84,7 @@ def _own_compile(tl: Any, jit: Any, n: int, config: dict[str, Any]) -> tuple[Any
     return x, kernel(x)
 
 
-def _cell(cid: str, tmp_path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _cell(cid: str, tmp_path: Path) -> tuple[str, SignalDict, SignalDict]:
     status, signals = run_folder_cell(cid, tmp_path, FOLDER)
     low = next(s for s in signals if s["kind"] == "lowering")
     tol = next(s for s in signals if s["kind"] == "tolerance")
@@ -100,10 +102,11 @@ def test_the_pass_that_changes_the_numbers_is_named(tl: Any, miscompile: Any,
     miscompile(_unswitched)
     status, low, tol = _cell("scaled[c,fp32]", tmp_path)
     assert status == "failed" and tol["passed"] is False
-    found = low["detail"]["pass_bisection"]
+    found = detail_of(low)["pass_bisection"]
     assert found["restored_by"] == {"tl.disable_loop_unswitching": True}
     assert found["pass_name"] == "LoopUnswitching"
     assert found["builds"] == 1 and found["builds"] <= BUILDS
+    assert low["fix"] is not None
     assert "pass_configs={'tl.disable_loop_unswitching': True}" in low["fix"]
     import importlib.util
 
@@ -122,8 +125,9 @@ def test_the_file_s_own_option_is_tried_first(tl: Any, miscompile: Any,
     miscompile(lambda config: bool(config.get("tl.enable_fast_math", False)))
     status, low, tol = _cell("fast[c,fp32]", tmp_path)
     assert status == "failed" and tol["passed"] is False
-    found = low["detail"]["pass_bisection"]
+    found = detail_of(low)["pass_bisection"]
     assert found["restored_by"] == {"tl.enable_fast_math": REMOVED}
+    assert low["fix"] is not None
     assert "without its own pass option 'tl.enable_fast_math'" in low["fix"]
 
 
@@ -132,7 +136,7 @@ def test_a_wrong_result_no_option_restores_is_said_plainly(tl: Any, miscompile: 
     miscompile(lambda config: True)
     status, low, _ = _cell("scaled[c,fp32]", tmp_path)
     assert status == "failed"
-    found = low["detail"]["pass_bisection"]
+    found = detail_of(low)["pass_bisection"]
     assert found["restored_by"] is None
     assert found["verdict"].startswith("no pass option restores the check")
     assert found["builds"] <= BUILDS
@@ -142,7 +146,7 @@ def test_a_wrong_result_no_option_restores_is_said_plainly(tl: Any, miscompile: 
 def test_a_passing_kernel_is_not_bisected(tl: Any, tmp_path: Path) -> None:
     status, low, tol = _cell("scaled[c,fp32]", tmp_path)
     assert status == "ok" and tol["passed"] is True
-    assert "pass_bisection" not in low["detail"]
+    assert "pass_bisection" not in detail_of(low)
 
 
 def test_the_search_is_switched_off_by_its_budget(tl: Any, miscompile: Any, tmp_path: Path,
@@ -151,4 +155,4 @@ def test_the_search_is_switched_off_by_its_budget(tl: Any, miscompile: Any, tmp_
     miscompile(_unswitched)
     status, low, tol = _cell("scaled[c,fp32]", tmp_path)
     assert status == "failed" and tol["passed"] is False
-    assert "pass_bisection" not in low["detail"] and not low.get("fix")
+    assert "pass_bisection" not in detail_of(low) and not low.get("fix")

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from laya_tui.core.report_types import SignalDict
 from laya_tui.families.tilelang.discover import matrix_cells
+from tests._signals import detail_of
 from tests._tilelang_cells import run_folder_cell
 from tests._util import heavy_imports
 
@@ -32,7 +34,8 @@ def _cells(folder: Path = UP, **opts: Any) -> dict[str, dict[str, Any]]:
     from laya_tui.families.tilelang.plain_resolve import static_missing
 
     opts = {"kernels": [str(folder)], "workspace": str(ROOT), **opts}
-    cells = {f"{c['name']}[{c['id']}]": c for c in matrix_cells(opts)}
+    cells: dict[str, dict[str, Any]] = {f"{c['name']}[{c['id']}]": dict(c)
+                                        for c in matrix_cells(opts)}
     for c in cells.values():
         assert "missing" not in c["kwargs"]
         if c["kwargs"].get("obj"):
@@ -226,11 +229,11 @@ def test_discovery_of_upstream_files_imports_nothing_heavy() -> None:
 # -- running cells ------------------------------------------------------------------------------
 
 
-def _run(cid: str, out: Path, folder: Path = UP) -> tuple[str, list[dict[str, Any]]]:
+def _run(cid: str, out: Path, folder: Path = UP) -> tuple[str, list[SignalDict]]:
     return run_folder_cell(cid, out, folder)
 
 
-def _lowering(signals: list[dict[str, Any]]) -> dict[str, Any]:
+def _lowering(signals: list[SignalDict]) -> SignalDict:
     low = [s for s in signals if s["kind"] == "lowering"]
     assert len(low) == 1, signals
     return low[0]
@@ -270,8 +273,8 @@ def test_a_file_building_cuda_tensors_at_import_is_captured_on_the_cpu(
     the capture builds those tensors on the CPU here, so the cell reaches TileLang."""
     status, signals = _run("online_softmax[c,fp16]", tmp_path)
     low = _lowering(signals)
-    assert status == "failed" and low["detail"]["outcome"] == "lower-failed"
-    d = low["detail"]
+    assert status == "failed" and detail_of(low)["outcome"] == "lower-failed"
+    d = detail_of(low)
     assert d["built_by"]["entry"] == "the import"
     line = _line(UP / "online_softmax.py", "Y = softmax_kernel(X)")
     assert d["built_by"]["site"] == f"the file's top level at line {line}"
@@ -289,20 +292,20 @@ def test_a_cpu_friendly_kernel_runs_against_its_ref_program(tl: Any, tmp_path: P
     the cell runs the built kernel on the file's own inputs against its expected tensor."""
     status, signals = _run("scale_serial[c,fp32]", tmp_path)
     low = _lowering(signals)
-    assert status == "ok" and low["detail"]["outcome"] == "ran"
-    assert low["detail"]["reference"] == "the file's own check"
+    assert status == "ok" and detail_of(low)["outcome"] == "ran"
+    assert detail_of(low)["reference"] == "the file's own check"
     tol = [s for s in signals if s["kind"] == "tolerance"]
     assert [s["subject"] for s in tol] == ["scale_serial[c,fp32]/out0"] and tol[0]["passed"]
     line = _line(UP / "scale_serial.py", "torch.testing.assert_close(")
-    assert tol[0]["detail"]["check"] == f"torch.testing.assert_close at line {line}"
-    passes = low["detail"]["passes"]
+    assert detail_of(tol[0])["check"] == f"torch.testing.assert_close at line {line}"
+    passes = detail_of(low)["passes"]
     assert passes["passes"] > 20 and passes["total_s"] > 0 and len(passes["slowest"]) == 6
     assert all(isinstance(n, str) and s >= 0 and runs >= 1 for n, s, runs in passes["slowest"])
-    assert "repro" not in low["detail"] and "ir_before" not in low["detail"]
+    assert "repro" not in detail_of(low) and "ir_before" not in detail_of(low)
 
 
 @pytest.fixture(scope="module")
-def failing_gemm(tl: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def failing_gemm(tl: Any, tmp_path_factory: pytest.TempPathFactory) -> SignalDict:
     out = tmp_path_factory.mktemp("gemm")
     status, signals = _run("gemm_autotune[c,bf16]", out)
     assert status == "failed"
@@ -385,12 +388,13 @@ def test_repro_of_a_factory_cells_build_failure(tl: Any, tmp_path: Path) -> None
     """A factory kernel of a package folder (relative imports) failing in the C++ build."""
     status, signals = _run("rope_kernel[c,fp16,gpu]", tmp_path, folder=KERNELS)
     low = _lowering(signals)
-    assert status == "failed" and low["detail"]["outcome"] == "build-failed"
-    repro = low["detail"]["repro"]
-    assert "ir_before" not in low["detail"]  # lowering passed: no failing pass
+    assert status == "failed" and detail_of(low)["outcome"] == "build-failed"
+    repro = detail_of(low)["repro"]
+    assert "ir_before" not in detail_of(low)  # lowering passed: no failing pass
     proc = subprocess.run([sys.executable, repro], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
+    assert low["reason"] is not None
     assert proc.stdout.strip().splitlines()[-1] == low["reason"].split(": ", 1)[1]
 
 

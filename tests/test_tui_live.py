@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from laya_tui.core.runner import Runner
 from laya_tui.core.settings import RunOptions
 from laya_tui.tui.factory import build_app
 from tests._tui import DEMO_WS, SIZE, MessageLog
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.asyncio
 def live_config(tmp_path: Path, *only: str, timeout: float | None = None) -> RunOptions:
     ws = tmp_path / "ws"
     shutil.copytree(DEMO_WS, ws)
-    return RunOptions(workspace=str(ws), probes=(str(ws / "probes"),), only=list(only),
+    return RunOptions(workspace=str(ws), probes=(str(ws / "probes"),), only=only,
                      use_cache=False, cache_dir=str(tmp_path / "cache"), timeout=timeout)
 
 
@@ -72,7 +73,9 @@ async def test_quit_while_probes_run_ends_their_workers(tmp_path, monkeypatch):
         assert alive(pid)
         await pilot.pause(0.2)
         assert app.model.probes["faults/hangs"].status == "running"
-        workers = [h.proc.pid for h in app.runner.workers.values() if h.proc is not None]
+        runner = app.runner
+        assert isinstance(runner, Runner)
+        workers = [h.proc.pid for h in runner.workers.values() if h.proc is not None]
         await pilot.press("q")
         await pilot.pause()
     deadline = time.monotonic() + 10

@@ -132,6 +132,7 @@ async def test_enter_on_a_failing_probe_opens_its_failure(size):
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, SignalScreen)
+        assert app.screen.key is not None
         row = app.model.rows[app.screen.key]
         assert row.failing and row.sig["kind"] == "lowering"  # not the timing row before it
         text = screen_text(app)
