@@ -10,6 +10,7 @@ and the report never writes one output's entry over another's. A report saved be
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import pytest
 
 from laya_tui.report.views import numerics as nv
 from laya_tui.report.views.detail import probe_detail, signal_detail
+from laya_tui.report.views.sections import Facts, Table
+from tests._signals import partial_result
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD = ROOT / "tests" / "fixtures" / "numerics_one_name" / "report.json"
@@ -45,7 +48,7 @@ def test_a_report_saved_with_one_entry_for_two_outputs_reads_both_back():
     assert entries[0]["gap_table"]["output"] != entries[1]["gap_table"]["output"]
     # the cell's own facts, the markdown and the page: two tables
     facts = [f for s in probe_detail(probe, signals=len(probe["signals"])).sections
-             if getattr(s, "title", None) == "numerics" for f in s.rows]
+             if isinstance(s, Facts | Table) and s.title == "numerics" for f in s.rows]
     assert len(facts) == 2
     from laya_tui.report.markdown import build_markdown
 
@@ -97,7 +100,7 @@ def test_sarif_gives_each_output_its_plan(tmp_path):
         plan = (sig.get("detail") or {}).get("precision_plan")
         if plan:
             plan["class_sites"] = {"1": {"file": str(model), "line": line, "func": "Cancel"}}
-    report = build_report([probe], seconds=1.0, gates=[])
+    report = build_report([partial_result(probe)], seconds=1.0, gates=[])
     assert len(report["probes"][0]["numerics"]) == 2
     doc = build_sarif(report, Sources(str(ROOT), env={}))
     validate_sarif(doc)
@@ -126,7 +129,7 @@ def test_the_padded_scenario_keeps_both_tables_as_a_direct_comparison_gives(tmp_
     assert len({e["gap_table"]["artifact"] for e in entries}) == 2  # no file written over
 
     # the same tables computed here, batch by batch
-    from laya_tui import presets
+    from laya_tui.families import presets
     from laya_tui.families.explain import gap_table as g
     from laya_tui.families.explain.gap_rows import rounded
 
@@ -135,8 +138,8 @@ def test_the_padded_scenario_keeps_both_tables_as_a_direct_comparison_gives(tmp_
         batch = presets.token_batch(rows, pad_to=16)
         torch._dynamo.reset()
         with g.leaves_compiled(model):
-            t = g.gap_table(model, reference, lambda b=batch: model(**b),
-                            lambda b=batch: reference(**b),
+            t = g.gap_table(model, reference, functools.partial(model, **batch),
+                            functools.partial(reference, **batch),
                             mask=batch["attention_mask"].bool())
         got = entry["gap_table"]
         assert got["modules"] == len(t.rows)
@@ -160,4 +163,5 @@ def test_the_padded_scenario_keeps_both_tables_as_a_direct_comparison_gives(tmp_
     for sig in tables:  # the drill-down of each table signal: its own table
         (tab,) = [s for s in signal_detail(sig, probe["id"]).sections
                   if getattr(s, "columns", None)]
+        assert isinstance(tab, Table)
         assert tab.rows[0][0] == sig["detail"]["gap_table"]["rows"][0]["module"]
