@@ -8,9 +8,13 @@ numpy is imported inside the functions (worker-side).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.numeric import to_numpy
+
+if TYPE_CHECKING:
+    from laya_tui.core.report_types import SignalDict
+    from laya_tui.families.probe_context import ProbeContext
 
 #: A mismatch counts as "clear gap" when top2_gap > CLEAR_GAP_FACTOR * max|diff|.
 CLEAR_GAP_FACTOR = 1.0
@@ -92,8 +96,8 @@ def logits_verdict(out: Any, ref: Any, *, atol: float, mask: Any = None,
             "reason": "; ".join(parts), "detail": detail}
 
 
-def compare_logits(ctx: Any, subject: str, out: Any, ref: Any, *, atol: float,
-                   mask: Any = None, **fields: Any) -> dict[str, Any]:
+def compare_logits(ctx: ProbeContext, subject: str, out: Any, ref: Any, *, atol: float,
+                   mask: Any = None, **fields: Any) -> SignalDict:
     """Emit a ``tolerance`` signal for logits through ``ctx`` (see :func:`logits_verdict`)."""
     v = logits_verdict(out, ref, atol=atol, mask=mask)
     detail = dict(fields.pop("detail", None) or {})

@@ -31,11 +31,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.explain.cond_branches import CondRecord, eager_cond, not_run
 from laya_tui.families.explain.control_flow import divergence
 from laya_tui.families.explain.sites import user_site
+
+if TYPE_CHECKING:
+    from laya_tui.core.report_types import SignalDict
+    from laya_tui.families.probe_context import ProbeContext
 
 #: max |diff| limits per output dtype (scaled by max(1, max|reference|)).
 DEFAULT_LIMITS = {"float32": 1e-4, "float64": 1e-6, "bfloat16": 0.05, "float16": 0.05}
@@ -241,7 +245,8 @@ FIX_DIVERGED = ("a data-dependent branch decides differently in low precision: c
                 "(torch.where) so both dtypes take one path")
 
 
-def emit_divergence(ctx: Any, subject: str, result: dict[str, Any]) -> dict[str, Any] | None:
+def emit_divergence(ctx: ProbeContext, subject: str,
+                    result: dict[str, Any]) -> SignalDict | None:
     """A failing ``tolerance`` signal for a control-flow divergence (None when the runs
     called the same modules): value = module calls that differ between the runs, limit 0,
     site = the branch."""

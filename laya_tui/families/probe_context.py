@@ -1,0 +1,39 @@
+"""The probe's ``ctx`` (:class:`laya_tui.api.Context`) as the families use it: the families
+layer does not import the api, so it names the methods it calls here. ``skip`` and
+``fail`` raise: they end the probe."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from laya_tui.core.report_types import SignalDict
+
+
+class ProbeContext(Protocol):
+    """What a family calls on the probe's context; every method emits signals."""
+
+    @property
+    def id(self) -> str: ...
+
+    def signal(self, kind: str, **fields: Any) -> SignalDict: ...
+
+    def environment(self, subject: str, value: Any, **fields: Any) -> SignalDict: ...
+
+    def timing(self, subject: str, seconds: float, **fields: Any) -> SignalDict: ...
+
+    def step(self, name: str) -> None: ...
+
+    def artifact(self, subject: str, path: str | os.PathLike[str],
+                 **fields: Any) -> SignalDict: ...
+
+    def log(self, text: str, **fields: Any) -> SignalDict: ...
+
+    def tolerance(self, subject: str, value: float, limit: float, *,
+                  passed: bool | None = None, **fields: Any) -> SignalDict: ...
+
+    def depends_on(self, path: str | os.PathLike[str]) -> None: ...
+
+    def skip(self, reason: str) -> None: ...
+
+    def fail(self, reason: str) -> None: ...
