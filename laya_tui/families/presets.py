@@ -32,7 +32,7 @@ def _quiet_transformers() -> None:
     try:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # transformers: unannotated
     except ImportError:
         pass
 
@@ -46,7 +46,7 @@ def tiny_modernbert(dtype: Any = None, *, seed: int = SEED) -> Any:
     torch.manual_seed(seed)
     config = ModernBertConfig(**MODERNBERT_CONFIG)
     config._attn_implementation = "sdpa"
-    model = ModernBertModel(config).eval()
+    model = ModernBertModel(config).eval()  # type: ignore[no-untyped-call]  # transformers: unannotated
     return model.to(dtype) if dtype is not None else model
 
 
@@ -59,7 +59,7 @@ def tiny_llama(dtype: Any = None, *, seed: int = SEED) -> Any:
     torch.manual_seed(seed)
     config = LlamaConfig(**LLAMA_CONFIG)
     config._attn_implementation = "sdpa"
-    model = LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(config).eval()  # type: ignore[no-untyped-call]  # transformers: unannotated
     return model.to(dtype) if dtype is not None else model
 
 

@@ -48,7 +48,8 @@ def sync() -> None:
     """Wait for queued CUDA work (timings of device calls must include it)."""
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    # torch leaves cuda.is_initialized unannotated
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         torch.cuda.synchronize()
 
 

@@ -171,7 +171,8 @@ class Pipeline:
                                                "built_seconds": built.get("built_seconds",
                                                                           built.get("seconds"))}
             self.results["export_graph"] = prev.get("export_graph")
-            self.results["input_spec"] = prev["input_spec"]
+            cached_spec: dict[str, Any] = prev["input_spec"]
+            self.results["input_spec"] = cached_spec
             self.mixed = prev.get("mixed_dtype") or []
             self.results["mixed_dtype"] = self.mixed
             self.ctx.timing("export", lookup, detail={"cached": True, **(prev.get(
@@ -181,7 +182,7 @@ class Pipeline:
                 "cached": True, "built_seconds": self.results["steps"]["package"]["built_seconds"],
                 "key": key})
             self.report_package(package, cached=True)
-            return prev["input_spec"]
+            return cached_spec
 
         import torch
 

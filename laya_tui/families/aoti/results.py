@@ -111,9 +111,10 @@ def write_results(path: Path, doc: dict[str, Any]) -> bool:
 def read_results(path: Path) -> dict[str, Any] | None:
     """A previous results.json, or None when absent or unreadable."""
     try:
-        return json.loads(path.read_text())
+        doc: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return doc
 
 
 def default_root() -> Path:

@@ -69,7 +69,7 @@ class _Names(dict[Any, str]):
 
     def __missing__(self, func: Any) -> str:
         schema = func._schema
-        name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+        name: str = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
         self[func] = name
         return name
 
@@ -279,7 +279,8 @@ def mode_class() -> Any:
 
     skip_code = _skip_code_fn()
 
-    class RegionMode(TorchDispatchMode):
+    # torch leaves TorchDispatchMode's __init_subclass__ and __init__ unannotated
+    class RegionMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """Passes every op through; hands the interesting ones to the recorder."""
 
         @classmethod
@@ -293,14 +294,15 @@ def mode_class() -> Any:
             return skip_code is None
 
         def __init__(self, rec: Recorder) -> None:
-            super().__init__()
+            super().__init__()  # type: ignore[no-untyped-call]  # torch: unannotated
             self.rec = rec
             self.hooks = rec.hooks
             self.other = rec.on_other
 
         supports_higher_order_operators = True
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             try:
                 op = func._op
             except AttributeError:  # a higher-order operator (cond, flex_attention...)

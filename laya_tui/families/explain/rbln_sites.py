@@ -120,7 +120,9 @@ class SiteResolver:
 
     def _find(self, name: str, func: str | None, line: int | None) -> str | None:
         base = os.path.basename(name)
-        for source in (lambda: self._hints, self._modules, self._workspace):
+        sources: tuple[Callable[[], dict[str, list[str]]], ...] = (
+            lambda: self._hints, self._modules, self._workspace)
+        for source in sources:
             found = [p for p in dict.fromkeys(source().get(base, ())) if p.endswith(name)]
             found = [p for p in found if os.path.isfile(p)]
             fitting = [p for p in found if _defines(p, func, line)]

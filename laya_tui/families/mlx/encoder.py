@@ -154,7 +154,8 @@ def load_weights(state_dict: Mapping[str, Any], spec: EncoderSpec,
 
 def _to_numpy32(t: Any) -> np.ndarray:
     if hasattr(t, "detach"):
-        return t.detach().to("cpu").float().numpy()
+        arr: np.ndarray = t.detach().to("cpu").float().numpy()
+        return arr
     return np.asarray(t, dtype=np.float32)
 
 
@@ -347,7 +348,8 @@ def kernel_cache_dir() -> Path:
     kernel shape class (contiguous, strided by rank); the shared libraries outlive the
     process, so a "cold" compile in a new process may find them already built.
     """
-    return Path(tempfile.gettempdir()) / "mlx" / getattr(mx, "__version__") / "cpu"  # noqa: B009
+    version: str = getattr(mx, "__version__")  # noqa: B009 - mlx.core's stub has no __version__
+    return Path(tempfile.gettempdir()) / "mlx" / version / "cpu"
 
 
 def kernel_count() -> int:
