@@ -30,7 +30,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from laya_tui.families.probe_context import ProbeContext
 
 #: Families whose cells get their own slice.
 TRACED_FAMILIES = ("explain", "aoti")
@@ -132,7 +135,7 @@ def enabled(family: str) -> bool:
 
 
 @contextlib.contextmanager
-def cell_trace(ctx: Any) -> Iterator[SliceHandler | None]:
+def cell_trace(ctx: ProbeContext) -> Iterator[SliceHandler | None]:
     """Around one cell's run: its TORCH_TRACE slice, then an ``artifact`` signal naming it
     (and tlparse's page). A no-op for other families and when nothing was traced."""
     if not enabled(getattr(ctx, "family", "")):
@@ -205,7 +208,7 @@ def run_tlparse(log: str, out: str) -> tuple[str | None, str | None]:
     return index, None
 
 
-def report_slice(ctx: Any, path: str, records: int) -> None:
+def report_slice(ctx: ProbeContext, path: str, records: int) -> None:
     """The slice as an ``artifact`` signal, and tlparse's page as another when it ran."""
     try:
         detail: dict[str, Any] = dict(slice_summary(path))

@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.aoti.compare import compare_heads, compare_latency
 from laya_tui.families.aoti.exported import input_spec, mixed_dtype_matmuls, specialised
@@ -46,6 +46,9 @@ from laya_tui.families.aoti.toolchain import (
     require_aoti,
 )
 
+if TYPE_CHECKING:
+    from laya_tui.families.probe_context import ProbeContext
+
 FRESH_TIMEOUT = 300.0
 FIX_CONSTANT = ("torch.export bakes non-tensor inputs into the package: export one package "
                 "per value, or pass the choice as a tensor (torch.cond / torch.where on it)")
@@ -54,7 +57,7 @@ FIX_CONSTANT = ("torch.export bakes non-tensor inputs into the package: export o
 class Pipeline:
     """One cell: its steps, their signals, and its results.json."""
 
-    def __init__(self, ctx: Any, target: Target, root: Path) -> None:
+    def __init__(self, ctx: ProbeContext, target: Target, root: Path) -> None:
         self.ctx = ctx
         self.target = target
         self.root = Path(root)
@@ -476,7 +479,7 @@ class Pipeline:
         return cmodel
 
 
-def run_target(ctx: Any, target: Target, out: str | None) -> dict[str, Any]:
+def run_target(ctx: ProbeContext, target: Target, out: str | None) -> dict[str, Any]:
     """Run one cell end to end; skip when AOTInductor cannot run, fail on a failed step."""
     from laya_tui.core.files import artifact_dir
 
