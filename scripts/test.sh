@@ -12,7 +12,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${LAYA_CHROMIUM:-}" ] \
     >/dev/null 2>&1 || echo "laya-tui: could not install chromium; its tests will skip" >&2
 fi
 # Lint and types first (seconds): ruff over the code, mypy (pinned in the dev extra,
-# configured in pyproject.toml) over the package.
+# configured in pyproject.toml) over the package and the tests (its `files`).
 .venv/bin/python -m ruff check laya_tui probes kernels tests benchmarks
-.venv/bin/python -m mypy laya_tui
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

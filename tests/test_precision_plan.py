@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 
@@ -18,6 +19,7 @@ pytest.importorskip("torch")
 import torch  # noqa: E402
 
 from laya_tui.families.explain import precision_plan as pp  # noqa: E402
+from laya_tui.families.probe_context import ProbeContext  # noqa: E402
 
 LIMIT = 0.05
 D = 16
@@ -273,7 +275,9 @@ def test_plan_after_verdict_emits_a_log_with_the_plan_and_snippet():
         return err, err <= LIMIT
 
     verdict = {"passed": False, "limit": LIMIT}
-    plan = pp.plan_after_verdict(Ctx(), "out", verdict, model=model, reference=ref,
+    # a stand-in with the members the plan uses (options, step, log), not a whole context
+    ctx = cast(ProbeContext, Ctx())
+    plan = pp.plan_after_verdict(ctx, "out", verdict, model=model, reference=ref,
                                  forward=lambda m: m(x.to(torch.bfloat16)),
                                  forward_reference=lambda m: m(x), check=check)
     assert plan is not None and plan.status == pp.FOUND
@@ -285,10 +289,10 @@ def test_plan_after_verdict_emits_a_log_with_the_plan_and_snippet():
     assert sig["site"]["file"] == __file__ and sig["site"]["func"] == "Cancel.forward"
     assert detail["sites"]["blocks.1"].endswith(f":{sig['site']['line']}(Cancel.forward)")
     Ctx.options = {"precision_plan": False}
-    assert pp.plan_after_verdict(Ctx(), "out", verdict, model=model, reference=ref,
+    assert pp.plan_after_verdict(ctx, "out", verdict, model=model, reference=ref,
                                  forward=lambda m: m(x), forward_reference=lambda m: m(x),
                                  check=check) is None
-    assert pp.plan_after_verdict(Ctx(), "out", {"passed": True, "limit": LIMIT},
+    assert pp.plan_after_verdict(ctx, "out", {"passed": True, "limit": LIMIT},
                                  model=model, reference=ref, forward=lambda m: m(x),
                                  forward_reference=lambda m: m(x), check=check) is None
 
