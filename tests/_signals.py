@@ -1,5 +1,6 @@
-"""A signal's optional parts, for tests that expect them there: each accessor asserts the
-part is present (a failing test names the signal) and returns it typed."""
+"""Typed access for tests: a signal's optional parts and a table's rows, each asserted
+present (a failing test names what was missing) and returned typed, not Optional; and the
+named casts a test passes a partial signal, result or report through."""
 
 from __future__ import annotations
 
