@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import linecache
 import re
+from bisect import bisect_right
 from types import CodeType
 from typing import Any
 
 from laya_tui.families.explain.frame_names import INDUCTOR, plain_name
 
 _TRACE_FRAME = re.compile(r'File "(.+)", line (\d+), in (.+)\n')
+#: a traceback frame and the source line it quotes (when it does)
+_TRACE_FRAME_CODE = re.compile(r'File "(.+)", line (\d+), in (.+)\n(?:[ \t]+(\S[^\n]*))?')
 #: (code, line) of a generated frame -> its user frames, innermost first
 _generated: dict[tuple[CodeType, int], list[dict[str, Any]]] = {}
 #: file -> [(co_name, qualified name, first line, last line)] of every code object in it
@@ -46,15 +49,48 @@ def generated_frames(frame: Any, kind: int) -> list[dict[str, Any]]:
 def _inductor(frame: Any) -> list[dict[str, Any]]:
     from torch._inductor.codecache import PyCodeCache
 
-    found = PyCodeCache.stack_frames_for_code(frame.f_code.co_filename, frame.f_lineno)
+    path, lineno = frame.f_code.co_filename, frame.f_lineno
+    linemaps = getattr(PyCodeCache, "linemaps", None)
+    if not isinstance(linemaps, dict):  # another torch: its own parse, no source text
+        found = PyCodeCache.stack_frames_for_code(path, lineno) or []
+        frames = [(str(f["filename"]), int(f["line"]), str(f["name"]), None) for f in found]
+    else:  # what stack_frames_for_code reads, keeping each frame's source text
+        lines, nodes = linemaps.get(path) or ([], [])
+        p = bisect_right(lines, lineno)
+        entry = nodes[p - 1] if p else None
+        frames = [(f, int(ln), n, code) for f, ln, n, code
+                  in reversed(_TRACE_FRAME_CODE.findall(entry or ""))]
     out = []
-    for f in found or []:
-        line, name = int(f["line"]), str(f["name"])
-        file = loaded_path(str(f["filename"]), line, plain_name(name))
+    for file_, line, name, code in frames:
+        file = loaded_path(file_, line, plain_name(name))
         if file is None:  # the cache served another source's line map: no expansion
             return []
-        out.append(_site(file, line, name))
+        now = current_line(file, line, code, plain_name(name))
+        if now is None:  # that line is no longer in the file: no site rather than a wrong one
+            return []
+        out.append(_site(file, now, name))
     return out
+
+
+def current_line(file: str, line: int, code: str | None, func: str | None) -> int | None:
+    """Where the source line a stack trace quotes (``code``) is in ``file`` now.
+
+    Inductor's FX-graph cache keys the graph, not the source: after an edit that moves
+    lines but leaves the graph as it was, it serves the old line numbers. ``line`` stays
+    when the file still has ``code`` there; else the one line of function ``func`` that
+    holds it; None when there is none or more than one. No ``code``: ``line``.
+    """
+    if not code or not code.strip():
+        return line
+    want = code.strip()
+    linecache.checkcache(file)
+    if linecache.getline(file, line).strip() == want:
+        return line
+    hits = [i + 1 for i, text in enumerate(linecache.getlines(file)) if text.strip() == want]
+    if func:
+        _tables.pop(file, None)  # the file changed since its table was read
+        hits = [h for h in hits if _defines(file, h, func)]
+    return hits[0] if len(hits) == 1 else None
 
 
 #: (how many modules were loaded, realpath of each module file, basename -> those paths)
