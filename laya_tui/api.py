@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from laya_tui.core.cellid import cell_id
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Reply  # noqa: F401 - re-exported
@@ -228,15 +228,15 @@ class Context:
         if self._add_dep is not None:
             self._add_dep(os.path.abspath(os.fspath(path)))
 
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str) -> NoReturn:
         """End the probe as ``skipped`` with ``reason`` (say how to install what is missing)."""
         raise Skipped(reason)
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str) -> NoReturn:
         """End the probe as ``failed`` with ``reason``: a finding about the subject."""
         raise Failed(reason)
 
-    def error(self, reason: str) -> None:
+    def error(self, reason: str) -> NoReturn:
         """End the probe as ``error``: it could not examine its subject at all.
 
         Use it for what the user must fix before anything can be found (kernel arguments

@@ -1,11 +1,12 @@
 """The probe's ``ctx`` (:class:`laya_tui.api.Context`) as the families use it: the families
-layer does not import the api, so it names the methods it calls here. ``skip`` and
-``fail`` raise: they end the probe."""
+layer does not import the api, so it names the methods it calls here (one protocol for
+every family; ``tests/test_tilelang_records.py`` keeps it in step with the api). ``skip``,
+``fail`` and ``error`` raise: they end the probe."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from laya_tui.core.report_types import SignalDict
 
@@ -39,6 +40,14 @@ class ProbeContext(Protocol):
 
     def depends_on(self, path: str | os.PathLike[str]) -> None: ...
 
-    def skip(self, reason: str) -> None: ...
+    def lowering(self, subject: str, *, passed: bool, reason: str | None = None,
+                 **fields: Any) -> SignalDict: ...
 
-    def fail(self, reason: str) -> None: ...
+    def compare(self, subject: str, out: Any, ref: Any, *, atol: float, mask: Any = None,
+                **fields: Any) -> SignalDict: ...
+
+    def skip(self, reason: str) -> NoReturn: ...
+
+    def fail(self, reason: str) -> NoReturn: ...
+
+    def error(self, reason: str) -> NoReturn: ...

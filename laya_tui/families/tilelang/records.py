@@ -10,11 +10,11 @@ keyword arguments, a module's globals (all handed on as they are), the probe's r
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
 
-from laya_tui.core.report_types import SignalDict, SiteDict
+from laya_tui.core.report_types import SiteDict
+from laya_tui.families.probe_context import ProbeContext as _ProbeContext
 
 if TYPE_CHECKING:
     import torch
@@ -266,34 +266,5 @@ class Example(Protocol):
         ...
 
 
-class ProbeContext(Protocol):
-    """The probe's ``ctx`` (``laya_tui.api.Context``) as the TileLang cells use it (the
-    families layer does not import the api). ``skip``, ``fail`` and ``error`` raise: they
-    end the cell."""
-
-    @property
-    def options(self) -> ProbeOptions: ...
-
-    def log(self, text: str, **fields: Any) -> SignalDict: ...
-
-    def timing(self, subject: str, seconds: float, **fields: Any) -> SignalDict: ...
-
-    def artifact(self, subject: str, path: "str | os.PathLike[str]",
-                 **fields: Any) -> SignalDict: ...
-
-    def lowering(self, subject: str, *, passed: bool, reason: str | None = None,
-                 **fields: Any) -> SignalDict: ...
-
-    def tolerance(self, subject: str, value: float, limit: float, *,
-                  passed: bool | None = None, **fields: Any) -> SignalDict: ...
-
-    def compare(self, subject: str, out: Any, ref: Any, *, atol: float, mask: Any = None,
-                **fields: Any) -> SignalDict: ...
-
-    def depends_on(self, path: "str | os.PathLike[str]") -> None: ...
-
-    def skip(self, reason: str) -> None: ...
-
-    def fail(self, reason: str) -> None: ...
-
-    def error(self, reason: str) -> None: ...
+#: The probe's ``ctx`` as every family uses it (one protocol: families/probe_context.py).
+ProbeContext = _ProbeContext
