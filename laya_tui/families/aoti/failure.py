@@ -11,9 +11,11 @@ import re
 import sysconfig
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from laya_tui.core.logtext import trim_faulthandler
+from laya_tui.core.open_types import Detail, JsonObject
+from laya_tui.core.report_types import SiteDict
 
 #: Lines that introduce or wrap an error rather than state it.
 _NOISE = [re.compile(p) for p in (
@@ -62,6 +64,16 @@ FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+class MissingFake(TypedDict):
+    """A custom op torch could not trace for want of a fake (meta) impl."""
+
+    op: str
+    gb: str | None
+    register: str
+    site: SiteDict | None
+    reason: str
+
+
 @dataclass
 class StepFailure:
     """One failed step, ready to become a ``log`` signal and a results.json entry."""
@@ -70,11 +82,11 @@ class StepFailure:
     exception: str
     line: str
     text: str
-    site: dict[str, Any] | None = None
+    site: SiteDict | None = None
     fix: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: Detail = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Detail:
         """JSON-ready form for results.json."""
         return {"step": self.step, "exception": self.exception, "line": self.line,
                 "site": self.site, "fix": self.fix, "text": self.text[-6000:], **self.detail}
@@ -118,7 +130,7 @@ def _is_library(path: str) -> bool:
     return real.startswith(here + os.sep) or real.startswith("<")
 
 
-def user_site_from_frames(frames: list[tuple[str, int, str]]) -> dict[str, Any] | None:
+def user_site_from_frames(frames: list[tuple[str, int, str]]) -> SiteDict | None:
     """The innermost ``(file, line, func)`` that is user code (not torch, not this pipeline)."""
     for path, line, func in reversed(frames):
         if not _is_library(path):
@@ -126,20 +138,20 @@ def user_site_from_frames(frames: list[tuple[str, int, str]]) -> dict[str, Any] 
     return None
 
 
-def user_site(exc: BaseException) -> dict[str, Any] | None:
+def user_site(exc: BaseException) -> SiteDict | None:
     """The user's call site of ``exc``: its traceback first, then ``File ...`` lines in its text."""
     frames = [(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(exc.__traceback__)]
     site = user_site_from_frames(frames)
     return site or site_from_text(str(exc))
 
 
-def site_from_text(text: str) -> dict[str, Any] | None:
+def site_from_text(text: str) -> SiteDict | None:
     """The innermost user frame among ``File "...", line N, in f`` lines of a text."""
     frames = [(m.group(1), int(m.group(2)), m.group(3)) for m in _FILE_LINE.finditer(text)]
     return user_site_from_frames(frames)
 
 
-def cpp_site(text: str) -> dict[str, Any] | None:
+def cpp_site(text: str) -> SiteDict | None:
     """``{file, line, func}`` from an AOTInductor ``API call failed at FILE, line N`` line."""
     m = _CPP_SITE.search(text)
     if not m:
@@ -147,7 +159,7 @@ def cpp_site(text: str) -> dict[str, Any] | None:
     return {"file": m.group(2), "line": int(m.group(3)), "func": m.group(1)}
 
 
-def missing_fake(text: str, site: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def missing_fake(text: str, site: SiteDict | None = None) -> MissingFake | None:
     """``{op, gb, register, site, reason}`` when ``text`` says a custom op has no fake impl.
 
     Torch says it the same way under torch.compile (a ``TorchRuntimeError`` with the graph
@@ -181,7 +193,7 @@ def describe(step: str, exc: BaseException, **detail: Any) -> StepFailure:
                        site=site, fix=fix_for(text), detail=dict(detail))
 
 
-def describe_remote(step: str, error: dict[str, Any] | None, stderr: str = "",
+def describe_remote(step: str, error: JsonObject | None, stderr: str = "",
                     returncode: int | None = None, **detail: Any) -> StepFailure:
     """Describe a failure reported by (or inferred from) the fresh worker process."""
     if error:
