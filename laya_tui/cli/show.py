@@ -58,10 +58,11 @@ def source_line(report: ReportDict, path: str) -> str:
 
 def trace_line(report: ReportDict) -> str:
     """One line naming an imported TORCH_TRACE folder: its logs and their torch."""
-    imported = report.get("imported") or {}
-    files = imported.get("files") or []
+    imported = report.get("imported")
+    files = (imported.get("files") if imported else None) or []
+    where = imported.get("path", "") if imported else ""
     torch = sorted({str(f["torch"]) for f in files if f.get("torch")})
-    return (f"TORCH_TRACE {imported.get('path', '')}: {len(files)} log(s) ("
+    return (f"TORCH_TRACE {where}: {len(files)} log(s) ("
             + ", ".join(f["label"] for f in files) + ")"
             + (f", torch {', '.join(torch)}" if torch else ""))
 

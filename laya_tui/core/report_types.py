@@ -328,6 +328,27 @@ class EnvComparisonDict(TypedDict):
     candidates: list[EnvCandidateDict]
 
 
+class ImportedFileDict(TypedDict):
+    """One TORCH_TRACE log an imported report was read from (``report.trace_import``)."""
+
+    file: str
+    label: str
+    rank: NotRequired[int | None]
+    bytes: NotRequired[int]
+    records: int
+    unknown: NotRequired[int]
+    bad: int
+    torch: NotRequired[str | None]
+
+
+#: The report's ``imported`` section: the TORCH_TRACE logs it was read from, and the
+#: import's own ``seconds`` (written by ``trace_report``); ``from`` is a keyword, hence the
+#: functional form.
+ImportedDict = TypedDict("ImportedDict", {"from": str, "path": str,
+                                          "files": list[ImportedFileDict],
+                                          "seconds": NotRequired[float]})
+
+
 class ReportDict(TypedDict):
     """The report document (the schema's top level; ``report.document.build_report``).
     Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
@@ -345,7 +366,7 @@ class ReportDict(TypedDict):
     envs: NotRequired[dict[str, EnvInfoDict]]
     env_comparison: NotRequired[EnvComparisonDict]
     hosts: NotRequired[dict[str, dict[str, Any]]]
-    imported: NotRequired[dict[str, Any]]
+    imported: NotRequired[ImportedDict]
     merged: NotRequired[dict[str, Any]]
 
 
@@ -416,6 +437,7 @@ SCHEMA_PATHS: dict[str, type] = {
     "properties/summary/properties/not_run": NotRunDict,
     "properties/summary/properties/ungated": UngatedDict,
     "properties/errors/items": FileErrorDict,
+    "properties/imported/properties/files/items": ImportedFileDict,
     "$defs/probe/properties/error": ErrorDict,
     "$defs/probe/properties/budget": BudgetDict,
 }

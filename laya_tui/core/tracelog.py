@@ -24,7 +24,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
+
+from laya_tui.core.open_types import JsonObject
 
 #: Envelope fields (``trace_structured``'s reserved names and what it adds); every other
 #: top-level key of an envelope is the record's type.
@@ -65,7 +67,7 @@ class Record:
 
     type: str
     meta: Any
-    envelope: dict[str, Any]
+    envelope: JsonObject
     line: int
     pid: int
     time: str
@@ -96,6 +98,23 @@ class Record:
             return None
 
 
+class TraceFrame(TypedDict):
+    """One stack frame a log records, as a site: ``file`` (as torch wrote it), and ``line``,
+    ``func`` and ``code`` (the source line) where the log has them."""
+
+    file: str
+    line: NotRequired[int]
+    func: NotRequired[str]
+    code: NotRequired[str]
+
+
+class BadLine(TypedDict):
+    """A bad record kept for the report: its line in the log and why it was skipped."""
+
+    line: int
+    why: str
+
+
 @dataclass
 class LogStats:
     """What reading one log found besides its records: counts, bad lines, interned names."""
@@ -107,7 +126,7 @@ class LogStats:
     by_type: Counter[str] = field(default_factory=Counter)
     unknown: Counter[str] = field(default_factory=Counter)
     bad: int = 0
-    bad_lines: list[dict[str, Any]] = field(default_factory=list)
+    bad_lines: list[BadLine] = field(default_factory=list)
     ranks: set[int] = field(default_factory=set)
     pids: set[int] = field(default_factory=set)
     strings: dict[int, str] = field(default_factory=dict)
@@ -127,7 +146,7 @@ class LogStats:
         m = _RANK_NAME.search(os.path.basename(self.path))
         return int(m.group(1)) if m else None
 
-    def frame(self, entry: Any) -> dict[str, Any] | None:
+    def frame(self, entry: Any) -> TraceFrame | None:
         """A stack entry (``{"filename": n, "line": l, "name": f, "loc": code}``) as a site
         ``{file, line, func}`` (plus ``code``), its interned file name resolved."""
         if not isinstance(entry, dict):
@@ -138,7 +157,7 @@ class LogStats:
             fname = self.strings.get(ref, "(unknown)") if isinstance(ref, int) else ref
         if not isinstance(fname, str):
             return None
-        site: dict[str, Any] = {"file": fname}
+        site: TraceFrame = {"file": fname}
         if isinstance(entry.get("line"), int):
             site["line"] = entry["line"]
         if isinstance(entry.get("name"), str):
@@ -147,7 +166,7 @@ class LogStats:
             site["code"] = entry["loc"]
         return site
 
-    def stack(self, entries: Any) -> list[dict[str, Any]]:
+    def stack(self, entries: Any) -> list[TraceFrame]:
         """A whole stack (a list of entries) as sites, outermost first."""
         if not isinstance(entries, list):
             return []

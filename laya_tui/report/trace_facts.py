@@ -10,7 +10,9 @@ does not look as expected yields fewer facts, never an exception. Standard libra
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import NotRequired, TypedDict
+
+from laya_tui.core.tracelog import TraceFrame
 
 _USER_AT = re.compile(r"Graph break in user code at (.+):(\d+)\s*$")
 _GB_ID = re.compile(r"/gb/gb(\d+)\.html")
@@ -27,15 +29,49 @@ _COMPILE_ID = re.compile(r"^\s*(!?\d+/)?(\d+/\d+)(?:_\d+)?: ")
 _EXC_PREFIX = re.compile(r"^(?:[\w.]+\.)?(?:Unsupported|UserError|[A-Z]\w*Error): ")
 
 
-def parse_graph_break(text: str) -> dict[str, Any]:
+class CodeSite(TypedDict):
+    """A user line with its function and code: where a guard was installed (``file`` as
+    torch shortened it), where a failed export's partial graph stopped."""
+
+    file: str
+    line: int
+    func: str
+    code: str
+
+
+class GraphBreakFacts(TypedDict):
+    """What one ``dynamo_graph_break_reason`` payload says (see :func:`parse_graph_break`);
+    ``record_line``: its line in the log, added by the reader."""
+
+    type: str | None
+    hints: list[str]
+    stack: list[TraceFrame]
+    site: NotRequired[TraceFrame | None]
+    gb_id: NotRequired[str]
+    documentation: NotRequired[str]
+    explanation: NotRequired[str]
+    context: NotRequired[str]
+    skipped_frame: NotRequired[str]
+    record_line: NotRequired[int]
+
+
+class GuardFailure(TypedDict):
+    """One failing guard (see :func:`parse_guard_failure`)."""
+
+    guard: str
+    failed_compile: NotRequired[str]
+    stack: NotRequired[list[TraceFrame]]
+
+
+def parse_graph_break(text: str) -> GraphBreakFacts:
     """A ``dynamo_graph_break_reason`` payload -> ``type`` (the graph-break type: the line
     above ``Explanation:``), ``gb_id`` (``GB0170``), ``documentation``, ``explanation``,
     ``hints``, ``context`` (the reason's first line when it is not the type), ``site`` (the
     user line), ``stack`` (user frames, outermost first) and ``skipped_frame`` (the frame
     Dynamo gave up on and ran eager, when it says so)."""
     lines = text.splitlines()
-    out: dict[str, Any] = {"type": None, "hints": [], "stack": []}
-    site: dict[str, Any] | None = None
+    out: GraphBreakFacts = {"type": None, "hints": [], "stack": []}
+    site: TraceFrame | None = None
     reason_first: str | None = None
     for i, ln in enumerate(lines):
         s = ln.strip()
@@ -63,10 +99,10 @@ def parse_graph_break(text: str) -> dict[str, Any]:
     if site is not None:
         for f in reversed(out["stack"]):
             if f["file"] == site["file"] and f["line"] == site["line"]:
-                site = dict(f)
+                site = f.copy()
                 break
     elif out["stack"]:
-        site = dict(out["stack"][-1])
+        site = out["stack"][-1].copy()
     out["site"] = site
     return out
 
@@ -94,12 +130,12 @@ def _continued(lines: list[str], i: int, first: str) -> str:
     return " ".join(parts)
 
 
-def user_frames(text: str) -> list[dict[str, Any]]:
+def user_frames(text: str) -> list[TraceFrame]:
     """The frames of the user-code section (``User code traceback:``, ``the following user
     code:``, ``User stack trace:``) as ``{file, line, func, code?}``, outermost first; the
     framework's own ``Traceback (most recent call last):`` that follows is not read."""
     lines = text.splitlines()
-    out: list[dict[str, Any]] = []
+    out: list[TraceFrame] = []
     inside = False
     for i, ln in enumerate(lines):
         s = ln.strip()
@@ -113,8 +149,8 @@ def user_frames(text: str) -> list[dict[str, Any]]:
             break
         m = _FRAME.match(ln)
         if m:
-            frame: dict[str, Any] = {"file": m.group(1), "line": int(m.group(2)),
-                                     "func": m.group(3)}
+            frame: TraceFrame = {"file": m.group(1), "line": int(m.group(2)),
+                                 "func": m.group(3)}
             nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
             if nxt and not _FRAME.match(lines[i + 1]) and not set(nxt) <= set("^~ "):
                 frame["code"] = nxt
@@ -122,12 +158,12 @@ def user_frames(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def parse_guard_failure(text: str) -> dict[str, Any]:
+def parse_guard_failure(text: str) -> GuardFailure:
     """One ``recompile_reasons`` entry (``"0/0: tensor 'x' size mismatch ..."``) ->
     ``failed_compile`` (the cache entry whose guard failed), ``guard`` (the text without it,
     first line), ``stack`` (a ``User stack trace:`` that follows, when torch recorded one)."""
     first, _, rest = str(text).partition("\n")
-    out: dict[str, Any] = {"guard": first.strip()}
+    out: GuardFailure = {"guard": first.strip()}
     m = _COMPILE_ID.match(first)
     if m:
         out["failed_compile"] = (m.group(1) or "") + m.group(2)
@@ -139,11 +175,11 @@ def parse_guard_failure(text: str) -> dict[str, Any]:
     return out
 
 
-def guard_origins(tree: str, limit: int = 400) -> dict[str, dict[str, Any]]:
+def guard_origins(tree: str, limit: int = 400) -> dict[str, CodeSite]:
     """A ``dynamo_cpp_guards_str`` payload (the guard tree) -> ``{key: origin}``: each guarded
     source (``L['x']``) and each leaf guard's text, mapped to the user line that installed
     it (``{file, line, func, code}``; ``file`` as torch shortened it)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, CodeSite] = {}
     sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
     for ln in tree.splitlines():
         head, sep, leaf = ln.partition("+- ")
@@ -159,8 +195,8 @@ def guard_origins(tree: str, limit: int = 400) -> dict[str, dict[str, Any]]:
         m = _ORIGIN.search(leaf)
         if m is None:
             continue
-        origin = {"file": m.group("file"), "line": int(m.group("line")),
-                  "func": m.group("func"), "code": m.group("code").strip()}
+        origin: CodeSite = {"file": m.group("file"), "line": int(m.group("line")),
+                              "func": m.group("func"), "code": m.group("code").strip()}
         text = leaf[:m.start()].strip()
         out.setdefault(text, origin)
         if sources:
@@ -170,7 +206,7 @@ def guard_origins(tree: str, limit: int = 400) -> dict[str, dict[str, Any]]:
     return out
 
 
-def origin_of(guard: str, origins: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def origin_of(guard: str, origins: dict[str, CodeSite]) -> CodeSite | None:
     """Where the guard that failed (``guard``: its failure text) was installed: the tensor it
     names (``tensor 'x' ...`` -> ``L['x']``), else a leaf guard whose text holds it."""
     m = _TENSOR_NAME.search(guard)
@@ -195,7 +231,7 @@ def resolve_file(short: str, candidates: list[str]) -> str:
     return short
 
 
-def partial_graph_stop(code: str) -> dict[str, Any] | None:
+def partial_graph_stop(code: str) -> CodeSite | None:
     """The last user line an FX graph's code records (``# File: F:L in func, code: ...``):
     where tracing of a failed ``make_fx``/export got to."""
     last = None
@@ -216,9 +252,9 @@ def is_torch_file(path: str) -> bool:
         or "/site-packages/torch_" in p
 
 
-def user_only(stack: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def user_only(stack: list[TraceFrame]) -> list[TraceFrame]:
     """The frames that are not torch's own."""
-    return [f for f in stack if not is_torch_file(str(f.get("file", "")))]
+    return [f for f in stack if not is_torch_file(f["file"])]
 
 
 def short_path(path: str) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from laya_tui.core.tracelog import CompileKey, LogStats, Record, read_records
+from laya_tui.core.open_types import JsonObject
+from laya_tui.core.tracelog import CompileKey, LogStats, Record, TraceFrame, read_records
 from laya_tui.report import trace_facts as tf
 
 _CACHE = re.compile(r"^(\w+?)_cache_(hit|miss|bypass)$")
@@ -28,16 +29,37 @@ def want_payload(kind: str, meta: Any) -> bool:
     return kind in _PAYLOAD_TYPES
 
 
+class Unbacked(TypedDict):
+    """The last unbacked symbol the log created (``u0``) and the user line that made it."""
+
+    symbol: Any  # as the record has it (a str from torch)
+    site: TraceFrame | None
+
+
+class ExportFailure(TypedDict):
+    """A failed export the log records: ``kind`` (``make_fx_fail_partial``,
+    ``missing_fake_kernel``, ``mismatched_fake_kernel``), its ``line`` in the log, the stack,
+    and per kind where the partial graph stopped or the fake kernel's op and reason."""
+
+    kind: str
+    line: int
+    stack: list[TraceFrame]
+    stop: NotRequired[tf.CodeSite | None]
+    unbacked: NotRequired[Unbacked | None]
+    op: NotRequired[Any]  # as the record has it
+    reason: NotRequired[Any]
+
+
 @dataclass
 class Compile:
     """What the log said about one compile of one frame."""
 
     key: CompileKey
-    start_stack: list[dict[str, Any]] = field(default_factory=list)
-    metrics: dict[str, Any] | None = None
-    breaks: list[dict[str, Any]] = field(default_factory=list)
+    start_stack: list[TraceFrame] = field(default_factory=list)
+    metrics: JsonObject | None = None  # the compilation_metrics record, as torch wrote it
+    breaks: list[tf.GraphBreakFacts] = field(default_factory=list)
     guard_failures: list[str] = field(default_factory=list)
-    origins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    origins: dict[str, tf.CodeSite] = field(default_factory=dict)
     cache: Counter[str] = field(default_factory=Counter)
     error: str | None = None
 
@@ -48,8 +70,8 @@ class TraceLog:
 
     stats: LogStats
     compiles: dict[CompileKey, Compile] = field(default_factory=dict)
-    exports: list[dict[str, Any]] = field(default_factory=list)
-    unbacked: dict[str, Any] | None = None
+    exports: list[ExportFailure] = field(default_factory=list)
+    unbacked: Unbacked | None = None
     cache: Counter[str] = field(default_factory=Counter)
     torch_version: str | None = None
 

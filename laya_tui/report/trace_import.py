@@ -30,10 +30,18 @@ from collections import Counter
 from typing import Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import ReportDict, ResultDict, SignalDict
+from laya_tui.core.open_types import Detail, JsonObject, Params
+from laya_tui.core.report_types import (
+    ImportedDict,
+    ImportedFileDict,
+    ReportDict,
+    ResultDict,
+    SignalDict,
+    SiteDict,
+)
 from laya_tui.core.results import make_result
 from laya_tui.core.signals import make_signal
-from laya_tui.core.tracelog import CompileKey, trace_files
+from laya_tui.core.tracelog import CompileKey, TraceFrame, trace_files
 from laya_tui.report import trace_facts as tf
 from laya_tui.report.trace_gather import Compile, TraceLog, read_log
 
@@ -50,19 +58,34 @@ FIX_EXPORT = ("make the traced code export-friendly at that line (torch.cond for
 NO_GUARD = "recompile (the failing guard is not in the log)"
 # -- from what a log said to cells --------------------------------------------------------
 
-def _frame_name(comp: list[Compile]) -> tuple[str, dict[str, Any] | None]:
+def _site(f: TraceFrame | tf.CodeSite) -> SiteDict:
+    """A frame's ``{file, line, func}`` (those it has), as a signal's site."""
+    site: SiteDict = {"file": f["file"]}
+    if "line" in f:
+        site["line"] = f["line"]
+    if "func" in f:
+        site["func"] = f["func"]
+    return site
+
+
+def _frame_detail(f: TraceFrame) -> Detail:
+    """A frame's ``{file, line, func, code}`` (those it has), for a signal's detail."""
+    return {k: v for k, v in f.items() if k in ("file", "line", "func", "code")}
+
+
+def _frame_name(comp: list[Compile]) -> tuple[str, SiteDict | None]:
     """``f (pkg/model.py:3)`` and the frame's own site, from its metrics or start stack."""
     for c in comp:
         m = c.metrics or {}
         if m.get("co_name") and m.get("co_filename"):
             file, line = str(m["co_filename"]), m.get("co_firstlineno")
-            site = {"file": file, "line": line, "func": str(m["co_name"])}
+            site: SiteDict = {"file": file, "line": line, "func": str(m["co_name"])}
             return f"{m['co_name']} ({tf.short_path(file)}:{line})", site
     for c in comp:
         if c.start_stack:
             f = c.start_stack[-1]
             return (f"{f.get('func', '?')} ({tf.short_path(f['file'])}:{f.get('line')})",
-                    {k: f[k] for k in ("file", "line", "func") if k in f})
+                    _site(f))
     return "frame (name not in the log)", None
 
 
@@ -71,7 +94,7 @@ def _cid(key: CompileKey) -> str:
     return (f"!{ca}/" if ca is not None else "") + f"{frame}/{'-' if fcid is None else fcid}"
 
 
-def _seconds(m: dict[str, Any] | None) -> float | None:
+def _seconds(m: JsonObject | None) -> float | None:
     v = (m or {}).get("entire_frame_compile_time_s")
     return round(float(v), 6) if isinstance(v, (int, float)) and v >= 0 else None
 
@@ -84,9 +107,9 @@ def _cache_detail(counts: Counter[str]) -> dict[str, dict[str, int]]:
     return out
 
 
-def _compile_detail(c: Compile, frame: str) -> dict[str, Any]:
+def _compile_detail(c: Compile, frame: str) -> Detail:
     m = c.metrics or {}
-    d: dict[str, Any] = {"compile_id": _cid(c.key), "frame": frame, "source": "torch_trace"}
+    d: Detail = {"compile_id": _cid(c.key), "frame": frame, "source": "torch_trace"}
     for k in ("backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s",
               "graph_op_count", "graph_node_count", "guard_count", "cache_size",
               "structured_logging_overhead_s"):
@@ -96,15 +119,14 @@ def _compile_detail(c: Compile, frame: str) -> dict[str, Any]:
         d["cache"] = _cache_detail(c.cache)
     calls = tf.user_only(c.start_stack[:-1])
     if calls:
-        d["called_from"] = {k: calls[-1][k] for k in ("file", "line", "func", "code")
-                            if k in calls[-1]}
+        d["called_from"] = _frame_detail(calls[-1])
     if m.get("restart_reasons"):
         d["restarts"] = len(m["restart_reasons"])
     return d
 
 
 def frame_signals(probe: str, comps: list[Compile], log: TraceLog, files: list[str]
-                  ) -> tuple[list[SignalDict], str, dict[str, Any] | None]:
+                  ) -> tuple[list[SignalDict], str, SiteDict | None]:
     """The signals of one frame (its compiles in compile-id order), its name and site;
     ``files``: the log's full file names (to resolve the ones torch shortened)."""
     frame, fsite = _frame_name(comps)
@@ -115,7 +137,7 @@ def frame_signals(probe: str, comps: list[Compile], log: TraceLog, files: list[s
         seconds = _seconds(m)
         if m is not None and m.get("fail_type"):
             reason = str(m.get("fail_reason") or c.error or "").strip().splitlines()
-            site = fsite
+            site: SiteDict | None = fsite
             if m.get("fail_user_frame_filename"):
                 site = {"file": str(m["fail_user_frame_filename"]),
                         "line": m.get("fail_user_frame_lineno")}
@@ -135,8 +157,8 @@ def frame_signals(probe: str, comps: list[Compile], log: TraceLog, files: list[s
     return sigs, frame, fsite
 
 
-def _recompile(probe: str, c: Compile, frame: str, fsite: dict[str, Any] | None,
-               detail: dict[str, Any], seconds: float | None, log: TraceLog, files: list[str],
+def _recompile(probe: str, c: Compile, frame: str, fsite: SiteDict | None,
+               detail: Detail, seconds: float | None, log: TraceLog, files: list[str],
                ) -> SignalDict:
     failures = [tf.parse_guard_failure(g) for g in c.guard_failures]
     reason, site = NO_GUARD, fsite
@@ -148,22 +170,25 @@ def _recompile(probe: str, c: Compile, frame: str, fsite: dict[str, Any] | None,
         if first.get("failed_compile"):
             detail["failed_compile_id"] = first["failed_compile"]
         user = tf.user_only(first.get("stack") or [])
-        origin = dict(user[-1], **{"from": "guard failure's user stack"}) if user else None
-        if origin is None and first.get("failed_compile"):
-            origin = _origin_in(log, first, c.key, files)
-        if origin is not None:
-            detail["guard_origin"] = origin
-            if not tf.is_torch_file(str(origin.get("file", ""))):  # else: the frame's line
-                site = {k: origin[k] for k in ("file", "line", "func") if k in origin}
+        found: tuple[TraceFrame | tf.CodeSite, str] | None = (
+            (user[-1], "guard failure's user stack") if user else None)
+        if found is None and first.get("failed_compile"):
+            found = _origin_in(log, first, c.key, files)
+        if found is not None:
+            origin, where = found
+            detail["guard_origin"] = {**origin, "from": where}
+            if not tf.is_torch_file(origin["file"]):  # else: the frame's line
+                site = _site(origin)
         if "size mismatch" in reason or "stride mismatch" in reason:
             fix = FIX_RECOMPILE_SHAPE
     return make_signal("recompile", probe, subject=frame, count=1, reason=reason, site=site,
                        seconds=seconds, fix=fix, detail=detail)
 
 
-def _origin_in(log: TraceLog, first: dict[str, Any], key: CompileKey, files: list[str]
-               ) -> dict[str, Any] | None:
-    """The failing guard's origin in the guard tree of the compile whose guard failed."""
+def _origin_in(log: TraceLog, first: tf.GuardFailure, key: CompileKey, files: list[str]
+               ) -> tuple[tf.CodeSite, str] | None:
+    """The failing guard's origin in the guard tree of the compile whose guard failed, and
+    where it was found."""
     frame_s, _, fcid_s = first["failed_compile"].rpartition("/")
     try:
         failed_key = (key[0], int(frame_s.rpartition("/")[2]), int(fcid_s))
@@ -175,9 +200,9 @@ def _origin_in(log: TraceLog, first: dict[str, Any], key: CompileKey, files: lis
     origin = tf.origin_of(first["guard"], failed.origins)
     if origin is None:
         return None
-    origin = dict(origin, file=tf.resolve_file(origin["file"], files))
-    origin["from"] = "guard tree of " + first["failed_compile"]
-    return origin
+    origin = origin.copy()
+    origin["file"] = tf.resolve_file(origin["file"], files)
+    return origin, "guard tree of " + first["failed_compile"]
 
 
 def _graph_breaks(probe: str, comps: list[Compile]) -> list[SignalDict]:
@@ -189,28 +214,28 @@ def _graph_breaks(probe: str, comps: list[Compile]) -> list[SignalDict]:
             key = (gb["type"], None if site is None else (site.get("file"), site.get("line")))
             entry = by.get(key)
             if entry is None:
-                detail: dict[str, Any] = {"graph_break": True, "source": "torch_trace",
+                detail: Detail = {"graph_break": True, "source": "torch_trace",
                                           "graph_break_type": gb["type"], "compile_ids": []}
                 for k_in, k_out in (("gb_id", "graph_break_id"),
                                     ("documentation", "documentation"),
                                     ("explanation", "explanation"), ("hints", "hints"),
                                     ("context", "context"), ("skipped_frame", "skipped_frame")):
-                    if gb.get(k_in):
-                        detail[k_out] = gb[k_in]
+                    if value := gb.get(k_in):
+                        detail[k_out] = value
                 if gb.get("stack"):
                     detail["stack"] = [tf_frame(f) for f in gb["stack"][-7:]]
                 fix = next((h for h in gb.get("hints", []) if not _boiler(h)), FIX_GRAPH_BREAK)
                 entry = by[key] = (make_signal(
                     "fallback", probe, subject="graph break", count=0, reason=gb["type"],
-                    site={k: site[k] for k in ("file", "line", "func") if k in site}
-                    if site else None, fix=fix, detail=detail), detail["compile_ids"])
+                    site=_site(site) if site else None, fix=fix, detail=detail),
+                    detail["compile_ids"])
             sig, compile_ids = entry
             sig["count"] = (sig.get("count") or 0) + 1
             compile_ids.append(_cid(c.key))
     return [sig for sig, _ in by.values()]
 
 
-def tf_frame(f: dict[str, Any]) -> str:
+def tf_frame(f: TraceFrame) -> str:
     """``file:line in func`` (one stack line of a signal's detail)."""
     return f"{f.get('file')}:{f.get('line')} in {f.get('func')}"
 
@@ -226,18 +251,17 @@ def _export_signals(probe: str, log: TraceLog) -> tuple[list[SignalDict], str | 
     for e in log.exports:
         stack = tf.user_only(e.get("stack") or [])
         call = stack[0] if stack else None
-        detail: dict[str, Any] = {"record": e["kind"], "line_in_log": e["line"]}
+        detail: Detail = {"record": e["kind"], "line_in_log": e["line"]}
         if call:
-            detail["export_call"] = {k: call[k] for k in ("file", "line", "func", "code")
-                                     if k in call}
-        site = None
+            detail["export_call"] = _frame_detail(call)
+        site: SiteDict | None = None
         if e["kind"] == "make_fx_fail_partial":
-            if not any("/export/" in str(f.get("file", "")) for f in e["stack"]):
+            if not any("/export/" in f["file"] for f in e["stack"]):
                 detail["not_export"] = True  # make_fx outside torch.export
             stop = e.get("stop")
             unb = e.get("unbacked")
             if stop:
-                site = {k: stop[k] for k in ("file", "line", "func")}
+                site = _site(stop)
                 detail["stopped_at_code"] = stop.get("code")
             if unb and unb.get("symbol"):
                 detail["unbacked_symbol"] = unb
@@ -259,7 +283,7 @@ def _export_signals(probe: str, log: TraceLog) -> tuple[list[SignalDict], str | 
 
 
 def _result(cell: str, status: str, reason: str | None, signals: list[SignalDict], *,
-            params: dict[str, Any], file: str | None, seconds: float = 0.0,
+            params: Params, file: str | None, seconds: float = 0.0,
             started: float | None = None, ended: float | None = None) -> ResultDict:
     return make_result({"id": cell, "family": FAMILY, "params": params, "file": file},
                        status, reason, seconds=round(seconds, 6), deps=[], signals=signals,
@@ -292,7 +316,7 @@ def log_results(log: TraceLog, label: str) -> list[ResultDict]:
         spans = [(st, st + (_seconds(c.metrics) or 0.0)) for st, c in zip(starts, comps,
                                                                            strict=True)
                  if isinstance(st, (int, float))]
-        params = {"rank": stats.rank, "frame_id": frame_id, "frame": name,
+        params: Params = {"rank": stats.rank, "frame_id": frame_id, "frame": name,
                   "compiles": len(comps), "log": os.path.basename(stats.path)}
         if ca is not None:
             params["compiled_autograd_id"] = ca
@@ -330,7 +354,7 @@ def _log_cell(log: TraceLog, label: str, totals: Counter[str], nframes: int) -> 
                      "this version does not know")
     if stats.bad:
         parts.append(f"{stats.bad} bad record(s) skipped")
-    detail: dict[str, Any] = {"records": stats.records, "by_type": dict(
+    detail: Detail = {"records": stats.records, "by_type": dict(
         stats.by_type.most_common()), "unknown": dict(stats.unknown), "bad": stats.bad,
         "bad_lines": stats.bad_lines, "pids": sorted(stats.pids), "rank": stats.rank}
     sigs.append(make_signal("log", cell, subject="records", reason=", ".join(parts),
@@ -399,7 +423,7 @@ def _labels(logs: list[TraceLog]) -> list[str]:
     return out
 
 
-def read_trace(path: str) -> tuple[list[ResultDict], dict[str, Any]]:
+def read_trace(path: str) -> tuple[list[ResultDict], ImportedDict]:
     """Every cell of a TORCH_TRACE folder (or one log), and the report's ``imported`` section;
     a path with no log, or logs with no record at all, is a :class:`UsageError`."""
     files = trace_files(path)
@@ -419,7 +443,7 @@ def read_trace(path: str) -> tuple[list[ResultDict], dict[str, Any]]:
     logs.sort(key=lambda lg: (lg.stats.rank is None, lg.stats.rank or 0,
                               lg.stats.first_time or "", lg.stats.path))
     results: list[ResultDict] = []
-    inputs = []
+    inputs: list[ImportedFileDict] = []
     labels = _labels(logs)
     for log, label in zip(logs, labels, strict=True):
         results.extend(log_results(log, label))
@@ -430,7 +454,7 @@ def read_trace(path: str) -> tuple[list[ResultDict], dict[str, Any]]:
     diverged = rank_divergence(logs, labels)
     if diverged is not None:
         results.insert(0, diverged)
-    imported = {"from": "TORCH_TRACE", "path": os.path.abspath(path), "files": inputs}
+    imported: ImportedDict = {"from": "TORCH_TRACE", "path": os.path.abspath(path), "files": inputs}
     return results, imported
 
 
@@ -448,7 +472,7 @@ def trace_report(path: str, gates: Any = None) -> ReportDict:
     imported["seconds"] = round(seconds, 3)
     report = build_report(results, seconds=seconds, gates=gate_list, extra=dict(
         extra, imported=imported))
-    versions = sorted({f["torch"] for f in imported["files"] if f.get("torch")})
+    versions = sorted({t for f in imported["files"] if (t := f.get("torch"))})
     report["environment"] = {"versions": {"torch": versions[0]} if len(versions) == 1 else
                              ({"torch": ", ".join(versions)} if versions else {}),
                              "host": {}, "source": f"TORCH_TRACE {imported['path']}"}

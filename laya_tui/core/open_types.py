@@ -1,0 +1,15 @@
+"""Names for the mappings that stay open on purpose (each is ``dict[str, Any]``): JSON read
+from outside before it is validated, and the report fields the schema leaves free-form
+(``report/schema.json``: a signal's ``detail``, a cell's ``params``). Everything that has a
+fixed shape gets a TypedDict or dataclass of its own instead (``core/report_types.py``)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+#: A JSON object read from a file, a log or another process, before it is validated.
+JsonObject: TypeAlias = dict[str, Any]
+#: A signal's ``detail``: free-form per signal kind (``{"type": "object"}`` in the schema).
+Detail: TypeAlias = dict[str, Any]
+#: A cell's ``params``: free-form per family (``{"type": "object"}`` in the schema).
+Params: TypeAlias = dict[str, Any]
