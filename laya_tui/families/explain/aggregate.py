@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.explain.records import Detail, EntryFields, SiteDict
+
 SiteKey = tuple[str, int | None, str | None]
 
 
-def site_key(site: dict[str, Any] | None) -> SiteKey | None:
+def site_key(site: SiteDict | None) -> SiteKey | None:
     """Hashable identity of a site dict."""
     if not site:
         return None
@@ -26,14 +28,14 @@ class Entry:
     kind: str
     subject: str
     reason: str | None
-    site: dict[str, Any] | None
+    site: SiteDict | None
     count: int = 0
     bytes: int | None = None
     seconds: float | None = None
     fix: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: Detail = field(default_factory=dict)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> EntryFields:
         """Keyword arguments for ``ctx.signal(kind, **fields)``."""
         return {"subject": self.subject, "count": self.count, "bytes": self.bytes,
                 "reason": self.reason, "site": self.site, "fix": self.fix,
@@ -48,9 +50,9 @@ class Aggregator:
         self.entries: dict[tuple[str, str, str | None, SiteKey | None], Entry] = {}
 
     def add(self, kind: str, subject: str, *, reason: str | None = None,
-            site: dict[str, Any] | None = None, count: int = 1, nbytes: int | None = None,
+            site: SiteDict | None = None, count: int = 1, nbytes: int | None = None,
             seconds: float | None = None, fix: str | None = None,
-            detail: dict[str, Any] | None = None) -> Entry:
+            detail: Detail | None = None) -> Entry:
         """Add ``count`` occurrences (and ``nbytes`` bytes) to the matching entry."""
         key = (kind, subject, reason, site_key(site))
         entry = self.entries.get(key)

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import ast
 import linecache
-from typing import Any
 
+from laya_tui.families.explain.records import Detail, SiteDict
 from laya_tui.families.explain.sites import format_frame
 
 _trees: dict[str, ast.Module | None] = {}
 _BRANCHES = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.Try)
 
 
-def divergence(model_calls: list[tuple[str, dict[str, Any] | None]],
-               ref_calls: list[tuple[str, dict[str, Any] | None]], *, dtype: str
-               ) -> dict[str, Any] | None:
+def divergence(model_calls: list[tuple[str, SiteDict | None]],
+               ref_calls: list[tuple[str, SiteDict | None]], *, dtype: str
+               ) -> Detail | None:
     """The first difference of two call orders ``[(module name, call site)]``, or None.
 
     Returns ``{"index", "after", "model_called", "reference_called", "model_site",
@@ -77,7 +77,7 @@ def _inside(span: tuple[int, int] | None, line: int | None) -> bool:
     return span is not None and line is not None and span[0] <= line <= span[1]
 
 
-def branch_site(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+def branch_site(a: SiteDict | None, b: SiteDict | None) -> SiteDict | None:
     """The innermost branch statement that separates call site ``a`` from ``b`` (one of them
     may be None: the run that called nothing more), as a site dict; None when the two are
     not in one file and function or the source does not show it."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.explain.cond_branches import CondRecord, eager_cond, not_run
 from laya_tui.families.explain.control_flow import divergence
+from laya_tui.families.explain.records import SiteDict
 from laya_tui.families.explain.sites import user_site
 
 if TYPE_CHECKING:
@@ -114,10 +115,10 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     calls: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     seen: dict[str, int] = {}
-    ref_order: list[tuple[str, dict[str, Any] | None]] = []
-    model_order: list[tuple[str, dict[str, Any] | None]] = []
+    ref_order: list[tuple[str, SiteDict | None]] = []
+    model_order: list[tuple[str, SiteDict | None]] = []
 
-    def pre_hook(order: list[tuple[str, dict[str, Any] | None]],
+    def pre_hook(order: list[tuple[str, SiteDict | None]],
                  names: dict[int, str]) -> Callable[[Any, Any], None]:
         def hook(m: Any, _args: Any) -> None:
             if shadowing():

@@ -18,6 +18,7 @@ from typing import Any
 
 from laya_tui.families.explain.aggregate import Aggregator
 from laya_tui.families.explain.graph_breaks import collect
+from laya_tui.families.explain.records import Detail, SiteDict
 from laya_tui.families.explain.sites import (
     USER,
     code_kind,
@@ -53,10 +54,10 @@ class DynamoWatch:
     def __init__(self, *, with_stack: bool = True) -> None:
         self.with_stack = with_stack
         self.active = False
-        self.sites: dict[str, tuple[dict[str, Any] | None, list[str]]] = {}
+        self.sites: dict[str, tuple[SiteDict | None, list[str]]] = {}
         self.owners: dict[str, str] = {}
         #: compile id -> the compiled function's site (its name and line, for the subject)
-        self.functions: dict[str, dict[str, Any]] = {}
+        self.functions: dict[str, SiteDict] = {}
         self.labels: dict[str, str] = {}
         self.metrics: list[Any] = []
         self.breaks: dict[str, int] = {}
@@ -142,7 +143,7 @@ class DynamoWatch:
             frame = self.subject(m)
             site, stack = self.sites.get(cid, (None, []))
             seconds = m.entire_frame_compile_time_s
-            detail: dict[str, Any] = dict(base, compile_id=cid, frame=frame)
+            detail: Detail = dict(base, compile_id=cid, frame=frame)
             if self.with_stack and stack:
                 detail["stack"] = stack
             if m.fail_type:
@@ -239,7 +240,7 @@ def _module_name(target: Any) -> str | None:
     return None if obj is None else type(obj).__name__
 
 
-def _function_site(target: Any) -> dict[str, Any] | None:
+def _function_site(target: Any) -> SiteDict | None:
     """Where the compiled function is in the user's code: the frame itself when it is user
     code (a resume function's line is where it resumes), else the unwrapped ``forward`` of
     its module (a decorator wrapper in torch or transformers compiles it); None otherwise."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.explain.records import SiteDict
 from laya_tui.families.explain.sites import format_frame, is_user_site, summary_sites
 
 FIX_GRAPH_BREAK = "rewrite the construct Dynamo cannot trace"
@@ -43,7 +44,7 @@ class GraphBreak:
     """One deduplicated graph break: its reason at one user frame, and how often."""
 
     headline: str
-    site: dict[str, Any] | None
+    site: SiteDict | None
     count: int = 0
     stack: list[str] = field(default_factory=list)
     explanation: str | None = None
@@ -257,7 +258,7 @@ def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
     return list(out.values())
 
 
-def _make(head: str, parsed: dict[str, Any], site: dict[str, Any] | None,
+def _make(head: str, parsed: dict[str, Any], site: SiteDict | None,
           registry: dict[str, Any]) -> GraphBreak:
     gb = GraphBreak(headline=head, site=site, explanation=parsed["explanation"],
                     hints=parsed["hints"])

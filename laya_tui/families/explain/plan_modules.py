@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from laya_tui.families.explain.drift import ROOT
+from laya_tui.families.explain.records import SiteDict
 
 __all__ = ["class_sites", "module_sites", "ranking_from_drift"]
 
@@ -41,12 +42,12 @@ def ranking_from_drift(drift: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def module_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+def module_sites(model: Any, names: list[str]) -> dict[str, SiteDict]:
     """Where each kept module's class defines ``forward``: ``{name: {file, line, func}}``
     (modules whose source cannot be found are left out)."""
     import inspect
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SiteDict] = {}
     for name in names:
         try:
             fwd = type(model.get_submodule(name)).forward
@@ -59,13 +60,13 @@ def module_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def class_sites(model: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+def class_sites(model: Any, names: list[str]) -> dict[str, SiteDict]:
     """Where each kept module's class is defined (its ``class`` line): ``{name: {file, line,
     func}}``, the place a SARIF fix points at (modules whose source cannot be found are left
     out)."""
     import inspect
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SiteDict] = {}
     for name in names:
         try:
             cls = type(model.get_submodule(name))

@@ -29,6 +29,7 @@ from laya_tui.families.explain.placement import (
     PlacementWatch,
     no_placement,
 )
+from laya_tui.families.explain.records import Detail, Kwargs, SiteDict
 from laya_tui.families.explain.sites import user_site
 
 #: User frames kept in ``detail.stack`` beyond the site (in practice the whole user stack).
@@ -120,13 +121,13 @@ class Recorder:
         self.watch = self.device != "cpu" or inductor_code_loaded()
 
     # -- recording ------------------------------------------------------------------
-    def _where(self, caller: Any) -> tuple[dict[str, Any] | None, list[str], bool]:
+    def _where(self, caller: Any) -> tuple[SiteDict | None, list[str], bool]:
         return user_site(caller, depth=STACK_DEPTH if self.with_stack else 0)
 
     def _add(self, kind: str, func: Any, caller: Any, *, reason: str, nbytes: int | None,
-             fix: str, detail: dict[str, Any] | None = None) -> None:
+             fix: str, detail: Detail | None = None) -> None:
         site, stack, compiled = self._where(caller)
-        d: dict[str, Any] = {"region": self.region, "phase": self.phase}
+        d: Detail = {"region": self.region, "phase": self.phase}
         if detail:
             d.update(detail)
         if compiled:
@@ -302,7 +303,7 @@ def mode_class() -> Any:
         supports_higher_order_operators = True
 
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                               kwargs: dict[str, Any] | None = None) -> Any:
+                               kwargs: Kwargs | None = None) -> Any:
             try:
                 op = func._op
             except AttributeError:  # a higher-order operator (cond, flex_attention...)

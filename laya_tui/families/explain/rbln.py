@@ -29,6 +29,7 @@ from typing import Any
 from laya_tui.families.explain.aggregate import Aggregator, Entry
 from laya_tui.families.explain.placement import no_placement, rbln_placement
 from laya_tui.families.explain.rbln_sites import SiteResolver, parse_frames
+from laya_tui.families.explain.records import Detail, SiteDict
 
 #: Bounce sites that are genuine host round-trips (profiler._HOST_BOUNCE_SITES), with the
 #: direction of the crossing; the two batch->per-entry sites are lost batching, not bounces.
@@ -151,7 +152,7 @@ def map_dump(dump: dict[str, Any], region: str, *, phase: str | None = None,
     if trace and resolver is None:
         resolver = SiteResolver()
 
-    def where(key: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    def where(key: str) -> tuple[SiteDict | None, Detail]:
         d = dict(base)
         frames = parse_frames(trace.get(key))
         if not frames or resolver is None:

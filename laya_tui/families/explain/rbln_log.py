@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.families.explain.aggregate import Aggregator
+from laya_tui.families.explain.records import Detail, LogSiteDict, SiteDict
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FALLBACK = re.compile(r"`(?P<body>[^`]+)`\s+op ran on CPU\s+instead of RBLN")
@@ -82,11 +83,11 @@ class LogFallback:
     op: str
     reason: str | None
     count: int = 0
-    sites: list[dict[str, Any]] = field(default_factory=list)
+    sites: list[LogSiteDict] = field(default_factory=list)
     first_line: int = 0
     last_line: int = 0
     kind: str = "fallback"
-    details: list[dict[str, Any]] = field(default_factory=list)
+    details: list[Detail] = field(default_factory=list)
     bare_traces: int = 0
 
 
@@ -156,7 +157,7 @@ class _Parser:
             if target is None:
                 target = self.records[("unattributed_trace", UNATTRIBUTED, None)] = \
                     LogFallback(UNATTRIBUTED, None, first_line=i + 1, kind="unattributed_trace")
-        site: dict[str, Any] = {"file": m["file"], "line": int(m["line"]), "func": None}
+        site: LogSiteDict = {"file": m["file"], "line": int(m["line"]), "func": None}
         nxt = _ANSI.sub("", lines[i + 1]) if i + 1 < len(lines) else ""
         if nxt[:1].isspace() and nxt.strip():
             site["code"] = nxt.strip()
@@ -235,8 +236,8 @@ def _fix(reason: str | None) -> str:
             "hot path or ask for a device kernel")
 
 
-def _info(rec: LogFallback) -> dict[str, Any]:
-    info: dict[str, Any] = {"op": rec.op, "count": rec.count, "reason": rec.reason,
+def _info(rec: LogFallback) -> Detail:
+    info: Detail = {"op": rec.op, "count": rec.count, "reason": rec.reason,
                             "sites": [dict(s) for s in rec.sites]}
     if rec.bare_traces:
         info["traces_without_site"] = rec.bare_traces
@@ -254,7 +255,7 @@ def merge_log(agg: Aggregator, records: list[LogFallback], *, region: str | None
     their own signals.
     """
     fallbacks = {e.subject: e for e in agg if e.kind == "fallback"}
-    base: dict[str, Any] = {"source": "rbln_log", "backend": "rbln"}
+    base: Detail = {"source": "rbln_log", "backend": "rbln"}
     if region is not None:
         base["region"] = region
     if phase is not None:
@@ -302,7 +303,7 @@ def merge_log(agg: Aggregator, records: list[LogFallback], *, region: str | None
     return agg
 
 
-def _better(current: dict[str, Any] | None, log_site: dict[str, Any]) -> bool:
+def _better(current: SiteDict | None, log_site: SiteDict) -> bool:
     """The log's full-path site beats none, or a basename the resolver could not place."""
     if current is None:
         return True
@@ -310,7 +311,7 @@ def _better(current: dict[str, Any] | None, log_site: dict[str, Any]) -> bool:
         os.path.basename(str(log_site["file"])) == os.path.basename(str(current.get("file")))
 
 
-def _site(rec: LogFallback) -> dict[str, Any] | None:
+def _site(rec: LogFallback) -> SiteDict | None:
     if not rec.sites:
         return None
     s = rec.sites[0]

@@ -17,8 +17,8 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from laya_tui.families.explain.records import Detail, SiteDict
 from laya_tui.families.explain.sites import USER, classify_file
 
 _FRAME = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:\((?P<func>[^()]*)\))?$")
@@ -27,9 +27,9 @@ _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-pack
 WALK_LIMIT = 20000
 
 
-def parse_frames(text: str | None) -> list[dict[str, Any]]:
+def parse_frames(text: str | None) -> list[SiteDict]:
     """``"a.py:3(f) <- b.py:9(g)"`` -> ``[{"file", "line", "func"}, ...]`` innermost first."""
-    frames: list[dict[str, Any]] = []
+    frames: list[SiteDict] = []
     for part in str(text or "").split(" <- "):
         part = part.strip()
         if not part:
@@ -130,14 +130,14 @@ class SiteResolver:
                 return fitting[0]
         return None
 
-    def site(self, frames: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    def site(self, frames: list[SiteDict]) -> tuple[SiteDict | None, Detail]:
         """(first frame outside torch's internals with its real path, or None; facts).
 
         The facts: ``trace_frame`` (that frame as the runtime wrote it),
         ``trace_internal_only`` (every captured frame is torch's own code),
         ``trace_unresolved`` (the frame's basename matched no file).
         """
-        facts: dict[str, Any] = {}
+        facts: Detail = {}
         if not frames:
             return None, facts
         for fr in frames:

@@ -31,6 +31,7 @@ from laya_tui.families.explain.frame_names import (
     USER,
     plain_name,
 )
+from laya_tui.families.explain.records import SiteDict
 
 __all__ = ["GENERATED", "INDUCTOR", "INTERNAL", "USER", "plain_name"]
 
@@ -138,7 +139,7 @@ def func_name(code: CodeType) -> str:
     return name
 
 
-def frame_site(frame: Any) -> dict[str, Any]:
+def frame_site(frame: Any) -> SiteDict:
     """``{"file", "line", "func"}`` of a frame (qualified function name)."""
     code = frame.f_code
     line = frame.f_lineno
@@ -158,7 +159,7 @@ def short_path(path: str) -> str:
     return path
 
 
-def format_frame(site: dict[str, Any]) -> str:
+def format_frame(site: SiteDict) -> str:
     """``file:line(func)`` with a short path."""
     text = short_path(str(site.get("file", "")))
     if site.get("line") is not None:
@@ -168,20 +169,20 @@ def format_frame(site: dict[str, Any]) -> str:
     return text
 
 
-def is_user_site(site: dict[str, Any] | None) -> bool:
+def is_user_site(site: SiteDict | None) -> bool:
     """Whether a site dict is a user/model frame (not torch's, not laya-tui's)."""
     if not site:
         return False
     return site_kind(str(site.get("file", "")), site.get("func")) == USER
 
 
-def _same_function(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_function(a: SiteDict, b: SiteDict) -> bool:
     return a["file"] == b["file"] and str(a.get("func", "")).rsplit(".", 1)[-1] == \
         str(b.get("func", "")).rsplit(".", 1)[-1]
 
 
 def user_site(frame: FrameType | None, *, depth: int = 0
-              ) -> tuple[dict[str, Any] | None, list[str], bool]:
+              ) -> tuple[SiteDict | None, list[str], bool]:
     """Walk outward from ``frame``: ``(site, stack, compiled)``.
 
     ``site`` is the innermost user frame; ``stack`` holds it and up to ``depth`` more user
@@ -195,7 +196,7 @@ def user_site(frame: FrameType | None, *, depth: int = 0
     site = None
     stack: list[str] = []
     compiled = False
-    repeat: dict[str, Any] | None = None
+    repeat: SiteDict | None = None
     f = frame
     while f is not None:
         kind = code_kind(f.f_code)
@@ -225,17 +226,17 @@ def user_site(frame: FrameType | None, *, depth: int = 0
     return site, stack, compiled
 
 
-def caller_site(skip: int = 1, *, depth: int = 0) -> tuple[dict[str, Any] | None, list[str], bool]:
+def caller_site(skip: int = 1, *, depth: int = 0) -> tuple[SiteDict | None, list[str], bool]:
     """:func:`user_site` starting ``skip`` frames above the caller."""
     return user_site(sys._getframe(skip + 1), depth=depth)
 
 
-def summary_sites(frames: list[Any]) -> list[dict[str, Any]]:
+def summary_sites(frames: list[Any]) -> list[SiteDict]:
     """``traceback.FrameSummary`` objects (outermost first) -> site dicts innermost first,
     qualified names resolved from the source (:func:`source_map.qualname_at`)."""
     from laya_tui.families.explain.source_map import qualname_at
 
-    out = []
+    out: list[SiteDict] = []
     for fs in reversed(frames):
         name = plain_name(str(fs.name))
         out.append({"file": fs.filename, "line": fs.lineno,

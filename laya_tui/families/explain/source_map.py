@@ -19,18 +19,19 @@ from types import CodeType
 from typing import Any
 
 from laya_tui.families.explain.frame_names import INDUCTOR, plain_name
+from laya_tui.families.explain.records import SiteDict
 
 _TRACE_FRAME = re.compile(r'File "(.+)", line (\d+), in (.+)\n')
 #: a traceback frame and the source line it quotes (when it does)
 _TRACE_FRAME_CODE = re.compile(r'File "(.+)", line (\d+), in (.+)\n(?:[ \t]+(\S[^\n]*))?')
 #: (code, line) of a generated frame -> its user frames, innermost first
-_generated: dict[tuple[CodeType, int], list[dict[str, Any]]] = {}
+_generated: dict[tuple[CodeType, int], list[SiteDict]] = {}
 #: file -> [(co_name, qualified name, first line, last line)] of every code object in it
 _tables: dict[str, list[tuple[str, str, int, int]]] = {}
 _LIMIT = 4096
 
 
-def generated_frames(frame: Any, kind: int) -> list[dict[str, Any]]:
+def generated_frames(frame: Any, kind: int) -> list[SiteDict]:
     """The user frames an Inductor output line or FX graph line was generated from
     (``{"file", "line", "func"}``, innermost first); [] when torch keeps no map."""
     key = (frame.f_code, frame.f_lineno)
@@ -46,7 +47,7 @@ def generated_frames(frame: Any, kind: int) -> list[dict[str, Any]]:
     return got
 
 
-def _inductor(frame: Any) -> list[dict[str, Any]]:
+def _inductor(frame: Any) -> list[SiteDict]:
     from torch._inductor.codecache import PyCodeCache
 
     path, lineno = frame.f_code.co_filename, frame.f_lineno
@@ -62,7 +63,7 @@ def _inductor(frame: Any) -> list[dict[str, Any]]:
                   in reversed(_TRACE_FRAME_CODE.findall(entry or ""))]
     out = []
     for file_, line, name, code in frames:
-        file = loaded_path(file_, line, plain_name(name))
+        file = loaded_path(file_, line, plain_name(name), code)
         if file is None:  # the cache served another source's line map: no expansion
             return []
         now = current_line(file, line, code, plain_name(name))
@@ -97,7 +98,8 @@ def current_line(file: str, line: int, code: str | None, func: str | None) -> in
 _loaded: tuple[int, frozenset[str], dict[str, list[str]]] = (-1, frozenset(), {})
 
 
-def loaded_path(file: str, line: int | None = None, func: str | None = None) -> str | None:
+def loaded_path(file: str, line: int | None = None, func: str | None = None,
+                code: str | None = None) -> str | None:
     """``file`` as this process loaded it, or None when it loaded no such file.
 
     Inductor's FX-graph cache does not key on source paths: a graph compiled from the same
@@ -105,9 +107,11 @@ def loaded_path(file: str, line: int | None = None, func: str | None = None) -> 
     map, naming files this process never imported. Such a path is replaced by the loaded
     module file that shares the longest tail of path components with it (the file name at
     least) and, when ``line`` and ``func`` are given, has a function ``func`` holding
-    ``line``. A path this process loaded stays. None when no loaded file qualifies, or two
-    do equally: the cache keys graphs, not sources, so an identical graph traced from a
-    different file is served with that file's lines, which must not be reported as a site.
+    ``line`` (or, when the served map is older than the file, holding the source line
+    ``code`` the trace quotes: :func:`current_line`). A path this process loaded stays.
+    None when no loaded file qualifies, or two do equally: the cache keys graphs, not
+    sources, so an identical graph traced from a different file is served with that
+    file's lines, which must not be reported as a site.
     The compiled code ran in this process, so the file it came from is one this process
     loaded.
     """
@@ -130,7 +134,8 @@ def loaded_path(file: str, line: int | None = None, func: str | None = None) -> 
     best: str | None = None
     best_tail, tied = 0, False
     for cand in by_name.get(os.path.basename(real), ()):
-        if line is not None and func and not _defines(cand, line, func):
+        if line is not None and func and not _defines(cand, line, func) and (
+                not code or current_line(cand, line, code, func) is None):
             continue
         other = cand.split(os.sep)
         tail = 0
@@ -143,7 +148,7 @@ def loaded_path(file: str, line: int | None = None, func: str | None = None) -> 
     return None if tied else best
 
 
-def _fx(frame: Any) -> list[dict[str, Any]]:
+def _fx(frame: Any) -> list[SiteDict]:
     gm = frame.f_locals.get("self")
     lineno_map = getattr(gm, "_lineno_map", None)
     graph = getattr(gm, "graph", None)
@@ -158,13 +163,13 @@ def _fx(frame: Any) -> list[dict[str, Any]]:
     return parse_stack_trace(nodes[idx].meta.get("stack_trace"))
 
 
-def parse_stack_trace(text: str | None) -> list[dict[str, Any]]:
+def parse_stack_trace(text: str | None) -> list[SiteDict]:
     """An FX node's ``stack_trace`` (traceback text) -> site dicts, innermost first."""
     found = _TRACE_FRAME.findall(str(text or ""))
     return [_site(f, int(line), name) for f, line, name in reversed(found)]
 
 
-def _site(file: str, line: int, name: str) -> dict[str, Any]:
+def _site(file: str, line: int, name: str) -> SiteDict:
     return {"file": file, "line": line, "func": qualname_at(file, line, plain_name(name))}
 
 
