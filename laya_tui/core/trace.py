@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import ReportDict, ResultDict
 
 #: Timing subjects that are per-call or derived figures, not stages of the probe's run.
@@ -24,7 +25,55 @@ _NOT_STAGES = ("latency/", "uninstrumented", "instrumentation overhead")
 _US = 1_000_000
 
 
-Stage = tuple[str, float, dict[str, Any], list[tuple[str, float, dict[str, Any]]]]
+#: A span's ``args``: free-form in the Chrome trace format (the viewer shows them as is).
+SpanArgs: TypeAlias = dict[str, Any]
+
+
+class TraceEvent(TypedDict):
+    """One Chrome trace event: metadata (``M``), a span's begin (``B``) or end (``E``)."""
+
+    pid: int
+    tid: int
+    cat: NotRequired[str]
+    ph: str
+    name: str
+    ts: NotRequired[int]
+    dur: NotRequired[int]
+    args: NotRequired[SpanArgs]
+
+
+class TraceInfo(TypedDict):
+    """The trace's ``otherData``: what wrote it and how its times were laid out."""
+
+    tool: str
+    schema: str | None
+    created: str | None
+    start_times: str
+    stages: str
+
+
+class TraceDoc(TypedDict):
+    """The Chrome trace document (JSON object format) of a run; its keys are the format's."""
+
+    traceEvents: list[TraceEvent]
+    displayTimeUnit: str
+    otherData: TraceInfo
+
+
+class Span(TypedDict):
+    """A closed span of a trace (see :func:`spans_of`), times in microseconds."""
+
+    name: str
+    track: tuple[int, int]
+    start: int
+    end: int
+    depth: int
+    cat: str | None
+    args: SpanArgs
+    root: NotRequired[str | None]
+
+
+Stage = tuple[str, float, SpanArgs, list[tuple[str, float, SpanArgs]]]
 
 
 def _stages(probe: ResultDict) -> list[Stage]:
@@ -45,7 +94,7 @@ def _stages(probe: ResultDict) -> list[Stage]:
         detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         runs_field = detail.get("runs")
         runs: int = runs_field if isinstance(runs_field, int) and runs_field > 1 else 1
-        args: dict[str, Any] = {"seconds": secs}
+        args: SpanArgs = {"seconds": secs}
         if runs > 1:
             args.update(runs=runs, median=secs)
         if detail.get("cached") is not None:
@@ -90,7 +139,7 @@ def _spans(report: ReportDict
     return spans, False
 
 
-def build_trace(report: ReportDict) -> dict[str, Any]:
+def build_trace(report: ReportDict) -> TraceDoc:
     """The Chrome trace document (JSON object format) of a report's run."""
     spans, recorded = _spans(report)
     origin = min((s[1] for s in spans), default=0.0)
@@ -99,7 +148,7 @@ def build_trace(report: ReportDict) -> dict[str, Any]:
         if fam not in families:
             families.append(fam)
     tid = {fam: i + 1 for i, fam in enumerate(families)}
-    events: list[dict[str, Any]] = [
+    events: list[TraceEvent] = [
         {"ph": "M", "name": "process_name", "pid": 1, "tid": 0,
          "args": {"name": "laya-tui run"}}]
     for fam in families:
@@ -107,16 +156,16 @@ def build_trace(report: ReportDict) -> dict[str, Any]:
                        "args": {"name": f"{fam} worker"}})
         events.append({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": tid[fam],
                        "args": {"sort_index": tid[fam]}})
-    timeline: list[dict[str, Any]] = []
+    timeline: list[TraceEvent] = []
     for fam, start, end, p in sorted(spans, key=lambda s: (tid[s[0]], s[1], s[2])):
         t0 = round((start - origin) * _US)
         t1 = max(t0, round((end - origin) * _US))
-        base = {"pid": 1, "tid": tid[fam], "cat": fam}
-        args = {"probe": p.get("id"), "status": p.get("status"), "cached": bool(p.get("cached")),
-                "seconds": p.get("seconds")}
+        base: _Track = {"pid": 1, "tid": tid[fam], "cat": fam}
+        args: SpanArgs = {"probe": p.get("id"), "status": p.get("status"),
+                          "cached": bool(p.get("cached")), "seconds": p.get("seconds")}
         if p.get("reason") and p.get("status") != "ok":
             args["reason"] = str(p["reason"])[:300]
-        timeline.append({**base, "ph": "B", "name": str(p.get("id")), "ts": t0, "args": args})
+        timeline.append(_mark(base, "B", str(p.get("id")), t0, args))
         cursor = t0
         if not p.get("cached"):  # a cached probe's stage times belong to an earlier run
             for name, secs, args, children in _stages(p):
@@ -129,9 +178,9 @@ def build_trace(report: ReportDict) -> dict[str, Any]:
                         break
                     inner = _span(timeline, base, cname, csecs, cargs, inner, stop,
                                   close=True)
-                timeline.append({**base, "ph": "E", "name": name, "ts": stop})
+                timeline.append(_mark(base, "E", name, stop))
                 cursor = stop
-        timeline.append({**base, "ph": "E", "name": str(p.get("id")), "ts": t1})
+        timeline.append(_mark(base, "E", str(p.get("id")), t1))
     return {
         "traceEvents": events + _untangle(timeline),
         "displayTimeUnit": "ms",
@@ -144,29 +193,46 @@ def build_trace(report: ReportDict) -> dict[str, Any]:
     }
 
 
-def _span(timeline: list[dict[str, Any]], base: dict[str, Any], name: str, secs: float,
-          args: dict[str, Any], start: int, limit: int, *, close: bool = False) -> int:
+class _Track(TypedDict):
+    pid: int
+    tid: int
+    cat: str
+
+
+def _mark(base: _Track, ph: str, name: str, ts: int, args: SpanArgs | None = None
+          ) -> TraceEvent:
+    """One ``B``/``E`` event of a track."""
+    ev: TraceEvent = {"pid": base["pid"], "tid": base["tid"], "cat": base["cat"], "ph": ph,
+                      "name": name, "ts": ts}
+    if args is not None:
+        ev["args"] = args
+    return ev
+
+
+def _span(timeline: list[TraceEvent], base: _Track, name: str, secs: float,
+          args: SpanArgs, start: int, limit: int, *, close: bool = False) -> int:
     """Open a span of ``secs`` at ``start``, clipped to ``limit``; returns its end."""
     stop = min(start + round(secs * _US), limit)
     if start + round(secs * _US) > limit:
         args = dict(args, clipped=True)
-    timeline.append({**base, "ph": "B", "name": name, "ts": start, "args": args})
+    timeline.append(_mark(base, "B", name, start, args))
     if close:
-        timeline.append({**base, "ph": "E", "name": name, "ts": stop})
+        timeline.append(_mark(base, "E", name, stop))
     return stop
 
 
-def _untangle(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _untangle(timeline: list[TraceEvent]) -> list[TraceEvent]:
     """Per track, keep spans whose recorded times overlap (a re-run) from crossing: a probe
     that starts before the previous one on its track ended is shifted to that end."""
-    out: list[dict[str, Any]] = []
+    out: list[TraceEvent] = []
     last_end: dict[int, int] = {}
     shift = 0
     for ev in timeline:
         tid = ev["tid"]
         if ev["ph"] == "B" and ev["name"] == (ev.get("args") or {}).get("probe"):
             shift = max(0, last_end.get(tid, 0) - ev["ts"])
-        ev = dict(ev, ts=ev["ts"] + shift)
+        ev = ev.copy()
+        ev["ts"] = ev["ts"] + shift
         if ev["ph"] == "E":
             last_end[tid] = max(last_end.get(tid, 0), ev["ts"])
         out.append(ev)
@@ -184,7 +250,7 @@ def check_trace(doc: Any) -> list[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         return ["not a Chrome trace (no traceEvents list)"]
     problems: list[str] = []
-    stacks: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    stacks: dict[tuple[Any, Any], list[JsonObject]] = {}
     last: dict[tuple[Any, Any], float] = {}
     for i, ev in enumerate(doc["traceEvents"]):
         ph = ev.get("ph")
@@ -221,23 +287,23 @@ def check_trace(doc: Any) -> list[str]:
     return problems
 
 
-def spans_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def spans_of(doc: TraceDoc) -> list[Span]:
     """Closed spans ``{name, track, start, end, depth, cat, args, root}`` (microseconds, B/E
     paired; ``root`` is the outermost open span, i.e. the probe, for nested ones)."""
-    out = []
-    stacks: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    out: list[Span] = []
+    stacks: dict[tuple[int, int], list[TraceEvent]] = {}
     for ev in doc.get("traceEvents", []):
-        track = (ev.get("pid"), ev.get("tid"))
+        track = (ev["pid"], ev["tid"])
         if ev.get("ph") == "B":
             stacks.setdefault(track, []).append(ev)
         elif ev.get("ph") == "E" and stacks.get(track):
             b = stacks[track].pop()
-            out.append({"name": b.get("name"), "track": track, "start": b["ts"],
+            out.append({"name": b["name"], "track": track, "start": b["ts"],
                         "end": ev["ts"], "depth": len(stacks[track]), "cat": b.get("cat"),
                         "args": b.get("args") or {},
-                        "root": stacks[track][0].get("name") if stacks[track] else None})
+                        "root": stacks[track][0]["name"] if stacks[track] else None})
         elif ev.get("ph") == "X":
-            out.append({"name": ev.get("name"), "track": track, "start": ev["ts"],
+            out.append({"name": ev["name"], "track": track, "start": ev["ts"],
                         "end": ev["ts"] + ev.get("dur", 0), "depth": 0, "cat": ev.get("cat"),
                         "args": ev.get("args") or {}})
     return out
