@@ -182,6 +182,7 @@ def test_a_branch_that_flips_under_bf16_is_a_finding_of_its_own():
 
     res = module_drift(model, ref, lambda: model(x.bfloat16()), lambda: ref(x))
     d = res["diverged"]
+    assert d is not None
     assert d["text"] == "bf16 took another branch after `fc1`: it called `down`, fp32 called `up`"
     assert (d["after"], d["model_called"], d["reference_called"]) == ("fc1", "down", "up")
     assert d["site"] == {"file": __file__, "line": _marker_line("branch"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import linecache
 
-from laya_tui.families.explain.records import Detail, SiteDict
+from laya_tui.families.explain.records import Divergence, SiteDict
 from laya_tui.families.explain.sites import format_frame
 
 _trees: dict[str, ast.Module | None] = {}
@@ -22,7 +22,7 @@ _BRANCHES = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.Try)
 
 def divergence(model_calls: list[tuple[str, SiteDict | None]],
                ref_calls: list[tuple[str, SiteDict | None]], *, dtype: str
-               ) -> Detail | None:
+               ) -> Divergence | None:
     """The first difference of two call orders ``[(module name, call site)]``, or None.
 
     Returns ``{"index", "after", "model_called", "reference_called", "model_site",

@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.explain.cond_branches import CondRecord, eager_cond, not_run
 from laya_tui.families.explain.control_flow import divergence
-from laya_tui.families.explain.records import SiteDict
+from laya_tui.families.explain.records import (
+    CondCall,
+    Detail,
+    Divergence,
+    DriftCall,
+    DriftResult,
+    ProbeOptions,
+    SiteDict,
+)
 from laya_tui.families.explain.sites import user_site
 
 if TYPE_CHECKING:
@@ -78,7 +86,7 @@ def _masked(t: Any, mask: Any) -> Any:
 
 def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
                  run_reference: Callable[[], Any], *, mask: Any = None,
-                 limits: dict[str, float] | None = None) -> dict[str, Any]:
+                 limits: dict[str, float] | None = None) -> DriftResult:
     """Run both with hooks; returns ``{"calls", "first_past_limit", "diverged", "skipped",
     ...}``.
 
@@ -112,7 +120,7 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
             else None for t in leaves]
         ref_out.setdefault(name_of(ref_names, m), []).append(kept)
 
-    calls: list[dict[str, Any]] = []
+    calls: list[DriftCall] = []
     skipped: dict[str, str] = {}
     seen: dict[str, int] = {}
     ref_order: list[tuple[str, SiteDict | None]] = []
@@ -206,16 +214,18 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
             "reference_output": ref_output, "model_output": model_output}
 
 
-def _cond_detail(model: CondRecord, ref: CondRecord) -> list[dict[str, Any]]:
+def _cond_detail(model: CondRecord, ref: CondRecord) -> list[CondCall]:
     """Per ``torch.cond`` call: its site and the branch each run took."""
     from laya_tui.families.explain.sites import format_frame
 
-    out = []
+    out: list[CondCall] = []
     for i, entry in enumerate(model.calls):
         other = ref.calls[i]["ran"] if i < len(ref.calls) else None
-        out.append({"site": format_frame(entry["site"]) if entry["site"] else None,
-                    "ran": entry["ran"], "reference_ran": other,
-                    **({"other_branch_error": entry["error"]} if entry["error"] else {})})
+        call: CondCall = {"site": format_frame(entry["site"]) if entry["site"] else None,
+                          "ran": entry["ran"], "reference_ran": other}
+        if entry["error"]:
+            call["other_branch_error"] = entry["error"]
+        out.append(call)
     return out
 
 
@@ -228,11 +238,11 @@ def _dtype_of(model: Any, torch: Any) -> str:
     return "the model"
 
 
-def diverged_detail(diverged: dict[str, Any] | None) -> dict[str, Any] | None:
+def diverged_detail(diverged: Divergence | None) -> Detail | None:
     """The JSON-ready ``diverged`` entry (its site formatted)."""
     if diverged is None:
         return None
-    out = {k: v for k, v in diverged.items() if k != "site"}
+    out: Detail = {k: v for k, v in diverged.items() if k != "site"}
     site = diverged.get("site")
     if site:
         from laya_tui.families.explain.sites import format_frame
@@ -247,7 +257,7 @@ FIX_DIVERGED = ("a data-dependent branch decides differently in low precision: c
 
 
 def emit_divergence(ctx: ProbeContext, subject: str,
-                    result: dict[str, Any]) -> SignalDict | None:
+                    result: DriftResult) -> SignalDict | None:
     """A failing ``tolerance`` signal for a control-flow divergence (None when the runs
     called the same modules): value = module calls that differ between the runs, limit 0,
     site = the branch."""
@@ -259,16 +269,17 @@ def emit_divergence(ctx: ProbeContext, subject: str,
                          fix=FIX_DIVERGED, detail={"control_flow": diverged_detail(diverged)})
 
 
-def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[str, Any]:
+def summary_detail(result: DriftResult, artifact: str | None = None) -> Detail:
     """The ``drift`` entry of a tolerance signal's detail (curve thinned to MAX_POINTS)."""
     calls = result["calls"]
     step = max(1, -(-len(calls) // MAX_POINTS))
     keep = [c for i, c in enumerate(calls) if i % step == 0 or c["past"] and c is
             result["first_past_limit"]]
     first = result["first_past_limit"]
-    cut = (result.get("diverged") or {}).get("index")
+    diverged = result["diverged"]
+    cut = None if diverged is None else diverged["index"]
     before = [c for c in calls if cut is None or c.get("order", 0) <= cut]
-    out: dict[str, Any] = {
+    out: Detail = {
         "first_past_limit": None if first is None else _point(first),
         "index": None if first is None else calls.index(first),
         "curve_first": None if first is None else next(
@@ -290,7 +301,7 @@ def summary_detail(result: dict[str, Any], artifact: str | None = None) -> dict[
     return out
 
 
-def _point(c: dict[str, Any]) -> dict[str, Any]:
+def _point(c: DriftCall) -> Detail:
     return dict({k: c[k] for k in ("module", "type", "call", "dtype")},
                 max_diff=_r(c["max_diff"]), limit=_r(c["limit"]))
 
@@ -301,7 +312,7 @@ def _r(x: float) -> float | None:
     return float(f"{x:.4g}")
 
 
-def write_artifact(result: dict[str, Any], folder: str, name: str) -> str:
+def write_artifact(result: DriftResult, folder: str, name: str) -> str:
     """The full per-module curve as JSON in ``folder``; returns its path."""
     os.makedirs(folder, exist_ok=True)
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:120]
@@ -316,7 +327,7 @@ def write_artifact(result: dict[str, Any], folder: str, name: str) -> str:
     return path
 
 
-def artifact_folder(opts: dict[str, Any]) -> str:
+def artifact_folder(opts: ProbeOptions) -> str:
     """``--out``/drift, or the per-user cache's drift folder."""
     from laya_tui.core.files import artifact_dir
 

@@ -12,8 +12,9 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from laya_tui.core.report_types import SignalDict, SiteDict
 
-__all__ = ["Detail", "EntryFields", "Kwargs", "LogSiteDict", "ProbeOptions", "RblnDump",
-           "SignalDict", "SiteDict"]
+__all__ = ["CondCall", "Detail", "Divergence", "DriftCall", "DriftResult", "DriftSeconds",
+           "EntryFields", "Kwargs", "LogSiteDict", "ProbeOptions", "RblnDump", "SignalDict",
+           "SiteDict", "SkippedModule", "Verdict"]
 
 #: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
 Detail: TypeAlias = dict[str, Any]
@@ -42,3 +43,73 @@ class LogSiteDict(SiteDict):
     """A site the RBLN log names, with the source line the log quotes under it."""
 
     code: NotRequired[str]
+
+
+class Verdict(TypedDict, total=False):
+    """What the follow-ups of a tolerance verdict read of it (gap table, precision plan,
+    compile bisection): a ``tolerance`` signal, or a bare ``{"passed": ...}``."""
+
+    passed: bool | None
+    limit: float | None
+
+
+class Divergence(TypedDict):
+    """Where two runs called different modules (``control_flow.divergence``)."""
+
+    index: int
+    after: str | None
+    model_called: str | None
+    reference_called: str | None
+    model_site: str | None
+    reference_site: str | None
+    site: SiteDict | None
+    text: str
+    differing: int
+
+
+class DriftCall(TypedDict):
+    """One compared module call of the drift curve, in the model's execution order."""
+
+    module: str
+    type: str
+    call: int
+    dtype: str | None
+    max_diff: float
+    limit: float
+    past: bool
+    order: int  # how many module calls had started when it returned
+
+
+class SkippedModule(TypedDict):
+    """A module the drift curve leaves out, and why."""
+
+    module: str
+    reason: str
+
+
+class CondCall(TypedDict):
+    """One ``torch.cond`` call as the drift detail shows it: its site and the branches."""
+
+    site: str | None
+    ran: str | None
+    reference_ran: str | None
+    other_branch_error: NotRequired[str]
+
+
+class DriftSeconds(TypedDict):
+    reference: float
+    model: float
+
+
+class DriftResult(TypedDict):
+    """``drift.module_drift``'s result: the per-module curve and where it left the limit."""
+
+    calls: list[DriftCall]
+    first_past_limit: DriftCall | None
+    diverged: Divergence | None
+    skipped: list[SkippedModule]
+    cond: list[CondCall]
+    compared: int
+    seconds: DriftSeconds
+    reference_output: Any  # what the two calls returned (tensors, model outputs)
+    model_output: Any
