@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
-from laya_tui.core.report_types import ErrorDict, ResultDict, SignalDict
+from laya_tui.core.report_types import ErrorDict, ResultDict, SignalDict, SiteDict
 from laya_tui.core.signals import FAILING_STATUSES  # noqa: F401 - re-exported
 
 #: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
@@ -36,7 +36,12 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def signal_key(sig: Mapping[str, Any] | Signal, probe: str | None = None) -> SignalKey:
+#: A signal as its readers hold it: a report's signal object (typed, or read from JSON and
+#: not validated: an open mapping) or the frozen :class:`Signal`; all read it with ``get``.
+SignalLike: TypeAlias = "Mapping[str, Any] | Signal"
+
+
+def signal_key(sig: SignalLike, probe: str | None = None) -> SignalKey:
     """The stable identity of a signal across runs: (probe, kind, subject, reason).
 
     ``probe`` names the cell when the signal dict does not carry it (a report's probe entry
@@ -50,7 +55,7 @@ def signal_key(sig: Mapping[str, Any] | Signal, probe: str | None = None) -> Sig
     )
 
 
-def failing(sig: Mapping[str, Any] | Signal) -> bool:
+def failing(sig: SignalLike) -> bool:
     """A signal that states a failure by itself: ``passed: false`` (a failed tolerance or
     lowering check), or a failed ``detail.outcome``."""
     if sig.get("passed") is False:
@@ -69,7 +74,7 @@ def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
     The key order is the report's. ``started``/``ended`` (wall clock, for ``--trace``) and
     ``error`` appear only when given.
     """
-    result: dict[str, Any] = {"id": probe["id"], "family": probe["family"]}  # in report order
+    result: dict[str, object] = {"id": probe["id"], "family": probe["family"]}  # report order
     if probe.get("env"):  # --env: the environment the cell ran in (its id ends in @env)
         result["env"] = probe["env"]
     result.update(cached=cached, params=probe.get("params", {}), file=probe.get("file"))
@@ -100,7 +105,7 @@ class Signal:
     count: int | None = None
     bytes: int | None = None
     reason: str | None = None
-    site: Mapping[str, Any] | None = None
+    site: SiteDict | None = None
     fix: str | None = None
     value: Any = None
     limit: float | None = None
@@ -126,7 +131,7 @@ class Signal:
 
     def to_dict(self) -> SignalDict:
         """The report's signal object (fields in schema order, absent ones left out)."""
-        out: dict[str, Any] = {"kind": self.kind, "probe": self.probe}
+        out: dict[str, object] = {"kind": self.kind, "probe": self.probe}
         for name in _SIGNAL_FIELDS[2:]:
             value = getattr(self, name)
             if value is not None:
@@ -249,7 +254,7 @@ COUNTED_KINDS: tuple[str, ...] = ("fallback", "recompile", "compile", "host_boun
 V1_COLD_COMPILE = "cold compile (first compile"
 
 
-def is_v1_first_compile(sig: Mapping[str, Any]) -> bool:
+def is_v1_first_compile(sig: SignalLike) -> bool:
     """A report/1 ``recompile`` signal that was really a frame's first compile."""
     if sig.get("kind") != "recompile":
         return False
@@ -277,7 +282,7 @@ def upgrade_compile_signals(probes: Iterable[ResultDict]) -> int:
 CHECK_KINDS: tuple[str, ...] = ("tolerance", "lowering")
 
 
-def occurrences(sig: Mapping[str, Any]) -> int:
+def occurrences(sig: SignalLike) -> int:
     """How many occurrences one signal stands for (see the module docstring)."""
     kind = sig.get("kind")
     if kind in COUNTED_KINDS:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from laya_tui.core.results import failing
+from laya_tui.core.results import SignalLike, failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, LIVE_STATUSES, Status
 from laya_tui.report.views.sections import (
@@ -28,7 +28,6 @@ from laya_tui.report.views.sections import (
     lexer_for,
     sort_table,
 )
-from laya_tui.report.views.signals import SignalLike
 from laya_tui.report.views.text import (
     exact_bytes,
     human_seconds,

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.core import cellid
+from laya_tui.core.results import SignalLike
 from laya_tui.core.signals import COMPLETED_STATUSES, Status
 from laya_tui.report.views.legend import Mark, State, not_run_state, outcome_mark
-from laya_tui.report.views.signals import SignalLike
 
 #: Column order: C before LLVM before CUDA; fp32, fp16, bf16; the CPU specialization first.
 _ORDER = {"c": 0, "llvm": 1, "cuda": 2, "hip": 3, "fp32": 0, "float32": 0, "fp16": 1,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from laya_tui.core.results import SignalLike
 from laya_tui.report.views.detail import (
     OWN_FACTS,
     Block,
@@ -31,7 +32,6 @@ from laya_tui.report.views.detail import (
     plain_signal,
     signal_detail,
 )
-from laya_tui.report.views.signals import SignalLike
 from laya_tui.report.views.text import printable, site_key
 
 

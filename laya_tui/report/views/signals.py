@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laya_tui.core import cellid
-from laya_tui.core.results import Signal, failing
+from laya_tui.core.results import SignalLike, failing
 from laya_tui.core.signals import KINDS
 from laya_tui.report.views.text import (
     human_bytes,
@@ -19,10 +19,6 @@ from laya_tui.report.views.text import (
     one_line,
     short_site,
 )
-
-#: A signal as a report holds it (a dict) or as the dashboard keeps it (a frozen Signal,
-#: read like the dict): every view reads both.
-SignalLike = Mapping[str, Any] | Signal
 
 
 @dataclass(frozen=True, slots=True)
