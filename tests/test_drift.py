@@ -98,7 +98,7 @@ def test_fp32_copy_has_no_drift_and_the_summary_and_artifact_carry_the_curve(tmp
     assert detail["compared"] == 6 and detail["curve"][0][0] == "pair.a"
     assert "path" in [c[0] for c in detail["curve"]]  # one tensor in both runs: compared
     assert detail["artifact"] == path and detail["first_past_limit"] is None
-    assert detail["worst"]["ratio"] == 0.0
+    assert detail["worst"] is not None and detail["worst"]["ratio"] == 0.0
     json.dumps(detail, allow_nan=False)  # valid JSON in the report
 
 
@@ -119,7 +119,9 @@ def test_presets_bf16_curve_along_the_model_with_the_mask():
         assert res["first_past_limit"] is None
         d = summary_detail(res)
         json.dumps(d, allow_nan=False)
-        assert 0 < d["worst"]["ratio"] <= 1  # the module closest to its limit
+        worst = d["worst"]
+        assert worst is not None and worst["ratio"] is not None
+        assert 0 < worst["ratio"] <= 1  # the module closest to its limit
 
 
 class Flip(torch.nn.Module):
@@ -191,6 +193,7 @@ def test_a_branch_that_flips_under_bf16_is_a_finding_of_its_own():
     assert res["first_past_limit"] is None
     assert any(c["module"] == "fc2" and c["past"] for c in res["calls"])
     detail = summary_detail(res)
+    assert detail["diverged"] is not None and detail["worst"] is not None
     assert detail["diverged"]["branch"].endswith(f":{_marker_line('branch')}(Flip.forward)")
     assert detail["worst"]["module"] == "fc1"  # closest to its limit before the branch
     json.dumps(detail, allow_nan=False)

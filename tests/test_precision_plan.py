@@ -19,6 +19,7 @@ pytest.importorskip("torch")
 import torch  # noqa: E402
 
 from laya_tui.families.explain import precision_plan as pp  # noqa: E402
+from laya_tui.families.explain.records import DriftSummary, Verdict  # noqa: E402
 from laya_tui.families.probe_context import ProbeContext  # noqa: E402
 
 LIMIT = 0.05
@@ -252,7 +253,7 @@ def test_ranking_from_drift_curve_and_normalize():
     drift = {"first_past_limit": {"module": "b.1.fc"},
              "curve": [["b.0", 0.01, 0.05], ["b.1.fc", 2.0, 0.05], ["b.1", 2.0, 0.05],
                        ["(model)", 3.0, 0.05]]}
-    assert pp.ranking_from_drift(drift) == ["b.1.fc", "b.1"]
+    assert pp.ranking_from_drift(cast(DriftSummary, drift)) == ["b.1.fc", "b.1"]
     assert pp.normalize(["b.1.fc", "b.1", "b.10"]) == ["b.1", "b.10"]
 
 
@@ -274,7 +275,7 @@ def test_plan_after_verdict_emits_a_log_with_the_plan_and_snippet():
         err = float((out.float() - want).abs().max())
         return err, err <= LIMIT
 
-    verdict = {"passed": False, "limit": LIMIT}
+    verdict: Verdict = {"passed": False, "limit": LIMIT}
     # a stand-in with the members the plan uses (options, step, log), not a whole context
     ctx = cast(ProbeContext, Ctx())
     plan = pp.plan_after_verdict(ctx, "out", verdict, model=model, reference=ref,

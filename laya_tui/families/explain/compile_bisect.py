@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from laya_tui.families.explain.records import Detail, InductorConfig, Verdict
+
 RUNS = 24  # compiles at most
 SECONDS = 90.0
 
@@ -37,12 +39,12 @@ class CompileBisection:
     subsystem: str | None = None
     bisect_number: int | None = None
     debug_info: str | None = None
-    config: dict[str, Any] | None = None  # a config change that restores the output
+    config: InductorConfig | None = None  # a config change that restores the output
     runs: int = 0
     seconds: float = 0.0
     output: str = ""  # the bisector's own words (its last lines)
 
-    def detail(self) -> dict[str, Any]:
+    def detail(self) -> Detail:
         return asdict(self)
 
     def reason(self) -> str:
@@ -121,7 +123,7 @@ def bisect_compile(run_compiled: Callable[[], Any], good: Callable[[Any], bool],
     return out
 
 
-def _config_change(cb: Any, backend: str, subsystem: str | None) -> dict[str, Any] | None:
+def _config_change(cb: Any, backend: str, subsystem: str | None) -> InductorConfig | None:
     """``{field: value}`` when the subsystem found is one of the bisector's config changes."""
     for sub in cb.BACKENDS.get(backend, []):
         if sub.name == subsystem and isinstance(sub, cb.ConfigChange):
@@ -129,7 +131,7 @@ def _config_change(cb: Any, backend: str, subsystem: str | None) -> dict[str, An
     return None
 
 
-def bisect_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *,
+def bisect_after_verdict(ctx: Any, subject: str, verdict: Verdict, *,
                          run_compiled: Callable[[], Any],
                          good: Callable[[Any], bool]) -> CompileBisection | None:
     """After a compile cell's failing tolerance verdict: the bisection as a ``log`` signal

@@ -40,7 +40,9 @@ from laya_tui.families.explain.records import (
     Detail,
     Divergence,
     DriftCall,
+    DriftPoint,
     DriftResult,
+    DriftSummary,
     ProbeOptions,
     SiteDict,
 )
@@ -269,7 +271,7 @@ def emit_divergence(ctx: ProbeContext, subject: str,
                          fix=FIX_DIVERGED, detail={"control_flow": diverged_detail(diverged)})
 
 
-def summary_detail(result: DriftResult, artifact: str | None = None) -> Detail:
+def summary_detail(result: DriftResult, artifact: str | None = None) -> DriftSummary:
     """The ``drift`` entry of a tolerance signal's detail (curve thinned to MAX_POINTS)."""
     calls = result["calls"]
     step = max(1, -(-len(calls) // MAX_POINTS))
@@ -278,15 +280,13 @@ def summary_detail(result: DriftResult, artifact: str | None = None) -> Detail:
     first = result["first_past_limit"]
     diverged = result["diverged"]
     cut = None if diverged is None else diverged["index"]
-    before = [c for c in calls if cut is None or c.get("order", 0) <= cut]
-    out: Detail = {
+    before = [c for c in calls if cut is None or c["order"] <= cut]
+    out: DriftSummary = {
         "first_past_limit": None if first is None else _point(first),
         "index": None if first is None else calls.index(first),
         "curve_first": None if first is None else next(
             i for i, c in enumerate(keep) if c is first),
-        "worst": None if not before else dict(
-            _point(max(before, key=lambda c: c["max_diff"] / c["limit"] if c["limit"] else 0)),
-            ratio=_r(max(c["max_diff"] / c["limit"] if c["limit"] else 0 for c in before))),
+        "worst": None if not before else _worst(before),
         "compared": len(calls),
         "diverged": diverged_detail(result.get("diverged")),
         "curve": [[c["module"], _r(c["max_diff"]), _r(c["limit"])] for c in keep],
@@ -301,9 +301,16 @@ def summary_detail(result: DriftResult, artifact: str | None = None) -> Detail:
     return out
 
 
-def _point(c: DriftCall) -> Detail:
-    return dict({k: c[k] for k in ("module", "type", "call", "dtype")},
-                max_diff=_r(c["max_diff"]), limit=_r(c["limit"]))
+def _worst(before: list[DriftCall]) -> DriftPoint:
+    """The call closest to its limit (its error/limit as ``ratio``)."""
+    point = _point(max(before, key=lambda c: c["max_diff"] / c["limit"] if c["limit"] else 0))
+    point["ratio"] = _r(max(c["max_diff"] / c["limit"] if c["limit"] else 0 for c in before))
+    return point
+
+
+def _point(c: DriftCall) -> DriftPoint:
+    return {"module": c["module"], "type": c["type"], "call": c["call"], "dtype": c["dtype"],
+            "max_diff": _r(c["max_diff"]), "limit": _r(c["limit"])}
 
 
 def _r(x: float) -> float | None:

@@ -59,6 +59,7 @@ from laya_tui.families.explain.gap_rows import (
     write_artifact,
 )
 from laya_tui.families.explain.gap_store import DEFAULT_BUDGET_MB, Store, budget_bytes
+from laya_tui.families.explain.records import ProbeOptions, Verdict
 
 __all__ = ["AOTI", "AOTI_NOTE", "COMPILED", "COMPILED_NOTE", "DEFAULT_BUDGET_MB", "MAX_ROWS",
            "MAX_SECONDS", "ROOT", "WHOLE", "GapTable", "Row", "Store", "budget_bytes",
@@ -287,7 +288,7 @@ def _local(m: Any, snap: Any, rec: dict[str, Any], mask: Any, lim: dict[str, flo
 
 # -- the probe's entry -----------------------------------------------------------------------
 
-def wanted(opts: dict[str, Any], passed: bool | None) -> bool:
+def wanted(opts: ProbeOptions, passed: bool | None) -> bool:
     """After a failing verdict unless ``--no-precision-plan``; for any cell with
     ``--numerics``."""
     if opts.get("numerics"):
@@ -327,7 +328,7 @@ def leaves_compiled(model: Any) -> Iterator[None]:
                 del m.forward
 
 
-def _verdict_limit(table: GapTable, verdict: dict[str, Any]) -> None:
+def _verdict_limit(table: GapTable, verdict: Verdict) -> None:
     """The whole model's row takes the tolerance verdict's limit (the module rows keep
     theirs, scaled by each output's magnitude): one output, one limit in every view."""
     limit = verdict.get("limit")
@@ -339,7 +340,7 @@ def _verdict_limit(table: GapTable, verdict: dict[str, Any]) -> None:
             r.note = "; ".join(x for x in (r.note, "limit: the cell's tolerance") if x)
 
 
-def table_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
+def table_after_verdict(ctx: Any, subject: str, verdict: Verdict, *, model: Any,
                         reference: Any, forward: Callable[[Any], Any],
                         forward_reference: Callable[[Any], Any], mask: Any = None,
                         path: str = "eager") -> GapTable | None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from laya_tui.families.explain.drift import ROOT
-from laya_tui.families.explain.records import SiteDict
+from laya_tui.families.explain.records import DriftSummary, SiteDict
 
 __all__ = ["class_sites", "module_sites", "ranking_from_drift"]
 
 
-def ranking_from_drift(drift: dict[str, Any] | None) -> list[str]:
+def ranking_from_drift(drift: DriftSummary | None) -> list[str]:
     """Module names past their limit, in the drift's execution order (its artifact's full
     list when there is one, else the thinned curve), the first past its limit first."""
     if not drift:
@@ -33,7 +33,8 @@ def ranking_from_drift(drift: dict[str, Any] | None) -> list[str]:
         calls = [(m, d if d is not None else float("inf"), lim or 0.0)
                  for m, d, lim in drift.get("curve") or []]
     out: list[str] = []
-    first = (drift.get("first_past_limit") or {}).get("module")
+    past = drift.get("first_past_limit")
+    first = None if past is None else past["module"]
     if first and first != ROOT:
         out.append(first)
     for name, diff, lim in calls:

@@ -34,6 +34,13 @@ from typing import Any
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
 from laya_tui.families.explain.plan_applier import Applier, map_floats, model_dtype, normalize
 from laya_tui.families.explain.plan_modules import class_sites, module_sites, ranking_from_drift
+from laya_tui.families.explain.records import (
+    Detail,
+    DriftSummary,
+    PlanTrial,
+    ProbeOptions,
+    Verdict,
+)
 
 __all__ = ["BUDGET", "FOUND", "LOW_PRECISION", "MAX_FORWARDS", "MAX_SECONDS", "MAX_TRIALS",
            "NO_PLAN", "NOT_NEEDED", "NOT_PRECISION", "SKIPPED", "Applier", "Check", "Plan",
@@ -70,9 +77,9 @@ class Plan:
     max_seconds: float = MAX_SECONDS
     dtype: str | None = None
     reason: str = ""
-    trials: list[dict[str, Any]] = field(default_factory=list)
+    trials: list[PlanTrial] = field(default_factory=list)
 
-    def detail(self) -> dict[str, Any]:
+    def detail(self) -> Detail:
         out = asdict(self)
         out["seconds"] = round(self.seconds, 4)
         for key in ("verified_error", "baseline_error", "fp32_error"):
@@ -131,7 +138,7 @@ class _Search:
         self.mask = None if mask is None else mask.detach().bool().cpu()
         self.names = {id(m): n for n, m in model.named_modules()}
         self.ref_out: dict[str, list[list[Any] | None]] | None = None
-        self.trials: list[dict[str, Any]] = []
+        self.trials: list[PlanTrial] = []
         self.last_output: Any = None
 
     def reference_outputs(self) -> None:
@@ -424,15 +431,15 @@ def snippet(plan: Plan) -> str:
 
 # -- the probe's entry -----------------------------------------------------------------------
 
-def enabled(opts: dict[str, Any]) -> bool:
+def enabled(opts: ProbeOptions) -> bool:
     """On unless ``--no-precision-plan`` (option ``precision_plan`` False)."""
     return opts.get("precision_plan", True) is not False
 
 
-def plan_after_verdict(ctx: Any, subject: str, verdict: dict[str, Any], *, model: Any,
+def plan_after_verdict(ctx: Any, subject: str, verdict: Verdict, *, model: Any,
                        reference: Any, forward: Callable[[Any], Any],
                        forward_reference: Callable[[Any], Any], check: Check,
-                       drift: dict[str, Any] | None = None, mask: Any = None,
+                       drift: DriftSummary | None = None, mask: Any = None,
                        ranking: list[str] | None = None) -> Plan | None:
     """After a failing tolerance verdict of a bf16/fp16 eager cell: search, verify, and emit
     the plan as a ``log`` signal (``detail.precision_plan``; ``fix`` holds the snippet).

@@ -12,9 +12,10 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from laya_tui.core.report_types import SignalDict, SiteDict
 
-__all__ = ["CondCall", "Detail", "Divergence", "DriftCall", "DriftResult", "DriftSeconds",
-           "EntryFields", "Kwargs", "LogSiteDict", "ProbeOptions", "RblnDump", "SignalDict",
-           "SiteDict", "SkippedModule", "Verdict"]
+__all__ = ["CondCall", "Detail", "Divergence", "DriftCall", "DriftPoint", "DriftResult",
+           "DriftSeconds", "DriftSummary", "EntryFields", "InductorConfig",
+           "Kwargs", "LogSiteDict", "PlanTrial",
+           "ProbeOptions", "RblnDump", "SignalDict", "SiteDict", "SkippedModule", "Verdict"]
 
 #: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
 Detail: TypeAlias = dict[str, Any]
@@ -22,6 +23,8 @@ Detail: TypeAlias = dict[str, Any]
 ProbeOptions: TypeAlias = dict[str, Any]
 #: A call's keyword arguments as the caller passed them (handed on as they are).
 Kwargs: TypeAlias = dict[str, Any]
+#: Inductor config fields and values (``torch._inductor.config``), handed to torch as they are.
+InductorConfig: TypeAlias = dict[str, Any]
 #: RBLN's compiler dump (a library payload, read as the compiler writes it).
 RblnDump: TypeAlias = dict[str, Any]
 
@@ -113,3 +116,39 @@ class DriftResult(TypedDict):
     seconds: DriftSeconds
     reference_output: Any  # what the two calls returned (tensors, model outputs)
     model_output: Any
+
+
+class DriftPoint(TypedDict):
+    """A drift curve's point as the summary shows it (``ratio``: the worst's error/limit)."""
+
+    module: str
+    type: str
+    call: int
+    dtype: str | None
+    max_diff: float | None
+    limit: float | None
+    ratio: NotRequired[float | None]
+
+
+class DriftSummary(TypedDict):
+    """The ``drift`` entry of a tolerance signal's detail (``drift.summary_detail``)."""
+
+    first_past_limit: DriftPoint | None
+    index: int | None
+    curve_first: int | None
+    worst: DriftPoint | None
+    compared: int
+    diverged: Detail | None
+    curve: list[list[Any]]  # [module, max_diff, limit] (lists, as JSON has them)
+    skipped: list[SkippedModule]
+    cond: NotRequired[list[CondCall]]
+    curve_every: NotRequired[int]
+    artifact: NotRequired[str]
+
+
+class PlanTrial(TypedDict):
+    """One verified run of the precision-plan search: the modules kept in fp32, its error."""
+
+    fp32_modules: list[str]
+    error: float | None
+    passed: bool

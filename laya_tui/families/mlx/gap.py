@@ -31,6 +31,7 @@ from laya_tui.families.explain.gap_table import (
     wanted,
     write_artifact,
 )
+from laya_tui.families.explain.records import Verdict
 from laya_tui.families.mlx.encoder import DTYPES, LIMITS, MlxEncoder, prepare
 
 PATH = "mlx"
@@ -173,7 +174,7 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
     return table
 
 
-def table_after_compare(ctx: Any, subject: str, verdict: dict[str, Any], *,
+def table_after_compare(ctx: Any, subject: str, verdict: Verdict, *,
                         enc: MlxEncoder, model: Any, inputs: dict[str, Any],
                         compiled: bool = False) -> GapTable | None:
     """After a parity verdict: the encoder's gap table when wanted (failing, or
