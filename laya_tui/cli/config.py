@@ -19,7 +19,7 @@ import argparse
 import os
 import re
 import tomllib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from laya_tui.cli.options import check_value, off_dest, seconds_ok, table_keys
 from laya_tui.core.errors import UsageError
@@ -39,9 +39,16 @@ if TYPE_CHECKING:
     from laya_tui.core.envs import Environment
 
 TABLE = "tool.laya-tui"
+#: The ``[tool.laya-tui]`` table as TOML gave it: an open mapping until
+#: :func:`load_settings` has checked each key and value.
+RawTable: TypeAlias = dict[str, Any]
+#: Option values by option (field) name: the flags given (``vars(args)``), the checked
+#: table, the merged values. The option table (``core/options.py``) declares each name
+#: and its type, so the mapping is keyed at run time, not by a TypedDict.
+OptionValues: TypeAlias = dict[str, Any]
 
 
-def read_table(workspace: str) -> tuple[dict[str, Any], str]:
+def read_table(workspace: str) -> tuple[RawTable, str]:
     """The raw ``[tool.laya-tui]`` table of ``<workspace>/pyproject.toml`` (``{}`` if none)."""
     path = os.path.join(workspace, "pyproject.toml")
     if not os.path.isfile(path):
@@ -60,14 +67,14 @@ def read_table(workspace: str) -> tuple[dict[str, Any], str]:
     return table, path
 
 
-def load_settings(workspace: str) -> dict[str, Any]:
+def load_settings(workspace: str) -> OptionValues:
     """The validated table as ``{option (field) name: value}``; a bad value is a
     UsageError."""
     table, path = read_table(workspace)
     where = f"{path} [{TABLE}]"
     keys = table_keys()
     known = ", ".join(dict.fromkeys(o.key for o in keys.values() if o.key))
-    out: dict[str, Any] = {}
+    out: OptionValues = {}
     for raw_key, value in table.items():
         opt = keys.get(raw_key.replace("_", "-"))
         if opt is None:
@@ -91,19 +98,19 @@ def load_settings(workspace: str) -> dict[str, Any]:
 DEVICE_PATTERN = r"^(cpu|cuda(:\d+)?|mps|rbln(:\d+)?)$"
 
 
-def _pick(flag: Any, table: dict[str, Any], key: str, default: Any = None) -> Any:
+def _pick(flag: Any, table: OptionValues, key: str, default: Any = None) -> Any:
     """A flag the user gave wins, then the table's value, then the default."""
     if flag is not None:
         return flag
     return table.get(key, default)
 
 
-def merged(flags: dict[str, Any], table: dict[str, Any],
-           options: tuple[Option, ...] | None = None) -> dict[str, Any]:
+def merged(flags: OptionValues, table: OptionValues,
+           options: tuple[Option, ...] | None = None) -> OptionValues:
     """Each option's value by its name: the flag given, else the table's, else the field's
     default; an option's ``off_flag`` (``--no-baseline``) sets the default whatever else
     says."""
-    values: dict[str, Any] = {}
+    values: OptionValues = {}
     for opt in option_table() if options is None else options:
         if opt.off_flag and flags.get(off_dest(opt)):
             values[opt.name] = opt.default
@@ -112,12 +119,12 @@ def merged(flags: dict[str, Any], table: dict[str, Any],
     return values
 
 
-def _part(values: dict[str, Any], part: str) -> dict[str, Any]:
+def _part(values: OptionValues, part: str) -> OptionValues:
     """The merged values of one dataclass's options (``run``, ``gates``...)."""
     return {o.name: values[o.name] for o in option_table() if o.part == part}
 
 
-def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None, *,
+def settings_from(args: argparse.Namespace, table: OptionValues | None = None, *,
                   run: bool = True) -> Settings:
     """The one :class:`Settings` of an invocation: flags > ``[tool.laya-tui]`` > defaults.
 
@@ -148,7 +155,7 @@ def settings_from(args: argparse.Namespace, table: dict[str, Any] | None = None,
                     outputs=_outputs(values), **_part(values, "settings"))
 
 
-def _outputs(values: dict[str, Any]) -> Outputs:
+def _outputs(values: OptionValues) -> Outputs:
     """Where the report and the CI files go; ``--annotations`` (stdout) cannot share stdout
     with ``--json -``."""
     out = Outputs(**_part(values, "outputs"))
@@ -158,7 +165,7 @@ def _outputs(values: dict[str, Any]) -> Outputs:
     return out
 
 
-def _gates(values: dict[str, Any], flags: dict[str, Any], table: dict[str, Any]) -> Gates:
+def _gates(values: OptionValues, flags: OptionValues, table: OptionValues) -> Gates:
     """``--fail-on`` replaces the table's list; ``--max KIND=N`` overrides that kind only."""
     fail_on: list[str] = []
     max_counts: dict[str, int] = {}
@@ -174,7 +181,7 @@ def _gates(values: dict[str, Any], flags: dict[str, Any], table: dict[str, Any])
                     "max_counts": frozen_map(max_counts)})
 
 
-def _run_options(values: dict[str, Any], flags: dict[str, Any], table: dict[str, Any],
+def _run_options(values: OptionValues, flags: OptionValues, table: OptionValues,
                  workspace: str) -> RunOptions:
     """What a run needs, checked in the order the user is told about it."""
     from laya_tui.cli.project import resolve_sources
@@ -228,14 +235,14 @@ def _run_options(values: dict[str, Any], flags: dict[str, Any], table: dict[str,
     }, durations=frozen_map(durations) if durations is not None else None)
 
 
-def _numerics_searches(flags: dict[str, Any]) -> bool:
+def _numerics_searches(flags: OptionValues) -> bool:
     """``--[no-]precision-plan``: on by default, off by default under ``--watch`` (a failing
     save reports as fast as a passing one; ``--precision-plan`` asks for them there)."""
     asked = flags.get("precision_plan")
     return bool(asked) if asked is not None else not flags.get("watch")
 
 
-def _envs(flags: dict[str, Any], table: dict[str, Any]) -> tuple[Environment, ...]:
+def _envs(flags: OptionValues, table: OptionValues) -> tuple[Environment, ...]:
     """``--env NAME=PYTHON`` (replacing the table's ``envs``), each interpreter checked now:
     one that cannot run a worker is a UsageError before any probe runs."""
     from laya_tui.core.envs import inspect_envs, parse_env_flags
@@ -247,7 +254,7 @@ def _envs(flags: dict[str, Any], table: dict[str, Any]) -> tuple[Environment, ..
     return inspect_envs(pairs)
 
 
-def _shard(values: dict[str, Any]) -> tuple[tuple[int, int] | None, str | None]:
+def _shard(values: OptionValues) -> tuple[tuple[int, int] | None, str | None]:
     """``--shard K/N`` and the ``--durations REPORT`` path, checked before anything runs."""
     shard_text, durations_path = values["shard"], values["durations_path"]
     if shard_text is None:
