@@ -66,15 +66,16 @@ def test_current_line_follows_the_quoted_code_or_gives_up(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Inductor's C++ backend: Linux here")
+@pytest.mark.parametrize("where", ["same checkout", "another checkout"])
 def test_a_cached_graph_after_an_edit_that_moved_lines_is_sited_where_the_code_is(
-        tmp_path: Path) -> None:
+        tmp_path: Path, where: str) -> None:
     pytest.importorskip("torch")
-    work = tmp_path / "ws"
-    work.mkdir()
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
                TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     seen = []
-    for pad in ("", "\n\n\n"):  # the same graph; the second file has its lines moved down
+    for i, pad in enumerate(("", "\n\n\n")):  # one graph; the second file's lines moved
+        work = tmp_path / ("ws" if where == "same checkout" else f"ws{i}")
+        work.mkdir(exist_ok=True)
         model = work / "model_qr.py"
         model.write_text(MODEL.format(pad=pad))
         out = subprocess.run([sys.executable, "-c", RUN, str(work)], env=env, text=True,
