@@ -17,6 +17,7 @@ from laya_tui.core.protocol import SignalEvent
 from laya_tui.core.report_types import SignalDict
 from laya_tui.families.aoti.failure import cpp_site, first_meaningful_line, fix_for
 from laya_tui.families.aoti.load import ShapeError, check_shapes, shape_problems
+from laya_tui.families.aoti.records import InputSpec
 from laya_tui.families.aoti.results import (
     RESULTS_SCHEMA_ID,
     default_root,
@@ -31,7 +32,7 @@ from tests._util import heavy_imports
 
 REPO = Path(__file__).resolve().parents[1]
 
-SPEC = {"inputs": [
+SPEC: InputSpec = {"inputs": [
     {"name": "input_ids", "dtype": "torch.int64", "dims": [
         {"name": "rows", "min": 2, "max": 64, "symbol": "s0"},
         {"name": "tokens", "min": 32, "max": 256, "multiple": 16, "symbol": "s1"}]},

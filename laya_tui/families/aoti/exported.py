@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from laya_tui.families.aoti.records import DimRange, InputEntry, InputSpec, MixedMatmul
 from laya_tui.families.aoti.targets import Inputs
 
 #: The matmul-like ops whose mixed input dtypes break packaged models.
@@ -33,16 +34,16 @@ def constant_inputs(inputs: Inputs) -> dict[str, str]:
     return {_path_name(p): repr(x) for p, x in leaves if not isinstance(x, torch.Tensor)}
 
 
-def specialised(spec: dict[str, Any] | None, inputs: Inputs, label: str) -> list[str]:
+def specialised(spec: InputSpec | None, inputs: Inputs, label: str) -> list[str]:
     """What an input set passes that the package was specialised to another value of."""
-    fixed = (spec or {}).get("constants") or {}
+    fixed = (spec.get("constants") if spec else None) or {}
     got = constant_inputs(inputs)
     return [f"the package is specialised to {k}={v}; {label} passes {got[k]}"
             for k, v in fixed.items() if k in got and got[k] != v]
 
 
 def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
-               ) -> dict[str, Any]:
+               ) -> InputSpec:
     """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}], constants}``.
 
     ``constants``: the example's non-tensor inputs, which the program holds fixed.
@@ -67,10 +68,10 @@ def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
         except Exception:  # noqa: BLE001 - sympy/torch infinities: unbounded
             return 2**62
 
-    inputs = []
+    inputs: list[InputEntry] = []
     for (path, x), fake in zip(flat, fakes, strict=False):
         name = _path_name(path)
-        dims = []
+        dims: list[DimRange] = []
         for d, size in enumerate(fake.shape):
             label = dim_names.get(name, {}).get(d) or f"dim{d}"
             if isinstance(size, int):
@@ -82,25 +83,25 @@ def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
             vr = ranges.get(str(rest)) or ranges.get(str(expr))
             lo = bound(vr.lower) * coeff if vr is not None else int(x.shape[d])
             hi = bound(vr.upper) * coeff if vr is not None else int(x.shape[d])
-            dim = {"name": label, "min": lo, "max": hi, "symbol": str(rest)}
+            dim: DimRange = {"name": label, "min": lo, "max": hi, "symbol": str(rest)}
             if coeff > 1:
                 dim["multiple"] = coeff
             dims.append(dim)
         inputs.append({"name": name, "dtype": str(x.dtype), "dims": dims})
-    out: dict[str, Any] = {"inputs": inputs}
+    out: InputSpec = {"inputs": inputs}
     constants = constant_inputs(example)
     if constants:
         out["constants"] = constants
     return out
 
 
-def mixed_dtype_matmuls(ep: Any) -> list[dict[str, Any]]:
+def mixed_dtype_matmuls(ep: Any) -> list[MixedMatmul]:
     """Matmul-like nodes whose floating inputs disagree in dtype, with their source site."""
     import torch
 
     from laya_tui.families.aoti.failure import site_from_text
 
-    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, str, str], MixedMatmul] = {}
     for node in ep.graph.nodes:
         if node.op != "call_function":
             continue

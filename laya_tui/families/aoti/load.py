@@ -21,7 +21,10 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the fresh process imports nothing of laya_tui beyond this module
+    from laya_tui.families.aoti.records import DimRange, InputEntry, InputSpec
 
 SPEC_KEY = "LAYA_INPUT_SPEC"
 KEY_KEY = "LAYA_PACKAGE_KEY"
@@ -52,11 +55,11 @@ class ShapeError(ValueError):
     """Inputs that the exported ranges do not cover (one readable line)."""
 
 
-def _dim_label(inp: dict[str, Any], d: int, dim: dict[str, Any]) -> str:
+def _dim_label(inp: InputEntry, d: int, dim: DimRange) -> str:
     return f"{inp['name']} dim {d} ({dim.get('name') or f'dim{d}'})"
 
 
-def shape_problems(spec: dict[str, Any], shapes: Sequence[Sequence[int]],
+def shape_problems(spec: InputSpec, shapes: Sequence[Sequence[int]],
                    dtypes: Sequence[str] | None = None) -> list[str]:
     """What is wrong with flat input ``shapes`` (and ``dtypes``) against an input spec.
 
@@ -97,7 +100,7 @@ def shape_problems(spec: dict[str, Any], shapes: Sequence[Sequence[int]],
     return problems
 
 
-def check_shapes(spec: dict[str, Any], shapes: Sequence[Sequence[int]],
+def check_shapes(spec: InputSpec, shapes: Sequence[Sequence[int]],
                  dtypes: Sequence[str] | None = None, *, what: str = "inputs") -> None:
     """Raise :class:`ShapeError` with one line listing every problem, if any."""
     problems = shape_problems(spec, shapes, dtypes)

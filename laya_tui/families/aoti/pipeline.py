@@ -27,6 +27,7 @@ from laya_tui.families.aoti.measure import (
     flat_outputs,
     output_names,
 )
+from laya_tui.families.aoti.records import InputSpec, MixedMatmul
 from laya_tui.families.aoti.results import (
     PACKAGE_NAME,
     RESULTS_NAME,
@@ -62,7 +63,7 @@ class Pipeline:
         self.target = target
         self.root = Path(root)
         self.failures: list[StepFailure] = []
-        self.mixed: list[dict[str, Any]] = []
+        self.mixed: list[MixedMatmul] = []
         #: shape name -> "the package is specialised to mode='sum'; input set 2 passes ..."
         self.specialised: dict[str, list[str]] = {}
         self.results: dict[str, Any] = {
@@ -159,7 +160,7 @@ class Pipeline:
 
     # -- export + package ------------------------------------------------------------------
     def build_package(self, model: Any, package: Path, cdir: Path, key: str
-                      ) -> dict[str, Any] | None:
+                      ) -> InputSpec | None:
         """Export and package, or reuse the cached package; returns the input spec."""
         t0 = time.perf_counter()
         prev = read_results(cdir / RESULTS_NAME)
@@ -174,7 +175,7 @@ class Pipeline:
                                                "built_seconds": built.get("built_seconds",
                                                                           built.get("seconds"))}
             self.results["export_graph"] = prev.get("export_graph")
-            cached_spec: dict[str, Any] = prev["input_spec"]
+            cached_spec: InputSpec = prev["input_spec"]
             self.results["input_spec"] = cached_spec
             self.mixed = prev.get("mixed_dtype") or []
             self.results["mixed_dtype"] = self.mixed
@@ -256,7 +257,7 @@ class Pipeline:
         self.results["package_bytes"] = size
         self.ctx.artifact("package", package, bytes=size, detail={"cached": cached})
 
-    def shapes_in_range(self, spec: dict[str, Any]) -> list[tuple[str, Inputs, dict[str, int]]]:
+    def shapes_in_range(self, spec: InputSpec) -> list[tuple[str, Inputs, dict[str, int]]]:
         """The target's shapes, dropping (and logging) any the exported ranges refuse."""
         from laya_tui.families.aoti.load import ShapeError, flat_tensors
 

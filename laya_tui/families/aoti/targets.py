@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.aoti.records import InputSpec
+
 #: ``(args, kwargs)`` of one call.
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -36,7 +38,7 @@ class Target:
     reference: Callable[[Any], Any]
     example: Inputs
     dynamic_shapes: Callable[[Any], Any]
-    shapes: Callable[[dict[str, Any] | None], list[tuple[str, Inputs, dict[str, int]]]]
+    shapes: Callable[[InputSpec | None], list[tuple[str, Inputs, dict[str, int]]]]
     heads: tuple[str, ...] | None = None
     dim_names: dict[str, dict[int, str]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
@@ -86,7 +88,7 @@ def decision_target(dtype: str, *, cast_features: bool = True, device: str = "cp
             return model if dtype == "fp32" else dm.build_decision_model(torch.float32)
         return OnHost(dm.build_decision_model(torch.float32))
 
-    def shapes(_spec: dict[str, Any] | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+    def shapes(_spec: InputSpec | None) -> list[tuple[str, Inputs, dict[str, int]]]:
         return [(s.name, ((), to_device(dm.decision_inputs(s), device)),
                  {"rows": s.rows, "tokens": s.tokens, "markers": s.markers})
                 for s in dm.SHAPES]
@@ -128,7 +130,7 @@ def _auto_dynamic(model: Any, example: Inputs) -> Any:
     return {name: pytree.tree_map(spec, value) for name, value in bound.arguments.items()}
 
 
-def _batch_variant(spec: dict[str, Any] | None, example: Inputs
+def _batch_variant(spec: InputSpec | None, example: Inputs
                    ) -> list[tuple[str, Inputs, dict[str, int]]]:
     """A second shape when every input's dim 0 is one dynamic dim: rows repeated or cut."""
     import torch
@@ -195,7 +197,7 @@ def user_target(spec: str, *, device: str = "cpu", loaded: tuple[Any, Any] | Non
     except TypeError:
         pass
 
-    def shapes(exported: dict[str, Any] | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+    def shapes(exported: InputSpec | None) -> list[tuple[str, Inputs, dict[str, int]]]:
         if len(sets) > 1:  # the factory's own input sets, in order
             return [(f"set{i + 1}", x, {}) for i, x in enumerate(sets)]
         return [("example", example, {})] + _batch_variant(exported, example)
