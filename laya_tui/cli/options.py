@@ -14,7 +14,7 @@ import math
 import os
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.options import Option, option_table
@@ -54,11 +54,15 @@ def whole_arg(low: int, high: int, unit: str = "") -> Callable[[str], int]:
     return parse
 
 
-def _arg_kwargs(kind: str) -> dict[str, Any]:
+#: ``argparse.add_argument``'s keywords (a library's payload: action, type, nargs...).
+ArgKwargs: TypeAlias = dict[str, Any]
+
+
+def _arg_kwargs(kind: str) -> ArgKwargs:
     """``add_argument`` keywords of a kind (every flag defaults to ``None``: not given, so
     the table or the field's default holds)."""
-    repeated: dict[str, Any] = {"action": "append"}
-    kinds: dict[str, dict[str, Any]] = {
+    repeated: ArgKwargs = {"action": "append"}
+    kinds: dict[str, ArgKwargs] = {
         "switch": {"action": "store_true", "default": None},
         "off-switch": {"action": "store_false", "default": None},  # --no-cache: use_cache
         "bool": {"action": argparse.BooleanOptionalAction, "default": None},

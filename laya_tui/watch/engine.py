@@ -66,7 +66,7 @@ import asyncio
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from laya_tui.core.report_types import (
@@ -336,13 +336,12 @@ class Watcher:
     def _forget(self, probe: CellSpec, trigger: str | None) -> None:
         pid = probe["id"]
         self.reruns.cancel(pid)
-        popped = self.results.pop(pid, None)
-        before: Mapping[str, Any] = popped or {}
-        base = self._baseline.pop(pid, None)
+        before = self.results.pop(pid, None)
+        base = self._baseline.pop(pid, None) or before
         self.deps.forget(pid)
         self._emit(self._record("removed", pid, family=probe["family"], trigger=trigger,
-                                previous_status=before.get("status"),
-                                gone=list((base or before).get("signals", []))))
+                                previous_status=before.get("status") if before else None,
+                                gone=list(base.get("signals", [])) if base else []))
 
     def _diagnose(self, pid: str, err: FileErrorDict, diag: DiagnosticDict,
                   trigger: str | None) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, cast
 
 from laya_tui.core.report_types import (
@@ -35,10 +35,10 @@ AT_FILE_LINE = re.compile(r" at (?P<file>\S+):(?P<line>\d+)$")
 
 def new_record(kind: str, pid: str | None, trigger: str | None, **fields: Any) -> Record:
     """A record with every key present (``trigger`` already relative to the workspace)."""
-    rec: dict[str, Any] = {"type": kind, "probe": pid, "family": None, "trigger": trigger,
-                           "seconds": None, "latency": None, "status": None, "reason": None,
-                           "previous_status": None, "cached": False, "new": [], "gone": [],
-                           "changed": [], "diagnostic": None}
+    rec: dict[str, object] = {"type": kind, "probe": pid, "family": None, "trigger": trigger,
+                              "seconds": None, "latency": None, "status": None,
+                              "reason": None, "previous_status": None, "cached": False,
+                              "new": [], "gone": [], "changed": [], "diagnostic": None}
     unknown = set(fields) - set(WatchRecord.__annotations__)
     if unknown:
         raise TypeError(f"not watch record fields: {sorted(unknown)}")
@@ -46,7 +46,7 @@ def new_record(kind: str, pid: str | None, trigger: str | None, **fields: Any) -
     return cast(WatchRecord, rec)
 
 
-def _facts(sig: SignalDict) -> dict[str, Any]:
+def _facts(sig: SignalDict) -> dict[str, object]:
     facts = {k: sig.get(k) for k in COMPARED_FIELDS}
     detail = sig.get("detail")
     facts["outcome"] = detail.get("outcome") if isinstance(detail, dict) else None
@@ -95,15 +95,15 @@ def diagnostic_of(result: ResultDict) -> DiagnosticDict | None:
         # names the exception (the lowering probe's ``stage: import`` cells).
         for sig in result.get("signals", []):
             detail = as_dict(sig.get("detail"))
-            site: Mapping[str, Any] = sig.get("site") or {}
+            where = sig.get("site")
             if failing(sig) and detail.get("exception") in DIAGNOSTIC_ERRORS \
-                    and site.get("file"):
-                return {"file": site["file"], "line": site.get("line"),
+                    and where and where.get("file"):
+                return {"file": where["file"], "line": where.get("line"),
                         "message": result.get("reason") or sig.get("reason") or ""}
         return None
     message = result.get("reason") or err.get("message") or ""
-    site = err.get("site") or {}
-    file, line = site.get("file"), site.get("line")
+    site = err.get("site")
+    file, line = (site.get("file"), site.get("line")) if site else (None, None)
     m = AT_FILE_LINE.search(err.get("message") or "")
     if m:  # the error is in a file the probe file imports: point at that file
         file, line = m.group("file"), int(m.group("line"))
