@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import pytest
@@ -17,7 +17,7 @@ from laya_tui.core.protocol import SignalEvent
 from laya_tui.core.report_types import SignalDict
 from laya_tui.families.aoti.failure import cpp_site, first_meaningful_line, fix_for
 from laya_tui.families.aoti.load import ShapeError, check_shapes, shape_problems
-from laya_tui.families.aoti.records import InputSpec
+from laya_tui.families.aoti.records import InputSpec, ShapeResult
 from laya_tui.families.aoti.results import (
     RESULTS_SCHEMA_ID,
     default_root,
@@ -422,7 +422,9 @@ def test_the_gap_table_of_the_bf16_decision_cell_compares_inductor_compiled_modu
     model = target.build()
     ref_model = target.reference(model)
     name, inputs, dims = target.shapes(None)[0]
-    per_shape = {name: {"name": name, "dims": dims, "heads": {"out": {"passed": True}}}}
+    # only what gap_tables reads: whether the shape's heads passed
+    per_shape = cast(dict[str, ShapeResult],
+                     {name: {"name": name, "dims": dims, "heads": {"out": {"passed": True}}}})
 
     def logs(opts: dict[str, Any]) -> list[SignalDict]:
         events: list[SignalEvent] = []

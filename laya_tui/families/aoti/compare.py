@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.aoti.failure import describe
 from laya_tui.families.aoti.measure import head_deltas, median_latencies
+from laya_tui.families.aoti.records import EagerReference, ShapeResult
 from laya_tui.families.aoti.targets import Inputs
 
 if TYPE_CHECKING:
@@ -15,8 +16,8 @@ if TYPE_CHECKING:
 
 
 def compare_heads(pipe: Pipeline, shapes: list[tuple[str, Inputs, dict[str, int]]],
-                  per_shape: dict[str, dict[str, Any]], refs: dict[str, Any],
-            same: dict[str, Any], fresh: dict[str, list[Any]] | None,
+                  per_shape: dict[str, ShapeResult], refs: dict[str, EagerReference],
+            same: dict[str, list[Any]], fresh: dict[str, list[Any]] | None,
             warm: dict[str, list[Any]], by_compile: dict[str, list[Any]]) -> None:
     """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference.
 
@@ -79,7 +80,7 @@ def compare_heads(pipe: Pipeline, shapes: list[tuple[str, Inputs, dict[str, int]
 def compare_latency(pipe: Pipeline, model: Any, compiled: Any, cmodel: Any,
             by_compile: dict[str, list[Any]],
             shapes: list[tuple[str, Inputs, dict[str, int]]],
-            per_shape: dict[str, dict[str, Any]]) -> None:
+            per_shape: dict[str, ShapeResult]) -> None:
     """Median latency of eager, torch.compile'd and AOTI on every shape, side by side."""
     eager_fn = model if pipe.results["steps"].get("eager", {}).get("ok") else None
     run_ok = not any(f.step == "run" and f.detail.get("process") == "warm"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
+from laya_tui.families.aoti.records import HeadDeltas, LatencyDetail
 from laya_tui.families.aoti.targets import Inputs
 
 #: Latency: warm-up calls (stopping past WARMUP_SECONDS), timed groups, the wall time one
@@ -67,15 +69,15 @@ def _warm_up(fn: Any, inputs: Inputs) -> tuple[int, float]:
     return warm, max(time.perf_counter() - t0, 1e-7)
 
 
-def median_latencies(fns: dict[str, Any], inputs: Inputs
-                     ) -> dict[str, tuple[float, dict[str, Any]] | BaseException]:
+def median_latencies(fns: dict[str, Callable[..., Any]], inputs: Inputs
+                     ) -> dict[str, tuple[float, LatencyDetail] | BaseException]:
     """Median per-call seconds of each callable, side by side.
 
     After warm-up, :data:`GROUPS` rounds each time every callable in turn for enough
     repetitions to last about :data:`GROUP_SECONDS` (interleaved, so load on a shared
     machine hits all of them alike). A callable that raises maps to its exception.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, tuple[float, LatencyDetail] | BaseException] = {}
     plan: dict[str, tuple[int, int]] = {}
     for name, fn in fns.items():
         try:
@@ -100,7 +102,7 @@ def median_latencies(fns: dict[str, Any], inputs: Inputs
     return out
 
 
-def head_deltas(out: Any, ref: Any) -> dict[str, Any]:
+def head_deltas(out: Any, ref: Any) -> HeadDeltas:
     """Max |logit delta|, max |softmax delta| (last axis) and argmax agreement per row."""
     import numpy as np
 

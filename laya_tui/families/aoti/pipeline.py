@@ -27,7 +27,15 @@ from laya_tui.families.aoti.measure import (
     flat_outputs,
     output_names,
 )
-from laya_tui.families.aoti.records import InputSpec, MixedMatmul
+from laya_tui.families.aoti.records import (
+    EagerReference,
+    InductorConfig,
+    InputSpec,
+    MixedMatmul,
+    ResultsDoc,
+    ShapeResult,
+    StepBox,
+)
 from laya_tui.families.aoti.results import (
     PACKAGE_NAME,
     RESULTS_NAME,
@@ -48,6 +56,7 @@ from laya_tui.families.aoti.toolchain import (
 )
 
 if TYPE_CHECKING:
+    from laya_tui.families.explain.records import Recompile
     from laya_tui.families.probe_context import ProbeContext
 
 FRESH_TIMEOUT = 300.0
@@ -66,7 +75,7 @@ class Pipeline:
         self.mixed: list[MixedMatmul] = []
         #: shape name -> "the package is specialised to mode='sum'; input set 2 passes ..."
         self.specialised: dict[str, list[str]] = {}
-        self.results: dict[str, Any] = {
+        self.results: ResultsDoc = {
             "schema": RESULTS_SCHEMA_ID, "model": target.name, "dtype": target.dtype,
             "steps": {}, "shapes": [], "failures": [], "ok": False, "package": None,
             "package_bytes": None, "input_spec": None,
@@ -89,9 +98,9 @@ class Pipeline:
                                                  **failure.detail})
 
     @contextlib.contextmanager
-    def step(self, name: str, **detail: Any) -> Iterator[dict[str, Any]]:
+    def step(self, name: str, **detail: Any) -> Iterator[StepBox]:
         """Run a block as step ``name``; an exception becomes a failure, not a crash."""
-        box: dict[str, Any] = {"ok": False}
+        box: StepBox = {"ok": False}
         self.ctx.step(name)  # a timeout's reason names it
         t0 = time.perf_counter()
         try:
@@ -103,7 +112,7 @@ class Pipeline:
             box["seconds"] = time.perf_counter() - t0
 
     # -- main ----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> ResultsDoc:
         """Every step; returns results.json's content (also written beside the package)."""
         import torch
 
@@ -135,7 +144,7 @@ class Pipeline:
         fresh = self.load_fresh(package, shapes) if spec is not None else None
         compiled = self.load_warm(package) if spec is not None else None
         ref_model = t.reference(model)
-        per_shape: dict[str, dict[str, Any]] = {
+        per_shape: dict[str, ShapeResult] = {
             name: {"name": name, "dims": dims, "heads": {}, "latency": {}, "ratios": {}}
             for name, _, dims in shapes}
         self.results["shapes"] = list(per_shape.values())
@@ -224,7 +233,7 @@ class Pipeline:
         self.report_mixed()
 
         tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
-        configs: dict[str, Any] = {"aot_inductor.metadata": {
+        configs: InductorConfig = {"aot_inductor.metadata": {
             SPEC_KEY: encode_metadata(spec), KEY_KEY: encode_metadata(key)}}
         compiler, note = aoti_compiler(self.results["environment"]["compiler"])
         if note is not None:
@@ -362,7 +371,7 @@ class Pipeline:
     # -- outputs -----------------------------------------------------------------------------
     def gap_tables(self, model: Any, ref_model: Any,
                    shapes: list[tuple[str, Inputs, dict[str, int]]],
-                   per_shape: dict[str, dict[str, Any]], *, fp32: bool) -> None:
+                   per_shape: dict[str, ShapeResult], *, fp32: bool) -> None:
         """After the verdicts, for a cell compared with fp32 eager: each input set's gap
         table where its heads failed (or every set with ``--numerics``), the model's
         modules compiled one by one by Inductor standing in for the package. A set whose
@@ -400,10 +409,10 @@ class Pipeline:
 
     def eager_outputs(self, model: Any, ref_model: Any,
                       shapes: list[tuple[str, Inputs, dict[str, int]]]
-                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+                      ) -> tuple[dict[str, EagerReference], dict[str, list[Any]]]:
         """fp32 eager reference outputs, and the model's own (same-dtype) eager outputs."""
-        refs: dict[str, Any] = {}
-        same: dict[str, Any] = {}
+        refs: dict[str, EagerReference] = {}
+        same: dict[str, list[Any]] = {}
         with self.step("eager") as box:
             for name, inputs, _ in shapes:
                 out = call(ref_model, inputs)
@@ -434,7 +443,7 @@ class Pipeline:
         from laya_tui.families.explain.dynamo_watch import DynamoWatch
 
         outs: dict[str, list[Any]] = {}
-        recompiled: dict[str, list[dict[str, Any]]] = {}
+        recompiled: dict[str, list[Recompile]] = {}
         spent: dict[str, float] = {}
         for name, inputs, _ in shapes:
             watch = DynamoWatch().start()
@@ -480,7 +489,7 @@ class Pipeline:
         return cmodel
 
 
-def run_target(ctx: ProbeContext, target: Target, out: str | None) -> dict[str, Any]:
+def run_target(ctx: ProbeContext, target: Target, out: str | None) -> ResultsDoc:
     """Run one cell end to end; skip when AOTInductor cannot run, fail on a failed step."""
     from laya_tui.core.files import artifact_dir
 

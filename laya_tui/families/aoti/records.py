@@ -13,14 +13,19 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from laya_tui.core.report_types import SiteDict
 
-__all__ = ["DimRange", "InputEntry", "InputSpec", "Kwargs", "MixedMatmul", "ResultsDoc",
-           "SiteDict", "StepDetail"]
+__all__ = ["DimRange", "EagerReference", "HeadDeltas", "HeadResult", "InductorConfig",
+           "InputEntry", "InputSpec", "Kwargs", "LatencyDetail", "MixedMatmul", "ResultsDoc",
+           "ShapeResult", "SiteDict", "StepBox", "StepDetail"]
 
 #: results.json: built step by step, validated against ``results.SCHEMA`` when written and
 #: read back as JSON from a previous run (an open JSON object).
 ResultsDoc: TypeAlias = dict[str, Any]
 #: A step's own detail (its ``log``/``timing`` signal's detail, an open JSON object).
 StepDetail: TypeAlias = dict[str, Any]
+#: Inductor config fields and values (``torch._inductor.config``), handed to torch as they are.
+InductorConfig: TypeAlias = dict[str, Any]
+#: The fp32 eager reference of one input set: its flat outputs and the heads' names.
+EagerReference: TypeAlias = tuple[list[Any], list[str]]
 #: A call's keyword arguments as the model takes them (handed on as they are).
 Kwargs: TypeAlias = dict[str, Any]
 
@@ -60,3 +65,56 @@ class MixedMatmul(TypedDict):
     dtypes: list[str]
     site: SiteDict | None
     trace: str
+
+
+class StepBox(TypedDict):
+    """What ``Pipeline.step`` yields: whether the block ran through, and its seconds
+    (set when the block ends)."""
+
+    ok: bool
+    seconds: NotRequired[float]
+
+
+class HeadDeltas(TypedDict):
+    """One head against its reference (``measure.head_deltas``)."""
+
+    logit: float  # max |logit delta|
+    prob: float  # max |softmax delta| over the last axis
+    agree: list[bool]  # argmax agreement per row
+    ref_absmax: float
+
+
+class HeadResult(TypedDict):
+    """One head on one shape in results.json (``$.shapes[].heads``, ``results._HEAD``)."""
+
+    max_logit_delta: float
+    max_prob_delta: float
+    limit: float
+    prob_limit: float
+    argmax_agree: list[bool]
+    passed: bool
+    vs_same_dtype_eager: float | None
+    fresh_vs_warm: float | None
+    vs_compiled: float | None
+    compiled_vs_reference: float | None
+
+
+class ShapeResult(TypedDict):
+    """One input set in results.json (``$.shapes[]``): its heads and latencies."""
+
+    name: str
+    dims: dict[str, int]
+    heads: dict[str, HeadResult]
+    latency: dict[str, float]  # variant (eager, compiled, aoti) -> median seconds
+    ratios: dict[str, float]  # "<variant>_speedup_vs_eager" -> ratio
+
+
+class LatencyDetail(TypedDict):
+    """How a median latency was measured (a ``timing`` signal's detail)."""
+
+    warmup: int
+    groups: int
+    reps: int
+    min: float
+    max: float
+    speedup_vs_eager: NotRequired[float]

@@ -18,7 +18,7 @@ from typing import Any
 
 from laya_tui.families.explain.aggregate import Aggregator
 from laya_tui.families.explain.graph_breaks import collect
-from laya_tui.families.explain.records import Detail, SiteDict
+from laya_tui.families.explain.records import Detail, Recompile, SiteDict
 from laya_tui.families.explain.sites import (
     USER,
     code_kind,
@@ -187,10 +187,10 @@ class DynamoWatch:
             name = f"{owner}: {name}"
         return f"{name} ({where})"
 
-    def recompiles(self) -> list[dict[str, Any]]:
+    def recompiles(self) -> list[Recompile]:
         """What :meth:`stop` collected, as plain facts: one dict per real recompile
         (``subject``, ``guard``, ``reason``, ``site``, ``stack``, ``seconds``, ``compile_id``)."""
-        out = []
+        out: list[Recompile] = []
         for m in self.metrics:
             guard = m.recompile_reason
             if not guard or m.fail_type:

@@ -13,9 +13,9 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 from laya_tui.core.report_types import SignalDict, SiteDict
 
 __all__ = ["CondCall", "Detail", "Divergence", "DriftCall", "DriftPoint", "DriftResult",
-           "DriftSeconds", "DriftSummary", "EntryFields", "InductorConfig",
-           "Kwargs", "LogSiteDict", "PlanTrial",
-           "ProbeOptions", "RblnDump", "SignalDict", "SiteDict", "SkippedModule", "Verdict"]
+           "DriftSeconds", "DriftSummary", "EntryFields", "InductorConfig", "Kwargs",
+           "LogSiteDict", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile", "SignalDict",
+           "SiteDict", "SkippedModule", "Verdict"]
 
 #: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
 Detail: TypeAlias = dict[str, Any]
@@ -152,3 +152,15 @@ class PlanTrial(TypedDict):
     fp32_modules: list[str]
     error: float | None
     passed: bool
+
+
+class Recompile(TypedDict):
+    """A real recompile ``DynamoWatch`` saw: its guard, where the compiled function is."""
+
+    compile_id: str
+    subject: str  # the compiled frame, named
+    guard: str  # the guard that failed, as Dynamo wrote it
+    reason: str  # its first line
+    site: SiteDict | None
+    stack: list[str]
+    seconds: float | None
