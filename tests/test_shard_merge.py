@@ -306,9 +306,10 @@ def test_shards_gate_names_a_different_plan():
     from laya_tui.report.merge import shards_gate
 
     def rec(k, plan):
-        return {"file": f"p{k}.json", "shard": {"index": k, "count": 2, "plan": plan}}
+        return {"file": f"p{k}.json", "host": "h",
+                "shard": {"index": k, "count": 2, "plan": plan}}
 
-    assert shards_gate([{"file": "a.json"}]) is None
+    assert shards_gate([{"file": "a.json", "host": "h"}]) is None
     same = shards_gate([rec(1, "aa"), rec(2, "aa")])
     assert same is not None and same["passed"]
     gate = shards_gate([rec(1, "aa"), rec(2, "bb")])

@@ -13,3 +13,6 @@ JsonObject: TypeAlias = dict[str, Any]
 Detail: TypeAlias = dict[str, Any]
 #: A cell's ``params``: free-form per family (``{"type": "object"}`` in the schema).
 Params: TypeAlias = dict[str, Any]
+#: A report's ``environment`` (and each of its ``hosts``): facts by name (``host``,
+#: ``versions``, ``probed``...), open in the schema: each writer adds what it knows.
+HostFacts: TypeAlias = dict[str, Any]

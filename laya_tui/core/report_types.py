@@ -349,6 +349,26 @@ ImportedDict = TypedDict("ImportedDict", {"from": str, "path": str,
                                           "seconds": NotRequired[float]})
 
 
+class MergedInputDict(TypedDict):
+    """One report a merged report was made of (``report.merge``): its file, the host it ran
+    on, the merged report it came ``via`` (a merge of merges), its counts and shard."""
+
+    file: str
+    host: str
+    via: NotRequired[str]
+    created: NotRequired[str]
+    probes: NotRequired[int]
+    seconds: NotRequired[float]
+    shard: NotRequired[ShardDict]
+
+
+class MergedDict(TypedDict):
+    """The report's ``merged`` section: the reports merged and ``--prefer``."""
+
+    inputs: list[MergedInputDict]
+    prefer: NotRequired[str | None]
+
+
 class ReportDict(TypedDict):
     """The report document (the schema's top level; ``report.document.build_report``).
     Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
@@ -367,7 +387,7 @@ class ReportDict(TypedDict):
     env_comparison: NotRequired[EnvComparisonDict]
     hosts: NotRequired[dict[str, dict[str, Any]]]
     imported: NotRequired[ImportedDict]
-    merged: NotRequired[dict[str, Any]]
+    merged: NotRequired[MergedDict]
 
 
 class CellSpec(TypedDict):
@@ -438,6 +458,8 @@ SCHEMA_PATHS: dict[str, type] = {
     "properties/summary/properties/ungated": UngatedDict,
     "properties/errors/items": FileErrorDict,
     "properties/imported/properties/files/items": ImportedFileDict,
+    "properties/merged": MergedDict,
+    "properties/merged/properties/inputs/items": MergedInputDict,
     "$defs/probe/properties/error": ErrorDict,
     "$defs/probe/properties/budget": BudgetDict,
 }

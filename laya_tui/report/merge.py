@@ -17,12 +17,22 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.jsonfast import dumps_strict
-from laya_tui.core.report_types import FileErrorDict, GateDict, ReportDict, ResultDict, SignalDict
+from laya_tui.core.open_types import HostFacts
+from laya_tui.core.report_types import (
+    EnvInfoDict,
+    FileErrorDict,
+    GateDict,
+    MergedInputDict,
+    ReportDict,
+    ResultDict,
+    SignalDict,
+)
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
 
@@ -105,23 +115,23 @@ def _describe(probe: ResultDict) -> str:
 
 # -- hosts ------------------------------------------------------------------------------------
 
-def _host_identity(env: dict[str, Any]) -> str:
+def _host_identity(env: HostFacts) -> str:
     """Environments that differ only in env-probe facts come from the same host."""
     return json.dumps({k: v for k, v in env.items() if k != "probed"}, sort_keys=True,
                       default=repr)
 
 
-def _env_identity(info: dict[str, Any]) -> str:
+def _env_identity(info: Mapping[str, object]) -> str:
     return json.dumps(info.get("versions"), sort_keys=True, default=repr)
 
 
-def _env_text(info: dict[str, Any]) -> str:
+def _env_text(info: Mapping[str, object]) -> str:
     raw = info.get("versions")
-    v: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    v = raw if isinstance(raw, dict) else {}
     return ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "tilelang") if v.get(k))
 
 
-def _hostname(env: dict[str, Any], label: str) -> str:
+def _hostname(env: HostFacts, label: str) -> str:
     host = as_dict(env.get("host"))
     name = host.get("hostname")
     if isinstance(name, str) and name:
@@ -135,17 +145,17 @@ class Merger:
     """Accumulates inputs into one set of probes, hosts and input records."""
 
     prefer: str | None = None
-    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hosts: dict[str, HostFacts] = field(default_factory=dict)
     chosen: dict[str, tuple[ResultDict, int]] = field(default_factory=dict)
     inputs: list[Input] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[MergedInputDict] = field(default_factory=list)
     errors: list[FileErrorDict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    envs: dict[str, dict[str, Any]] = field(default_factory=dict)  # --env: name -> info
+    envs: dict[str, EnvInfoDict] = field(default_factory=dict)  # --env: name -> info
     _env_from: dict[str, int] = field(default_factory=dict)  # name -> input index
 
-    def _add_host(self, name: str, env: dict[str, Any]) -> str:
+    def _add_host(self, name: str, env: HostFacts) -> str:
         ident = _host_identity(env)
         candidate, n = name, 1
         while candidate in self.hosts:
@@ -207,18 +217,20 @@ class Merger:
         merged = inp.doc.get("merged")
         if isinstance(merged, dict) and isinstance(merged.get("inputs"), list):
             for sub in merged["inputs"]:  # a merged report: keep its own inputs
-                if isinstance(sub, dict):
-                    self.records.append(dict(sub, host=rename.get(str(sub.get("host")), fallback),
-                                             via=inp.label))
+                if isinstance(sub, dict):  # a record of a report read (checked on reading)
+                    self.records.append(cast(MergedInputDict, dict(
+                        sub, host=rename.get(str(sub.get("host")), fallback), via=inp.label)))
             return
         summary = as_dict(inp.doc.get("summary"))
-        rec: dict[str, Any] = {"file": inp.label, "host": fallback,
-                               "created": inp.doc.get("created"),
-                               "probes": len(inp.doc["probes"]),
-                               "seconds": summary.get("seconds")}
-        if isinstance(inp.doc.get("shard"), dict):
-            rec["shard"] = inp.doc["shard"]
-        self.records.append({k: v for k, v in rec.items() if v is not None})
+        rec: MergedInputDict = {"file": inp.label, "host": fallback}
+        if (created := inp.doc.get("created")) is not None:
+            rec["created"] = created
+        rec["probes"] = len(inp.doc["probes"])
+        if (seconds := summary.get("seconds")) is not None:
+            rec["seconds"] = seconds
+        if isinstance(shard := inp.doc.get("shard"), dict):
+            rec["shard"] = shard
+        self.records.append(rec)
 
     def _add_probe(self, probe: ResultDict, idx: int) -> None:
         pid = probe["id"]
@@ -246,9 +258,16 @@ class Merger:
         return [self.chosen[pid][0] for pid in sorted(self.chosen)]
 
 
-def shards_gate(records: list[dict[str, Any]]) -> GateDict | None:
+class _Split(TypedDict):
+    """One split of a run into shards: its shard count, the files of each index given."""
+
+    count: int
+    have: dict[Any, list[str]]  # shard index (as the record has it) -> files
+
+
+def shards_gate(records: list[MergedInputDict]) -> GateDict | None:
     """The ``shards`` gate: every part of each split is present (None without shards)."""
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, _Split] = {}
     for rec in records:
         sh = rec.get("shard")
         if not isinstance(sh, dict) or not isinstance(sh.get("count"), int):
