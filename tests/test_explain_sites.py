@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from laya_tui.core.protocol import SignalEvent
+from laya_tui.core.report_types import SignalDict
 
 pytest.importorskip("torch")
 import torch  # noqa: E402
@@ -196,9 +197,11 @@ def test_steady_summary_one_off_follows_the_next_call():
 def test_steady_diff_splits_recurring_and_one_off():
     from laya_tui.families.explain.aggregate import steady_diff
 
-    cold = [{"kind": "compile", "subject": "f", "reason": "first compile", "count": 1}]
-    warm = [{"kind": "recompile", "subject": "f", "reason": "size mismatch", "count": 1},
-            {"kind": "cast", "subject": "aten::_to_copy", "reason": "upcast", "count": 2}]
+    cold: list[SignalDict] = [
+        {"kind": "compile", "probe": "p", "subject": "f", "reason": "first compile", "count": 1}]
+    warm: list[SignalDict] = [
+        {"kind": "recompile", "probe": "p", "subject": "f", "reason": "size mismatch", "count": 1},
+        {"kind": "cast", "probe": "p", "subject": "aten::_to_copy", "reason": "upcast", "count": 2}]
     again = {("cast", "aten::_to_copy", "upcast")}
     diff = steady_diff(cold, warm, again)
     assert diff["recurring"] == ["cast aten::_to_copy (upcast) x2"]

@@ -15,13 +15,14 @@ from laya_tui.families.explain.placement import (
     graph_placement,
     kernel_kind,
 )
+from laya_tui.families.explain.records import Placement
 
 pytest.importorskip("torch")
 import torch  # noqa: E402
 from torch._inductor.utils import run_and_get_code  # noqa: E402
 
 
-def _compile_and_watch(model: torch.nn.Module, x: torch.Tensor) -> tuple[dict, str]:
+def _compile_and_watch(model: torch.nn.Module, x: torch.Tensor) -> tuple[Placement, str]:
     torch._dynamo.reset()
     watch = PlacementWatch()
     watch.start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from laya_tui.core.report_types import ReportDict, SignalDict
 from laya_tui.core.signals import make_signal
@@ -37,9 +37,7 @@ def signals(dump: dict[str, Any], phase: str) -> list[SignalDict]:
 
 def test_cold_warm_diff_persists_fallbacks_with_other_counts():
     cold, warm = signals(COLD, "cold"), signals(WARM, "warm")
-    # steady_diff takes list[dict[str, Any]], not the list[SignalDict] make_signal gives
-    # (reported in issue 44's typing work): the same objects, named as it asks
-    diff = steady_diff(cast(list[dict[str, Any]], cold), cast(list[dict[str, Any]], warm))
+    diff = steady_diff(cold, warm)
     assert diff["appeared"] == []
     for op, n in WARM["cpu_fallback_by_op"].items():
         assert COLD["cpu_fallback_by_op"][op] != n  # other counts...

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from laya_tui.families.explain.records import Detail, EntryFields, SiteDict
+from laya_tui.families.explain.records import Detail, EntryFields, SignalDict, SiteDict
 
 SiteKey = tuple[str, int | None, str | None]
 
@@ -75,7 +74,7 @@ class Aggregator:
         return len(self.entries)
 
 
-def signal_identity(sig: dict[str, Any]) -> tuple[str, str, str]:
+def signal_identity(sig: SignalDict) -> tuple[str, str, str]:
     """(kind, subject, reason) of a signal: how the steady diff matches cold and warm."""
     return (str(sig.get("kind", "")), str(sig.get("subject", "")), str(sig.get("reason", "")))
 
@@ -83,7 +82,7 @@ def signal_identity(sig: dict[str, Any]) -> tuple[str, str, str]:
 OVERHEAD_KINDS = ("fallback", "recompile", "compile", "host_bounce", "cast")
 
 
-def steady_diff(cold: list[dict[str, Any]], warm: list[dict[str, Any]],
+def steady_diff(cold: list[SignalDict], warm: list[SignalDict],
                 again: set[tuple[str, str, str]] | None = None) -> dict[str, list[str]]:
     """What persists into the warm region, what is gone, what appeared; and, given the
     identities ``again`` seen in the next call of the warm work, which warm signals recur
@@ -92,7 +91,7 @@ def steady_diff(cold: list[dict[str, Any]], warm: list[dict[str, Any]],
     Only overhead signals with a non-zero count take part; entries read
     ``kind subject (reason) xN``. Without ``again`` every warm signal counts as recurring.
     """
-    def index(sigs: list[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
+    def index(sigs: list[SignalDict]) -> dict[tuple[str, str, str], int]:
         out: dict[tuple[str, str, str], int] = {}
         for s in sigs:
             if s.get("kind") in OVERHEAD_KINDS and (s.get("count") or 0) > 0:

@@ -24,9 +24,9 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from laya_tui.families.explain.compiled_calls import CUSTOM, EXTERN, FALLBACK, TORCH_NAMESPACES
+from laya_tui.families.explain.records import Placement, RblnDump
 
 UNIT_KERNELS = "generated-kernel placement"
 ARTIFACT = "inductor_provenance_tracking_node_mappings"
@@ -100,7 +100,7 @@ def graph_placement(code_to_post: dict[str, list[str]],
     return g
 
 
-def placement_of(graphs: list[GraphPlacement]) -> dict[str, Any]:
+def placement_of(graphs: list[GraphPlacement]) -> Placement:
     """The report field: ``{on_device, fallback, share, unit, graphs, outside}``.
 
     ``on_device`` counts ops in generated kernels, ``fallback`` ops outside them (extern,
@@ -119,7 +119,7 @@ def placement_of(graphs: list[GraphPlacement]) -> dict[str, Any]:
             "unit": UNIT_KERNELS, "graphs": len(graphs), "outside": by_kind}
 
 
-def rbln_placement(dump: dict[str, Any]) -> dict[str, Any]:
+def rbln_placement(dump: RblnDump) -> Placement:
     """Device placement from torch.rbln.explain's own counts (``dump()["dispatch"]``).
 
     ``total`` counts the op calls the RBLN dispatch shim saw in the region (warm hits,
@@ -135,7 +135,7 @@ def rbln_placement(dump: dict[str, Any]) -> dict[str, Any]:
             "counted": "op calls (torch.rbln.explain dispatch.total, cpu_fallback)"}
 
 
-def no_placement(note: str) -> dict[str, Any]:
+def no_placement(note: str) -> Placement:
     """A placement field that says why nothing was counted."""
     return {"on_device": None, "fallback": None, "share": None, "unit": None, "note": note}
 
@@ -191,5 +191,5 @@ class PlacementWatch:
             inductor_config.trace.provenance_tracking_level = self._old_level
             self._old_level = None
 
-    def placement(self) -> dict[str, Any] | None:
+    def placement(self) -> Placement | None:
         return placement_of(self.graphs) if self.graphs else None

@@ -29,7 +29,7 @@ from laya_tui.families.explain.placement import (
     PlacementWatch,
     no_placement,
 )
-from laya_tui.families.explain.records import Detail, Kwargs, SiteDict
+from laya_tui.families.explain.records import Detail, Kwargs, Placement, RegionSummary, SiteDict
 from laya_tui.families.explain.sites import user_site
 
 #: User frames kept in ``detail.stack`` beyond the site (in practice the whole user stack).
@@ -426,20 +426,21 @@ class PortableRegion:
         """True when nothing in the region lived on an accelerator."""
         return not self.rec.device_seen and (self.rec.device in (None, "cpu"))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RegionSummary:
         """Region-level facts for the emitted signals' detail."""
-        out: dict[str, Any] = {"region": self.name, "phase": self.phase,
-                               "backend": self.backend, "device": self.rec.device or "cpu",
-                               "wall_s": round(self.wall_s, 6)}
-        if self.rec.kernels:
-            calls: dict[str, dict[str, int]] = {}
-            for (name, how), n in sorted(self.rec.kernels.items()):
-                calls.setdefault(how, {})[name] = n
-            out["compiled_code_kernels"] = calls
-        out["placement"] = self._placement()
-        return out
+        calls: dict[str, dict[str, int]] = {}
+        for (name, how), n in sorted(self.rec.kernels.items()):
+            calls.setdefault(how, {})[name] = n
+        placement = self._placement()
+        if calls:  # placement stays the last key, as the detail has always shown it
+            return {"region": self.name, "phase": self.phase, "backend": self.backend,
+                    "device": self.rec.device or "cpu", "wall_s": round(self.wall_s, 6),
+                    "compiled_code_kernels": calls, "placement": placement}
+        return {"region": self.name, "phase": self.phase, "backend": self.backend,
+                "device": self.rec.device or "cpu", "wall_s": round(self.wall_s, 6),
+                "placement": placement}
 
-    def _placement(self) -> dict[str, Any]:
+    def _placement(self) -> Placement:
         """Inductor's generated-kernel placement, or why the region has none."""
         got = self.placement_watch.placement()
         if got is not None:

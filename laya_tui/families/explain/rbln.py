@@ -29,7 +29,7 @@ from typing import Any
 from laya_tui.families.explain.aggregate import Aggregator, Entry
 from laya_tui.families.explain.placement import no_placement, rbln_placement
 from laya_tui.families.explain.rbln_sites import SiteResolver, parse_frames
-from laya_tui.families.explain.records import Detail, SiteDict
+from laya_tui.families.explain.records import Detail, RblnDump, RegionSummary, SignalSpec, SiteDict
 
 #: Bounce sites that are genuine host round-trips (profiler._HOST_BOUNCE_SITES), with the
 #: direction of the crossing; the two batch->per-entry sites are lost batching, not bounces.
@@ -115,16 +115,16 @@ def device_reason() -> str | None:
     return reason
 
 
-def parse_trace(text: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+def parse_trace(text: str | None) -> tuple[SiteDict | None, list[str]]:
     """``"a.py:3(f) <- b.py:9(g)"`` -> (the first frame as written, all frames as strings)."""
     frames = parse_frames(text)
     if not frames:
         return None, []
     strings = [p.strip() for p in str(text).split(" <- ") if p.strip()]
-    return dict(frames[0]), strings
+    return frames[0].copy(), strings
 
 
-def _notes(dump: dict[str, Any]) -> dict[str, str]:
+def _notes(dump: RblnDump) -> dict[str, str]:
     return {str(n.get("signal")): str(n.get("fix", "")) for n in dump.get("notes") or []}
 
 
@@ -135,9 +135,9 @@ def fallback_reason(reasons: dict[str, int]) -> str:
     return ", ".join(names) if names else NO_REASON
 
 
-def map_dump(dump: dict[str, Any], region: str, *, phase: str | None = None,
+def map_dump(dump: RblnDump, region: str, *, phase: str | None = None,
              with_stack: bool = True, resolver: SiteResolver | None = None
-             ) -> tuple[Aggregator, list[dict[str, Any]]]:
+             ) -> tuple[Aggregator, list[SignalSpec]]:
     """Map one ``dump()`` to aggregated entries plus extra signals (``{"kind", ...}``).
 
     Counts and bytes are carried through unchanged; each transfer is counted once.
@@ -145,10 +145,10 @@ def map_dump(dump: dict[str, Any], region: str, *, phase: str | None = None,
     modules, then the working directory).
     """
     agg = Aggregator()
-    extras: list[dict[str, Any]] = []
+    extras: list[SignalSpec] = []
     notes = _notes(dump)
     trace = dump.get("trace_by_op") or {}
-    base: dict[str, Any] = {"region": region, "phase": phase, "backend": "rbln"}
+    base: Detail = {"region": region, "phase": phase, "backend": "rbln"}
     if trace and resolver is None:
         resolver = SiteResolver()
 
@@ -215,8 +215,8 @@ def map_dump(dump: dict[str, Any], region: str, *, phase: str | None = None,
     return agg, extras
 
 
-def _map_residency(agg: Aggregator, extras: list[dict[str, Any]], rr: dict[str, Any],
-                   notes: dict[str, str], base: dict[str, Any], region: str,
+def _map_residency(agg: Aggregator, extras: list[SignalSpec], rr: RblnDump,
+                   notes: dict[str, str], base: Detail, region: str,
                    witness: dict[str, int] | None) -> None:
     """v2v_slow causes and the reject axis as signals; the physical transfers as facts."""
     for n, v in (rr.get("by_reason") or {}).items():
@@ -250,7 +250,7 @@ def _map_residency(agg: Aggregator, extras: list[dict[str, Any]], rr: dict[str, 
                 detail=dict(base, user_fixable=False))
 
 
-def _map_extras(extras: list[dict[str, Any]], dump: dict[str, Any], base: dict[str, Any],
+def _map_extras(extras: list[SignalSpec], dump: RblnDump, base: Detail,
                 region: str) -> None:
     """Timings (CPU fallback wall, time inside librbln), device memory, oversubscription."""
     disp = dump.get("dispatch") or {}
@@ -289,7 +289,7 @@ def _map_extras(extras: list[dict[str, Any]], dump: dict[str, Any], base: dict[s
                        "detail": dict(base)})
 
 
-def dump_failed(region: str, phase: str | None, exc: BaseException) -> dict[str, Any]:
+def dump_failed(region: str, phase: str | None, exc: BaseException) -> SignalSpec:
     """The signal for a ``stop()``/``dump()`` that raised (torch-rbln and librbln disagree)."""
     return {"kind": "environment", "subject": "rbln.explain.dump", "value": "failed",
             "passed": False, "reason": f"{type(exc).__name__}: {exc}".strip()[:600],
@@ -312,10 +312,10 @@ class RblnRegion:
         self.capture_log = capture_log
         self.dynamo = DynamoWatch(with_stack=with_stack)
         self.wall_s = 0.0
-        self.dump: dict[str, Any] = {}
+        self.dump: RblnDump = {}
         self.log_text = ""
         self._agg = Aggregator()
-        self._extras: list[dict[str, Any]] = []
+        self._extras: list[SignalSpec] = []
 
     def __enter__(self) -> RblnRegion:
         import torch
@@ -373,10 +373,10 @@ class RblnRegion:
     def entries(self) -> list[Entry]:
         return list(self._agg)
 
-    def extra_signals(self) -> list[dict[str, Any]]:
+    def extra_signals(self) -> list[SignalSpec]:
         return [dict(e) for e in self._extras]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RegionSummary:
         return {"region": self.name, "phase": self.phase, "backend": "rbln", "device": "rbln",
                 "wall_s": round(self.wall_s, 6),
                 "rbln_wall_ns": self.dump.get("wall_ns"),

@@ -14,8 +14,8 @@ from laya_tui.core.report_types import SignalDict, SiteDict
 
 __all__ = ["CondCall", "Detail", "Divergence", "DriftCall", "DriftPoint", "DriftResult",
            "DriftSeconds", "DriftSummary", "EntryFields", "InductorConfig", "Kwargs",
-           "LogSiteDict", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile", "SignalDict",
-           "SiteDict", "SkippedModule", "Verdict"]
+           "LogSiteDict", "Placement", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile",
+           "RegionSummary", "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict"]
 
 #: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
 Detail: TypeAlias = dict[str, Any]
@@ -164,3 +164,35 @@ class Recompile(TypedDict):
     site: SiteDict | None
     stack: list[str]
     seconds: float | None
+
+
+#: An extra signal as ``{"kind", **fields}``: the region pops ``kind`` and passes the fields
+#: through to ``ctx.signal(kind, **fields)`` (any of a signal's fields).
+SignalSpec: TypeAlias = dict[str, Any]
+
+
+class Placement(TypedDict):
+    """A region's device placement (the ``placement`` of its detail): ops in device
+    kernels vs outside them, or ``note`` saying why nothing was counted."""
+
+    on_device: int | None
+    fallback: int | None
+    share: float | None  # fallback over all counted (0..1)
+    unit: str | None
+    graphs: NotRequired[int]  # Inductor: generated graphs read
+    outside: NotRequired[dict[str, int]]  # Inductor: extern, fallback and custom ops
+    counted: NotRequired[str]  # RBLN: what the counts are
+    note: NotRequired[str]
+
+
+class RegionSummary(TypedDict):
+    """Region-level facts for the emitted signals' detail (``summary()`` of a region)."""
+
+    region: str
+    phase: str | None
+    backend: str
+    device: str
+    wall_s: float
+    placement: Placement
+    rbln_wall_ns: NotRequired[int | None]
+    compiled_code_kernels: NotRequired[dict[str, dict[str, int]]]  # how -> kernel -> calls

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from laya_tui.families.explain.records import SignalDict
 from laya_tui.families.explain.timing import device_sync, median_latency
 
 NO_DEVICE = ("no device in region: model and tensors live on the CPU, so there is no host "
@@ -37,7 +38,7 @@ class ExplainRegion:
         self.backend = backend
         self.emit_signals = emit
         self.rbln_log = rbln_log
-        self.signals: list[dict[str, Any]] = []
+        self.signals: list[SignalDict] = []
         self.impl: Any = None
 
     # -- choosing the implementation ---------------------------------------------------
@@ -123,7 +124,7 @@ class ExplainRegion:
 
 def emit_overhead(ctx: Any, name: str, instrumented_s: float, uninstrumented_s: float, *,
                   samples: int, how: str, min_ratio: float | None = None
-                  ) -> list[dict[str, Any]]:
+                  ) -> list[SignalDict]:
     """Emit the uninstrumented latency and the overhead ratio as ``timing`` signals."""
     base = uninstrumented_s
     ratio = instrumented_s / base if base > 0 else None

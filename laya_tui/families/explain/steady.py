@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_tui.families.explain.aggregate import signal_identity, steady_diff
+from laya_tui.families.explain.records import SignalDict
 from laya_tui.families.explain.region import ExplainRegion, emit_overhead
 from laya_tui.families.explain.timing import device_sync
 
@@ -31,7 +32,7 @@ class SteadyResult:
     cold: ExplainRegion
     warm: ExplainRegion
     diff: dict[str, list[str]] = field(default_factory=dict)
-    signals: list[dict[str, Any]] = field(default_factory=list)
+    signals: list[SignalDict] = field(default_factory=list)
 
 
 def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 2,
