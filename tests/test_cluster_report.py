@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from laya_tui.core.report_types import ResultDict
+from laya_tui.core.report_types import NodeDict, ResultDict
 from laya_tui.core.results import ProbeResult, make_result
 from laya_tui.core.signals import READABLE_SCHEMAS, SCHEMA_ID
 from laya_tui.report.document import build_report, validate_report
@@ -20,7 +20,7 @@ from laya_tui.report.views.nodes import node_line, node_rows
 
 V4 = Path(__file__).resolve().parent / "fixtures" / "report_v4" / "report.json"
 
-NODE: dict[str, Any] = {"id": "c9d0bff2" + "0" * 48, "host": "gpu-box",
+NODE: NodeDict = {"id": "c9d0bff2" + "0" * 48, "host": "gpu-box",
         "resources": {"CPU": 8.0, "GPU": 1.0},
         "versions": {"python": "3.11.7", "torch": "2.13.0", "numpy": "2.4.6",
                      "laya-tui": "0.1.0", "mlx": None}}

@@ -19,7 +19,8 @@ import tempfile
 from typing import Any, cast
 
 from laya_tui.cluster.paths import PathMap, node_map
-from laya_tui.core.protocol import Reply
+from laya_tui.cluster.relay_types import NodeFacts, ReadBatch, RelayMessage, StartReply, WorkerSpec
+from laya_tui.core.protocol import Command, Reply
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
 
 #: Most events one ``read`` returns.
@@ -28,7 +29,7 @@ READ_BATCH = 512
 DIED = "_died"
 
 
-def node_facts() -> dict[str, Any]:
+def node_facts() -> NodeFacts:
     """What the driver records about a node: its versions, host and cores (a Ray task)."""
     import platform
 
@@ -42,7 +43,7 @@ def node_facts() -> dict[str, Any]:
 class NodeWorker:
     """One warm worker on this node, relayed to the driver (a Ray actor)."""
 
-    def __init__(self, key: str, spec: dict[str, Any]) -> None:
+    def __init__(self, key: str, spec: WorkerSpec) -> None:
         from laya_tui.core.settings import RunOptions
 
         self.key = key
@@ -62,11 +63,11 @@ class NodeWorker:
             precision_plan=opts.get("precision_plan", True), python=sys.executable)
         self.env = spec.get("env")  # --env: {name, python}, the same path on every node
         self.handle: WorkerHandle | None = None
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: asyncio.Queue[RelayMessage] = asyncio.Queue()
         self.pump: asyncio.Task[None] | None = None
         self.probe_log: str | None = None  # this node's log of the cell in flight
 
-    async def start(self) -> dict[str, Any]:
+    async def start(self) -> StartReply:
         """Start the worker; its pid, or ``error`` and the worker's log."""
         env = None
         if self.env:
@@ -85,29 +86,29 @@ class NodeWorker:
         self.pump = asyncio.get_running_loop().create_task(self._pump())
         return {"pid": self.handle.proc.pid, "root": os.getcwd()}
 
-    async def send(self, cmd: dict[str, Any]) -> None:
+    async def send(self, cmd: Command) -> None:
         """Pass one command on, with the node's paths (and log file) in it."""
         assert self.handle is not None
-        cmd = dict(cmd)
-        if "file" in cmd:
-            cmd["file"] = self.map.to_node(cmd["file"])
-        if "files" in cmd:
-            cmd["files"] = [self.map.to_node(f) for f in cmd["files"]]
-        if "paths" in cmd:
-            cmd["paths"] = [self.map.to_node(f) for f in cmd["paths"]]
-        if "log" in cmd:
-            self.probe_log = cmd["log"] = os.path.join(
-                self.log_dir, safe_name(str(cmd.get("id", "probe"))) + ".log")
+        msg: RelayMessage = dict(cmd)
+        if "file" in msg:
+            msg["file"] = self.map.to_node(msg["file"])
+        if "files" in msg:
+            msg["files"] = [self.map.to_node(f) for f in msg["files"]]
+        if "paths" in msg:
+            msg["paths"] = [self.map.to_node(f) for f in msg["paths"]]
+        if "log" in msg:
+            self.probe_log = msg["log"] = os.path.join(
+                self.log_dir, safe_name(str(msg.get("id", "probe"))) + ".log")
             if os.path.exists(self.probe_log):
                 os.unlink(self.probe_log)
         try:
-            await self.handle.send(cast(Any, cmd))
+            await self.handle.send(cast(Command, msg))  # the command, its paths the node's
         except WorkerDied as exc:
             await self.events.put(self._died(str(exc)))
 
-    async def read(self, wait: float) -> dict[str, Any]:
+    async def read(self, wait: float) -> ReadBatch:
         """The events that arrived, waiting up to ``wait`` s for the first."""
-        out: list[dict[str, Any]] = []
+        out: list[RelayMessage] = []
         try:
             out.append(await asyncio.wait_for(self.events.get(), wait))
             while len(out) < READ_BATCH and not self.events.empty():
@@ -120,7 +121,7 @@ class NodeWorker:
         assert self.handle is not None
         while True:
             try:
-                event: dict[str, Any] = dict(await self.handle.next_event(None))
+                event: RelayMessage = dict(await self.handle.next_event(None))
             except WorkerDied as exc:
                 await self.events.put(self._died(str(exc)))
                 return
@@ -141,7 +142,7 @@ class NodeWorker:
         if type(site) is dict and type(site.get("file")) is str:
             site["file"] = self.map.to_driver(site["file"])
 
-    def _died(self, reason: str) -> dict[str, Any]:
+    def _died(self, reason: str) -> RelayMessage:
         assert self.handle is not None
         return {"type": DIED, "reason": reason,
                 "log_tail": log_tail(self.probe_log) if self.probe_log else "",

@@ -16,11 +16,18 @@ import asyncio
 import collections
 import os
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from laya_tui.cluster.node_actor import DIED, NodeWorker
+from laya_tui.cluster.relay_types import (
+    RayOptions,
+    ReadBatch,
+    RelayMessage,
+    StartReply,
+    WorkerSpec,
+)
 from laya_tui.cluster.session import Node, Session
-from laya_tui.core.protocol import Op, Reply
+from laya_tui.core.protocol import Command, Op, Reply, WorkerEvent
 from laya_tui.core.worker_handle import WorkerDied, safe_name
 
 #: Seconds one ``read`` waits on the node for a first event.
@@ -50,7 +57,7 @@ class RemoteHandle:
     """One warm worker on ``node``, relayed by a Ray actor."""
 
     def __init__(self, family: str, session: Session, node: Node, resource: str | None,
-                 spec: dict[str, Any], log_dir: str) -> None:
+                 spec: WorkerSpec, log_dir: str) -> None:
         self.family = family
         self.session = session
         self.node = node
@@ -63,7 +70,7 @@ class RemoteHandle:
         self.proc: _RemoteProc | None = None
         self.killed = False
         self.dead = False
-        self._events: collections.deque[dict[str, Any]] = collections.deque()
+        self._events: collections.deque[RelayMessage] = collections.deque()
         self._pending: asyncio.Future[Any] | None = None
         self.last_line = b""  # no raw line travels: the result's signals are encoded
         self._log: str | None = None  # the driver's log path of the cell in flight
@@ -76,7 +83,7 @@ class RemoteHandle:
         """Create the actor on the node and start its worker; raises WorkerDied."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        opts: dict[str, Any] = {
+        opts: RayOptions = {
             "num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
                 self.node.id, soft=False),
             "name": f"{safe_name(self.family)}-{self.node.id[:8]}-{os.urandom(3).hex()}"}
@@ -88,7 +95,7 @@ class RemoteHandle:
             self.family, dict(self.spec, ship=self.session.ship))
         try:
             async with asyncio.timeout(START_S):
-                facts = await self.actor.start.remote()
+                facts: StartReply = await self.actor.start.remote()
         except TimeoutError:
             self.kill()
             raise WorkerDied(f"no worker started on node {self.node.name()} within "
@@ -102,17 +109,17 @@ class RemoteHandle:
             raise WorkerDied(f"{facts['error']} on node {self.node.name()}")
         self.proc = _RemoteProc(int(facts["pid"]) if self.node.same_host else 0)
 
-    async def send(self, cmd: dict[str, Any]) -> None:
+    async def send(self, cmd: Command) -> None:
         """Pass one command to the node's worker."""
-        if cmd.get("op") == Op.RUN:
-            self._log = cmd.get("log")
+        if cmd["op"] == Op.RUN:
+            self._log = cmd["log"]
         try:
             await self.actor.send.remote(cmd)
         except Exception as exc:  # noqa: BLE001
             self.dead = True
             raise WorkerDied(self._lost_or(exc, "worker relay ended")) from None
 
-    async def next_event(self, timeout: float | None) -> dict[str, Any]:
+    async def next_event(self, timeout: float | None) -> WorkerEvent:
         """The next event; WorkerDied once the worker or its node is gone, TimeoutError
         past ``timeout`` (the read in flight is kept for the next call)."""
         async with asyncio.timeout(timeout):
@@ -138,11 +145,12 @@ class RemoteHandle:
             if self.node.id[:8] not in reason:
                 reason += f" on node {self.node.name()}"
             raise WorkerDied(reason)
-        return event
+        return cast(WorkerEvent, event)  # the worker's event, relayed
 
-    async def _read(self) -> dict[str, Any]:
+    async def _read(self) -> ReadBatch:
         try:
-            return dict(await self.actor.read.remote(POLL_S))
+            batch: ReadBatch = await self.actor.read.remote(POLL_S)
+            return batch
         except Exception as exc:  # noqa: BLE001 - the actor or its node is gone
             self.dead = True
             return {"events": [{"type": DIED,

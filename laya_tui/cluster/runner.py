@@ -21,6 +21,7 @@ from typing import Any
 from laya_tui.cluster.needs import need_of
 from laya_tui.cluster.paths import package_dirs
 from laya_tui.cluster.placement import Placed, Refused, place
+from laya_tui.cluster.relay_types import WorkerSpec
 from laya_tui.cluster.remote_handle import RemoteHandle
 from laya_tui.cluster.session import Node, Session
 from laya_tui.core.envs import worker_key
@@ -163,12 +164,12 @@ class ClusterRunner(Runner):
         self.workers[family] = handle  # type: ignore[assignment]
         return handle
 
-    def _spec(self, env: str | None = None) -> dict[str, Any]:
+    def _spec(self, env: str | None = None) -> WorkerSpec:
         """What a node needs to start a worker like the local one (``env``: the
         ``--env`` interpreter it runs, at the same path on the node)."""
-        spec: dict[str, Any] = {"options": self.config.options(),
-                                "workspace": os.path.realpath(self.config.workspace),
-                                "dirs": package_dirs()}
+        spec: WorkerSpec = {"options": self.config.options(),
+                            "workspace": os.path.realpath(self.config.workspace),
+                            "dirs": package_dirs()}
         found = next((e for e in self.config.envs if e.name == env), None) if env else None
         if found is not None:
             spec["env"] = {"name": found.name, "python": found.python}

@@ -14,7 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.cluster.relay_types import RayOptions
 from laya_tui.core.errors import UsageError
+from laya_tui.core.report_types import NodeDict
 from laya_tui.core.versions import TOOL_VERSION
 
 #: Ray's own resource names: a node offering only these is a plain CPU node.
@@ -62,7 +64,7 @@ class Node:
     ip: str
     resources: dict[str, float]
     alive: bool = True
-    versions: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str | None] = field(default_factory=dict)
     cores: int = 1
     error: str | None = None  # why no cell may run here (laya_tui missing...)
     same_host: bool = False  # on the driver's host (its worker's /proc can be read here)
@@ -76,7 +78,7 @@ class Node:
         return all(k in PLAIN or k.startswith("node:") or k.startswith("accelerator_type:")
                    for k, v in self.resources.items() if v > 0)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> NodeDict:
         """The result's ``node`` field."""
         res = {k: v for k, v in sorted(self.resources.items())
                if not k.startswith("node:") and k not in ("memory", "object_store_memory")}
@@ -104,8 +106,8 @@ class Session:
     def open(self) -> None:
         """Connect (blocking: run it in a thread) and read the nodes."""
         ray = self.ray = import_ray()
-        kwargs: dict[str, Any] = {"namespace": self.namespace, "log_to_driver": False,
-                                  "logging_level": "ERROR", "configure_logging": True}
+        kwargs: RayOptions = {"namespace": self.namespace, "log_to_driver": False,
+                              "logging_level": "ERROR", "configure_logging": True}
         if self.address == "local":
             kwargs.update(include_dashboard=False)
         else:
@@ -139,7 +141,7 @@ class Session:
                              f"there ({_one_line(exc)}); start the head with "
                              "'ray start --head' (docs/cluster.md)") from None
 
-    def _init(self, kwargs: dict[str, Any]) -> None:
+    def _init(self, kwargs: RayOptions) -> None:
         try:
             self.ray.init(**kwargs)
         except Exception as exc:  # ConnectionError, RuntimeEnvSetupError, ValueError...
@@ -206,7 +208,7 @@ class Session:
                 node.error = (f"node {node.name()} runs laya-tui {theirs}, this driver "
                               f"{mine}: install the same version on every node")
 
-    def runtime_env(self) -> dict[str, Any]:
+    def runtime_env(self) -> RayOptions:
         """How the workspace travels when a node is on another host: the job's
         ``working_dir`` (``.gitignore`` and ``.rayignore`` apply), less caches."""
         return {"working_dir": self.workspace, "excludes": list(SHIP_EXCLUDES)}

@@ -135,6 +135,16 @@ class NumericsDict(TypedDict):
     precision_plan: NotRequired[PrecisionPlanDict]
 
 
+class NodeDict(TypedDict):
+    """report/5: the Ray cluster node that ran a cell under ``--cluster`` (docs/cluster.md):
+    its id and host, the resources it offers and its library versions."""
+
+    id: str
+    host: str
+    resources: NotRequired[dict[str, float]]
+    versions: NotRequired[dict[str, str | None]]
+
+
 class ResultDict(TypedDict):
     """One probe cell's result: ``$defs/probe`` (built by ``core.results.make_result``)."""
 
@@ -158,7 +168,7 @@ class ResultDict(TypedDict):
     host: NotRequired[str]
     nonfinite: NotRequired[Mapping[str, str]]  # as SignalDict's
     numerics: NotRequired[list[NumericsDict]]  # report/4: report.views.numerics
-    node: NotRequired[dict[str, Any]]  # report/5: the cluster node that ran it (--cluster)
+    node: NotRequired[NodeDict]  # report/5: the cluster node that ran it (--cluster)
 
 
 class GateDict(TypedDict):
@@ -462,4 +472,5 @@ SCHEMA_PATHS: dict[str, type] = {
     "properties/merged/properties/inputs/items": MergedInputDict,
     "$defs/probe/properties/error": ErrorDict,
     "$defs/probe/properties/budget": BudgetDict,
+    "$defs/probe/properties/node": NodeDict,
 }

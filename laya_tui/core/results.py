@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeAlias, cast
 
-from laya_tui.core.report_types import ErrorDict, ResultDict, SignalDict, SiteDict
+from laya_tui.core.report_types import ErrorDict, NodeDict, ResultDict, SignalDict, SiteDict
 from laya_tui.core.signals import FAILING_STATUSES  # noqa: F401 - re-exported
 
 #: ``detail.outcome`` values that state a failure by themselves (the TileLang lowering cells).
@@ -192,7 +192,7 @@ class ProbeResult:
     started: float | None = None
     ended: float | None = None
     env: str | None = None  # --env: the environment it ran in
-    node: Mapping[str, Any] | None = None  # --cluster: the node it ran on (report/5)
+    node: NodeDict | None = None  # --cluster: the node it ran on (report/5)
 
     @classmethod
     def from_dict(cls, result: Mapping[str, Any],
@@ -221,7 +221,7 @@ class ProbeResult:
             log_tail=self.log_tail, started=self.started, ended=self.ended,
             cached=self.cached, error=self.error.copy() if self.error else None)
         if self.node is not None:
-            out["node"] = dict(self.node)
+            out["node"] = self.node.copy()
         return out
 
     def key(self) -> str:
