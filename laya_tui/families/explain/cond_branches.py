@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.explain.records import CondEntry
 from laya_tui.families.explain.sites import format_frame, user_site
 
 
@@ -25,7 +26,7 @@ class CondRecord:
     """Every ``torch.cond`` call of one run: which branch ran, and the other's modules."""
 
     #: ``{"site", "ran", "not_run_modules"}`` per call, in order.
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[CondEntry] = field(default_factory=list)
     #: True while the branch that did not run is being traced (hooks record nothing then).
     shadow: bool = False
     #: modules the shadow trace called (module objects, by id).
@@ -73,7 +74,7 @@ def eager_cond(rec: CondRecord) -> Iterator[CondRecord]:
         fn, other = (true_fn, false_fn) if taken else (false_fn, true_fn)
         site = user_site(sys._getframe(1))[0]
         error = _other_branch_modules(rec, other, tuple(operands))
-        entry = {"site": site, "ran": "true" if taken else "false",
+        entry: CondEntry = {"site": site, "ran": "true" if taken else "false",
                  "not_run_modules": list(rec.shadow_modules), "error": error}
         rec.calls.append(entry)
         return fn(*operands)

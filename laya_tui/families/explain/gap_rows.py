@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from laya_tui.families.explain.drift import ROOT
+from laya_tui.families.explain.records import Detail, GapRowDict
 
 __all__ = ["MAX_ROWS", "WHOLE", "GapTable", "Row", "ranking", "rounded", "row_detail",
            "summary", "write_artifact"]
@@ -67,11 +67,11 @@ class GapTable:
         rows = [r for r in self.rows if r.module != ROOT]
         return sorted(rows, key=lambda r: (r.whole, -r.ratio(), r.order))
 
-    def detail(self, *, path: str = "eager", artifact: str | None = None) -> dict[str, Any]:
+    def detail(self, *, path: str = "eager", artifact: str | None = None) -> Detail:
         """The ``gap_table`` entry of the signal detail (ranked rows, at most MAX_ROWS)."""
         ranked = self.ranked()
         root = next((r for r in self.rows if r.module == ROOT), None)
-        out: dict[str, Any] = {
+        out: Detail = {
             "path": path,
             "rows": [row_detail(r) for r in ranked[:MAX_ROWS]],
             "modules": len(self.rows),
@@ -98,8 +98,8 @@ def rounded(x: float | None) -> float | None:
     return float(f"{x:.4g}")
 
 
-def row_detail(r: Row) -> dict[str, Any]:
-    out = {"module": r.module, "type": r.type, "call": r.call, "dtype": r.dtype,
+def row_detail(r: Row) -> GapRowDict:
+    out: GapRowDict = {"module": r.module, "type": r.type, "call": r.call, "dtype": r.dtype,
            "error": rounded(r.error), "local": rounded(r.local), "limit": rounded(r.limit),
            "share": rounded(r.share)}
     if r.note:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.families.explain.records import SiteDict
+from laya_tui.families.explain.records import Detail, GbRegistry, ParsedReason, SiteDict
 from laya_tui.families.explain.sites import format_frame, is_user_site, summary_sites
 
 FIX_GRAPH_BREAK = "rewrite the construct Dynamo cannot trace"
@@ -68,9 +68,9 @@ class GraphBreak:
                 return hint
         return FIX_GRAPH_BREAK
 
-    def detail(self) -> dict[str, Any]:
+    def detail(self) -> Detail:
         """Fields for the fallback signal's ``detail``."""
-        out: dict[str, Any] = {"graph_break": True, "explanation": self.explanation,
+        out: Detail = {"graph_break": True, "explanation": self.explanation,
                                "source": self.source}
         if self.gb_type:
             out["graph_break_type"] = self.gb_type
@@ -89,7 +89,7 @@ class GraphBreak:
         return out
 
 
-def parse_reason(text: str) -> dict[str, Any]:
+def parse_reason(text: str) -> ParsedReason:
     """Dynamo's graph-break message -> headline, explanation, hints (debug context dropped)."""
     lines = str(text).splitlines()
     headline = lines[0].strip() if lines else str(text)
@@ -160,7 +160,7 @@ def hint_categories(hints: list[str]) -> list[str]:
     return out
 
 
-def _registry() -> dict[str, Any]:
+def _registry() -> GbRegistry:
     try:
         from torch._dynamo.exc import _load_gb_type_to_gb_id_map
     except ImportError:
@@ -227,7 +227,7 @@ def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
     """Deduplicate ``reasons`` (GraphCompileReason objects) by (headline, innermost user
     frame); add counter entries whose text matches no reason."""
     out: dict[tuple[str, Any], GraphBreak] = {}
-    registry: dict[str, Any] | None = None
+    registry: GbRegistry | None = None
     seen_heads: set[str] = set()
     for r in reasons:
         text = str(getattr(r, "reason", r))
@@ -258,8 +258,8 @@ def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
     return list(out.values())
 
 
-def _make(head: str, parsed: dict[str, Any], site: SiteDict | None,
-          registry: dict[str, Any]) -> GraphBreak:
+def _make(head: str, parsed: ParsedReason, site: SiteDict | None,
+          registry: GbRegistry) -> GraphBreak:
     gb = GraphBreak(headline=head, site=site, explanation=parsed["explanation"],
                     hints=parsed["hints"])
     old = next((t for prefix, t in OLD_STYLE_TYPES.items() if head.startswith(prefix)), None)

@@ -10,12 +10,13 @@ options (JSON from outside) and RBLN's compiler dump (the library's payload).
 # NotRequired only from evaluated annotations.
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
-from laya_tui.core.report_types import SignalDict, SiteDict
+from laya_tui.core.report_types import GapRowDict, SignalDict, SiteDict
 
-__all__ = ["CondCall", "Detail", "Divergence", "DriftCall", "DriftPoint", "DriftResult",
-           "DriftSeconds", "DriftSummary", "EntryFields", "InductorConfig", "Kwargs",
-           "LogSiteDict", "Placement", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile",
-           "RegionSummary", "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict"]
+__all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftPoint",
+           "DriftResult", "DriftSeconds", "DriftSummary", "EntryFields", "GapRowDict",
+           "GbRegistry", "InductorConfig", "Kwargs", "Latency", "LogSiteDict", "ParsedReason",
+           "Placement", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile", "RegionSummary",
+           "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict"]
 
 #: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
 Detail: TypeAlias = dict[str, Any]
@@ -196,3 +197,33 @@ class RegionSummary(TypedDict):
     placement: Placement
     rbln_wall_ns: NotRequired[int | None]
     compiled_code_kernels: NotRequired[dict[str, dict[str, int]]]  # how -> kernel -> calls
+
+
+class ParsedReason(TypedDict):
+    """Dynamo's graph-break message, split (``graph_breaks.parse_reason``)."""
+
+    headline: str
+    explanation: str | None
+    hints: list[str]
+
+
+class Latency(TypedDict):
+    """A forward's latency without instrumentation (``timing.median_latency``)."""
+
+    median_s: float
+    min_s: float
+    samples: int
+    warmup: int
+
+
+class CondEntry(TypedDict):
+    """One ``torch.cond`` call of a run: which branch ran, what the other one calls."""
+
+    site: SiteDict | None
+    ran: str  # "true" or "false"
+    not_run_modules: list[Any]  # module objects the other branch calls (matched by id)
+    error: str | None  # the other branch's trace error, if any
+
+
+#: Dynamo's graph-break registry (gb type -> id), as torch's own JSON file holds it.
+GbRegistry: TypeAlias = dict[str, Any]

@@ -7,12 +7,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from laya_tui.families.explain.records import Latency
+
 WARMUP = 2
 REPEATS = 10
 
 
 def median_latency(fn: Callable[[], Any], *, warmup: int = WARMUP, repeats: int = REPEATS,
-                   sync: Callable[[], Any] | None = None) -> dict[str, Any]:
+                   sync: Callable[[], Any] | None = None) -> Latency:
     """``{"median_s", "min_s", "samples", "warmup"}`` for ``fn()`` (``sync`` after each call)."""
     for _ in range(max(0, warmup)):
         fn()
