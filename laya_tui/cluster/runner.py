@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.cluster.needs import need_of
 from laya_tui.cluster.paths import package_dirs
@@ -31,6 +31,9 @@ from laya_tui.core.report_types import ResultDict
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner, _Outcome
 from laya_tui.core.settings import RunOptions
+
+if TYPE_CHECKING:
+    from laya_tui.core.cache import CacheVersions
 
 #: In a reason: a module the node could not import (a library it lacks).
 MISSING = "No module named "
@@ -81,7 +84,7 @@ class ClusterRunner(Runner):
         await self.connect()
         return await super().run_one(probe, use_cache=use_cache)
 
-    def _versions_for(self, probe: Any) -> dict[str, Any]:
+    def _versions_for(self, probe: Any) -> CacheVersions:
         """The driver's versions plus those of every node that could run the cell."""
         base = dict(super()._versions_for(probe))
         where = self._choose(probe)

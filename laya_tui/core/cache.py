@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeAlias, TypedDict, cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict
 from laya_tui.core.report_types import ResultDict
@@ -45,7 +45,23 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-def cache_key(probe_id: str, params: Any, options: Any, versions: dict[str, Any],
+#: What a cell's cache entry is keyed on besides its id, params and options: library ->
+#: version of the interpreter that runs it, plus what a runner adds (``--cluster``: the
+#: nodes' versions). Open: hashed as JSON, never read back field by field.
+CacheVersions: TypeAlias = dict[str, Any]
+
+
+class CacheEntry(TypedDict):
+    """One cache file: the cell id, the key its result was stored under, the files it
+    imported (their digests are in the key) and the result."""
+
+    id: str
+    key: str
+    deps: list[str]
+    result: ResultDict
+
+
+def cache_key(probe_id: str, params: Any, options: Any, versions: CacheVersions,
               deps: list[str]) -> str | None:
     """The cache key, or None when a dependency file is gone (never a hit)."""
     h = hashlib.sha256()
@@ -59,8 +75,8 @@ def cache_key(probe_id: str, params: Any, options: Any, versions: dict[str, Any]
     return h.hexdigest()
 
 
-def _entry(probe_id: str, params: Any, options: Any, versions: dict[str, Any],
-           deps: list[str], result: ResultDict) -> dict[str, Any] | None:
+def _entry(probe_id: str, params: Any, options: Any, versions: CacheVersions,
+           deps: list[str], result: ResultDict) -> CacheEntry | None:
     """The cache file's content, or None when the result must not be cached."""
     if result.get("status") not in CACHEABLE or result.get("error"):
         return None
@@ -121,7 +137,7 @@ class ResultCache:
         return self.root / (hashlib.sha256(probe_id.encode()).hexdigest()[:24] + ".json")
 
     def lookup(self, probe_id: str, params: Any, options: Any,
-               versions: dict[str, Any]) -> ResultDict | None:
+               versions: CacheVersions) -> ResultDict | None:
         """The stored result when its key still matches, else None (an unreadable or corrupt
         entry is said once and the cell runs again: its fresh result replaces it)."""
         if not self.usable():
@@ -153,7 +169,7 @@ class ResultCache:
         self.notice("corrupt", f"cache file {path} is corrupt ({why}): skipped, its cell "
                     "runs again (later corrupt files are skipped without a word)")
 
-    def store(self, probe_id: str, params: Any, options: Any, versions: dict[str, Any],
+    def store(self, probe_id: str, params: Any, options: Any, versions: CacheVersions,
               deps: list[str], result: ResultDict) -> None:
         """Store a result whose status is cacheable (an unusable cache was said once)."""
         if not self.usable():
@@ -168,7 +184,7 @@ class ResultCache:
         return SignalSpool(self.root, probe_id) if self.usable() else None
 
     async def store_async(self, probe_id: str, params: Any, options: Any,
-                          versions: dict[str, Any], deps: list[str],
+                          versions: CacheVersions, deps: list[str],
                           result: ResultDict, spool: SignalSpool | None = None) -> None:
         """:meth:`store` without holding the event loop or a second copy of the run: a
         result with many signals is encoded in slices (yielding between them), each slice
@@ -191,7 +207,7 @@ class ResultCache:
                       for i in range(0, len(sigs), _SLICE))
         await self._store_pieces(probe_id, entry, result, pieces)
 
-    async def _store_pieces(self, probe_id: str, entry: dict[str, Any], result: ResultDict,
+    async def _store_pieces(self, probe_id: str, entry: CacheEntry, result: ResultDict,
                             pieces: Iterable[bytes]) -> None:
         """Write ``entry`` with its signals' JSON text given in ``pieces``, yielding to the
         loop between them; a temp file replaced at the end (unwritable: said once)."""

@@ -50,7 +50,7 @@ from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
 
 if TYPE_CHECKING:  # the cache (hashlib) is imported when a Runner is made
-    from laya_tui.core.cache import ResultCache, SignalSpool
+    from laya_tui.core.cache import CacheVersions, ResultCache, SignalSpool
 
 #: Discovery's selection lives in ``core/discovery.py``; its names stay importable here.
 __all__ = ["Discovery", "Runner", "WorkerDied", "WorkerHandle", "matches_any", "only_error",
@@ -79,7 +79,7 @@ class Runner(EventSource):
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
         self.workers: dict[str, WorkerHandle] = {}
         self._cache: ResultCache | None = None  # made on first use (see cache)
-        self._versions: dict[str, Any] | None = None  # read on first use (see versions)
+        self._versions: CacheVersions | None = None  # read on first use (see versions)
         self._running: dict[str, str] = {}  # family -> probe id in flight
         self._cancelled: set[str] = set()
         self.stopped = False  # see stop()
@@ -106,7 +106,7 @@ class Runner(EventSource):
         self._cache = value
 
     @property
-    def versions(self) -> dict[str, Any]:
+    def versions(self) -> CacheVersions:
         """This interpreter's library versions (the cache key's), read on first use:
         importlib.metadata and its scan of every distribution cost ``--list`` ~30 ms."""
         if self._versions is None:
@@ -116,7 +116,7 @@ class Runner(EventSource):
         return self._versions
 
     @versions.setter
-    def versions(self, value: dict[str, Any]) -> None:
+    def versions(self, value: CacheVersions) -> None:
         self._versions = value
 
     # -- discovery ---------------------------------------------------------------------
@@ -284,7 +284,7 @@ class Runner(EventSource):
         self.on_event(ProbeFinished(result))
         return result
 
-    def _versions_for(self, probe: CellSpec) -> dict[str, Any]:
+    def _versions_for(self, probe: CellSpec) -> CacheVersions:
         """The versions a cell's cache entry is keyed on: its environment's, else laya-tui's
         own interpreter's."""
         env = probe.get("env")
