@@ -24,7 +24,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the fresh process imports nothing of laya_tui beyond this module
-    from laya_tui.families.aoti.records import DimRange, InputEntry, InputSpec
+    from laya_tui.families.aoti.records import (
+        DimRange,
+        InputEntry,
+        InputSpec,
+        Kwargs,
+        LoadError,
+        LoadResult,
+    )
 
 SPEC_KEY = "LAYA_INPUT_SPEC"
 KEY_KEY = "LAYA_PACKAGE_KEY"
@@ -108,7 +115,7 @@ def check_shapes(spec: InputSpec, shapes: Sequence[Sequence[int]],
         raise ShapeError(f"{what} outside the exported ranges: " + "; ".join(problems))
 
 
-def flat_tensors(args: Any, kwargs: dict[str, Any], in_spec: Any = None) -> list[Any]:
+def flat_tensors(args: Any, kwargs: Kwargs, in_spec: Any = None) -> list[Any]:
     """Tensor leaves of ``(args, kwargs)`` in the order the package expects them."""
     import torch
     from torch.utils import _pytree as pytree
@@ -133,19 +140,19 @@ def isa_probe_seconds() -> float:
     return time.perf_counter() - t0
 
 
-def _error(step: str, exc: BaseException) -> dict[str, Any]:
+def _error(step: str, exc: BaseException) -> LoadError:
     return {"step": step, "type": type(exc).__name__, "message": str(exc)[:8000],
             "traceback": "".join(traceback.format_exception(exc))[-8000:]}
 
 
-def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int, dict[str, Any]]:
+def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int, LoadResult]:
     """Load ``package``, run every shape of ``inputs_path``; ``(exit code, result dict)``."""
     t0 = time.perf_counter()
     import torch
 
-    result: dict[str, Any] = {"import_seconds": time.perf_counter() - t0, "outputs": {},
-                              "first_run_seconds": {}, "error": None, "metadata": {},
-                              "threads": torch.get_num_threads()}
+    result: LoadResult = {"import_seconds": time.perf_counter() - t0, "outputs": {},
+                          "first_run_seconds": {}, "error": None, "metadata": {},
+                          "threads": torch.get_num_threads()}
     try:
         shapes = torch.load(inputs_path, weights_only=True)["shapes"]
     except Exception as exc:  # noqa: BLE001 - reported, not raised
@@ -188,8 +195,9 @@ def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int
                 out = compiled(*args, **kwargs)
             result["first_run_seconds"][item["name"]] = time.perf_counter() - t2
         except Exception as exc:  # noqa: BLE001
-            result["error"] = _error("run", exc)
-            result["error"]["shape"] = item["name"]
+            error = _error("run", exc)
+            error["shape"] = item["name"]
+            result["error"] = error
             return EXIT_FAILED, result
         leaves = pytree.tree_leaves(out)
         result["outputs"][item["name"]] = [x for x in leaves if isinstance(x, torch.Tensor)]

@@ -13,9 +13,10 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from laya_tui.core.report_types import SiteDict
 
-__all__ = ["DimRange", "EagerReference", "HeadDeltas", "HeadResult", "InductorConfig",
-           "InputEntry", "InputSpec", "Kwargs", "LatencyDetail", "MixedMatmul", "ResultsDoc",
-           "ShapeResult", "SiteDict", "StepBox", "StepDetail"]
+__all__ = ["BuildConfig", "DimRange", "EagerReference", "HeadDeltas", "HeadResult",
+           "InductorConfig", "InputEntry", "InputSpec", "JsonSchema", "KeyParts", "Kwargs",
+           "LatencyDetail", "LoadError", "LoadResult", "MixedMatmul", "ResultsDoc", "ShapeResult",
+           "SiteDict", "StepBox", "StepDetail", "Toolchain"]
 
 #: results.json: built step by step, validated against ``results.SCHEMA`` when written and
 #: read back as JSON from a previous run (an open JSON object).
@@ -118,3 +119,65 @@ class LatencyDetail(TypedDict):
     min: float
     max: float
     speedup_vs_eager: NotRequired[float]
+
+
+#: A JSON Schema document (results.json's, ``results.SCHEMA``), handed to jsonschema.
+JsonSchema: TypeAlias = dict[str, Any]
+#: What distinguishes one target's build beyond its sources (``Target.config``: the model
+#: spec, the pipeline version, the device), hashed into the cache key as it is.
+BuildConfig: TypeAlias = dict[str, Any]
+
+
+class Toolchain(TypedDict):
+    """Facts about the AOTInductor toolchain (results.json's ``environment``)."""
+
+    python: str
+    torch: str
+    transformers: str | None
+    platform: str
+    machine: str
+    cpu: str
+    cores: int | None
+    threads: int
+    compiler: str
+    compiler_version: str
+    native_bf16: bool
+    loadavg: list[float] | None
+
+
+class KeyParts(TypedDict):
+    """What the package cache key hashes (``toolchain.cache_key``)."""
+
+    sources: dict[str, str]  # file name -> digest
+    weights: str
+    config: BuildConfig
+    dtype: str
+    torch: str
+    transformers: str | None
+    machine: str
+    python: str  # major.minor
+
+
+class LoadError(TypedDict):
+    """The fresh loader's error: the step that failed and the exception."""
+
+    step: str
+    type: str
+    message: str
+    traceback: str
+    shape: NotRequired[str]
+
+
+class LoadResult(TypedDict):
+    """What the fresh loader saves (``load.run``): times, outputs per shape, the error."""
+
+    import_seconds: float
+    outputs: dict[str, list[Any]]  # shape name -> flat output tensors
+    first_run_seconds: dict[str, float]
+    error: LoadError | None
+    metadata: dict[str, str]  # the package's metadata
+    threads: int
+    loader_import_seconds: NotRequired[float]
+    isa_probe_seconds: NotRequired[float]
+    load_seconds: NotRequired[float]
+    forbidden_imported: NotRequired[list[str]]

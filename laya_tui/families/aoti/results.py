@@ -9,7 +9,8 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+
+from laya_tui.families.aoti.records import JsonSchema, ResultsDoc
 
 RESULTS_SCHEMA_ID = "laya-tui.aoti-results/1"
 PACKAGE_NAME = "model.pt2"
@@ -36,7 +37,7 @@ _HEAD = {
         "compiled_vs_reference": _NUM_OR_NULL,
     },
 }
-SCHEMA: dict[str, Any] = {
+SCHEMA: JsonSchema = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "required": ["schema", "model", "dtype", "key", "environment", "steps", "shapes",
@@ -82,14 +83,14 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def validate_results(doc: dict[str, Any]) -> None:
+def validate_results(doc: ResultsDoc) -> None:
     """Raise ``jsonschema.ValidationError`` when ``doc`` is not a valid results.json."""
     import jsonschema
 
     jsonschema.validate(doc, SCHEMA)
 
 
-def write_results(path: Path, doc: dict[str, Any]) -> bool:
+def write_results(path: Path, doc: ResultsDoc) -> bool:
     """Validate and write ``doc`` atomically; False when jsonschema is absent (unvalidated).
 
     A source-tree run on a bare GPU host may lack jsonschema: the measured results still
@@ -108,10 +109,10 @@ def write_results(path: Path, doc: dict[str, Any]) -> bool:
     return validated
 
 
-def read_results(path: Path) -> dict[str, Any] | None:
+def read_results(path: Path) -> ResultsDoc | None:
     """A previous results.json, or None when absent or unreadable."""
     try:
-        doc: dict[str, Any] = json.loads(path.read_text())
+        doc: ResultsDoc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     return doc

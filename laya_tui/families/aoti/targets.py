@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.families.aoti.records import InputSpec
+from laya_tui.families.aoti.records import BuildConfig, InputSpec
 
 #: ``(args, kwargs)`` of one call.
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -42,7 +42,7 @@ class Target:
     heads: tuple[str, ...] | None = None
     dim_names: dict[str, dict[int, str]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
+    config: BuildConfig = field(default_factory=dict)
     forbid: list[str] = field(default_factory=list)
     device: str = "cpu"
 

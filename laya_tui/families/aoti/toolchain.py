@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from laya_tui.families.aoti.records import KeyParts, Toolchain
 from laya_tui.families.aoti.targets import Target
 
 
@@ -25,7 +26,7 @@ class Unavailable(Exception):
     """AOTInductor cannot run here (no compiler, no API, no bf16): a skip with this reason."""
 
 
-def require_aoti(dtype: str) -> dict[str, Any]:
+def require_aoti(dtype: str) -> Toolchain:
     """Facts about the toolchain, or :class:`Unavailable` with the reason and a hint."""
     try:
         import torch
@@ -178,9 +179,9 @@ def _file_digest(path: str) -> str:
         return "missing"
 
 
-def cache_key(target: Target, model: Any, env: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def cache_key(target: Target, model: Any, env: Toolchain) -> tuple[str, KeyParts]:
     """(model source hash, weights, config, torch version, dtype) -> ``(hex key, parts)``."""
-    parts = {
+    parts: KeyParts = {
         "sources": {os.path.basename(p): _file_digest(p) for p in target.sources},
         "weights": weights_digest(model), "config": target.config, "dtype": target.dtype,
         "torch": env["torch"], "transformers": env.get("transformers"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_tui.families.explain.aggregate import SiteKey
 from laya_tui.families.explain.records import Detail, GbRegistry, ParsedReason, SiteDict
 from laya_tui.families.explain.sites import format_frame, is_user_site, summary_sites
 
@@ -226,7 +227,7 @@ def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
             with_stack: bool = True) -> list[GraphBreak]:
     """Deduplicate ``reasons`` (GraphCompileReason objects) by (headline, innermost user
     frame); add counter entries whose text matches no reason."""
-    out: dict[tuple[str, Any], GraphBreak] = {}
+    out: dict[tuple[str, SiteKey | None], GraphBreak] = {}
     registry: GbRegistry | None = None
     seen_heads: set[str] = set()
     for r in reasons:
