@@ -14,6 +14,8 @@ and a watch-mode record (:class:`WatchRecord`, documented in ``laya_tui.watch.en
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
+from laya_tui.core.open_types import HostFacts
+
 
 class SiteDict(TypedDict):
     """Where a signal happened: ``$defs/site``."""
@@ -256,7 +258,7 @@ class BaselineDict(ComparisonDict):
     """The comparison with a baseline report: ``$defs/baseline`` (``report.baseline``)."""
 
     path: str
-    environment: NotRequired[dict[str, Any]]
+    environment: NotRequired[HostFacts]
 
 
 class EnvInfoDict(TypedDict):
@@ -379,6 +381,19 @@ class MergedDict(TypedDict):
     prefer: NotRequired[str | None]
 
 
+class ReportSections(TypedDict, total=False):
+    """The report's optional sections, as the steps that make them hand them to
+    ``report.document.build_report`` (its ``extra``): the same keys as in ReportDict."""
+
+    baseline: BaselineDict
+    shard: ShardDict
+    envs: dict[str, EnvInfoDict]
+    env_comparison: EnvComparisonDict
+    hosts: dict[str, HostFacts]
+    imported: ImportedDict
+    merged: MergedDict
+
+
 class ReportDict(TypedDict):
     """The report document (the schema's top level; ``report.document.build_report``).
     Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
@@ -386,7 +401,7 @@ class ReportDict(TypedDict):
     schema: str
     tool: NotRequired[dict[str, Any]]
     created: NotRequired[str]
-    environment: dict[str, Any]
+    environment: HostFacts
     errors: NotRequired[list[FileErrorDict]]
     probes: list[ResultDict]
     summary: SummaryDict
@@ -395,7 +410,7 @@ class ReportDict(TypedDict):
     shard: NotRequired[ShardDict]
     envs: NotRequired[dict[str, EnvInfoDict]]
     env_comparison: NotRequired[EnvComparisonDict]
-    hosts: NotRequired[dict[str, dict[str, Any]]]
+    hosts: NotRequired[dict[str, HostFacts]]
     imported: NotRequired[ImportedDict]
     merged: NotRequired[MergedDict]
 

@@ -15,10 +15,12 @@ from typing import Any, cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
+from laya_tui.core.open_types import HostFacts, JsonObject
 from laya_tui.core.report_types import (
     FileErrorDict,
     GateDict,
     ReportDict,
+    ReportSections,
     ResultDict,
     SummaryDict,
 )
@@ -29,9 +31,9 @@ SCHEMA_PATH = Path(__file__).with_name("schema.json")
 
 
 @lru_cache(maxsize=1)
-def report_schema() -> dict[str, Any]:
+def report_schema() -> JsonObject:
     """The report's JSON Schema, shipped in the package."""
-    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    schema: JsonObject = json.loads(SCHEMA_PATH.read_text())
     return schema
 
 
@@ -42,9 +44,9 @@ def validate_report(report: Mapping[str, Any]) -> None:
     jsonschema.validate(report, report_schema())
 
 
-def environment_section(probes: list[ResultDict]) -> dict[str, Any]:
+def environment_section(probes: list[ResultDict]) -> HostFacts:
     """Host facts and library versions, plus the env probe's environment signals."""
-    env: dict[str, Any] = {"versions": library_versions(), "host": host_facts()}
+    env: HostFacts = {"versions": library_versions(), "host": host_facts()}
     facts: dict[str | None, Any] = {}
     for p in probes:
         if p.get("family") == "env" and not p.get("env"):  # --env cells: under "envs"
@@ -86,7 +88,7 @@ def summarise(probes: list[ResultDict], seconds: float) -> SummaryDict:
 
 def build_report(probes: list[ResultDict], *, seconds: float,
                  gates: list[GateDict], errors: Sequence[FileErrorDict] | None = None,
-                 extra: dict[str, Any] | None = None) -> ReportDict:
+                 extra: ReportSections | None = None) -> ReportDict:
     """Assemble the report document from finished probe results and evaluated gates."""
     from laya_tui.core.versions import TOOL_VERSION as __version__
     from laya_tui.report.views.legend import cell_state
@@ -108,7 +110,7 @@ def build_report(probes: list[ResultDict], *, seconds: float,
     kinds = ungated(clean, gates)
     if kinds:
         summary["ungated"] = {"count": sum(kinds.values()), "kinds": kinds}
-    report: dict[str, Any] = {
+    report: dict[str, object] = {
         "schema": SCHEMA_ID,
         "tool": {"name": "laya-tui", "version": __version__},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

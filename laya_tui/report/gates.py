@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import FileErrorDict, GateDict, ResultDict
+from laya_tui.core.report_types import FileErrorDict, GateDict, ReportSections, ResultDict
 from laya_tui.core.results import (
     CHECK_KINDS,
     COUNTED_KINDS,
@@ -221,12 +221,12 @@ def evaluate_gates(probes: list[ResultDict], settings: GateSettings | None = Non
 
 def evaluate_all(probes: list[ResultDict], settings: GateSettings | None = None,
                  errors: Sequence[FileErrorDict] | None = None
-                 ) -> tuple[list[GateDict], dict[str, Any]]:
+                 ) -> tuple[list[GateDict], ReportSections]:
     """Every gate, baseline included; returns ``(gates, extra report sections)``."""
     s = settings or GateSettings()
     upgrade_compile_signals(probes)  # results cached by an older laya-tui
     gates = evaluate_gates(probes, s, errors)
-    extra: dict[str, Any] = {}
+    extra: ReportSections = {}
     if s.baseline is not None:
         from laya_tui.report.baseline import baseline_gate, compare
 

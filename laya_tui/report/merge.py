@@ -314,7 +314,7 @@ def merge_reports(inputs: list[Input], settings: Any = None,
     gate = shards_gate(m.records)
     if gate is not None:
         gates.append(gate)
-    extra = dict(extra, hosts=m.hosts, merged={"inputs": m.records, "prefer": prefer})
+    extra = {**extra, "hosts": m.hosts, "merged": {"inputs": m.records, "prefer": prefer}}
     report = build_report(probes, seconds=m.seconds, gates=gates, errors=m.errors, extra=extra)
     # the merging machine ran nothing: the top-level environment is the first input's host
     first = report["probes"][0]["host"] if report["probes"] else next(iter(m.hosts), None)

@@ -45,7 +45,7 @@ def make_report(results: list[ResultDict], disc: Discovery, seconds: float,
         settings = replace(settings or GateSettings(), envs=dict(disc.envs))
     gates, extra = evaluate_all(results, settings, disc.errors)
     if disc.shard:
-        extra = dict(extra, shard=disc.shard)
+        extra = {**extra, "shard": disc.shard}
     return build_report(results, seconds=seconds, gates=gates, errors=disc.errors,
                         extra=extra or None)
 

@@ -470,8 +470,8 @@ def trace_report(path: str, gates: Any = None) -> ReportDict:
     # the import's own time (the cells keep the compile seconds the logs recorded)
     seconds = time.perf_counter() - t0
     imported["seconds"] = round(seconds, 3)
-    report = build_report(results, seconds=seconds, gates=gate_list, extra=dict(
-        extra, imported=imported))
+    report = build_report(results, seconds=seconds, gates=gate_list, extra={
+        **extra, "imported": imported})
     versions = sorted({t for f in imported["files"] if (t := f.get("torch"))})
     report["environment"] = {"versions": {"torch": versions[0]} if len(versions) == 1 else
                              ({"torch": ", ".join(versions)} if versions else {}),
