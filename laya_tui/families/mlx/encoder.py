@@ -20,10 +20,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import mlx.core as mx
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 #: Max |diff| on valid positions vs the torch fp32 reference, by MLX compute dtype.
 #: fp32: the contract (measured ~1e-6). fp16: the final LayerNorm outputs reach ~2.7, where
@@ -31,7 +34,7 @@ import numpy as np
 #: presets (mixed lengths up to 200 tokens) and 5.9e-3 with perturbed weights.
 LIMITS: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2}
 
-DTYPES: dict[str, Any] = {"fp32": mx.float32, "fp16": mx.float16, "bf16": mx.bfloat16}
+DTYPES: dict[str, mx.Dtype] = {"fp32": mx.float32, "fp16": mx.float16, "bf16": mx.bfloat16}
 
 INSTALL_HINT = "pip install 'mlx[cpu]' on Linux, 'mlx' on macOS (or 'laya-tui[mlx]')"
 
@@ -129,7 +132,7 @@ def expected_shapes(spec: EncoderSpec) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def load_weights(state_dict: Mapping[str, Any], spec: EncoderSpec,
+def load_weights(state_dict: Mapping[str, torch.Tensor], spec: EncoderSpec,
                  dtype: str = "fp32") -> dict[str, mx.array]:
     """Copy a torch ``state_dict`` into MLX arrays of ``dtype``.
 
@@ -261,6 +264,18 @@ class MlxEncoder:
 
 
 # -- inputs ----------------------------------------------------------------------------
+class BatchWaste(TypedDict):
+    """What a batching choice cost (a padding signal's ``detail``)."""
+
+    padding_waste: float
+    padded_tokens: int
+    total_tokens: int
+    bucket: int | None
+    unique_inputs: int
+    rows: int
+    shape: list[int]
+
+
 @dataclass(frozen=True)
 class Batch:
     """MLX inputs plus what batching cost: real lengths, padded width, padding waste."""
@@ -294,7 +309,7 @@ class Batch:
         ids = np.array(self.ids)
         return len({tuple(ids[i, :n].tolist()) for i, n in enumerate(self.lengths)})
 
-    def waste_detail(self) -> dict[str, Any]:
+    def waste_detail(self) -> BatchWaste:
         """What this batching choice cost, for a signal's ``detail``."""
         return {"padding_waste": round(self.padding_waste, 6), "padded_tokens": self.padded_tokens,
                 "total_tokens": self.total_tokens, "bucket": self.bucket,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlx.core as mx
 import numpy as np
@@ -34,6 +34,9 @@ from laya_tui.families.explain.gap_table import (
 from laya_tui.families.explain.records import Verdict
 from laya_tui.families.mlx.encoder import DTYPES, LIMITS, MlxEncoder, prepare
 
+if TYPE_CHECKING:
+    import torch
+
 PATH = "mlx"
 COMPILED_NOTE = ("the uncompiled MLX forward's steps (mx.compile fuses them into one graph; "
                  "the cell compared its output)")
@@ -48,7 +51,7 @@ def step_names(enc: MlxEncoder) -> list[str]:
     return out + ["final_norm"]
 
 
-def _local_fns(enc: MlxEncoder, masks: dict[str, Any]) -> dict[str, Callable[[Any], Any]]:
+def _local_fns(enc: MlxEncoder, masks: dict[str, mx.array]) -> dict[str, Callable[[Any], Any]]:
     fns: dict[str, Callable[[Any], Any]] = {"embeddings": enc.embed,
                                             "final_norm": lambda x: enc._norm(x, "final_norm")}
     for n in range(enc.spec.num_layers):
@@ -56,7 +59,7 @@ def _local_fns(enc: MlxEncoder, masks: dict[str, Any]) -> dict[str, Callable[[An
     return fns
 
 
-def _layer_fns(enc: MlxEncoder, n: int, masks: dict[str, Any]
+def _layer_fns(enc: MlxEncoder, n: int, masks: dict[str, mx.array]
                ) -> dict[str, Callable[[Any], Any]]:
     p, kind = f"layers.{n}", enc.spec.layer_types[n]
 
@@ -175,7 +178,7 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
 
 
 def table_after_compare(ctx: Any, subject: str, verdict: Verdict, *,
-                        enc: MlxEncoder, model: Any, inputs: dict[str, Any],
+                        enc: MlxEncoder, model: Any, inputs: dict[str, torch.Tensor],
                         compiled: bool = False) -> GapTable | None:
     """After a parity verdict: the encoder's gap table when wanted (failing, or
     ``--numerics``), as the explain family emits it. Never raises."""
