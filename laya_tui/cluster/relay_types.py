@@ -4,7 +4,10 @@ events. Ray carries them as plain dicts; these name their fields."""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypeAlias, TypedDict
+
+if TYPE_CHECKING:  # a node's actor imports this module: nothing more than it needs
+    from laya_tui.core.settings import ProbeOptions
 
 #: Keywords for Ray itself (``ray.init``, ``.options``, a job's ``runtime_env``): a
 #: library's payload.
@@ -38,7 +41,7 @@ class WorkerSpec(TypedDict):
     driver's workspace and package folders, the ``--env`` interpreter, and whether the
     workspace travelled (``ship``, added when the actor is made)."""
 
-    options: dict[str, Any]  # RunOptions.options(): what laya_tui.api.options() returns
+    options: ProbeOptions
     workspace: str
     dirs: dict[str, str]
     env: NotRequired[EnvSpec]

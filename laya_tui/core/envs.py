@@ -87,7 +87,7 @@ def cell_id(base: str, env: str | None) -> str:
     return with_env(base, env)
 
 
-def base_id(probe: Mapping[str, Any]) -> str:
+def base_id(probe: Mapping[str, object]) -> str:
     """A cell's id without its ``@env`` (a result or discovery entry with an ``env``)."""
     pid, env = str(probe.get("id", "")), probe.get("env")
     if env and pid.endswith("@" + str(env)):
@@ -95,7 +95,7 @@ def base_id(probe: Mapping[str, Any]) -> str:
     return pid
 
 
-def worker_key(probe: Mapping[str, Any]) -> str:
+def worker_key(probe: Mapping[str, object]) -> str:
     """Which warm worker runs a cell: its family, ``family@env`` under an environment."""
     fam, env = str(probe.get("family", "")), probe.get("env")
     return f"{fam}@{env}" if env else fam

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from laya_tui.core.settings import ProbeOptions
 
 
 def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None:
@@ -23,7 +26,7 @@ def source_excerpt(path: str, line: int, context: int) -> tuple[str, int] | None
     return "".join(lines), start
 
 
-def artifact_dir(opts: dict[str, Any], name: str) -> str:
+def artifact_dir(opts: ProbeOptions, name: str) -> str:
     """``<--out>/name``, or ``artifacts/<workspace hash>/slot-K/name`` in the per-user cache
     folder of laya-tui, so two projects, or two overlapping runs of one, never share a file;
     under ``--env`` (``opts["env"]``), ``<...>/@env/name``: each environment its own files.

@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.cellid import matches_any
 from laya_tui.core.defaults import usable_cores
@@ -44,7 +44,7 @@ from laya_tui.core.report_types import (
     SignalDict,
 )
 from laya_tui.core.results import make_result
-from laya_tui.core.settings import RunOptions
+from laya_tui.core.settings import ProbeOptions, RunOptions
 from laya_tui.core.signal_strings import share_strings
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
 from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
@@ -293,7 +293,7 @@ class Runner(EventSource):
                 return e.cache_versions()
         return self.versions
 
-    def _cache_options(self) -> dict[str, Any]:
+    def _cache_options(self) -> ProbeOptions:
         """The run options that shape results (the workspace path itself does not)."""
         opts = self.config.options()
         opts.pop("workspace", None)

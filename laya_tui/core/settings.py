@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeAlias
 
 # the settings' defaults, re-exported ("as": explicitly, for mypy's no_implicit_reexport)
 from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS as DEFAULT_DEBOUNCE_MS
@@ -47,6 +47,12 @@ def check_seconds(value: float) -> float:
         raise ValueError(f"expected a finite number of seconds above 0 and at most "
                          f"{MAX_TIMEOUT_S:g}")
     return float(value)
+
+
+#: The run options probes see (``laya_tui.api.options()``; :meth:`RunOptions.options`):
+#: JSON-able, by option name; the option table declares the names, so probes read them
+#: by key and an option added there reaches them without a change here.
+ProbeOptions: TypeAlias = dict[str, Any]
 
 
 def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -262,9 +268,9 @@ class RunOptions:
     def __post_init__(self) -> None:
         _freeze(self)
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> ProbeOptions:
         """The options probes see through ``laya_tui.api.options()`` (JSON-able)."""
-        opts: dict[str, Any] = {
+        opts: ProbeOptions = {
             "workspace": os.path.realpath(self.workspace),
             "probes": [os.path.realpath(p) for p in self.probes],
             "kernels": [os.path.realpath(p) for p in self.kernels],

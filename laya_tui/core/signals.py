@@ -10,6 +10,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from laya_tui.core.report_types import SignalDict
 
 SCHEMA_ID = "laya-tui.report/5"  # 5: node (--cluster, issue 47)
@@ -122,7 +124,7 @@ def make_signal(kind: str, probe: str, **fields: Any) -> SignalDict:
     return sig  # type: ignore[return-value]
 
 
-def format_site(site: dict[str, Any] | None) -> str:
+def format_site(site: Mapping[str, object] | None) -> str:
     """``file:line(func)`` for a call site, or an empty string."""
     if not site:
         return ""

@@ -173,7 +173,7 @@ class LogStats:
         return [s for s in (self.frame(e) for e in entries) if s is not None]
 
 
-Wanted = Callable[[str, Any], bool]
+Wanted = Callable[[str, object], bool]
 """``want(type, meta)``: whether a record's payload is decoded (and its md5 checked)."""
 
 
