@@ -12,7 +12,7 @@ and a watch-mode record (:class:`WatchRecord`, documented in ``laya_tui.watch.en
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from laya_tui.core.open_types import HostFacts
 
@@ -173,13 +173,18 @@ class ResultDict(TypedDict):
     node: NotRequired[NodeDict]  # report/5: the cluster node that ran it (--cluster)
 
 
+#: One failure a gate lists: the cell, and the facts that gate names (a status and reason,
+#: a signal's kind, subject and count, a message): free-form per gate in the schema.
+GateFailure: TypeAlias = dict[str, Any]
+
+
 class GateDict(TypedDict):
     """One gate's outcome: ``$defs/gate`` (``report.gates.evaluate_all``)."""
 
     name: str
     passed: bool
     description: NotRequired[str]
-    failures: NotRequired[list[dict[str, Any]]]
+    failures: NotRequired[list[GateFailure]]
     compared: NotRequired[int]
 
 

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import FileErrorDict, GateDict, ReportSections, ResultDict
+from laya_tui.core.report_types import (
+    FileErrorDict,
+    GateDict,
+    GateFailure,
+    ReportSections,
+    ResultDict,
+)
 from laya_tui.core.results import (
     CHECK_KINDS,
     COUNTED_KINDS,
@@ -132,12 +138,12 @@ def prepare_gates(settings: Settings) -> GateSettings:
                         envs={e.name: e.info() for e in settings.run.envs})
 
 
-def _gate(name: str, description: str, failures: list[dict[str, Any]]) -> GateDict:
+def _gate(name: str, description: str, failures: list[GateFailure]) -> GateDict:
     return {"name": name, "description": description, "passed": not failures,
             "failures": failures}
 
 
-def _kind_failures(probes: list[ResultDict], kind: str) -> list[dict[str, Any]]:
+def _kind_failures(probes: list[ResultDict], kind: str) -> list[GateFailure]:
     if kind in STATUS_KINDS:
         return [{"probe": p["id"], "status": p["status"], "reason": p.get("reason")}
                 for p in probes if p["status"] == kind]
@@ -145,7 +151,7 @@ def _kind_failures(probes: list[ResultDict], kind: str) -> list[dict[str, Any]]:
     for p in probes:
         for sig in p.get("signals", []):
             if sig.get("kind") == kind and occurrences(sig):
-                entry: dict[str, Any] = {"probe": p["id"], "kind": kind,
+                entry: GateFailure = {"probe": p["id"], "kind": kind,
                                          "subject": sig.get("subject"),
                          "reason": sig.get("reason")}
                 if kind in COUNTED_KINDS:
@@ -154,7 +160,7 @@ def _kind_failures(probes: list[ResultDict], kind: str) -> list[dict[str, Any]]:
     return out
 
 
-def _max_failure(probes: list[ResultDict], kind: str, limit: int) -> list[dict[str, Any]]:
+def _max_failure(probes: list[ResultDict], kind: str, limit: int) -> list[GateFailure]:
     by_probe: dict[str, int] = {}
     if kind in STATUS_KINDS:
         for p in probes:
