@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from laya_tui.families.aoti.records import BuildConfig, InputSpec
+from laya_tui.families.aoti.records import BuildConfig, InputSpec, Kwargs
 
 #: ``(args, kwargs)`` of one call.
-Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+Inputs = tuple[tuple[Any, ...], Kwargs]
 
 #: Logit limits: AOTI fp32 vs eager fp32 is one compiler's rounding away; a bf16 copy vs the
 #: fp32 eager reference carries bf16's 8-bit mantissa (2^-9 relative per rounding) through

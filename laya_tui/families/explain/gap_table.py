@@ -45,7 +45,7 @@ import copy
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import Any, TypedDict
 
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
 from laya_tui.families.explain.gap_rows import (
@@ -72,6 +72,21 @@ _PRIMITIVE = (int, float, bool, str, bytes, type(None))
 
 
 # -- the two runs ----------------------------------------------------------------------------
+
+class HookState(TypedDict):
+    """The hooks' shared state: a module re-run in progress (hooks stand by), calls so far."""
+
+    busy: bool
+    order: int
+
+
+class ReferenceCall(TypedDict):
+    """One module call of the reference run, back from the store: its tensor inputs and
+    its output's tensors (None when it kept none)."""
+
+    inputs: list[Any]
+    output: list[Any] | None
+
 
 def _inputs(args: Any, kwargs: Any, torch: Any) -> list[Any] | None:
     return _leaves((tuple(args), dict(kwargs)), torch)
@@ -167,7 +182,7 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
     t_start = time.perf_counter()
     ref_names = {id(m): n or ROOT for n, m in reference.named_modules()}
     model_names = {id(m): n or ROOT for n, m in model.named_modules()}
-    state = {"busy": False, "order": 0}
+    state: HookState = {"busy": False, "order": 0}
     open_calls: dict[str, list[Any]] = {}
     counts: dict[str, int] = {}
 
@@ -223,7 +238,7 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
         if inputs is None:
             table.skipped.setdefault(name, "not called (that often) in the reference run")
             return
-        rec = {"inputs": inputs, "output": output}
+        rec: ReferenceCall = {"inputs": inputs, "output": output}
         got = _worst(out, rec["output"], cpu_mask, lim, torch)
         if isinstance(got, str):
             if got not in ("no tensor output", "no floating output"):
@@ -261,8 +276,8 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
     return table
 
 
-def _local(m: Any, snap: Any, rec: dict[str, Any], mask: Any, lim: dict[str, float],
-           torch: Any, state: dict[str, Any]) -> tuple[float | None, str]:
+def _local(m: Any, snap: Any, rec: ReferenceCall, mask: Any, lim: dict[str, float],
+           torch: Any, state: HookState) -> tuple[float | None, str]:
     """The module re-run on the reference's inputs: (max |diff| vs the reference output,
     note)."""
     args, kwargs = snap

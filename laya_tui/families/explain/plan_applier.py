@@ -121,7 +121,7 @@ class Applier:
         self.low = model_dtype(model, torch)
         self.device = _model_device(model, torch)
         self.handoff = _Handoff()
-        self.copies: dict[str, Any] = {}
+        self.copies: dict[str, torch.nn.Module] = {}
 
     def _copy(self, name: str) -> Any:
         """The model's own module ``name`` in fp32 (so its code, mode and attributes are the
