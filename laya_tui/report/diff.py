@@ -17,6 +17,7 @@ from typing import Any, NotRequired, cast
 from laya_tui.core.cellid import family_of
 from laya_tui.core.report_types import (
     BaselineDict,
+    BeforeAfterDict,
     ChangeDict,
     ReportDict,
     ResultDict,
@@ -70,8 +71,9 @@ def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, base_path: 
     return section
 
 
-def _versions(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    def get(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _versions(base: Mapping[str, Any], new: Mapping[str, Any]
+              ) -> dict[str, BeforeAfterDict]:
+    def get(doc: Mapping[str, Any]) -> dict[str, object]:
         v = (doc.get("environment") or {}).get("versions")
         return v if isinstance(v, dict) else {}
 
@@ -176,9 +178,9 @@ def diff_report(base: ReportDict, new: ReportDict, section: DiffDict) -> ReportD
         key: tuple[str, str, Any, Any] = (pid, item["kind"], item.get("subject", ""),
                                           item.get("reason", ""))
         orig: Mapping[str, Any] = new_sigs.get(key) or old_sigs.get(key) or {}
-        sig: dict[str, Any] = {"kind": kind, "probe": pid,
-                               "subject": item.get("subject") or item["kind"],
-                               "reason": item["message"]}
+        sig: dict[str, object] = {"kind": kind, "probe": pid,
+                                  "subject": item.get("subject") or item["kind"],
+                                  "reason": item["message"]}
         for fld in ("site", "fix"):
             if orig.get(fld):
                 sig[fld] = orig[fld]
@@ -206,7 +208,7 @@ def diff_report(base: ReportDict, new: ReportDict, section: DiffDict) -> ReportD
     plist = list(probes.values())
     summary = summarise(plist, 0.0)
     summary["passed"] = not section["regressions"]
-    doc: dict[str, Any] = {
+    doc: dict[str, object] = {
         "schema": new.get("schema"), "tool": new.get("tool"), "created": new.get("created"),
         "environment": new.get("environment", {}), "errors": new.get("errors", []),
         "probes": plist, "summary": summary,
