@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from laya_tui.core.logtext import trim_faulthandler
-from laya_tui.core.open_types import Detail, JsonObject
+from laya_tui.core.open_types import Detail
 from laya_tui.core.report_types import SiteDict
+from laya_tui.families.aoti.records import LoadError
 
 #: Lines that introduce or wrap an error rather than state it.
 _NOISE = [re.compile(p) for p in (
@@ -193,7 +194,7 @@ def describe(step: str, exc: BaseException, **detail: Any) -> StepFailure:
                        site=site, fix=fix_for(text), detail=dict(detail))
 
 
-def describe_remote(step: str, error: JsonObject | None, stderr: str = "",
+def describe_remote(step: str, error: LoadError | None, stderr: str = "",
                     returncode: int | None = None, **detail: Any) -> StepFailure:
     """Describe a failure reported by (or inferred from) the fresh worker process."""
     if error:

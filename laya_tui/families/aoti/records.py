@@ -4,7 +4,8 @@ The input spec (what export fixed and let vary, per flat input) travels from the
 step to the shape checks, the targets' extra shapes, results.json and the fresh loader; a
 mixed-dtype matmul from the exported graph to its ``log`` signal. The open mappings keep a
 name that says whose they are: results.json (built step by step, validated against
-``results.SCHEMA`` and read back as JSON), a step's detail and a call's keyword arguments.
+``results.SCHEMA`` and read back as JSON), its schema and a target's build config; an
+Inductor config and a call's keyword arguments are the explain family's aliases.
 """
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
@@ -12,23 +13,18 @@ name that says whose they are: results.json (built step by step, validated again
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from laya_tui.core.report_types import SiteDict
+from laya_tui.families.explain.records import InductorConfig, Kwargs
 
 __all__ = ["BuildConfig", "DimRange", "EagerReference", "HeadDeltas", "HeadResult",
            "InductorConfig", "InputEntry", "InputSpec", "JsonSchema", "KeyParts", "Kwargs",
            "LatencyDetail", "LoadError", "LoadResult", "MixedMatmul", "ResultsDoc", "ShapeResult",
-           "SiteDict", "StepBox", "StepDetail", "Toolchain"]
+           "SiteDict", "StepBox", "Toolchain"]
 
 #: results.json: built step by step, validated against ``results.SCHEMA`` when written and
 #: read back as JSON from a previous run (an open JSON object).
 ResultsDoc: TypeAlias = dict[str, Any]
-#: A step's own detail (its ``log``/``timing`` signal's detail, an open JSON object).
-StepDetail: TypeAlias = dict[str, Any]
-#: Inductor config fields and values (``torch._inductor.config``), handed to torch as they are.
-InductorConfig: TypeAlias = dict[str, Any]
 #: The fp32 eager reference of one input set: its flat outputs and the heads' names.
 EagerReference: TypeAlias = tuple[list[Any], list[str]]
-#: A call's keyword arguments as the model takes them (handed on as they are).
-Kwargs: TypeAlias = dict[str, Any]
 
 
 class DimRange(TypedDict):

@@ -10,6 +10,7 @@ options (JSON from outside) and RBLN's compiler dump (the library's payload).
 # NotRequired only from evaluated annotations.
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
+from laya_tui.core.open_types import Detail  # a signal's detail: an open JSON object
 from laya_tui.core.report_types import GapRowDict, SignalDict, SiteDict
 
 __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftPoint",
@@ -18,8 +19,6 @@ __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftP
            "Placement", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile", "RegionSummary",
            "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict"]
 
-#: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
-Detail: TypeAlias = dict[str, Any]
 #: The run options probes get (``laya_tui.api.options()``: JSON from ``LAYA_TUI_OPTIONS``).
 ProbeOptions: TypeAlias = dict[str, Any]
 #: A call's keyword arguments as the caller passed them (handed on as they are).
