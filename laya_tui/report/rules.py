@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from laya_tui.core.results import failing, occurrences
+from laya_tui.core.results import SignalLike, failing, occurrences
 
 #: Dynamo's graph-break pages; the form torch's ``get_gbid_documentation_link`` prints.
 GB_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
@@ -142,18 +142,18 @@ def gb_uri(gb_id: str) -> str:
     return f"{GB_SITE}gb{gb_id[2:]}.html"
 
 
-def _detail(sig: Mapping[str, Any]) -> Mapping[str, Any]:
+def _detail(sig: SignalLike) -> Mapping[str, Any]:
     d = sig.get("detail")
     return d if isinstance(d, Mapping) else {}
 
 
-def is_graph_break(sig: Mapping[str, Any]) -> bool:
+def is_graph_break(sig: SignalLike) -> bool:
     """A fallback signal that is a Dynamo graph break."""
     return sig.get("kind") == "fallback" and (
         _detail(sig).get("graph_break") is True or sig.get("subject") == "graph break")
 
 
-def graph_break_rule(sig: Mapping[str, Any]) -> Rule:
+def graph_break_rule(sig: SignalLike) -> Rule:
     """``laya/graph-break/GBxxxx`` when the signal carries Dynamo's id, else the generic one."""
     d = _detail(sig)
     gb_id = d.get("graph_break_id")
@@ -168,7 +168,7 @@ def graph_break_rule(sig: Mapping[str, Any]) -> Rule:
                 base.tags)
 
 
-def lowering_rule(sig: Mapping[str, Any]) -> Rule:
+def lowering_rule(sig: SignalLike) -> Rule:
     """``laya/lowering/<pass>``: the TileLang pass that raised, else the failed stage; a
     build or run failure under its own name (``laya/kernel-build``, ``laya/kernel-run``)."""
     d = _detail(sig)
@@ -187,7 +187,7 @@ def lowering_rule(sig: Mapping[str, Any]) -> Rule:
                 "local buffers, serial loops; no bf16 in C).", "warning", None, ("lowering",))
 
 
-def host_bounce_rule(sig: Mapping[str, Any]) -> Rule:
+def host_bounce_rule(sig: SignalLike) -> Rule:
     """``laya/host-bounce/<direction>`` from ``detail.direction`` or the subject's prefix."""
     direction = _detail(sig).get("direction")
     if direction not in DIRECTIONS:
@@ -196,7 +196,7 @@ def host_bounce_rule(sig: Mapping[str, Any]) -> Rule:
     return RULES[f"laya/host-bounce/{direction}"]
 
 
-def rule_for_signal(sig: Mapping[str, Any], *, drifted: bool = False) -> Rule | None:
+def rule_for_signal(sig: SignalLike, *, drifted: bool = False) -> Rule | None:
     """The rule of a finding signal; None when the signal is a fact, not a finding.
 
     ``drifted``: a passing tolerance check that a baseline gate fails (it drifted more than

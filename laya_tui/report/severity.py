@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import Any
 
 from laya_tui.core.report_types import ResultDict, SignalDict
-from laya_tui.core.results import failing
+from laya_tui.core.results import SignalLike, failing
 
 
 class Severity(IntEnum):
@@ -69,7 +69,7 @@ def severity(kind: Any, is_failing: bool, count: Any) -> Severity:
     return Severity.PASSED if kind in _CHECKS else Severity.FACT
 
 
-def signal_severity(sig: Mapping[str, Any]) -> Severity:
+def signal_severity(sig: SignalLike) -> Severity:
     """The band of one signal (a report's dict or a frozen ``Signal``)."""
     return severity(sig.get("kind"), failing(sig), sig.get("count"))
 

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from laya_tui.core.open_types import Detail as SignalDetail
 from laya_tui.core.results import SignalLike, failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, LIVE_STATUSES, Status
@@ -143,7 +144,7 @@ def signal_detail(sig: SignalLike, probe: str, *, has_log: bool = False,
     return Detail(head, tuple(parts))
 
 
-def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, object]]:
+def _detail_facts(sig: SignalLike, d: SignalDetail) -> list[tuple[str, object]]:
     """The diagnostic and the outcome, from ``detail``."""
     out: list[tuple[str, object]] = []
     diagnostic = d.get("diagnostic")
@@ -159,7 +160,7 @@ def _detail_facts(sig: SignalLike, d: dict[str, Any]) -> list[tuple[str, object]
     return out
 
 
-def _stage_facts(d: dict[str, Any]) -> list[tuple[str, object]]:
+def _stage_facts(d: SignalDetail) -> list[tuple[str, object]]:
     """How long each stage took, and where it stopped, from ``detail``."""
     stages = ", ".join(f"{k} {human_seconds(v)}" for k, v in as_dict(d.get("seconds")).items()
                        if isinstance(v, (int, float)))
@@ -168,7 +169,7 @@ def _stage_facts(d: dict[str, Any]) -> list[tuple[str, object]]:
             ("build cached", d.get("build_cached"))]
 
 
-def _detail_sections(sig: SignalLike, d: dict[str, Any], kind: str,
+def _detail_sections(sig: SignalLike, d: SignalDetail, kind: str,
                      full: bool) -> list[Section]:
     """The kernel site, buffers, stack, files, excerpts, a TileLang cell's sections and
     whatever else ``detail`` holds."""
@@ -203,7 +204,7 @@ def _detail_sections(sig: SignalLike, d: dict[str, Any], kind: str,
     return parts
 
 
-def _tolerance(sig: SignalLike, d: dict[str, Any], full: bool) -> list[Section]:
+def _tolerance(sig: SignalLike, d: SignalDetail, full: bool) -> list[Section]:
     rows: list[tuple[str, object]] = [("value", number(sig.get("value"))),
                                    ("limit", number(sig.get("limit"))),
                                    ("passed", yes_no(sig.get("passed")))]
