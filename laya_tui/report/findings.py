@@ -35,6 +35,7 @@ from laya_tui.report.finding_index import (
     unique,
 )
 from laya_tui.report.rules import RULES, Rule, is_graph_break, probe_rule, rule_for_signal
+from laya_tui.report.sarif_types import PropertyBag
 from laya_tui.report.severity import rule_severity
 from laya_tui.report.sources import Location, Sources
 from laya_tui.report.views.text import past_limit
@@ -64,7 +65,7 @@ class Finding:
     change: SectionItem | None = None  # the baseline section's item for it
     sources: Sources | None = None
     text: str | None = None  # the message (built from ``sig`` when None)
-    extra: dict[str, Any] | None = None  # the properties (built from ``sig`` when None)
+    extra: PropertyBag | None = None  # the properties (built from ``sig`` when None)
     near: list[Location] | None = None  # the related locations (built when None)
 
     @property
@@ -76,7 +77,7 @@ class Finding:
         return self.text
 
     @property
-    def props(self) -> dict[str, Any]:
+    def props(self) -> PropertyBag:
         """Probe, kind, subject, count, bytes, value/limit and the baseline change."""
         if self.extra is None:
             self.extra = _props(self.probe, self.sig or _NO_SIGNAL)
@@ -202,8 +203,8 @@ def _related(sources: Sources, sig: SignalDict) -> list[Location]:
     return out[:MAX_RELATED]
 
 
-def _props(pid: str, sig: SignalDict) -> dict[str, Any]:
-    out: dict[str, Any] = {"probe": pid, "kind": sig.get("kind")}
+def _props(pid: str, sig: SignalDict) -> PropertyBag:
+    out: PropertyBag = {"probe": pid, "kind": sig.get("kind")}
     for k in ("subject", "count", "bytes", "value", "limit", "reason"):
         v = sig.get(k)
         if v is not None and (k != "value" or isinstance(v, (int, float))):
@@ -298,7 +299,7 @@ def _fallback_location(sources: Sources, file: str | None) -> Location | None:
     return loc or sources.site({"file": os.path.join(sources.workspace, "pyproject.toml")})
 
 
-def _change(item: ChangeDict | None) -> dict[str, Any] | None:
+def _change(item: ChangeDict | None) -> PropertyBag | None:
     if not item:
         return None
     return {k: item.get(k) for k in ("change", "before", "after", "message")}
@@ -412,7 +413,7 @@ def _status_findings(p: ResultDict, n_signals: int, gates: GateIndex,
                else None) or _model_factory(sources, pid) \
             or _fallback_location(sources, p.get("file"))
         msg = _clip(f"probe {pid} {_WORDS[state]}" + (f": {first}" if first else ""))
-        props: dict[str, Any] = {"probe": pid, "status": status}
+        props: PropertyBag = {"probe": pid, "status": status}
         item = base.status_items.get(pid) if base else None
         if item:
             props["baseline"] = _change(item)

@@ -4,7 +4,11 @@ and a rule's ``properties`` stay open: SARIF's property bag (any JSON)."""
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
+
+#: SARIF's property bag: a finding's JSON facts by name (probe, kind, subject, count,
+#: the baseline change...), free-form in SARIF itself.
+PropertyBag: TypeAlias = dict[str, Any]
 
 
 class Message(TypedDict):
@@ -85,7 +89,7 @@ class Result(TypedDict):
     partialFingerprints: NotRequired[dict[str, str]]
     baselineState: NotRequired[str]
     suppressions: NotRequired[list[Suppression]]
-    properties: NotRequired[dict[str, Any]]  # the property bag: the finding's JSON facts
+    properties: NotRequired[PropertyBag]
 
 
 class Configuration(TypedDict):
