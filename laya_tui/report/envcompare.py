@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from laya_tui.core.envs import base_id
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import (
     BeforeAfterDict,
     EnvCandidateDict,
@@ -125,7 +126,7 @@ def compare_envs(probes: Sequence[ResultDict],
         cand_cells = _side(probes, cand, norm)
         doc_a = {"probes": base_cells, "environment": {"versions": _versions(envs, base)}}
         doc_b = {"probes": cand_cells, "environment": {"versions": _versions(envs, cand)}}
-        section = cast(dict[str, Any], diff_reports(  # widened below
+        section = cast(JsonObject, diff_reports(  # widened below
             doc_a, doc_b, base_path=f"@{base}", margin=margin, labels=(f"@{base}", f"@{cand}")))
         section.pop("path", None)
         section["versions"] = section.pop("environment")
@@ -146,14 +147,14 @@ def compare_envs(probes: Sequence[ResultDict],
     return {"base": base, "envs": names, "tolerance_margin": margin, "candidates": candidates}
 
 
-def _versions(envs: Mapping[str, EnvInfoDict], name: str) -> dict[str, Any]:
+def _versions(envs: Mapping[str, EnvInfoDict], name: str) -> dict[str, object]:
     info = envs.get(name)
     v = info.get("versions") if info else None
     return dict(v) if isinstance(v, Mapping) else {}
 
 
 def _compilers(envs: Mapping[str, EnvInfoDict], a: str, b: str) -> dict[str, BeforeAfterDict]:
-    def get(name: str) -> dict[str, Any]:
+    def get(name: str) -> dict[str, object]:
         info = envs.get(name)
         c = info.get("compilers") if info else None
         return {k: (v or {}).get("version") if isinstance(v, Mapping) else v

@@ -25,10 +25,11 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict
 from laya_tui.report.findings import Finding, collect_findings, prioritised
@@ -64,9 +65,9 @@ _SLICE = 2000
 
 
 @lru_cache(maxsize=1)
-def sarif_schema() -> dict[str, Any]:
+def sarif_schema() -> JsonObject:
     """The official SARIF 2.1.0 JSON Schema (draft-04), shipped in the package."""
-    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    schema: JsonObject = json.loads(SCHEMA_PATH.read_text())
     return schema
 
 

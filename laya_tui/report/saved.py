@@ -7,10 +7,11 @@ file here is the subject, not a baseline. Standard library only.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from laya_tui.core.cellid import family_of
 from laya_tui.core.errors import UsageError
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import ReportDict
 from laya_tui.report.baseline import load_baseline
 
@@ -53,12 +54,12 @@ def normalise(report: ReportDict) -> ReportDict:
         g["passed"] = bool(g.get("passed"))
         if not isinstance(g.get("failures"), list):
             g["failures"] = []
-    summary = cast("dict[str, Any] | None", report.get("summary"))  # as read: any shape
+    summary = cast("JsonObject | None", report.get("summary"))  # as read: any shape
     fresh = summarise(report["probes"], float((summary or {}).get("seconds") or 0.0)
                       if isinstance(summary, dict) and isinstance(
                           summary.get("seconds"), (int, float)) else 0.0)
     if isinstance(summary, dict):
-        counts: dict[str, Any] = dict(fresh)
+        counts: JsonObject = dict(fresh)
         for key, value in counts.items():
             if not isinstance(summary.get(key), type(value)):
                 summary[key] = value
@@ -67,7 +68,7 @@ def normalise(report: ReportDict) -> ReportDict:
                 summary[key].setdefault(k, n)
     else:
         report["summary"] = fresh
-        summary = cast("dict[str, Any]", fresh)
+        summary = cast("JsonObject", fresh)
     if not isinstance(summary.get("passed"), bool):
         summary["passed"] = all(g["passed"] for g in report["gates"])
     return report
