@@ -27,11 +27,14 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.cellid import with_env
 from laya_tui.core.errors import UsageError
 from laya_tui.core.report_types import CellSpec, EnvInfoDict
+
+if TYPE_CHECKING:
+    from laya_tui.core.cache import CacheVersions
 
 #: The oldest Python a worker runs on (laya-tui's ``requires-python``).
 MIN_PYTHON = (3, 11)
@@ -74,7 +77,7 @@ class Environment:
         return {"python": self.python, "executable": self.executable or self.python,
                 "versions": dict(self.versions), "compilers": dict(self.compilers)}
 
-    def cache_versions(self) -> dict[str, Any]:
+    def cache_versions(self) -> CacheVersions:
         """What the result cache keys an environment's cells on."""
         return {"env": self.name, "python": self.python, **dict(self.versions),
                 "compilers": dict(self.compilers)}

@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from laya_tui.core.open_types import JsonObject
+
 #: characters of an array parsed in one ``json.loads`` call (~1,000 signals, ~4 ms)
 CHUNK = 256 * 1024
 #: bytes decoded from UTF-8 in one call
@@ -80,8 +82,8 @@ def _value(s: str, idx: int, depth: int) -> tuple[Any, int]:
         raise _NotFollowed from None
 
 
-def _object(s: str, idx: int, depth: int) -> tuple[dict[str, Any], int]:
-    out: dict[str, Any] = {}
+def _object(s: str, idx: int, depth: int) -> tuple[JsonObject, int]:
+    out: JsonObject = {}
     idx = _skip(s, idx)
     if s[idx:idx + 1] == "}":
         return out, idx + 1

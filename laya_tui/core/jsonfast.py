@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from laya_tui.core.open_types import JsonObject
+
 _c_make_encoder: Any
 try:
     from _json import make_encoder as _c_make_encoder
@@ -84,7 +86,7 @@ def finite(obj: Any, default: Callable[[Any], Any] | None = None) -> Any:
     return obj
 
 
-def finite_fields(obj: dict[str, Any], skip: str = "signals") -> dict[str, Any]:
+def finite_fields(obj: JsonObject, skip: str = "signals") -> JsonObject:
     """:func:`finite` for the fields of one object written a field at a time (a probe of
     the report), leaving ``skip`` (its signals, encoded strictly on their own) unwalked."""
     if not any(_bad(v) or (isinstance(v, list) and any(_bad(i) for i in v))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from laya_tui.core.open_types import JsonObject
 
-def as_dict(value: object) -> dict[str, Any]:
+
+def as_dict(value: object) -> JsonObject:
     """``value`` when it is a dict, else an empty dict."""
     return value if isinstance(value, dict) else {}
 

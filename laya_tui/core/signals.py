@@ -112,7 +112,7 @@ def make_signal(kind: str, probe: str, **fields: Any) -> SignalDict:
         order = tuple(k for k in FIELDS if k in fields)
         if len(_ORDER) < 4096:
             _ORDER[keys] = order
-    sig: dict[str, Any] = {"kind": kind, "probe": probe}
+    sig: dict[str, object] = {"kind": kind, "probe": probe}
     for key in order:
         value = fields[key]
         if value is not None:

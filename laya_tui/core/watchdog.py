@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from laya_tui.core.defaults import usable_cores
 from laya_tui.core.report_types import BudgetDict
+from laya_tui.core.results import SignalLike
 
 _E = TypeVar("_E")  # what ``read`` returns: the worker's events
 
@@ -298,7 +299,7 @@ class Watchdog:
             out["ended_by"] = expiry.why
         return out
 
-    def reason(self, expiry: Expiry, signals: Sequence[Mapping[str, Any]]) -> str:
+    def reason(self, expiry: Expiry, signals: Sequence[SignalLike]) -> str:
         """The timeout reason: which bound, the step it was in, its last signal."""
         b = self.bounds
         cpu = f", {expiry.cpu:.3g} s of CPU" if expiry.cpu is not None else ""
@@ -335,7 +336,7 @@ class Watchdog:
         return "; ".join(parts)
 
 
-def describe_signal(sig: Mapping[str, Any]) -> str:
+def describe_signal(sig: SignalLike) -> str:
     """``timing package 204.9 s``: a signal in a few words."""
     text = " ".join(str(x) for x in (sig.get("kind"), sig.get("subject")) if x)
     secs = sig.get("seconds")
