@@ -34,7 +34,7 @@ def ranking_from_drift(drift: DriftSummary | None) -> list[str]:
                  for m, d, lim in drift.get("curve") or []]
     out: list[str] = []
     past = drift.get("first_past_limit")
-    first = None if past is None else past["module"]
+    first = None if past is None else past.get("module")
     if first and first != ROOT:
         out.append(first)
     for name, diff, lim in calls:
