@@ -39,6 +39,9 @@ def _text(value: Any) -> str:
 #: A signal as its readers hold it: a report's signal object (typed, or read from JSON and
 #: not validated: an open mapping) or the frozen :class:`Signal`; all read it with ``get``.
 SignalLike: TypeAlias = "Mapping[str, Any] | Signal"
+#: A probe result as the views read it: a report's probe object (a ResultDict, or read
+#: from JSON and not validated, or a front end's copy with extra marks): read with ``get``.
+ResultLike: TypeAlias = Mapping[str, Any]
 
 
 def signal_key(sig: SignalLike, probe: str | None = None) -> SignalKey:

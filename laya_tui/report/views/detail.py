@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from laya_tui.core.open_types import Detail as SignalDetail
-from laya_tui.core.results import SignalLike, failing
+from laya_tui.core.results import ResultLike, SignalLike, failing
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.core.signals import FAILING_STATUSES, LIVE_STATUSES, Status
 from laya_tui.report.views.sections import (
@@ -331,7 +331,7 @@ def buffer_lines(text: str, names: tuple[str, ...] | list[str]) -> set[int]:
     return hits
 
 
-def probe_detail(result: Mapping[str, Any], *, signals: int, full: bool = True) -> Detail:
+def probe_detail(result: ResultLike, *, signals: int, full: bool = True) -> Detail:
     """A probe cell without a selected signal: status, reason, error, log tail
     (``result``: its report entry, or the fields the dashboard knows while it runs)."""
     status = str(result.get("status") or "pending")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from laya_tui.core.results import ResultLike
 from laya_tui.core.signals import Status
 
 
@@ -154,7 +154,7 @@ MACHINE_CAUSES = ("no GPU", "no libcuda", "no nvcc", "no C++ compiler", "lowered
                   "not run")
 
 
-def not_run(probe: Mapping[str, Any]) -> str | None:
+def not_run(probe: ResultLike) -> str | None:
     """Why an ``ok`` cell was lowered or built but never run (``"no GPU"``, from its
     lowering signal's ``detail.not_run``); None for a cell that ran or did not pass."""
     if probe.get("status") != "ok":
@@ -177,7 +177,7 @@ def not_run_state(why: str) -> str:
     return State.NOT_RUN if why.startswith(MACHINE_CAUSES) else State.NOT_COMPARED
 
 
-def cell_state(probe: Mapping[str, Any]) -> str:
+def cell_state(probe: ResultLike) -> str:
     """The state of a finished cell (a report probe, or a live result dict); a live status
     (running, queued, pending) is returned as it is. A report/3 probe's own ``state`` wins."""
     given = probe.get("state")
@@ -204,7 +204,7 @@ def state_word(state: str) -> str:
     return state_mark(state).word
 
 
-def state_counts(probes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def state_counts(probes: Iterable[ResultLike]) -> dict[str, int]:
     """``{state: cells}`` in :data:`STATE_MARKS` order, every state present (0 too)."""
     seen = Counter(cell_state(p) for p in probes)
     out = {s: seen.get(s, 0) for s in STATE_MARKS}

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from laya_tui.core.results import ResultLike
+
 #: The versions a node line names (the rest stay in the report).
 SHOWN_VERSIONS = ("python", "torch", "tilelang", "mlx", "torch-rbln", "laya-tui")
 
@@ -36,7 +38,7 @@ def _num(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
-def node_rows(results: Iterable[Mapping[str, Any]]
+def node_rows(results: Iterable[ResultLike]
               ) -> tuple[list[str], list[tuple[str, list[str], bool]]]:
     """The nodes a run's cells ran on, side by side: their names (``host (id8)``, in order
     of first use) and rows ``(what, value per node, differs)``: cells run there, resources,

@@ -21,6 +21,7 @@ from laya_tui.core.report_types import (
     ResultDict,
     SignalDict,
 )
+from laya_tui.core.results import ResultLike
 from laya_tui.core.shapes import as_dict, as_list
 from laya_tui.report.views.text import human_bytes, number
 
@@ -49,7 +50,7 @@ class _Parts(TypedDict, total=False):
     precision_plan: PrecisionPlanDict
 
 
-def cell_numerics(probe: Mapping[str, Any]) -> list[NumericsDict]:
+def cell_numerics(probe: ResultLike) -> list[NumericsDict]:
     """``[{subject, gap_table?, precision_plan?}]`` from a cell's signals, one entry per
     compared output in signal order (the gap table's top :data:`TOP_ROWS` rows; the plan
     without its snippet). An output's gap table comes before its plan; a second table, or a
@@ -79,7 +80,7 @@ def cell_numerics(probe: Mapping[str, Any]) -> list[NumericsDict]:
     return [NumericsDict(subject=k, **v) for k, v in entries]
 
 
-def numerics_of(probe: Mapping[str, Any]) -> list[NumericsDict]:
+def numerics_of(probe: ResultLike) -> list[NumericsDict]:
     """The cell's ``numerics`` (report/4), else derived from its signals (older reports;
     ``probe``: a report entry, or the fields the dashboard knows of a running cell). A saved
     list with fewer entries than its signals hold (written before two outputs compared
@@ -333,7 +334,7 @@ def plan_results(report: ReportDict, sources: Sources, rule_index: int
     return out
 
 
-def numerics_facts(probe: Mapping[str, Any]) -> list[tuple[str, str]]:
+def numerics_facts(probe: ResultLike) -> list[tuple[str, str]]:
     """One fact per compared output for a cell's own detail: its plan and the module that
     makes most of its own error."""
     out = []
