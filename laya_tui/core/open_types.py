@@ -16,3 +16,9 @@ Params: TypeAlias = dict[str, Any]
 #: A report's ``environment`` (and each of its ``hosts``): facts by name (``host``,
 #: ``versions``, ``probed``...), open in the schema: each writer adds what it knows.
 HostFacts: TypeAlias = dict[str, Any]
+#: The run options probes see (``laya_tui.api.options()``; ``RunOptions.options``):
+#: JSON-able, by option name; the option table declares the names, so probes read them
+#: by key and an option added there reaches them without a change here.
+ProbeOptions: TypeAlias = dict[str, Any]
+#: A call's keyword arguments as the caller passed them, handed on as they are.
+Kwargs: TypeAlias = dict[str, Any]

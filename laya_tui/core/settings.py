@@ -21,13 +21,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any
 
 # the settings' defaults, re-exported ("as": explicitly, for mypy's no_implicit_reexport)
 from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS as DEFAULT_DEBOUNCE_MS
 from laya_tui.core.defaults import DEFAULT_MARGIN as DEFAULT_MARGIN
 from laya_tui.core.defaults import default_jobs as default_jobs
 from laya_tui.core.envs import Environment
+from laya_tui.core.open_types import ProbeOptions as ProbeOptions  # its home before
 from laya_tui.core.options import option, options_of
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT
 
@@ -49,10 +50,6 @@ def check_seconds(value: float) -> float:
     return float(value)
 
 
-#: The run options probes see (``laya_tui.api.options()``; :meth:`RunOptions.options`):
-#: JSON-able, by option name; the option table declares the names, so probes read them
-#: by key and an option added there reaches them without a change here.
-ProbeOptions: TypeAlias = dict[str, Any]
 
 
 def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:

@@ -10,7 +10,7 @@ options (JSON from outside) and RBLN's compiler dump (the library's payload).
 # NotRequired only from evaluated annotations.
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
-from laya_tui.core.open_types import Detail  # a signal's detail: an open JSON object
+from laya_tui.core.open_types import Detail, Kwargs, ProbeOptions  # open by design
 from laya_tui.core.report_types import GapRowDict, SignalDict, SiteDict
 
 __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftPoint",
@@ -19,10 +19,6 @@ __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftP
            "Placement", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile", "RegionSummary",
            "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict"]
 
-#: The run options probes get (``laya_tui.api.options()``: JSON from ``LAYA_TUI_OPTIONS``).
-ProbeOptions: TypeAlias = dict[str, Any]
-#: A call's keyword arguments as the caller passed them (handed on as they are).
-Kwargs: TypeAlias = dict[str, Any]
 #: Inductor config fields and values (``torch._inductor.config``), handed to torch as they are.
 InductorConfig: TypeAlias = dict[str, Any]
 #: RBLN's compiler dump (a library payload, read as the compiler writes it).

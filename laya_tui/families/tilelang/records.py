@@ -13,6 +13,7 @@ keyword arguments, a module's globals (all handed on as they are), the probe's r
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
 
+from laya_tui.core.open_types import Detail, Kwargs, ProbeOptions  # open by design
 from laya_tui.core.report_types import SiteDict
 from laya_tui.families.probe_context import ProbeContext as _ProbeContext
 
@@ -36,15 +37,8 @@ KernelArgs: TypeAlias = dict[str, Any]
 #: A kernel's ``[tool.laya-tui.kernel-args."file.py::kernel"]`` table (TOML from outside):
 #: argument values, plus ``dtypes``, ``targets`` and ``dtype-arg``.
 KernelTable: TypeAlias = dict[str, Any]
-#: A call's keyword arguments as the file passed them (handed on as they are).
-Kwargs: TypeAlias = dict[str, Any]
 #: A module's globals, or the part of them a kernel reads (name -> object).
 Globals: TypeAlias = dict[str, Any]
-#: The run options probes get (``laya_tui.api.options()``: JSON from ``LAYA_TUI_OPTIONS``;
-#: ``kernels``, ``workspace``, ``kernel_args``... read here).
-ProbeOptions: TypeAlias = dict[str, Any]
-#: A signal's detail: an open JSON object (``$defs/signal``'s ``detail``).
-Detail: TypeAlias = dict[str, Any]
 #: Tensors by parameter name (a kernel's inputs and outputs, a reference's results).
 Tensors: TypeAlias = "dict[str, torch.Tensor]"
 
