@@ -232,17 +232,20 @@ def test_a_node_killed_mid_run_crashes_its_cells_and_the_run_ends(cluster, ws):
     doomed = c.add_node(num_cpus=1, resources={"doomed": 1}, object_store_memory=80 * MB)
     c.wait_for_nodes(timeout=120)
     killed: list[float] = []
+    ran: list[str] = []  # the cell that started (the scheduler picks which goes first)
 
     def on_event(event: Any) -> None:
         if isinstance(event, SignalEmitted) and event.signal.get("subject") == "started" \
                 and not killed:
             killed.append(time.perf_counter())
+            ran.append(event.probe_id)
             threading.Thread(target=c.remove_node, args=(doomed,)).start()
 
     got, _ = run(options(ws, "slow/slow_doomed.py", c.address), on_event)
     ended = time.perf_counter()
     assert killed, "the slow cell never started on the doomed node"
-    first, second = got["slow/slow[first]"], got["slow/slow[second]"]
+    (other,) = {"slow/slow[first]", "slow/slow[second]"} - set(ran)
+    first, second = got[ran[0]], got[other]
     assert first["reason"] is not None
     assert first["status"] == "crashed" and first["reason"].startswith("node lost: ")
     assert first["node"]["id"] == doomed.node_id
@@ -266,7 +269,8 @@ def test_ctrl_c_cancels_the_remote_cells_and_leaves_nothing(cluster, ws):
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         run(options(ws, "slow/slow_gpu.py", c.address), on_event)
-    assert started == ["slow/slow[first]"]
+    # one cell started (which one is the scheduler's: its quickest by recorded durations)
+    assert len(started) == 1 and started[0] in ("slow/slow[first]", "slow/slow[second]")
     assert time.perf_counter() - t0 < 60
     assert left_on(c.address, ws) == []
 
