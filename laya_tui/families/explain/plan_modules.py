@@ -5,6 +5,7 @@ site and the SARIF fix's location). Worker side."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from laya_tui.families.explain.drift import ROOT
@@ -46,35 +47,28 @@ def ranking_from_drift(drift: DriftSummary | None) -> list[str]:
 def module_sites(model: Any, names: list[str]) -> dict[str, SiteDict]:
     """Where each kept module's class defines ``forward``: ``{name: {file, line, func}}``
     (modules whose source cannot be found are left out)."""
-    import inspect
-
-    out: dict[str, SiteDict] = {}
-    for name in names:
-        try:
-            fwd = type(model.get_submodule(name)).forward
-            file = inspect.getsourcefile(fwd)
-            line = inspect.getsourcelines(fwd)[1]
-        except (AttributeError, OSError, TypeError):
-            continue
-        if file:
-            out[name] = {"file": file, "line": line, "func": fwd.__qualname__}
-    return out
+    return _sites(model, names, lambda module: type(module).forward)
 
 
 def class_sites(model: Any, names: list[str]) -> dict[str, SiteDict]:
     """Where each kept module's class is defined (its ``class`` line): ``{name: {file, line,
     func}}``, the place a SARIF fix points at (modules whose source cannot be found are left
     out)."""
+    return _sites(model, names, type)
+
+
+def _sites(model: Any, names: list[str], source_of: Callable[[Any], Any]) -> dict[str, SiteDict]:
+    """``{name: {file, line, func}}`` of ``source_of(module)`` for each named submodule."""
     import inspect
 
     out: dict[str, SiteDict] = {}
     for name in names:
         try:
-            cls = type(model.get_submodule(name))
-            file = inspect.getsourcefile(cls)
-            line = inspect.getsourcelines(cls)[1]
+            obj = source_of(model.get_submodule(name))
+            file = inspect.getsourcefile(obj)
+            line = inspect.getsourcelines(obj)[1]
         except (AttributeError, OSError, TypeError):
             continue
         if file:
-            out[name] = {"file": file, "line": line, "func": cls.__qualname__}
+            out[name] = {"file": file, "line": line, "func": obj.__qualname__}
     return out
