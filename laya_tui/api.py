@@ -10,17 +10,23 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from laya_tui.core.cellid import cell_id
+from laya_tui.core.open_types import Detail, Kwargs, Params, ProbeOptions
 from laya_tui.core.protocol import DEFAULT_TIMEOUTS, FALLBACK_TIMEOUT, Reply  # noqa: F401 - re-exported
 from laya_tui.core.signals import make_signal
 
 if TYPE_CHECKING:
     from laya_tui.core.protocol import SignalEvent
     from laya_tui.core.report_types import SignalDict
+    from laya_tui.families.explain.region import ExplainRegion
+    from laya_tui.families.explain.steady import SteadyResult
+
+#: A probe function, ``func(ctx, **kwargs)``; what it returns is not read.
+ProbeFunc = TypeVar("ProbeFunc", bound="Callable[..., object]")
 
 
 @dataclass(frozen=True)
@@ -32,12 +38,12 @@ class Param:
     """
 
     id: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    kwargs: Kwargs = field(default_factory=dict)
     name: str | None = None
     deps: tuple[str, ...] = ()
 
 
-def param(id: str, *, name: str | None = None, deps: Iterable[str] = (), **kwargs: Any) -> Param:
+def param(id: str, *, name: str | None = None, deps: Iterable[str] = (), **kwargs: object) -> Param:
     """Build a :class:`Param` (``param("c,fp32,cpu", name="gemm_kernel", target="c")``)."""
     return Param(id=id, kwargs=kwargs, name=name, deps=tuple(str(d) for d in deps))
 
@@ -46,7 +52,7 @@ def param(id: str, *, name: str | None = None, deps: Iterable[str] = (), **kwarg
 class ProbeSpec:
     """What ``@probe`` records on a function."""
 
-    func: Callable[..., Any]
+    func: Callable[..., object]
     family: str
     name: str
     params: Iterable[Param] | Callable[[], Iterable[Param]] | None = None
@@ -71,7 +77,7 @@ def probe(
     name: str | None = None,
     params: Iterable[Param] | Callable[[], Iterable[Param]] | None = None,
     timeout: float | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[ProbeFunc], ProbeFunc]:
     """Mark ``func(ctx, **kwargs)`` as a probe of ``family``.
 
     ``params`` is a list of :func:`param` cells, or a light zero-argument callable returning
@@ -80,7 +86,7 @@ def probe(
     if not family or "/" in family:
         raise ValueError(f"probe family must be a non-empty name without '/': {family!r}")
 
-    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
+    def mark(func: ProbeFunc) -> ProbeFunc:
         func.__laya_probe__ = ProbeSpec(  # type: ignore[attr-defined]
             func=func, family=family, name=name or func.__name__, params=params, timeout=timeout
         )
@@ -89,12 +95,17 @@ def probe(
     return mark
 
 
-def options() -> dict[str, Any]:
+def options() -> ProbeOptions:
     """Run options given to probes (``kernels``, ``models``, ``out``, ``workspace``...)."""
     import json
 
     raw = os.environ.get("LAYA_TUI_OPTIONS")
-    return json.loads(raw) if raw else {}
+    if not raw:
+        return {}
+    opts = json.loads(raw)
+    if not isinstance(opts, dict):
+        raise ValueError(f"LAYA_TUI_OPTIONS must hold a JSON object, not {type(opts).__name__}")
+    return opts
 
 
 def _failure_text(sig: SignalDict) -> str:
@@ -107,6 +118,14 @@ def _failure_text(sig: SignalDict) -> str:
 
         return f"{head}: {past_limit(sig['value'], sig['limit'])}"
     return head
+
+
+def _detail_of(fields: dict[str, object]) -> Detail:
+    """A copy of the ``detail`` a caller passed among ``fields`` (taken out of them)."""
+    raw = fields.pop("detail", None) or {}
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"detail must be a mapping, not {type(raw).__name__}")
+    return dict(raw)
 
 
 class Skipped(Exception):
@@ -130,8 +149,8 @@ class Context:
         family: str,
         emit: Callable[[SignalEvent], None],
         *,
-        params: dict[str, Any] | None = None,
-        opts: dict[str, Any] | None = None,
+        params: Params | None = None,
+        opts: ProbeOptions | None = None,
         add_dep: Callable[[str], None] | None = None,
         on_step: Callable[[str], None] | None = None,
     ) -> None:
@@ -146,7 +165,7 @@ class Context:
         self.artifacts_dir = self.options.get("out")
 
     # -- the primitive -------------------------------------------------------------
-    def signal(self, kind: str, **fields: Any) -> SignalDict:
+    def signal(self, kind: str, **fields: object) -> SignalDict:
         """Emit one signal of ``kind`` (see :data:`laya_tui.core.signals.FIELDS`)."""
         sig = make_signal(kind, self.id, **fields)
         if sig.get("passed") is False:
@@ -155,11 +174,11 @@ class Context:
         return sig
 
     # -- conveniences --------------------------------------------------------------
-    def environment(self, subject: str, value: Any, **fields: Any) -> SignalDict:
+    def environment(self, subject: str, value: object, **fields: object) -> SignalDict:
         """An environment fact (a version, a path, a device)."""
         return self.signal("environment", subject=subject, value=value, **fields)
 
-    def timing(self, subject: str, seconds: float, **fields: Any) -> SignalDict:
+    def timing(self, subject: str, seconds: float, **fields: object) -> SignalDict:
         """A measured duration."""
         return self.signal("timing", subject=subject, seconds=round(float(seconds), 6), **fields)
 
@@ -170,7 +189,7 @@ class Context:
             self._on_step(str(name))
 
     @contextlib.contextmanager
-    def timed(self, subject: str, **fields: Any) -> Iterator[dict[str, float]]:
+    def timed(self, subject: str, **fields: object) -> Iterator[dict[str, float]]:
         """Time the block as step ``subject`` and emit a ``timing`` signal; yields a dict
         that gets ``seconds``."""
         self.step(subject)
@@ -182,22 +201,22 @@ class Context:
             box["seconds"] = time.perf_counter() - t0
             self.timing(subject, box["seconds"], **fields)
 
-    def artifact(self, subject: str, path: str | os.PathLike[str], **fields: Any) -> SignalDict:
+    def artifact(self, subject: str, path: str | os.PathLike[str], **fields: object) -> SignalDict:
         """A file the probe produced (generated source, package); bytes filled in if it exists."""
         path = os.fspath(path)
         size = os.path.getsize(path) if os.path.isfile(path) else None
-        detail = dict(fields.pop("detail", None) or {})
+        detail = _detail_of(fields)
         detail.setdefault("path", path)
         return self.signal("artifact", subject=subject, bytes=fields.pop("bytes", size),
                            detail=detail, **fields)
 
     def lowering(self, subject: str, *, passed: bool, reason: str | None = None,
-                 **fields: Any) -> SignalDict:
+                 **fields: object) -> SignalDict:
         """A lowering/build/run outcome of a kernel cell."""
         return self.signal("lowering", subject=subject, passed=passed, reason=reason, **fields)
 
     def tolerance(self, subject: str, value: float, limit: float, *, passed: bool | None = None,
-                  **fields: Any) -> SignalDict:
+                  **fields: object) -> SignalDict:
         """A numeric delta against its limit; ``passed`` defaults to ``value <= limit``."""
         value = float(value)
         ok = (value <= limit) if passed is None else passed
@@ -206,8 +225,9 @@ class Context:
         return self.signal("tolerance", subject=subject, value=value, limit=float(limit),
                            passed=bool(ok), **fields)
 
-    def compare(self, subject: str, out: Any, ref: Any, *, atol: float,
-                mask: Any = None, **fields: Any) -> SignalDict:
+    def compare(self, subject: str, out: object, ref: object, *, atol: float,
+                mask: object = None, passed: bool | None = None,
+                **fields: object) -> SignalDict:
         """Compare ``out`` with ``ref`` (torch, numpy or mlx arrays): max |diff| vs ``atol``.
 
         ``mask`` (broadcastable boolean) restricts the comparison to valid positions.
@@ -215,11 +235,11 @@ class Context:
         from laya_tui.families.numeric import max_abs_diff
 
         value, detail = max_abs_diff(out, ref, mask=mask)
-        extra = dict(fields.pop("detail", None) or {})
+        extra = _detail_of(fields)
         extra.update(detail)
-        return self.tolerance(subject, value, atol, detail=extra, **fields)
+        return self.tolerance(subject, value, atol, passed=passed, detail=extra, **fields)
 
-    def log(self, text: str, **fields: Any) -> SignalDict:
+    def log(self, text: str, **fields: object) -> SignalDict:
         """A free-form note kept with the probe's signals."""
         return self.signal("log", reason=text, **fields)
 
@@ -245,14 +265,14 @@ class Context:
         """
         raise Unexamined(reason)
 
-    def explain(self, name: str, *, with_stack: bool = True, **kwargs: Any) -> Any:
+    def explain(self, name: str, *, with_stack: bool = True, **kwargs: object) -> ExplainRegion:
         """An explain region around model code (RBLN when available, portable otherwise)."""
         from laya_tui.families.explain import open_region
 
         return open_region(self, name, with_stack=with_stack, **kwargs)
 
-    def explain_steady(self, name: str, fn: Callable[[], Any], *, warmup: int = 2,
-                       **kwargs: Any) -> Any:
+    def explain_steady(self, name: str, fn: Callable[[], object], *, warmup: int = 2,
+                       **kwargs: Any) -> SteadyResult:
         """Cold region around ``fn()``, ``warmup`` calls, warm region around a later call;
         emits both and their difference (see :func:`laya_tui.families.explain.explain_steady`)."""
         from laya_tui.families.explain import explain_steady
