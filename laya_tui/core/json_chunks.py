@@ -31,7 +31,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 #: where one object of an array ends and the next begins: ``}`` , ``{``
 _NEXT_OBJECT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
 #: the C scanner behind json.loads: one value from an index, (value, end)
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+_scan_once: Callable[[str, int], tuple[object, int]] = json.scanner.make_scanner(
     json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: the context's own type
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
@@ -70,7 +70,7 @@ def loads(text: str) -> Any:
         return json.loads(text)
 
 
-def _value(s: str, idx: int, depth: int) -> tuple[Any, int]:
+def _value(s: str, idx: int, depth: int) -> tuple[object, int]:
     c = s[idx:idx + 1]
     if depth < WALK_DEPTH and c == "{":
         return _object(s, idx + 1, depth)
@@ -100,8 +100,8 @@ def _object(s: str, idx: int, depth: int) -> tuple[JsonObject, int]:
             return out, idx
 
 
-def _array(s: str, idx: int, depth: int) -> tuple[list[Any], int]:
-    out: list[Any] = []
+def _array(s: str, idx: int, depth: int) -> tuple[list[object], int]:
+    out: list[object] = []
     idx = _skip(s, idx)
     if s[idx:idx + 1] == "]":
         return out, idx + 1
@@ -128,7 +128,7 @@ def _after_item(s: str, idx: int, close: str) -> tuple[bool, int]:
     return False, _skip(s, idx + 1)
 
 
-def _take_chunks(s: str, idx: int, out: list[Any]) -> int:
+def _take_chunks(s: str, idx: int, out: list[object]) -> int:
     """Parse whole objects from ``idx`` (an object's start) into ``out``, a piece of about
     :data:`CHUNK` characters per ``json.loads``, while a boundary of the array's own follows
     within twice that; the index of the first object not taken (the array's tail, which the

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from laya_tui.core.open_types import JsonObject
 
-_c_make_encoder: Any
+if TYPE_CHECKING:
+    from _json import make_encoder
+
+_c_make_encoder: type[make_encoder] | None
 try:
     from _json import make_encoder as _c_make_encoder
 except ImportError:  # an interpreter without the C accelerator
@@ -30,14 +33,14 @@ def _label(x: float) -> str:
     return "nan" if math.isnan(x) else "inf" if x > 0 else "-inf"
 
 
-def _bad(x: Any) -> bool:
+def _bad(x: object) -> bool:
     return type(x) is float and not math.isfinite(x)
 
 
 _PLAIN = (str, int, float, bool, type(None), dict, list, tuple)
 
 
-def finite(obj: Any, default: Callable[[Any], Any] | None = None) -> Any:
+def finite(obj: object, default: Callable[[object], object] | None = None) -> object:
     """``obj`` with every non-finite float replaced by ``None``; a dict holding one (directly
     or in a list) gets ``"nonfinite": {key or "key[i]": "nan" | "inf" | "-inf"}``. Objects
     without one come back as they are (not copied). ``default`` converts values JSON has no
@@ -51,7 +54,7 @@ def finite(obj: Any, default: Callable[[Any], Any] | None = None) -> Any:
     if type(obj) is float:
         return None if not math.isfinite(obj) else obj
     if isinstance(obj, dict):
-        out: dict[Any, Any] | None = None
+        out: dict[object, object] | None = None
         notes: dict[str, str] = {}
         for k, v in obj.items():
             if default is not None and not isinstance(v, _PLAIN):
@@ -60,7 +63,7 @@ def finite(obj: Any, default: Callable[[Any], Any] | None = None) -> Any:
                 v = float(v)
             if _bad(v):
                 notes[str(k)] = _label(v)
-                new: Any = None
+                new: object = None
             elif isinstance(v, list | tuple):
                 for i, item in enumerate(v):
                     if _bad(item):
@@ -93,15 +96,16 @@ def finite_fields(obj: JsonObject, skip: str = "signals") -> JsonObject:
                for k, v in obj.items() if k != skip):
         return obj
     rest = finite({k: v for k, v in obj.items() if k != skip})
+    assert isinstance(rest, dict)  # finite() of a dict is a dict
     return {k: (obj[k] if k == skip else rest[k]) for k in obj} | {
         k: v for k, v in rest.items() if k not in obj}
 
 
-def compact_encoder(default: Callable[[Any], Any] = repr, *,
-                    strict: bool = False) -> Callable[[Any], str]:
+def compact_encoder(default: Callable[[object], object] = repr, *,
+                    strict: bool = False) -> Callable[[object], str]:
     """A function giving the same text as ``json.dumps(obj, default=default)``; ``strict``:
     never ``NaN``/``Infinity`` (see :func:`finite`), at the C encoder's speed otherwise."""
-    plain: Callable[[Any], str]
+    plain: Callable[[object], str]
     if _c_make_encoder is None:
         plain = json.JSONEncoder(default=default, check_circular=False,
                                  allow_nan=not strict).encode
@@ -110,7 +114,7 @@ def compact_encoder(default: Callable[[Any], Any] = repr, *,
                               ": ", ", ", False, False, not strict)
         join = "".join
 
-        def fast(obj: Any) -> str:
+        def fast(obj: object) -> str:
             return join(enc(obj, 0))
 
         plain = fast
@@ -118,7 +122,7 @@ def compact_encoder(default: Callable[[Any], Any] = repr, *,
     if not strict:
         return plain
 
-    def encode_strict(obj: Any) -> str:
+    def encode_strict(obj: object) -> str:
         try:
             return plain(obj)
         except ValueError:  # "Out of range float values are not JSON compliant"
@@ -127,7 +131,7 @@ def compact_encoder(default: Callable[[Any], Any] = repr, *,
     return encode_strict
 
 
-def dumps_strict(obj: Any, **kwargs: Any) -> str:
+def dumps_strict(obj: object, **kwargs: Any) -> str:
     """``json.dumps(obj, **kwargs)`` as strict JSON (see :func:`finite`)."""
     try:
         return json.dumps(obj, allow_nan=False, **kwargs)
@@ -138,7 +142,7 @@ def dumps_strict(obj: Any, **kwargs: Any) -> str:
 def loads_strict(text: str) -> Any:
     """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (ValueError)."""
 
-    def refuse(name: str) -> Any:
+    def refuse(name: str) -> NoReturn:
         raise ValueError(f"{name} is not JSON")
 
     return json.loads(text, parse_constant=refuse)
