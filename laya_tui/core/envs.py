@@ -27,11 +27,11 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.cellid import with_env
 from laya_tui.core.errors import UsageError
-from laya_tui.core.report_types import CellSpec, EnvInfoDict
+from laya_tui.core.report_types import CellSpec, CompilerDict, EnvInfoDict
 
 if TYPE_CHECKING:
     from laya_tui.core.cache import CacheVersions
@@ -69,8 +69,8 @@ class Environment:
     python: str  # the interpreter as started (absolute, symlinks kept: a venv's own)
     python_version: str = ""
     executable: str = ""  # ``sys.executable`` inside it
-    versions: Mapping[str, Any] = field(default_factory=dict)
-    compilers: Mapping[str, Any] = field(default_factory=dict)
+    versions: Mapping[str, str | None] = field(default_factory=dict)
+    compilers: Mapping[str, CompilerDict | None] = field(default_factory=dict)
 
     def info(self) -> EnvInfoDict:
         """The report's ``envs.<name>`` object."""
@@ -144,7 +144,7 @@ def parse_env_flags(values: Iterable[str], base: str) -> list[tuple[str, str]]:
     return _unique(out, "--env")
 
 
-def parse_env_table(value: Any, base: str, where: str) -> list[tuple[str, str]]:
+def parse_env_table(value: object, base: str, where: str) -> list[tuple[str, str]]:
     """``envs = { old = ".venv-014/bin/python", new = ".venv/bin/python" }`` (relative to
     the workspace), in the table's order."""
     if not isinstance(value, dict) or not value:

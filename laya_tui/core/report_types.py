@@ -14,7 +14,7 @@ and a watch-mode record (:class:`WatchRecord`, documented in ``laya_tui.watch.en
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
-from laya_tui.core.open_types import HostFacts
+from laya_tui.core.open_types import Detail, HostFacts, Params
 
 
 class SiteDict(TypedDict):
@@ -73,7 +73,7 @@ class SignalDict(TypedDict):
     limit: NotRequired[float | None]
     passed: NotRequired[bool | None]
     seconds: NotRequired[float | None]
-    detail: NotRequired[Mapping[str, Any] | None]
+    detail: NotRequired[Detail | None]
     #: fields whose value was not a finite number (written as null): field -> nan/inf/-inf
     nonfinite: NotRequired[Mapping[str, str]]
 
@@ -98,7 +98,7 @@ class GapTableDict(TypedDict, total=False):
 
     path: str
     modules: int
-    output: dict[str, Any] | None  # the output's own {error, limit}
+    output: GapRowDict | None  # the output's own row (its error, limit)
     budget_bytes: int | None
     peak_bytes: int
     activation_bytes: int
@@ -125,7 +125,7 @@ class PrecisionPlanDict(TypedDict, total=False):
     seconds: float
     dtype: str
     reason: str
-    sites: Any
+    sites: dict[str, str]  # module -> its call site, file:line(func)
     class_sites: dict[str, SiteDict]
 
 
@@ -161,7 +161,7 @@ class ResultDict(TypedDict):
     signals: list[SignalDict]
     log_tail: str
     env: NotRequired[str]
-    params: NotRequired[Mapping[str, Any]]
+    params: NotRequired[Params]
     file: NotRequired[str | None]
     started: NotRequired[float]
     ended: NotRequired[float]
@@ -194,8 +194,8 @@ class ChangeDict(TypedDict):
     change: str
     kind: str
     probe: str
-    before: Any
-    after: Any
+    before: Mapping[str, object] | None  # the facts that changed, on each side
+    after: Mapping[str, object] | None
     message: str
     subject: NotRequired[str | None]
     reason: NotRequired[str | None]
@@ -253,7 +253,7 @@ class ComparisonDict(TypedDict):
     tolerance_margin: NotRequired[float]
     probes: dict[str, int]
     occurrences: NotRequired[dict[str, dict[str, int]]]
-    counts: dict[str, Any]
+    counts: dict[str, dict[str, int] | int]  # regressions/improvements by kind, notes
     regressions: list[ChangeDict]
     improvements: list[ChangeDict]
     notes: list[ChangeDict]
@@ -266,22 +266,36 @@ class BaselineDict(ComparisonDict):
     environment: NotRequired[HostFacts]
 
 
+class CompilerDict(TypedDict):
+    """A compiler an environment found on its PATH, and its version line."""
+
+    path: str
+    version: str
+
+
+class ToolDict(TypedDict, total=False):
+    """The report's ``tool``: what wrote it (free-form in the schema)."""
+
+    name: str
+    version: str
+
+
 class EnvInfoDict(TypedDict):
     """One ``--env`` environment in the report's ``envs``: its interpreter and the
     versions, compilers and facts its env cells probed (``core.envs.Environment.info``)."""
 
     python: str
     executable: NotRequired[str]
-    versions: dict[str, Any]
-    compilers: NotRequired[dict[str, Any]]
-    probed: NotRequired[dict[str, Any]]
+    versions: dict[str, str | None]  # package -> version (None: not installed)
+    compilers: NotRequired[dict[str, CompilerDict | None]]  # None: not on PATH
+    probed: NotRequired[HostFacts]
 
 
 class BeforeAfterDict(TypedDict):
     """A value on each side of a comparison (a version, a compiler)."""
 
-    before: Any
-    after: Any
+    before: object
+    after: object
 
 
 class EnvSideDict(TypedDict):
@@ -404,7 +418,7 @@ class ReportDict(TypedDict):
     Its open objects (``environment``, ``envs``, ``hosts``...) are JSON facts by name."""
 
     schema: str
-    tool: NotRequired[dict[str, Any]]
+    tool: NotRequired[ToolDict]
     created: NotRequired[str]
     environment: HostFacts
     errors: NotRequired[list[FileErrorDict]]
@@ -429,7 +443,7 @@ class CellSpec(TypedDict):
     file: str
     func: str
     param: str | None
-    params: Mapping[str, Any]
+    params: Params
     timeout: float | None
     deps: list[str]
     env: NotRequired[str]
@@ -451,7 +465,7 @@ class SignalChangeDict(TypedDict):
     kind: str | None
     subject: str | None
     reason: str | None
-    fields: dict[str, list[Any]]
+    fields: dict[str, list[object]]
 
 
 class WatchRecord(TypedDict):
