@@ -15,9 +15,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from pathlib import Path
-from typing import Any, TypeAlias, TypedDict, cast
+from typing import IO, TypeAlias, TypedDict, cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict
 from laya_tui.core.report_types import ResultDict
@@ -48,7 +48,7 @@ def file_digest(path: str) -> str | None:
 #: What a cell's cache entry is keyed on besides its id, params and options: library ->
 #: version of the interpreter that runs it, plus what a runner adds (``--cluster``: the
 #: nodes' versions). Open: hashed as JSON, never read back field by field.
-CacheVersions: TypeAlias = dict[str, Any]
+CacheVersions: TypeAlias = Mapping[str, object]
 
 
 class CacheEntry(TypedDict):
@@ -61,7 +61,7 @@ class CacheEntry(TypedDict):
     result: ResultDict
 
 
-def cache_key(probe_id: str, params: Any, options: Any, versions: CacheVersions,
+def cache_key(probe_id: str, params: object, options: object, versions: CacheVersions,
               deps: list[str]) -> str | None:
     """The cache key, or None when a dependency file is gone (never a hit)."""
     h = hashlib.sha256()
@@ -75,7 +75,7 @@ def cache_key(probe_id: str, params: Any, options: Any, versions: CacheVersions,
     return h.hexdigest()
 
 
-def _entry(probe_id: str, params: Any, options: Any, versions: CacheVersions,
+def _entry(probe_id: str, params: object, options: object, versions: CacheVersions,
            deps: list[str], result: ResultDict) -> CacheEntry | None:
     """The cache file's content, or None when the result must not be cached."""
     if result.get("status") not in CACHEABLE or result.get("error"):
@@ -136,7 +136,7 @@ class ResultCache:
     def _path(self, probe_id: str) -> Path:
         return self.root / (hashlib.sha256(probe_id.encode()).hexdigest()[:24] + ".json")
 
-    def lookup(self, probe_id: str, params: Any, options: Any,
+    def lookup(self, probe_id: str, params: object, options: object,
                versions: CacheVersions) -> ResultDict | None:
         """The stored result when its key still matches, else None (an unreadable or corrupt
         entry is said once and the cell runs again: its fresh result replaces it)."""
@@ -169,7 +169,7 @@ class ResultCache:
         self.notice("corrupt", f"cache file {path} is corrupt ({why}): skipped, its cell "
                     "runs again (later corrupt files are skipped without a word)")
 
-    def store(self, probe_id: str, params: Any, options: Any, versions: CacheVersions,
+    def store(self, probe_id: str, params: object, options: object, versions: CacheVersions,
               deps: list[str], result: ResultDict) -> None:
         """Store a result whose status is cacheable (an unusable cache was said once)."""
         if not self.usable():
@@ -183,7 +183,7 @@ class ResultCache:
         folder (None when the cache is unusable)."""
         return SignalSpool(self.root, probe_id) if self.usable() else None
 
-    async def store_async(self, probe_id: str, params: Any, options: Any,
+    async def store_async(self, probe_id: str, params: object, options: object,
                           versions: CacheVersions, deps: list[str],
                           result: ResultDict, spool: SignalSpool | None = None) -> None:
         """:meth:`store` without holding the event loop or a second copy of the run: a
@@ -270,7 +270,7 @@ class SignalSpool:
         self._root = root
         self._head = _BATCH_START + json.dumps(probe_id).encode() + b', "signals": ['
         self._parts: list[bytes] = []  # not written to the file yet
-        self._fh: Any = None
+        self._fh: IO[bytes] | None = None
         self._path: str | None = None
         self._written = False
         self.count = 0  # signals spooled
@@ -312,7 +312,7 @@ class SignalSpool:
         self.ok = False
         self.close()
 
-    def holds(self, signals: list[Any]) -> bool:
+    def holds(self, signals: Sized) -> bool:
         """True when the spool holds exactly ``signals`` (every one, in order)."""
         return self.ok and self.count == len(signals)
 

@@ -16,7 +16,7 @@ Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeAlias, cast
 
@@ -30,7 +30,7 @@ SignalKey = tuple[str, str, str, str]
 """``(probe, kind, subject, reason)``: a signal's identity across runs."""
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if type(value) is str:
         return value
     return "" if value is None else str(value)
@@ -67,7 +67,7 @@ def failing(sig: SignalLike) -> bool:
     return isinstance(detail, dict) and detail.get("outcome") in FAILED_OUTCOMES
 
 
-def make_result(probe: Mapping[str, Any], status: str, reason: str | None, *,
+def make_result(probe: Mapping[str, object], status: str, reason: str | None, *,
                 seconds: float, deps: list[str], signals: list[SignalDict],
                 log_tail: str = "", started: float | None = None,
                 ended: float | None = None, cached: bool = False,
@@ -110,14 +110,14 @@ class Signal:
     reason: str | None = None
     site: SiteDict | None = None
     fix: str | None = None
-    value: Any = None
+    value: object = None
     limit: float | None = None
     passed: bool | None = None
     seconds: float | None = None
-    detail: Mapping[str, Any] | None = None
+    detail: Mapping[str, object] | None = None
 
     @classmethod
-    def from_dict(cls, sig: Mapping[str, Any]) -> Signal:
+    def from_dict(cls, sig: Mapping[str, object]) -> Signal:
         """A frozen copy of a signal dict (unknown keys, from a newer writer, are dropped).
 
         Fills the slots directly: the dashboard makes one per streamed signal, and the
@@ -150,7 +150,7 @@ class Signal:
         return failing(self)
 
     # -- read like a dict -----------------------------------------------------------------
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         value = getattr(self, name, None) if name in _SIGNAL_FIELD_SET else None
         return default if value is None else value
 
@@ -172,7 +172,7 @@ _SIGNAL_FIELD_SET = frozenset(_SIGNAL_FIELDS)
 _new = object.__new__
 _set_kind = getattr(Signal, "kind").__set__  # the slot descriptors  # noqa: B009
 _set_probe = getattr(Signal, "probe").__set__  # noqa: B009
-_SET_OPTIONAL: tuple[tuple[str, Any], ...] = tuple(
+_SET_OPTIONAL: tuple[tuple[str, Callable[[Signal, object], None]], ...] = tuple(
     (name, getattr(Signal, name).__set__) for name in _SIGNAL_FIELDS[2:])
 
 
@@ -186,7 +186,7 @@ class ProbeResult:
     reason: str | None = None
     seconds: float | None = None
     cached: bool = False
-    params: Mapping[str, Any] | None = None
+    params: Mapping[str, object] | None = None
     file: str | None = None
     deps: tuple[str, ...] = ()
     signals: tuple[Signal, ...] = ()
@@ -198,7 +198,7 @@ class ProbeResult:
     node: NodeDict | None = None  # --cluster: the node it ran on (report/5)
 
     @classmethod
-    def from_dict(cls, result: Mapping[str, Any],
+    def from_dict(cls, result: ResultLike,
                   signals: tuple[Signal, ...] | None = None) -> ProbeResult:
         """A frozen snapshot of a result dict (the runner's or a report's); ``signals``:
         its signals already frozen (the dashboard froze them as they streamed in)."""
@@ -239,7 +239,7 @@ class ProbeResult:
         """Its signals that state a failure."""
         return (s for s in self.signals if s.failing())
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """Read a field like the result dict (``result.get("deps")``); None = absent."""
         value = getattr(self, name, None) if name in _RESULT_FIELD_SET else None
         return default if value is None else value
