@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict, TypeVar, Unpack, overload
 
 #: the metadata key of an option on a dataclass field
 META = "laya_tui.option"
@@ -50,7 +50,7 @@ class Option:
     probes_see: bool = False
     name: str = ""
     part: str = ""
-    default: Any = None
+    default: object = None
 
     @property
     def flag(self) -> str | None:
@@ -63,11 +63,39 @@ class Option:
         return " / ".join(names) or self.name
 
 
-def option(default: Any = None, *,
-           default_factory: Callable[[], Any] | Any = dataclasses.MISSING, **spec: Any) -> Any:
-    """A dataclass field that is an option (``spec``: the :class:`Option` fields)."""
+class OptionSpec(TypedDict, total=False):
+    """The :class:`Option` fields an ``option(...)`` call gives (``name``, ``part`` and
+    ``default`` are filled in by :func:`options_of`)."""
+
+    flags: tuple[str, ...]
+    key: str | None
+    kind: str
+    help: str
+    metavar: str | None
+    group: str
+    off_flag: str | None
+    off_help: str
+    example: str | None
+    note: str | None
+    probes_see: bool
+
+
+_T = TypeVar("_T")
+
+
+@overload
+def option(default: _T, **spec: Unpack[OptionSpec]) -> _T: ...
+@overload
+def option(*, default_factory: Callable[[], _T], **spec: Unpack[OptionSpec]) -> _T: ...
+@overload
+def option(**spec: Unpack[OptionSpec]) -> None: ...  # no default: None
+def option(default: object = None, *,
+           default_factory: Callable[[], object] | None = None,
+           **spec: Unpack[OptionSpec]) -> object:
+    """A dataclass field that is an option (``spec``: the :class:`Option` fields); typed
+    like ``dataclasses.field``: the field's value has the default's type."""
     meta = {META: Option(**spec)}
-    if default_factory is not dataclasses.MISSING:
+    if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 

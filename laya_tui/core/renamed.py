@@ -16,9 +16,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypeVar
 
 from laya_tui.core.cellid import parse
+from laya_tui.core.results import SignalKey
+
+#: what a baseline's index holds per cell, per signal and per lowering cell (kept as given)
+_Status = TypeVar("_Status")
+_Agg = TypeVar("_Agg")
+_Cell = TypeVar("_Cell")
 
 #: families whose cell ids carry a dtype part that changed meaning (``target,dtype[,spec]``)
 FAMILIES = ("tilelang",)
@@ -66,10 +72,10 @@ def with_renamed(durations: Mapping[str, float], ids: Iterable[str]) -> dict[str
     return {renames.get(k, k): v for k, v in durations.items()}  # in their order (run order)
 
 
-def renamed_index(renames: dict[str, str], status: dict[str, Any],
-                  agg: dict[tuple[Any, ...], Any], cells: dict[tuple[Any, ...], Any]
-                  ) -> tuple[dict[str, Any], dict[tuple[Any, ...], Any],
-                             dict[tuple[Any, ...], Any]]:
+def renamed_index(renames: dict[str, str], status: dict[str, _Status],
+                  agg: dict[SignalKey, _Agg], cells: dict[tuple[str, str], _Cell]
+                  ) -> tuple[dict[str, _Status], dict[SignalKey, _Agg],
+                             dict[tuple[str, str], _Cell]]:
     """A baseline's index (statuses by id, signals by (id, kind, subject, reason), lowering
     cells by (id, subject)) with its old ids and their signals' subjects renamed."""
     def pid(p: str) -> str:

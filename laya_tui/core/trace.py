@@ -91,7 +91,7 @@ def _stages(probe: ResultDict) -> list[Stage]:
         if any(tag in subject for tag in _NOT_STAGES):
             continue
         raw = sig.get("detail")
-        detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        detail: Mapping[str, object] = raw if isinstance(raw, dict) else {}
         runs_field = detail.get("runs")
         runs: int = runs_field if isinstance(runs_field, int) and runs_field > 1 else 1
         args: SpanArgs = {"seconds": secs}
@@ -99,7 +99,8 @@ def _stages(probe: ResultDict) -> list[Stage]:
             args.update(runs=runs, median=secs)
         if detail.get("cached") is not None:
             args["cached"] = detail["cached"]
-        phase = detail.get("phase") if isinstance(detail.get("phase"), str) else None
+        raw_phase = detail.get("phase")
+        phase = raw_phase if isinstance(raw_phase, str) else None
         timings.append((phase, subject, float(secs) * runs, args))
     # a phase's timings reported before its total are that total's parts
     total_at = {ph: i for i, (ph, subject, *_) in enumerate(timings) if ph and subject == "total"}
@@ -244,14 +245,14 @@ def trace_json(report: ReportDict) -> str:
     return json.dumps(build_trace(report), separators=(",", ":")) + "\n"
 
 
-def check_trace(doc: Any) -> list[str]:
+def check_trace(doc: object) -> list[str]:
     """Problems with a Chrome trace document: unclosed spans, children outside their parents,
     time going backwards on a track. Empty when the trace is well formed."""
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         return ["not a Chrome trace (no traceEvents list)"]
     problems: list[str] = []
-    stacks: dict[tuple[Any, Any], list[JsonObject]] = {}
-    last: dict[tuple[Any, Any], float] = {}
+    stacks: dict[tuple[object, object], list[JsonObject]] = {}
+    last: dict[tuple[object, object], float] = {}
     for i, ev in enumerate(doc["traceEvents"]):
         ph = ev.get("ph")
         if ph == "M":
