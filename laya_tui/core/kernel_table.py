@@ -3,8 +3,6 @@ check the settings run on them before any worker starts (the TileLang family rea
 
 from __future__ import annotations
 
-from typing import Any
-
 #: dtype spellings in kernel files and tables -> the canonical name
 DTYPE_NAMES = {
     "float": "float32", "float32": "float32", "float16": "float16", "half": "float16",
@@ -22,7 +20,7 @@ DTYPE_NAMES = {
 EXECUTION_BACKENDS = ("auto", "tvm_ffi", "cython", "nvrtc", "torch", "cutedsl")
 
 
-def validate_tables(value: Any, where: str) -> dict[str, dict[str, Any]]:
+def validate_tables(value: object, where: str) -> dict[str, dict[str, object]]:
     """Check ``[tool.laya-tui.kernel-args]``: a message naming the bad key, else the tables."""
     if not isinstance(value, dict):
         raise ValueError(f"{where} kernel-args: expected a table of \"file.py::kernel\" tables")

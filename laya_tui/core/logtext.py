@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 _EXTENSIONS = re.compile(r"^Extension modules: .*?\(total: (\d+)\)$", re.M)
 #: C0 controls except tab and newline, DEL and C1: what a probe may print (a raw NUL, an
@@ -42,7 +41,7 @@ def trim_faulthandler(text: str) -> str:
 _LINES: dict[tuple[str, int], str] = {}
 
 
-def one_line(text: Any, limit: int = 300) -> str:
+def one_line(text: object, limit: int = 300) -> str:
     """The first line of ``text`` (printable), at most ``limit`` characters."""
     if type(text) is str and len(text) <= 1000:
         found = _LINES.get((text, limit))
@@ -54,7 +53,7 @@ def one_line(text: Any, limit: int = 300) -> str:
     return _one_line(text, limit)
 
 
-def _one_line(text: Any, limit: int) -> str:
+def _one_line(text: object, limit: int) -> str:
     if text is None:
         return ""
     s = printable(text)

@@ -10,7 +10,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from laya_tui.core.events import (
     Event,
@@ -24,6 +24,9 @@ from laya_tui.core.events import (
 from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.core.report_types import CellSpec, ReportDict, ResultDict
 from laya_tui.core.runner import Discovery
+
+if TYPE_CHECKING:
+    from laya_tui.core.worker_handle import WorkerHandle
 
 #: A fixed start time, so nothing in a replay depends on the clock.
 RECORDED_START = 1_700_000_000.0
@@ -51,7 +54,7 @@ class RecordedRunner(EventSource):
         # A large recording is immutable and lives as long as the app: keep it out of the
         # cyclic collector's scans (the app does the same for live rows).
         freeze_if_large(sum(len(p.get("signals", [])) for p in self._results.values()))
-        self.workers: dict[str, Any] = {}
+        self.workers: dict[str, WorkerHandle] = {}  # none: nothing runs
         self.killed = False
         self.closed = False
 

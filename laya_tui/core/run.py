@@ -8,9 +8,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 from laya_tui.core.errors import UsageError
+from laya_tui.core.events import Event
 from laya_tui.core.report_types import ResultDict
 from laya_tui.core.runner import Discovery, Runner
 from laya_tui.core.settings import RunOptions
@@ -35,7 +35,8 @@ async def discover_checked(runner: Runner) -> Discovery:
     return disc
 
 
-async def run_probes(config: RunOptions, on_event: Any = None, *,
+async def run_probes(config: RunOptions,
+                     on_event: Callable[[Event], None] | None = None, *,
                      make_runner: Callable[..., Runner] = Runner
                      ) -> tuple[list[ResultDict], Discovery, float]:
     """Discover and run every selected probe; workers are ended on the way out.

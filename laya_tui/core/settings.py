@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Never, TypeVar
 
 # the settings' defaults, re-exported ("as": explicitly, for mypy's no_implicit_reexport)
 from laya_tui.core.defaults import DEFAULT_DEBOUNCE_MS as DEFAULT_DEBOUNCE_MS
@@ -52,12 +52,15 @@ def check_seconds(value: float) -> float:
 
 
 
-def frozen_map(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+_V = TypeVar("_V")
+
+
+def frozen_map(mapping: Mapping[str, _V] | None = None) -> Mapping[str, _V]:
     """A read-only copy of ``mapping`` (the collections inside Settings cannot change)."""
     return MappingProxyType(dict(mapping or {}))
 
 
-def _empty() -> Mapping[str, Any]:
+def _empty() -> Mapping[str, Never]:  # empty: fits a mapping of any value type
     return frozen_map()
 
 
@@ -236,7 +239,8 @@ class RunOptions:
     rbln_log: str | None = option(
         flags=("--rbln-log",), kind="path", metavar="PATH", probes_see=True,
         help="an RBLN runtime log (TORCH_RBLN_LOG_LEVEL=INFO) to merge as fallbacks")
-    kernel_args: Mapping[str, Any] = option(  # [tool.laya-tui.kernel-args."file.py::kernel"]
+    # [tool.laya-tui.kernel-args."file.py::kernel"]: argument = value, per kernel
+    kernel_args: Mapping[str, Mapping[str, object]] = option(
         default_factory=_empty, key="kernel-args", kind="kernel-args", probes_see=True,
         example='{ "kernels/gemm.py::matmul" = { M = 1024, N = 1024, K = 1024 } }',
         note="arguments to build a kernel factory with, per kernel file and function")
@@ -282,14 +286,15 @@ class RunOptions:
                                   else list(value) if isinstance(value, tuple) else value)
         return opts
 
-    def timeout_for(self, probe: Mapping[str, Any]) -> float:
+    def timeout_for(self, probe: Mapping[str, object]) -> float:
         """``--timeout`` wins, then the probe's own, then the table's per-family value,
         then the family default."""
         if self.timeout is not None:
             return self.timeout
-        if probe.get("timeout"):
-            return float(probe["timeout"])
-        fam = probe.get("family", "")
+        own = probe.get("timeout")
+        if own and isinstance(own, int | float):
+            return float(own)
+        fam = str(probe.get("family", ""))
         return float(self.family_timeouts.get(fam, DEFAULT_TIMEOUTS.get(fam, FALLBACK_TIMEOUT)))
 
 

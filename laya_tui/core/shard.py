@@ -32,7 +32,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.report_types import CellSpec, ResultDict, ShardDict
@@ -62,7 +61,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def is_seconds(value: Any) -> bool:
+def is_seconds(value: object) -> bool:
     """A finite number of seconds >= 0 (``NaN``/``Infinity`` in a file are not durations)."""
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value) and value >= 0)

@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import IO, NotRequired, TypedDict
 
 from laya_tui.core.open_types import JsonObject
 
@@ -66,7 +66,7 @@ class Record:
     """One structured record: its type, metadata, envelope, and payload when asked for."""
 
     type: str
-    meta: Any
+    meta: object  # the record's JSON value: a dict for most types
     envelope: JsonObject
     line: int
     pid: int
@@ -88,7 +88,7 @@ class Record:
             return None
         return (env.get("compiled_autograd_id"), frame, env.get("frame_compile_id"))
 
-    def json_payload(self) -> Any:
+    def json_payload(self) -> object:
         """The payload decoded as JSON (None when absent or not JSON)."""
         if self.payload is None:
             return None
@@ -146,7 +146,7 @@ class LogStats:
         m = _RANK_NAME.search(os.path.basename(self.path))
         return int(m.group(1)) if m else None
 
-    def frame(self, entry: Any) -> TraceFrame | None:
+    def frame(self, entry: object) -> TraceFrame | None:
         """A stack entry (``{"filename": n, "line": l, "name": f, "loc": code}``) as a site
         ``{file, line, func}`` (plus ``code``), its interned file name resolved."""
         if not isinstance(entry, dict):
@@ -166,7 +166,7 @@ class LogStats:
             site["code"] = entry["loc"]
         return site
 
-    def stack(self, entries: Any) -> list[TraceFrame]:
+    def stack(self, entries: object) -> list[TraceFrame]:
         """A whole stack (a list of entries) as sites, outermost first."""
         if not isinstance(entries, list):
             return []
@@ -188,7 +188,7 @@ def read_records(path: str, stats: LogStats, want: Wanted | None = None) -> Iter
         yield from _read(fh, stats, want)
 
 
-def _read(fh: Any, stats: LogStats, want: Wanted | None) -> Iterator[Record]:
+def _read(fh: IO[bytes], stats: LogStats, want: Wanted | None) -> Iterator[Record]:
     match = _PREFIX.match
     loads = json.loads
     lineno = 0

@@ -4,7 +4,7 @@ only): bytes, a tolerance value, a value against its limit."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import SupportsFloat, SupportsIndex
 
 from laya_tui.core.logtext import one_line
 
@@ -26,7 +26,7 @@ def human_bytes(n: int | float | None) -> str:
     return f"{value / (1 << 40):.1f} TiB"
 
 
-def number(value: Any) -> str:
+def number(value: object) -> str:
     """A tolerance value, a limit or a measurement: 4 significant digits, scientific
     notation outside [1e-3, 1e4); integers as they are; empty for None."""
     if value is None:
@@ -34,9 +34,11 @@ def number(value: Any) -> str:
     if isinstance(value, (bool, int)):
         return str(value)
     if not isinstance(value, float):
+        if not isinstance(value, str | SupportsFloat | SupportsIndex):
+            return one_line(value)  # float() has no meaning for it
         try:
             value = float(value)
-        except (TypeError, ValueError):
+        except ValueError:
             return one_line(value)
     if value != value:
         return "nan"
@@ -49,7 +51,7 @@ def number(value: Any) -> str:
     return f"{value:.3e}"
 
 
-def past_limit(value: Any, limit: Any, passed: bool | None = False) -> str:
+def past_limit(value: object, limit: object, passed: bool | None = False) -> str:
     """``0.9085 > limit 0.05`` (``<=`` when it passed): a tolerance value against its limit,
     the same numbers and word in every output."""
     return f"{number(value)} {'<=' if passed else '>'} limit {number(limit)}"
