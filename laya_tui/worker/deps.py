@@ -16,9 +16,9 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from types import ModuleType
 
 
 class DependencyTracker:
@@ -39,7 +39,7 @@ class DependencyTracker:
         #: loaded module outside the workspace (or an attribute of one): torch runs the same
         #: few thousand statements hundreds of thousands of times while compiling, and for
         #: these the bookkeeping records nothing (issue 45: 5.7x a bare import statement)
-        self._outside: dict[tuple[Any, ...], tuple[str, ...]] = {}
+        self._outside: dict[tuple[object, ...], tuple[str, ...]] = {}
         self._calls = 0
         self._orig_import = builtins.__import__
         self._orig_import_module = importlib.import_module
@@ -84,7 +84,7 @@ class DependencyTracker:
         for files in self._stack:
             files.add(path)
 
-    def workspace_file(self, module: Any) -> str | None:
+    def workspace_file(self, module: object) -> str | None:
         """The module's source file when it lives in the workspace, else None."""
         path: str | None = getattr(module, "__file__", None)
         if not path:
@@ -99,7 +99,7 @@ class DependencyTracker:
         self._files[path] = found
         return found
 
-    def _note(self, module: Any) -> None:
+    def _note(self, module: object) -> None:
         path = self.workspace_file(module)
         if path is None or not self._stack:
             return
@@ -116,9 +116,11 @@ class DependencyTracker:
                 top.add(parent)
 
     # -- hooks -----------------------------------------------------------------------
-    def _targets(self, name: str, globals_: Any, fromlist: Any, level: int) -> list[str]:
+    def _targets(self, name: str, globals_: Mapping[str, object] | None,
+                 fromlist: Sequence[str] | None, level: int) -> list[str]:
         if level:
-            package = (globals_ or {}).get("__package__") or ""
+            pkg = (globals_ or {}).get("__package__")
+            package = pkg if isinstance(pkg, str) else ""
             try:
                 name = importlib.util.resolve_name("." * level + name, package)
             except (ImportError, ValueError):
@@ -149,7 +151,8 @@ class DependencyTracker:
                 return None
         return tuple(names)
 
-    def _run_import(self, targets: list[str], call: Any, key: tuple[Any, ...]) -> Any:
+    def _run_import(self, targets: list[str], call: Callable[[], ModuleType],
+                    key: tuple[object, ...]) -> ModuleType:
         if not self._stack:
             return call()
         fresh = [t for t in targets if t not in sys.modules]
@@ -191,8 +194,9 @@ class DependencyTracker:
             self._outside[key] = outside
         return result
 
-    def _hooked_import(self, name: str, globals: Any = None, locals: Any = None,
-                       fromlist: Any = (), level: int = 0) -> Any:
+    def _hooked_import(self, name: str, globals: Mapping[str, object] | None = None,
+                       locals: Mapping[str, object] | None = None,
+                       fromlist: Sequence[str] | None = (), level: int = 0) -> ModuleType:
         if not self._stack:
             return self._orig_import(name, globals, locals, fromlist, level)
         key = (name, level and (globals or {}).get("__package__"), level,
@@ -209,7 +213,7 @@ class DependencyTracker:
         return self._run_import(
             targets, lambda: self._orig_import(name, globals, locals, fromlist, level), key)
 
-    def _hooked_import_module(self, name: str, package: str | None = None) -> Any:
+    def _hooked_import_module(self, name: str, package: str | None = None) -> ModuleType:
         if not self._stack:
             return self._orig_import_module(name, package)
         target = importlib.util.resolve_name(name, package) if name.startswith(".") else name

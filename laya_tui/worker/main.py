@@ -31,13 +31,17 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 from laya_tui.core.jsonfast import compact_encoder
 from laya_tui.core.protocol import Command, Op, Reply, RunCommand, WorkerEvent
 from laya_tui.core.report_types import CellSpec, ErrorDict, FileErrorDict, SignalDict, SiteDict
 from laya_tui.families.rbln_status import guard_autoload
 from laya_tui.worker.shadow import keep_behind_installed
+
+if TYPE_CHECKING:
+    from laya_tui.core.open_types import Kwargs, Params
 
 
 def _die_with_parent() -> None:
@@ -190,7 +194,7 @@ class Worker:
                 self.emit({"type": Reply.INVALIDATED, "modules": dropped})
 
     # -- discovery -----------------------------------------------------------------------
-    def load(self, path: str) -> Any:
+    def load(self, path: str) -> ModuleType:
         """Import a probe file, recording the workspace files its import pulled in."""
         from laya_tui.worker.loader import import_probe_file, module_name_for
 
@@ -324,11 +328,12 @@ def _extra_roots() -> list[str]:
     return [p for key in ("probes", "kernels") for p in opts.get(key, []) or []]
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=_json_default))
+def _jsonable(value: Kwargs) -> Params:
+    """A cell's keyword arguments as its report entry's params: what JSON makes of them."""
+    return cast("Params", json.loads(json.dumps(value, default=_json_default)))
 
 
-def _json_default(obj: Any) -> Any:
+def _json_default(obj: object) -> object:
     if isinstance(obj, (set, tuple)):
         return list(obj)
     if hasattr(obj, "item") and callable(obj.item):
@@ -368,7 +373,7 @@ class _redirect_fds:
         os.dup2(fd, 2)
         os.close(fd)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -23,7 +23,6 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
 
 from laya_tui.core.project_paths import pythonpath_of
 
@@ -34,16 +33,19 @@ class _Merged(importlib.abc.Loader):
     for the library that wants them, the workspace's ``__init__`` re-exports still run, and
     the module's ``__file__`` is the workspace's, so watch mode tracks and reloads it."""
 
-    def __init__(self, installed: Any, init: str) -> None:
-        self.installed, self.init = installed, init
+    def __init__(self, installed: importlib.machinery.ModuleSpec, init: str) -> None:
+        # find_spec took it only as a plain package: its folders, and an __init__.py origin
+        self.installed_path = list(installed.submodule_search_locations or ())
+        self.installed_init = str(installed.origin)
+        self.init = init
 
-    def create_module(self, spec: Any) -> None:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None
 
     def exec_module(self, module: ModuleType) -> None:
         folder = os.path.dirname(self.init)
-        module.__path__ = [*self.installed.submodule_search_locations, folder]
-        for origin in (self.installed.origin, self.init):
+        module.__path__ = [*self.installed_path, folder]
+        for origin in (self.installed_init, self.init):
             with open(origin, encoding="utf-8") as f:
                 code = compile(f.read(), origin, "exec")
             module.__file__ = origin
@@ -58,7 +60,7 @@ class JoinHidden(importlib.abc.MetaPathFinder):
         self.hidden = hidden  # package name -> the workspace folder it hides
 
     def find_spec(self, name: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> Any:
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         folder = self.hidden.get(name)
         if folder is None:
             return None
