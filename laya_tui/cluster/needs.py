@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 #: Device names that ask for Ray's own ``GPU`` resource.
 GPU_NAMES = frozenset({"cuda", "gpu"})
@@ -40,7 +39,7 @@ class Need:
         return self.resource or "cpu"
 
 
-def device_of(probe: Mapping[str, Any], device: str | None = None) -> str | None:
+def device_of(probe: Mapping[str, object], device: str | None = None) -> str | None:
     """The device a cell targets: its ``device``/``target`` parameter, else ``device``
     (``--device``) for the model families, else None."""
     params = probe.get("params") or {}
@@ -53,7 +52,7 @@ def device_of(probe: Mapping[str, Any], device: str | None = None) -> str | None
     return None
 
 
-def need_of(probe: Mapping[str, Any], device: str | None = None) -> Need:
+def need_of(probe: Mapping[str, object], device: str | None = None) -> Need:
     """What ``probe`` (a discovered cell) asks a node for; see the module docstring."""
     dev = device_of(probe, device)
     if dev is None:

@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, cast
+from typing import cast
 
 from laya_tui.cluster.paths import PathMap, node_map
 from laya_tui.cluster.relay_types import NodeFacts, ReadBatch, RelayMessage, StartReply, WorkerSpec
@@ -137,7 +137,7 @@ class NodeWorker:
                 self._driver_site(event["signal"])
             await self.events.put(event)
 
-    def _driver_site(self, sig: Any) -> None:
+    def _driver_site(self, sig: object) -> None:
         site = sig.get("site") if type(sig) is dict else None
         if type(site) is dict and type(site.get("file")) is str:
             site["file"] = self.map.to_driver(site["file"])

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+from collections.abc import Awaitable
 from functools import lru_cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 from laya_tui.cluster.node_actor import DIED, NodeWorker
 from laya_tui.cluster.relay_types import (
@@ -30,6 +31,9 @@ from laya_tui.cluster.session import Node, Session
 from laya_tui.core.protocol import Command, Op, Reply, WorkerEvent
 from laya_tui.core.worker_handle import WorkerDied, safe_name
 
+if TYPE_CHECKING:
+    from ray.actor import ActorClass, ActorHandle
+
 #: Seconds one ``read`` waits on the node for a first event.
 POLL_S = 0.5
 #: Seconds a worker may take to start on its node (the workspace may travel first).
@@ -39,8 +43,30 @@ START_S = 180.0
 SHARE = 0.01
 
 
+_Reply = TypeVar("_Reply", covariant=True)
+
+
+class _ActorMethod(Protocol, Generic[_Reply]):
+    """A method of a Ray actor handle: ``.remote(...)`` gives an awaitable of its reply."""
+
+    def remote(self, *args: object) -> Awaitable[_Reply]: ...
+
+
+class _NodeActor(Protocol):
+    """The handle of a :class:`NodeWorker` actor: the methods the driver calls."""
+
+    @property
+    def start(self) -> _ActorMethod[StartReply]: ...
+    @property
+    def send(self) -> _ActorMethod[None]: ...
+    @property
+    def read(self) -> _ActorMethod[ReadBatch]: ...
+    @property
+    def close(self) -> _ActorMethod[None]: ...
+
+
 @lru_cache(maxsize=1)
-def _actor_class() -> Any:
+def _actor_class() -> ActorClass[NodeWorker]:
     import ray
 
     return ray.remote(max_restarts=0, max_task_retries=0)(NodeWorker)
@@ -66,12 +92,12 @@ class RemoteHandle:
         self.log_dir = log_dir
         self.worker_log = os.path.join(
             log_dir, f"_worker-{safe_name(family)}-{node.id[:8]}.log")
-        self.actor: Any = None
+        self.actor: _NodeActor | None = None
         self.proc: _RemoteProc | None = None
         self.killed = False
         self.dead = False
         self._events: collections.deque[RelayMessage] = collections.deque()
-        self._pending: asyncio.Future[Any] | None = None
+        self._pending: asyncio.Future[ReadBatch] | None = None
         self.last_line = b""  # no raw line travels: the result's signals are encoded
         self._log: str | None = None  # the driver's log path of the cell in flight
 
@@ -91,8 +117,9 @@ class RemoteHandle:
             opts["num_gpus"] = SHARE
         elif self.resource is not None:
             opts["resources"] = {self.resource: SHARE}
-        self.actor = _actor_class().options(**opts).remote(
-            self.family, dict(self.spec, ship=self.session.ship))
+        # Ray's types stop at the handle: its methods' ``.remote`` are untyped there
+        self.actor = cast(_NodeActor, _actor_class().options(**opts).remote(
+            self.family, dict(self.spec, ship=self.session.ship)))
         try:
             async with asyncio.timeout(START_S):
                 facts: StartReply = await self.actor.start.remote()
@@ -113,8 +140,9 @@ class RemoteHandle:
         """Pass one command to the node's worker."""
         if cmd["op"] == Op.RUN:
             self._log = cmd["log"]
+        actor = self._started()
         try:
-            await self.actor.send.remote(cmd)
+            await actor.send.remote(cmd)
         except Exception as exc:  # noqa: BLE001
             self.dead = True
             raise WorkerDied(self._lost_or(exc, "worker relay ended")) from None
@@ -149,12 +177,18 @@ class RemoteHandle:
 
     async def _read(self) -> ReadBatch:
         try:
-            batch: ReadBatch = await self.actor.read.remote(POLL_S)
+            batch: ReadBatch = await self._started().read.remote(POLL_S)
             return batch
         except Exception as exc:  # noqa: BLE001 - the actor or its node is gone
             self.dead = True
             return {"events": [{"type": DIED,
                                 "reason": self._lost_or(exc, "worker relay ended")}]}
+
+    def _started(self) -> _NodeActor:
+        """The actor, once :meth:`start` made it."""
+        if self.actor is None:
+            raise WorkerDied(f"no worker started on node {self.node.name()}")
+        return self.actor
 
     def _lost_or(self, exc: BaseException, what: str) -> str:
         """``node lost: ...`` when the node left the cluster, else ``what: <error>``."""
@@ -171,7 +205,7 @@ class RemoteHandle:
         try:
             import ray
 
-            ray.kill(self.actor, no_restart=True)
+            ray.kill(cast("ActorHandle[NodeWorker]", self.actor), no_restart=True)
         except Exception:  # noqa: BLE001 - already gone, or disconnected
             pass
 

@@ -27,13 +27,13 @@ from laya_tui.cluster.session import Node, Session
 from laya_tui.core.envs import worker_key
 from laya_tui.core.errors import UsageError
 from laya_tui.core.events import Event, ProbeStarted
-from laya_tui.core.report_types import ResultDict
+from laya_tui.core.report_types import CellSpec, ResultDict
 from laya_tui.core.results import make_result
 from laya_tui.core.runner import Discovery, Runner, _Outcome
 from laya_tui.core.settings import RunOptions
 
 if TYPE_CHECKING:
-    from laya_tui.core.cache import CacheVersions
+    from laya_tui.core.cache import CacheVersions, SignalSpool
 
 #: In a reason: a module the node could not import (a library it lacks).
 MISSING = "No module named "
@@ -79,12 +79,12 @@ class ClusterRunner(Runner):
             await connecting  # never left half-connected: close() disconnects after it
         return disc
 
-    async def run_one(self, probe: Any, *,
+    async def run_one(self, probe: CellSpec, *,
                       use_cache: bool | None = None) -> ResultDict | None:
         await self.connect()
         return await super().run_one(probe, use_cache=use_cache)
 
-    def _versions_for(self, probe: Any) -> CacheVersions:
+    def _versions_for(self, probe: CellSpec) -> CacheVersions:
         """The driver's versions plus those of every node that could run the cell."""
         base = dict(super()._versions_for(probe))
         where = self._choose(probe)
@@ -103,7 +103,7 @@ class ClusterRunner(Runner):
         same = [n for n in alive if (n.offers(res) if res else n.plain)]
         return same or [where.node]
 
-    def _choose(self, probe: Any) -> Placed | Refused:
+    def _choose(self, probe: CellSpec) -> Placed | Refused:
         key = worker_key(probe)
         warm = {nid: 1 for handles in self.pool.values() for nid, h in handles.items()
                 if h.alive}
@@ -112,7 +112,7 @@ class ClusterRunner(Runner):
         return place(need_of(probe, self.config.device), self.session.alive(),
                      list(self._lost.values()), warm, current, unusable)
 
-    async def _execute(self, probe: Any, *args: Any, **kwargs: Any) -> _Outcome:
+    async def _execute(self, probe: CellSpec, spool: SignalSpool | None = None) -> _Outcome:
         """Place the cell, run it in its family's worker on that node (the local runner's
         loop), then record the node on the result."""
         where = self._choose(probe)
@@ -120,7 +120,7 @@ class ClusterRunner(Runner):
             return _Outcome(self._refused(probe, where))
         key = worker_key(probe)
         self._placed[key] = where
-        outcome: _Outcome = await super()._execute(probe, *args, **kwargs)
+        outcome: _Outcome = await super()._execute(probe, spool)
         result = outcome.result
         if result is not None:
             node = where.node
@@ -135,7 +135,7 @@ class ClusterRunner(Runner):
                 self._lost[node.id] = node
         return outcome
 
-    def _refused(self, probe: Any, where: Refused) -> ResultDict:
+    def _refused(self, probe: CellSpec, where: Refused) -> ResultDict:
         """The result of a cell no node can run: skipped, or crashed (node lost)."""
         now = time.time()
         self.on_event(ProbeStarted(probe["id"], probe["family"], now))

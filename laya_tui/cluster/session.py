@@ -12,7 +12,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
 
 from laya_tui.cluster.relay_types import RayOptions
 from laya_tui.core.errors import UsageError
@@ -46,7 +46,7 @@ def check_address(text: str) -> str:
                      f"got {text!r}")
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """The ``ray`` module, or a UsageError with the install hint."""
     try:
         import ray
@@ -97,7 +97,7 @@ class Session:
         self.workspace = os.path.realpath(workspace)
         self.namespace = f"laya-tui-{uuid.uuid4().hex[:12]}"
         self.nodes: dict[str, Node] = {}
-        self.ray: Any = None
+        self.ray: ModuleType | None = None
         self.driver_ip = ""
         self.ship_always = os.environ.get(SHIP_ENV) == "1"
         #: the workspace travels (Ray's working_dir): some node is on another host
@@ -142,11 +142,12 @@ class Session:
                              "'ray start --head' (docs/cluster.md)") from None
 
     def _init(self, kwargs: RayOptions) -> None:
+        ray = self._connected()
         try:
-            self.ray.init(**kwargs)
+            ray.init(**kwargs)
         except Exception as exc:  # ConnectionError, RuntimeEnvSetupError, ValueError...
-            if self.ray.is_initialized():
-                self.ray.shutdown()
+            if ray.is_initialized():
+                ray.shutdown()
             text = _one_line(exc, 2000)
             too_big = re.search(r"Package size \([^)]*\) exceeds the maximum size of "
                                 r"[\d.]+ ?[KMGT]?i?B", text)
@@ -163,7 +164,7 @@ class Session:
     def refresh(self) -> None:
         """Read which nodes are alive and what they offer (a node that left stays, dead)."""
         seen: set[str] = set()
-        for raw in self.ray.nodes():
+        for raw in self._connected().nodes():
             nid = raw["NodeID"]
             seen.add(nid)
             node = self.nodes.get(nid)
@@ -179,6 +180,12 @@ class Session:
             if nid not in seen:
                 node.alive = False
 
+    def _connected(self) -> ModuleType:
+        """The ``ray`` module, once :meth:`open` connected."""
+        if self.ray is None:
+            raise RuntimeError("the cluster session is not open")
+        return self.ray
+
     def alive(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.alive and n.error is None]
 
@@ -186,7 +193,7 @@ class Session:
         """Every live node's versions, host and cores, by one small task per node."""
         from laya_tui.cluster.node_actor import node_facts
 
-        ray = self.ray
+        ray = self._connected()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         task = ray.remote(num_cpus=0)(node_facts)
