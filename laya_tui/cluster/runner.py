@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.cluster.needs import need_of
 from laya_tui.cluster.paths import package_dirs
@@ -143,7 +143,7 @@ class ClusterRunner(Runner):
                            deps=self._rel_deps(probe, []), signals=[], log_tail="",
                            started=now, ended=now)
 
-    async def _worker(self, family: str, env: str | None = None) -> Any:
+    async def _worker(self, family: str, env: str | None = None) -> RemoteHandle:
         """The warm worker of ``family`` on the node chosen for the cell at hand."""
         where = self._placed[family]
         handles = self.pool.setdefault(family, {})
@@ -162,9 +162,9 @@ class ClusterRunner(Runner):
             handle = RemoteHandle(family, self.session, where.node, where.resource,
                                   self._spec(env), self.log_dir)
             handles[where.node.id] = handle
-            self.workers[family] = handle  # type: ignore[assignment]
+            self.workers[family] = handle
             await handle.start()
-        self.workers[family] = handle  # type: ignore[assignment]
+        self.workers[family] = handle
         return handle
 
     def _spec(self, env: str | None = None) -> WorkerSpec:

@@ -26,7 +26,7 @@ from laya_tui.core.report_types import CellSpec, ReportDict, ResultDict
 from laya_tui.core.runner import Discovery
 
 if TYPE_CHECKING:
-    from laya_tui.core.worker_handle import WorkerHandle
+    from laya_tui.core.worker_handle import WorkerLike
 
 #: A fixed start time, so nothing in a replay depends on the clock.
 RECORDED_START = 1_700_000_000.0
@@ -54,7 +54,7 @@ class RecordedRunner(EventSource):
         # A large recording is immutable and lives as long as the app: keep it out of the
         # cyclic collector's scans (the app does the same for live rows).
         freeze_if_large(sum(len(p.get("signals", [])) for p in self._results.values()))
-        self.workers: dict[str, WorkerHandle] = {}  # none: nothing runs
+        self.workers: dict[str, WorkerLike] = {}  # none: nothing runs
         self.killed = False
         self.closed = False
 

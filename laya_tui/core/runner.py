@@ -47,7 +47,13 @@ from laya_tui.core.results import make_result
 from laya_tui.core.settings import ProbeOptions, RunOptions
 from laya_tui.core.signal_strings import share_strings
 from laya_tui.core.watchdog import Bounds, Expired, Watchdog
-from laya_tui.core.worker_handle import WorkerDied, WorkerHandle, log_tail, safe_name
+from laya_tui.core.worker_handle import (
+    WorkerDied,
+    WorkerHandle,
+    WorkerLike,
+    log_tail,
+    safe_name,
+)
 
 if TYPE_CHECKING:  # the cache (hashlib) is imported when a Runner is made
     from laya_tui.core.cache import CacheVersions, ResultCache, SignalSpool
@@ -77,7 +83,7 @@ class Runner(EventSource):
         self.config = config
         self._listeners = Listeners(on_event)
         self.log_dir = tempfile.mkdtemp(prefix="laya-tui-logs-")
-        self.workers: dict[str, WorkerHandle] = {}
+        self.workers: dict[str, WorkerLike] = {}
         self._cache: ResultCache | None = None  # made on first use (see cache)
         self._versions: CacheVersions | None = None  # read on first use (see versions)
         self._running: dict[str, str] = {}  # family -> probe id in flight
@@ -300,7 +306,7 @@ class Runner(EventSource):
         opts.pop("demo", None)  # decides which cells exist, never what one of them gives
         return opts
 
-    async def _worker(self, family: str, env: str | None = None) -> WorkerHandle:
+    async def _worker(self, family: str, env: str | None = None) -> WorkerLike:
         """The warm worker of ``family`` (a worker key: ``family@env`` in an environment),
         under its lock, with pending invalidations applied."""
         handle = self.workers.get(family)

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import signal
-from typing import cast
+from typing import Protocol, cast
 
 from laya_tui.core.envs import Environment
 from laya_tui.core.logtext import trim_faulthandler
@@ -25,6 +25,31 @@ MAX_LINE = 64 * 1024 * 1024
 
 class WorkerDied(Exception):
     """The worker process ended or broke its protocol."""
+
+
+
+class _Process(Protocol):
+    @property
+    def pid(self) -> int: ...
+
+
+class WorkerLike(Protocol):
+    """What the runner uses of a warm worker: a local :class:`WorkerHandle`, or a cluster
+    node's (``laya_tui.cluster.remote_handle.RemoteHandle``)."""
+
+    @property
+    def alive(self) -> bool: ...
+    @property
+    def proc(self) -> _Process | None: ...
+    @property
+    def worker_log(self) -> str: ...
+    @property
+    def last_line(self) -> bytes: ...
+    async def start(self) -> None: ...
+    async def send(self, cmd: Command) -> None: ...
+    async def next_event(self, timeout: float | None) -> WorkerEvent: ...
+    def kill(self) -> None: ...
+    async def close(self) -> None: ...
 
 
 class WorkerHandle:
