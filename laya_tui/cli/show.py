@@ -16,7 +16,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
 from laya_tui.core.logtext import printable
@@ -25,6 +25,11 @@ from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import READABLE_SCHEMAS
 from laya_tui.core.tracelog import looks_like_trace
 from laya_tui.report.saved import load_saved_report
+
+if TYPE_CHECKING:
+    from laya_tui.core.events import Event
+    from laya_tui.core.replay import RecordedRunner
+    from laya_tui.tui.screens.report_info import SavedReportInfo
 
 #: Seconds a lazily read report waits for the first frame to reach the terminal, per MiB
 #: of report (its parse holds the GIL about that long), and at most.
@@ -125,10 +130,10 @@ def build_lazy_app(path: str, *, workspace: str | None,
     from laya_tui.core.replay import RecordedRunner
     from laya_tui.tui.factory import build_app
 
-    info: dict[str, Any] = {"label": f"saved report {os.path.basename(path)} (reading…)",
+    info: SavedReportInfo = {"label": f"saved report {os.path.basename(path)} (reading…)",
                             "path": path, "report": None}
 
-    def factory(on_event: Any) -> Any:
+    def factory(on_event: Callable[[Event], None]) -> RecordedRunner:
         # In a thread, after the first refresh. json.loads holds the GIL for the whole
         # parse: give Textual's writer thread a moment to put that frame on the terminal.
         try:

@@ -16,14 +16,15 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.screen import Screen
+from textual.timer import Timer
 
 from laya_tui.core.logtext import printable
 from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict, ResultDict
@@ -36,8 +37,12 @@ from laya_tui.tui.pump import EventPump
 from laya_tui.tui.run_control import RunControl
 from laya_tui.tui.screens.contracts import PicksRerunTargets, ShowsChanges
 from laya_tui.tui.screens.main import MainScreen
+from laya_tui.tui.screens.report_info import SavedReportInfo
 from laya_tui.tui.screenshot import SavesScreenshots
 from laya_tui.tui.watch_control import WatchControl, WatchFactory
+
+if TYPE_CHECKING:
+    from laya_tui.report.gates import GateSettings
 
 #: What is off over a saved report (``show``/``diff``): left out of the footer.
 OFFLINE_ACTIONS = frozenset(("rerun", "rerun_all", "toggle_watch", "export"))
@@ -74,8 +79,8 @@ class LayaApp(SavesScreenshots, App[int]):
                  autorun: bool = True, watch: bool = False,
                  watch_factory: WatchFactory | None = None, export_path: str | None = None,
                  flush_interval: float = 1 / 30, budget: float = 0.008,
-                 gate_settings: Any = None, freeze_every: int = 2_000,
-                 offline: str | None = None, report_info: dict[str, Any] | None = None
+                 gate_settings: GateSettings | None = None, freeze_every: int = 2_000,
+                 offline: str | None = None, report_info: SavedReportInfo | None = None
                  ) -> None:
         super().__init__()
         #: why re-running is off (``show``/``diff`` over saved reports), None when live
@@ -94,15 +99,16 @@ class LayaApp(SavesScreenshots, App[int]):
         self.model = RunModel(gate_settings)
         self.model.replay = offline is not None
         if report_info is not None:
-            self.model.source = report_info.get("label")
-            gates = (report_info.get("report") or {}).get("gates")
+            self.model.source = report_info["label"]
+            report = report_info["report"]
+            gates = report.get("gates") if report is not None else None
             self.model.fixed_gates = gates if isinstance(gates, list) else None
         self.loop_pass = LoopPass()
         self.pump = EventPump(self.model, budget=budget, flush_interval=flush_interval,
                               freeze_every=freeze_every, post=self._post_changes,
                               busy=lambda: self.loop_pass.just_worked("pump"),
                               worked=lambda: self.loop_pass.worked("pump"))
-        self._clock: Any = None
+        self._clock: Timer | None = None
         self._gates_job: int | None = None  # the model's gate generation being evaluated
         self._posting = 0  # changes handed to call_soon, not yet posted (_post_changes)
         self._warming = False  # warm_imports run or its thread started
@@ -115,7 +121,7 @@ class LayaApp(SavesScreenshots, App[int]):
             self._warming = True
 
     # -- lifecycle ----------------------------------------------------------------------
-    def get_default_screen(self) -> Screen[Any]:
+    def get_default_screen(self) -> MainScreen:
         return MainScreen()
 
     @property
@@ -386,7 +392,7 @@ class LayaApp(SavesScreenshots, App[int]):
     # -- export, editor, help, palette --------------------------------------------------
     def action_export(self) -> None:
         if self.offline:  # re-exporting would stamp this machine's environment on it
-            where = (self.report_info or {}).get("path")
+            where = self.report_info["path"] if self.report_info else None
             self.notify("export is off: the report shown is already saved"
                         + (f" ({where})" if where else "")
                         + "; --html PATH on show/diff writes a page", severity="warning")
@@ -473,7 +479,7 @@ def warm_imports() -> None:
         pass
 
 
-def _laya_commands() -> type[Any]:
+def _laya_commands() -> type[Provider]:
     """The palette provider, imported when the palette first opens."""
     from laya_tui.tui.commands import LayaCommands
 

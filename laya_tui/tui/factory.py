@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.events import Event
 from laya_tui.core.report_types import ReportDict
 from laya_tui.core.runner_like import RunnerFactory, RunnerLike
 from laya_tui.core.settings import RunOptions
 from laya_tui.tui.app import LayaApp
+from laya_tui.tui.screens.report_info import SavedReportInfo
 from laya_tui.tui.watch_control import WatchFactory
+
+if TYPE_CHECKING:
+    from laya_tui.report.gates import GateSettings
 
 
 def build_app(config: RunOptions | None = None, *,
@@ -21,8 +25,8 @@ def build_app(config: RunOptions | None = None, *,
               autorun: bool = True, watch: bool = False,
               watch_factory: WatchFactory | None = None, export_path: str | None = None,
               replay_delay: float = 0.0, flush_interval: float = 1 / 30,
-              gate_settings: Any = None, offline: str | None = None,
-              report_info: dict[str, Any] | None = None, budget: float = 0.008) -> LayaApp:
+              gate_settings: GateSettings | None = None, offline: str | None = None,
+              report_info: SavedReportInfo | None = None, budget: float = 0.008) -> LayaApp:
     """The app, fed by the live runner (``config``), a recorded report, or any factory."""
     if runner_factory is None:
         if recorded is not None:

@@ -4,8 +4,7 @@ while cells finish. Enter on a row jumps to that cell in the probe tree."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -27,18 +26,18 @@ from laya_tui.tui.model import Changes
 from laya_tui.tui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
-    from laya_tui.core.report_types import EnvComparisonDict
+    from laya_tui.core.report_types import EnvComparisonDict, EnvInfoDict
     from laya_tui.tui.app import LayaApp
 
 STYLE = {"regression": "red", "improvement": "green", "status": "yellow",
          "diagnostic": "yellow", "note": "dim", "tolerance": "", "timing": "dim"}
 
 
-def env_rows(section: Mapping[str, Any] | None) -> list[tuple[str, str, str, str, str]]:
+def env_rows(section: EnvComparisonDict | None) -> list[tuple[str, str, str, str, str]]:
     """``(cell id, what, reference, candidate, class)`` rows of every candidate: status and
     first-diagnostic changes, regressions, improvements, notes, tolerance, timing."""
     rows: list[tuple[str, str, str, str, str]] = []
-    for cand in (section or {}).get("candidates", []):
+    for cand in section["candidates"] if section else ():
         env = cand["env"]
         changed = {i["probe"]: i for i in cand["statuses"]}
         changed.update({i["probe"]: i for i in cand["diagnostics"]})
@@ -56,9 +55,9 @@ def env_rows(section: Mapping[str, Any] | None) -> list[tuple[str, str, str, str
         for t in cand["tolerance"]:
             rows.append((f"{t['probe']}@{env}", f"tolerance {t['subject']}", fmt(t["before"]),
                          f"{fmt(t['after'])} (limit {fmt(t['limit'])})", "tolerance"))
-        for t in timing_shown(cand)[:20]:
-            rows.append((f"{t['probe']}@{env}", f"timing {t['subject']}",
-                         f"{t['before']:.3g} s", f"{t['after']:.3g} s  x{t['ratio']:.2f}",
+        for d in timing_shown(cand)[:20]:
+            rows.append((f"{d['probe']}@{env}", f"timing {d['subject']}",
+                         f"{d['before']:.3g} s", f"{d['after']:.3g} s  x{d['ratio']:.2f}",
                          "timing"))
     return rows
 
@@ -100,14 +99,14 @@ class EnvScreen(Screen[None]):
         self.refresh_view()
         table.focus()
 
-    def envs_info(self) -> dict[str, Any]:
+    def envs_info(self) -> dict[str, EnvInfoDict]:
         """The environments' interpreters and versions: the live run's, else the report's."""
         envs = getattr(self.laya.gate_settings, "envs", None)
         if envs:
             return dict(envs)
-        report = (self.laya.report_info or {}).get("report") or {}
-        envs = report.get("envs")
-        return dict(envs) if isinstance(envs, dict) else {}
+        report = self.laya.report_info["report"] if self.laya.report_info else None
+        saved = report.get("envs") if report is not None else None
+        return dict(saved) if isinstance(saved, dict) else {}
 
     def section(self) -> EnvComparisonDict | None:
         """The comparison over the results the dashboard holds now."""

@@ -4,7 +4,7 @@ the machine that wrote it, and its gates as recorded."""
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -15,10 +15,20 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from laya_tui.core.report_types import ReportDict
 from laya_tui.core.shapes import as_dict
 
 
-def _table(title: str, pairs: list[tuple[str, Any]]) -> Table:
+class SavedReportInfo(TypedDict):
+    """The saved report a ``show``/``diff`` dashboard shows: its label, its file and the
+    report (None until a lazily read one is read)."""
+
+    label: str
+    path: str | None
+    report: ReportDict | None
+
+
+def _table(title: str, pairs: list[tuple[str, object]]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=None,
                   padding=(0, 2), title_style="bold underline")
     table.add_column(style="dim", no_wrap=True)
@@ -28,7 +38,7 @@ def _table(title: str, pairs: list[tuple[str, Any]]) -> Table:
     return table
 
 
-def render_report_info(info: dict[str, Any]) -> RenderableType:
+def render_report_info(info: SavedReportInfo) -> RenderableType:
     """Source, tool, environment (host, versions, probed facts) and gates of a report."""
     report = as_dict(info.get("report"))
     env = as_dict(report.get("environment"))
@@ -60,7 +70,7 @@ class ReportInfoScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,i", "dismiss", "Close")]
 
-    def __init__(self, info: dict[str, Any]) -> None:
+    def __init__(self, info: SavedReportInfo) -> None:
         super().__init__()
         self.info = info
 
