@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -46,11 +45,16 @@ from laya_tui.tui.widgets.probe_tree import probe_state
 TABLE_SORT: list[int | None] = [None]
 
 
-def Syntax(code: str, lexer: str, **kwargs: Any) -> RenderableType:  # noqa: N802
-    """rich's Syntax, imported on first use (pygments costs ~10 ms at start-up)."""
+def Syntax(code: str, lexer: str, *, line_numbers: bool = False,  # noqa: N802
+           start_line: int = 1, highlight_lines: set[int] | None = None,
+           word_wrap: bool = False) -> RenderableType:
+    """rich's Syntax in the ``ansi_dark`` theme, imported on first use (pygments costs
+    ~10 ms at start-up)."""
     from rich.syntax import Syntax as RichSyntax
 
-    return RichSyntax(code, lexer, theme="ansi_dark", **kwargs)
+    return RichSyntax(code, lexer, theme="ansi_dark", line_numbers=line_numbers,
+                      start_line=start_line, highlight_lines=highlight_lines,
+                      word_wrap=word_wrap)
 
 
 def resolve_path(path: str, workspace: str | None) -> str:
@@ -87,7 +91,8 @@ class Renderer:
     """Draws sections; ``workspace`` resolves relative paths, ``log_of`` gives a probe's
     log tail."""
 
-    def __init__(self, workspace: str | None, log_of: Any = None) -> None:
+    def __init__(self, workspace: str | None,
+                 log_of: Callable[[str], str] | None = None) -> None:
         self.workspace = workspace
         self.log_of = log_of or (lambda probe: "")
 
@@ -189,19 +194,21 @@ def render_probe(st: ProbeState, workspace: str | None, *, full: bool = False) -
     return Renderer(workspace).detail(detail, probe_head=True)
 
 
-def drift_section(drift: Any, *, full: bool = False) -> list[RenderableType]:
+def drift_section(drift: object, *, full: bool = False) -> list[RenderableType]:
     """The drift sections (``views.detail.drift_sections``) drawn."""
     r = Renderer(None)
     return [part for sec in drift_sections(drift, full=full) for part in r.section(sec)]
 
 
-def tilelang_editor_target(detail: Mapping[str, Any]) -> tuple[str, int | None] | None:
+def tilelang_editor_target(detail: Mapping[str, object]) -> tuple[str, int | None] | None:
     """What ``o`` opens for a failing TileLang cell: the IR before the failing pass, at the
     first line allocating an implicated buffer; None when the cell has no such artifact."""
     ir = detail.get("ir_before") if isinstance(detail, dict) else None
     if not isinstance(ir, str) or not os.path.isfile(ir):
         return None
-    names = [str(b.get("name")) for b in detail.get("buffers") or [] if isinstance(b, dict)]
+    buffers = detail.get("buffers")
+    names = [str(b.get("name")) for b in (buffers if isinstance(buffers, list) else [])
+             if isinstance(b, dict)]
     got = _read_lines(ir, 100_000)
     lines = sorted(buffer_lines(got[0], names)) if got else []
     return ir, (lines[0] if lines else None)
@@ -216,7 +223,7 @@ class DriftPlot:
         self.first = plot.first
         self.height = plot.height
 
-    def __rich_console__(self, console: Any, options: Any) -> Any:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from plotext._figure import _figure_class
 
         fig = _figure_class()
@@ -252,7 +259,7 @@ class DetailPane(VerticalScroll):
         self.full = full
         self.subject: tuple[str, str] | None = None  # ("signal", key) / ("probe", id)
         self._shown: RenderableType = ""
-        self._token: Any = None  # what is shown, to skip drawing it again
+        self._token: object = None  # what is shown, to skip drawing it again
 
     def compose(self) -> ComposeResult:  # noqa: D102 - textual hook
         yield Static(id="detail-body", expand=True)
