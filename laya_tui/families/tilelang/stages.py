@@ -282,7 +282,7 @@ def build_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, t
         return None
     if backend == "cython":
         return _build_cython(ctx, state, func, artifact, tgt)
-    return _build_jit_kernel(ctx, state, func, tgt, backend, call)
+    return _build_jit_kernel(ctx, state, func, artifact, tgt, backend, call)
 
 
 def _build_cython(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
@@ -325,25 +325,32 @@ def _build_cython(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
     return Built("library", lib=str(result.lib_path), code=code)
 
 
-def _build_jit_kernel(ctx: ProbeContext, state: CellState, func: Any, tgt: Any, backend: str,
-                      call: KernelCall | None) -> Built:
+def _build_jit_kernel(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
+                      tgt: Any, backend: str, call: KernelCall | None) -> Built:
     """``tilelang.JITKernel(func, out_idx, execution_backend, target, pass_configs)``: the
-    object ``tilelang.compile`` returns, built the same way."""
+    object ``tilelang.compile`` returns, built the same way, from the lower stage's IR
+    (:mod:`laya_tui.families.tilelang.jit_from_lowered`) instead of lowering it again."""
     from tilelang.jit.kernel import JITKernel
 
     from laya_tui.families.tilelang.build import Recorded, cache_root, recorded_commands
+    from laya_tui.families.tilelang.jit_from_lowered import kernel_from_lowered, supported
 
     out_idx = call.out_idx if call else None
     state.extra["built_with"] = (f"tilelang.JITKernel(out_idx={out_idx!r}, "
                                  f"execution_backend={backend!r}, target={str(tgt)!r})")
+    reuse = artifact is not None and supported()
     t0 = time.perf_counter()
     ran = Recorded([])
     try:
         with recorded_commands() as ran:
-            kernel = JITKernel(func, out_idx=out_idx,
-                               execution_backend=backend, target=tgt,
-                               pass_configs=pass_config(call),
-                               compile_flags=call.compile_flags if call else None)
+            configs, flags = pass_config(call), call.compile_flags if call else None
+            if reuse:
+                kernel = kernel_from_lowered(func, artifact, out_idx=out_idx,
+                                             execution_backend=backend, target=tgt,
+                                             pass_configs=configs, compile_flags=flags)
+            else:
+                kernel = JITKernel(func, out_idx=out_idx, execution_backend=backend,
+                                   target=tgt, pass_configs=configs, compile_flags=flags)
     except Exception as exc:  # noqa: BLE001 - the build diagnostic is the result
         _note_commands(state, ran)
         state.seconds["build"] = time.perf_counter() - t0
