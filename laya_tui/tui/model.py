@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.events import Event, ProbeFinished, ProbeQueued, ProbeStarted, SignalEmitted
 from laya_tui.core.gc_sight import freeze_if_large
@@ -56,7 +56,7 @@ class SignalRow:
     seq: int
     failing: bool
     cells: tuple[str, ...] | None = None  # the table's formatted text (set by the table)
-    tkey: Any = None  # the table's sort key for it (set by the table)
+    tkey: tuple[object, ...] | None = None  # the table's sort key for it (set by the table)
     tgen: int = -1  # the table's list generation ``tkey`` belongs to
     hay: str | None = None  # what the text filter searches (set by the table)
     run: int = -1  # the probe run (RunModel's run number) it was last seen in
@@ -87,7 +87,7 @@ class ProbeState:
     id: str
     family: str
     file: str | None = None
-    spec: dict[str, Any] = field(default_factory=dict)
+    spec: dict[str, object] = field(default_factory=dict)  # the discovered cell (CellSpec)
     status: str = "pending"
     reason: str | None = None
     seconds: float | None = None

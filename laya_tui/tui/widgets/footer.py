@@ -8,8 +8,6 @@ marks off (re-running a saved report) are not shown.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -60,13 +58,14 @@ class KeyFooter(Footer):
     differ (or the width asks for fewer).
     """
 
-    def __init__(self, *args: Any, auto_focus_first: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, auto_focus_first: bool = False, name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
         """``auto_focus_first``: let the screen auto-focus (as Textual does right after
         composing it) before the keys are composed, so the focused widget's keys are in
         the first frame instead of a rebuild later."""
-        super().__init__(*args, **kwargs)
+        super().__init__(name=name, id=id, classes=classes)
         mark_bindings_ready(self)
-        self._shown: tuple[Any, ...] | None = None
+        self._shown: tuple[object, ...] | None = None
         self._auto_focus_first = auto_focus_first
 
     def _width(self) -> int:
@@ -94,7 +93,7 @@ class KeyFooter(Footer):
         kept = fit_keys(keys, self._width(), compact)
         return compact, [t for t in bindings if t[0].action in kept]
 
-    def _keys(self) -> tuple[Any, ...]:
+    def _keys(self) -> tuple[object, ...]:
         """What the footer shows (compared to decide on a rebuild)."""
         compact, bindings = self._plan()
         # what is drawn, not which widget's binding it is: the tree's and the table's Enter
@@ -126,7 +125,7 @@ class KeyFooter(Footer):
                                 classes="-command-palette", disabled=not enabled,
                                 tooltip=binding.tooltip or binding.description)
 
-    def bindings_changed(self, screen: Screen[Any]) -> None:
+    def bindings_changed(self, screen: Screen[object]) -> None:
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen and self._keys() != self._shown:

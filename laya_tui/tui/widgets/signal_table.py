@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.style import Style
 from textual import events
@@ -29,6 +29,7 @@ from laya_tui.report.views.signals import COLUMN_KEYS, COLUMNS, SORT_KEYS
 from laya_tui.tui.model import SignalRow
 from laya_tui.tui.textual_fence import repaint_due, update_scrollbars
 from laya_tui.tui.widgets.table_bands import BandedOrder, row_band, segment_id
+from laya_tui.tui.widgets.table_build import SortKey
 from laya_tui.tui.widgets.table_layout import ColumnLayout, row_text
 from laya_tui.tui.widgets.table_paint import PAINT_CLASSES, TablePaint
 from laya_tui.tui.widgets.table_rows import RowOrder, TableFilter
@@ -175,7 +176,7 @@ class SignalTable(ScrollView, can_focus=True):
     def accepts(self, row: SignalRow) -> bool:
         return self.filter.accepts(row)
 
-    def _key_of(self) -> Callable[[SignalRow], Any]:
+    def _key_of(self) -> Callable[[SignalRow], SortKey]:
         """The key rows are listed under: ``(sort value, seq)`` sorted, else
         ``((band, probe rank), seq)`` (the segments' order)."""
         column = self.sort_column

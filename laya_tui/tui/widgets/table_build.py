@@ -10,14 +10,25 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Protocol
 
 from laya_tui.core.gc_sight import freeze_if_large
 from laya_tui.tui.model import SignalRow
 
 #: ``(value, seq)``; a sort lists a row under its entry ``(value, seq, index)``: the seq
 #: is unique, so both shapes order alike and a row's key finds its place in either
-Key = tuple[Any, ...]
+SortKey = tuple[object, int]
+#: a row's key in a built list: its SortKey, or its sort entry ``(value, seq, index)``
+Key = SortKey | tuple[object, int, int]
+
+
+class Sweepable(Protocol):
+    """A list freed a slice at a time (``table_rows.RowOrder.sweep``)."""
+
+    def __len__(self) -> int: ...
+    def __delitem__(self, index: slice, /) -> None: ...
+
+
 #: A ``table_rows.Shelf``'s memory of the scope: each segment's id, its list and its length then.
 ScopeLists = list[tuple[str, list[SignalRow], int]]
 #: rows tested (and keyed) per step of a build; the time budget is checked between steps
@@ -46,7 +57,7 @@ class ListBuild:
     """
 
     def __init__(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
-                 key_of: Callable[[SignalRow], Key], sort: bool, total: int,
+                 key_of: Callable[[SignalRow], SortKey], sort: bool, total: int,
                  gen: int) -> None:
         self.source, self.accept, self.key_of = source, accept, key_of
         self.sort, self.gen = sort, gen
@@ -55,9 +66,9 @@ class ListBuild:
         #: a sort's rows in the order they were scanned (an entry's index names one)
         self.scanned: list[SignalRow] = []
         #: a sort's ``(value, seq, index)`` entries; ``runs`` are the sorted slices of it
-        self.entries: list[tuple[Any, int, int]] = []
+        self.entries: list[tuple[object, int, int]] = []
         self.runs: list[tuple[int, int]] = []
-        self.merge: Iterator[tuple[Any, int, int]] | None = None
+        self.merge: Iterator[tuple[object, int, int]] | None = None
         self.seen = 0
         self.total = total
         self.merged = 0
@@ -66,7 +77,7 @@ class ListBuild:
         self.shelve: tuple[object, ScopeLists] | None = None
         #: the shelf's list a filter scans, and lists to free when this build ends
         self.reads: list[SignalRow] | None = None
-        self.holds: list[list[Any]] = []
+        self.holds: list[Sweepable] = []
         freeze_if_large(total)
 
     def progress(self) -> float:

@@ -28,11 +28,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
 
 from laya_tui.report.views.signals import haystack
 from laya_tui.tui.model import SignalRow
-from laya_tui.tui.widgets.table_build import Key, ListBuild, ScopeLists
+from laya_tui.tui.widgets.table_build import Key, ListBuild, ScopeLists, SortKey, Sweepable
 
 #: items freed per step of releasing a list no longer shown (:meth:`RowOrder.sweep`)
 SWEEP_CHUNK = 16_384
@@ -84,7 +83,7 @@ class Shelf:
     rows: list[SignalRow]
     keys: list[Key]
     gen: int
-    key_of: Callable[[SignalRow], Key]
+    key_of: Callable[[SignalRow], SortKey]
 
     def fits(self, column: object, segments: list[tuple[str, list[SignalRow]]]) -> bool:
         """Whether it is the sort by ``column`` of exactly these lists, none grown since."""
@@ -111,7 +110,7 @@ class RowOrder:
         self.rows: list[SignalRow] = []
         self.keys: list[Key] = []
         self.reverse = False
-        self.key_of: Callable[[SignalRow], Key] | None = None
+        self.key_of: Callable[[SignalRow], SortKey] | None = None
         self._build: ListBuild | None = None
         #: bumped by every build: a row's ``tkey`` is the key it is listed under in
         #: generation ``tgen``; ``list_gen`` is the generation of the list shown (a row of
@@ -120,7 +119,7 @@ class RowOrder:
         self.list_gen = 0
         self._pending_reverse = False
         #: lists no longer shown, freed a slice per step (:meth:`sweep`), not at once
-        self.trash: list[list[Any]] = []
+        self.trash: list[Sweepable] = []
         #: the last finished sort of every row in scope (see the module docstring)
         self.shelf: Shelf | None = None
         #: the id of the segment a row is shown in (the table's: band and probe)
@@ -144,7 +143,7 @@ class RowOrder:
         if b is not None:  # (a filter's lists are the ones shown: their caller drops them)
             self.discard(b.entries, b.scanned, b.rows, b.keys, *b.holds)
 
-    def discard(self, *lists: list[Any]) -> None:
+    def discard(self, *lists: Sweepable) -> None:
         """Lists no longer used: long ones are freed over the next steps (:meth:`sweep`).
 
         Freeing 200,000 sort keys at once holds the loop for tens of milliseconds; a
@@ -288,7 +287,7 @@ class RowOrder:
         i = bisect_left(self.keys, t)
         return i if i < len(self.rows) and self.rows[i] is row else None
 
-    def _keyed(self, row: SignalRow) -> Key:
+    def _keyed(self, row: SignalRow) -> SortKey:
         assert self.key_of is not None
         k = self.key_of(row)
         row.tkey, row.tgen = k, self.list_gen
@@ -296,7 +295,7 @@ class RowOrder:
 
     # -- the list: built in steps, then kept by bisection ---------------------------------
     def begin(self, source: Iterator[SignalRow], accept: Callable[[SignalRow], bool] | None,
-              key_of: Callable[[SignalRow], Key], *, sort: bool, reverse: bool,
+              key_of: Callable[[SignalRow], SortKey], *, sort: bool, reverse: bool,
               total: int, shelve: tuple[object, list[tuple[str, list[SignalRow]]]] | None
               = None) -> None:
         """Start building the filtered/sorted list of ``total`` rows from ``source`` (in
@@ -308,7 +307,7 @@ class RowOrder:
         self.gen += 1
         gen = self.gen
 
-        def keyed(row: SignalRow) -> Key:
+        def keyed(row: SignalRow) -> SortKey:
             k = row.tkey = key_of(row)
             row.tgen = gen
             return k
