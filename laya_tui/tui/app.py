@@ -21,10 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.command import Provider
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.timer import Timer
 
 from laya_tui.core.logtext import printable
 from laya_tui.core.report_types import CellSpec, FileErrorDict, GateDict, ResultDict
@@ -42,6 +40,9 @@ from laya_tui.tui.screenshot import SavesScreenshots
 from laya_tui.tui.watch_control import WatchControl, WatchFactory
 
 if TYPE_CHECKING:
+    from textual.command import Provider
+    from textual.timer import Timer
+
     from laya_tui.report.gates import GateSettings
 
 #: What is off over a saved report (``show``/``diff``): left out of the footer.

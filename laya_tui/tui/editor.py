@@ -6,11 +6,11 @@ import os
 import shlex
 import subprocess
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from textual.app import App
 
+    from laya_tui.tui.app import LayaApp
     from laya_tui.tui.model import SignalRow
 
 #: Editors that take ``--goto FILE:LINE``.
@@ -37,7 +37,7 @@ def default_editor() -> str | None:
     return os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
 
 
-def open_site(app: App[Any], row: SignalRow | None, workspace: str | None) -> None:
+def open_site(app: LayaApp, row: SignalRow | None, workspace: str | None) -> None:
     """Open a signal row's call site in the editor at its line, the app suspended meanwhile
     (a failing TileLang cell: the IR its failing pass received)."""
     from textual.app import SuspendNotSupported

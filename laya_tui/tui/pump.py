@@ -14,7 +14,7 @@ import gc
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from laya_tui.core.events import Event
 from laya_tui.tui.model import Changes, RunModel
@@ -61,7 +61,7 @@ class EventPump:
         self.freeze_every = freeze_every
         self._buf: deque[Event] = deque()
         self._interval: Interval | None = None
-        self._set_timer: Callable[[float, Callable[[], None]], Any] | None = None
+        self._set_timer: Callable[[float, Callable[[], None]], object] | None = None
         self._held: Changes | None = None  # folded into the model, not yet posted
         self._posted_at = 0.0
         self._redrain_set = False  # a short timer for the next slice is pending
@@ -69,7 +69,7 @@ class EventPump:
         self._ended = -1.0  # perf_counter when the last slice ended
 
     def start(self, set_interval: Callable[..., Interval],
-              set_timer: Callable[[float, Callable[[], None]], Any]) -> None:
+              set_timer: Callable[[float, Callable[[], None]], object]) -> None:
         """Take the app's timers (on mount): the clock sleeps until an event arrives."""
         self._interval = set_interval(self.flush_interval, self.tick, pause=True)
         self._set_timer = set_timer

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 
 def screenshot_folder(workspace: str | None) -> Path:
@@ -25,11 +25,20 @@ def screenshot_folder(workspace: str | None) -> Path:
     return Path(workspace or os.getcwd()).resolve()
 
 
+class _ScreenshotApp(Protocol):
+    """What the mixin uses of the Textual App it is mixed into."""
+
+    @property
+    def is_web(self) -> bool: ...
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None: ...
+
+
 class SavesScreenshots:
     """Mixin for the App: ``action_screenshot`` into :func:`screenshot_folder`."""
 
-    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        app: Any = self
-        if path is None and not app.is_web:
-            path = str(screenshot_folder(getattr(app, "workspace", None)))
-        app.deliver_screenshot(filename, path)
+    def action_screenshot(self: _ScreenshotApp, filename: str | None = None,
+                          path: str | None = None) -> None:
+        if path is None and not self.is_web:
+            path = str(screenshot_folder(getattr(self, "workspace", None)))
+        self.deliver_screenshot(filename, path)

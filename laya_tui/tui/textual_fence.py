@@ -12,7 +12,7 @@ widen the pin.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from rich.style import Style
 from textual.geometry import Size
@@ -48,7 +48,11 @@ class PacedScreen(Screen[None]):
         update()
 
 
-def repaint_due(screen: Screen[Any], besides: Widget) -> bool:
+#: a tree's node data (whatever it is: these read the tree's lines only)
+_Data = TypeVar("_Data")
+
+
+def repaint_due(screen: Screen[object], besides: Widget) -> bool:
     """The screen has a layout or a repaint of a widget other than ``besides`` waiting.
 
     ``Screen._layout_required`` and ``Screen._dirty_widgets`` (8.2.0-8.2.8) are what its next
@@ -70,7 +74,7 @@ def update_scrollbars(widget: Widget, virtual_size: Size) -> None:
     widget._scroll_update(virtual_size)
 
 
-def tree_line(tree: Tree[Any], y: int, x1: int, x2: int, style: Style) -> Strip:
+def tree_line(tree: Tree[_Data], y: int, x1: int, x2: int, style: Style) -> Strip:
     """Line ``y`` of ``tree`` (columns ``x1``..``x2``) drawn over ``style``.
 
     ``Tree.render_line`` takes ``rich_style`` for every line, each a walk over every
@@ -80,7 +84,7 @@ def tree_line(tree: Tree[Any], y: int, x1: int, x2: int, style: Style) -> Strip:
     return tree._render_line(y, x1, x2, style)
 
 
-def grow_tree_line_cache(tree: Tree[Any], height: int) -> None:
+def grow_tree_line_cache(tree: Tree[_Data], height: int) -> None:
     """Let ``tree``'s line cache hold ``height`` lines, keeping the lines it has.
 
     Tree's own resize handler does this and then clears every cached line; the probe tree
@@ -102,7 +106,7 @@ def mark_bindings_ready(footer: Footer) -> None:
         footer.set_reactive(ready, True)
 
 
-def auto_focus_now(screen: Screen[Any]) -> None:
+def auto_focus_now(screen: Screen[object]) -> None:
     """Give ``screen``'s auto-focus widget the focus now rather than after composing.
 
     ``Screen._update_auto_focus`` (8.2.0-8.2.8) is what Textual runs right after a screen

@@ -5,10 +5,13 @@ Textual only, imported when the dashboard would start (never torch & co).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 
-def hint_app(text: str) -> Any:
+def hint_app(text: str) -> App[None]:
     """A Textual app showing ``text`` until q, Esc or Enter."""
     from textual.app import App, ComposeResult
     from textual.containers import VerticalScroll
