@@ -11,7 +11,10 @@ import re
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 #: Folders never watched for changes (anywhere below a watched root).
 IGNORED_DIRS = frozenset({
@@ -27,7 +30,7 @@ IGNORED_NAMES = re.compile(
 NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 
 #: A batch of changes as queued: (when it was seen, {(change, path)}).
-Batch = tuple[float, set[tuple[Any, str]]]
+Batch: TypeAlias = "tuple[float, set[tuple[Change, str]]]"
 #: (recursive roots, single-folder roots)
 Roots = tuple[tuple[str, ...], tuple[str, ...]]
 
@@ -39,7 +42,7 @@ class ChangeFilter:
         self.roots = sorted({os.path.realpath(r) for r in roots}, key=len, reverse=True)
         self.ignore_paths = tuple(os.path.realpath(p) for p in ignore_paths if p)
 
-    def __call__(self, change: Any, path: str) -> bool:
+    def __call__(self, change: Change, path: str) -> bool:
         return self.accepts(path)
 
     def accepts(self, path: str) -> bool:

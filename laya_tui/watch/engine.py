@@ -67,7 +67,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.report_types import (
     CellSpec,
@@ -102,6 +102,11 @@ from laya_tui.watch.records import (  # noqa: F401 - re-exported
 )
 from laya_tui.watch.scheduler import Cause, RerunScheduler
 
+if TYPE_CHECKING:
+    from watchfiles import Change
+
+    from laya_tui.report.gates import GateSettings
+
 
 class Watcher:
     """Watch the workspace and re-run the probes whose inputs changed, in warm workers.
@@ -123,7 +128,7 @@ class Watcher:
                  debounce_ms: int = DEFAULT_DEBOUNCE_MS,
                  ignore_paths: Iterable[str] = (),
                  initial: Iterable[ResultDict] | None = None,
-                 gate_settings: Any = None) -> None:
+                 gate_settings: GateSettings | None = None) -> None:
         self.config = config
         self.gate_settings = gate_settings
         self._owns_runner = runner is None
@@ -221,7 +226,7 @@ class Watcher:
         finally:
             stop.cancel()
 
-    async def _handle(self, changes: set[tuple[Any, str]], when: float) -> None:
+    async def _handle(self, changes: set[tuple[Change, str]], when: float) -> None:
         changed = self._content_changed(
             {os.path.realpath(p) for _, p in changes if self.filter.accepts(p)})
         if not changed:
@@ -392,8 +397,8 @@ class Watcher:
             latency=round(time.time() - changed_at, 3) if changed_at else None,
             new=new, gone=gone, changed=changed, diagnostic=diag, result=result))
 
-    def _record(self, kind: str, pid: str | None, **fields: Any) -> Record:
-        trigger = fields.pop("trigger", None)
+    def _record(self, kind: str, pid: str | None, *, trigger: str | None = None,
+                **fields: object) -> Record:
         return new_record(kind, pid, self.deps.relative(trigger) if trigger else None, **fields)
 
     def _emit(self, record: Record) -> None:
@@ -421,7 +426,7 @@ class Watcher:
             await self.runner.close()
 
 
-def _definition(probe: CellSpec) -> tuple[Any, ...]:
+def _definition(probe: CellSpec) -> tuple[object, ...]:
     """What makes a cell run differently (not its deps or timeout)."""
     return (probe.get("family"), probe.get("file"), probe.get("func"), probe.get("param"),
             repr(probe.get("params")), probe.get("env"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import cast
 
 from laya_tui.core.report_types import (
     DiagnosticDict,
@@ -33,7 +33,7 @@ DIAGNOSTIC_ERRORS = ("ProbeFileError", "SyntaxError", "IndentationError", "TabEr
 AT_FILE_LINE = re.compile(r" at (?P<file>\S+):(?P<line>\d+)$")
 
 
-def new_record(kind: str, pid: str | None, trigger: str | None, **fields: Any) -> Record:
+def new_record(kind: str, pid: str | None, trigger: str | None, **fields: object) -> Record:
     """A record with every key present (``trigger`` already relative to the workspace)."""
     rec: dict[str, object] = {"type": kind, "probe": pid, "family": None, "trigger": trigger,
                               "seconds": None, "latency": None, "status": None,
@@ -53,7 +53,7 @@ def _facts(sig: SignalDict) -> dict[str, object]:
     return facts
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return bool(a == b)
