@@ -98,8 +98,9 @@ def load_settings(workspace: str) -> OptionValues:
 DEVICE_PATTERN = r"^(cpu|cuda(:\d+)?|mps|rbln(:\d+)?)$"
 
 
-def _pick(flag: Any, table: OptionValues, key: str, default: Any = None) -> Any:
-    """A flag the user gave wins, then the table's value, then the default."""
+def _pick(flag: object, table: OptionValues, key: str, default: object = None) -> Any:
+    """A flag the user gave wins, then the table's value, then the default (of the type
+    the option table declares for ``key``: read by key, hence open)."""
     if flag is not None:
         return flag
     return table.get(key, default)

@@ -14,7 +14,7 @@ import math
 import os
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.options import Option, option_table
@@ -135,7 +135,7 @@ def table_keys(table: Iterable[Option] | None = None) -> dict[str, Option]:
     return keys
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -148,7 +148,7 @@ def seconds_ok(value: float) -> bool:
     return True
 
 
-def check_value(opt: Option, value: Any, workspace: str, where: str) -> Any:
+def check_value(opt: Option, value: object, workspace: str, where: str) -> object:
     """Validate one table value of ``opt`` and normalise it (paths made absolute)."""
     key, kind = opt.key, opt.kind
 

@@ -17,7 +17,11 @@ import secrets
 import shlex
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiohttp.typedefs import Handler
+    from textual_serve.server import Server
 
 from laya_tui.core.errors import EXIT_OK, EXIT_USAGE
 
@@ -43,7 +47,7 @@ def served_command(args: list[str]) -> str:
     return shlex.join([sys.executable, "-m", "laya_tui", *args])
 
 
-def make_server(command: str, host: str, port: int, token: str) -> Any:
+def make_server(command: str, host: str, port: int, token: str) -> Server:
     """A textual-serve Server whose pages and websocket need ``?token=TOKEN``."""
     import asyncio
     import signal
@@ -60,7 +64,7 @@ def make_server(command: str, host: str, port: int, token: str) -> Any:
     class TokenServer(Server):
         async def _make_app(self) -> web.Application:
             @web.middleware
-            async def need_token(request: web.Request, handler: Any) -> Any:
+            async def need_token(request: web.Request, handler: Handler) -> web.StreamResponse:
                 # static files are textual-serve's own JS/CSS; downloads have random keys
                 if request.path.startswith(("/static/", "/download/")) or allowed(request):
                     return await handler(request)
