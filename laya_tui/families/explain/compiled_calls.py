@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import linecache
 import os
-from types import CodeType
-from typing import Any
+from types import CodeType, FrameType
 
 from laya_tui.families.explain.sites import INDUCTOR, INTERNAL, code_kind
 
@@ -49,7 +48,7 @@ def _is_plumbing(code: CodeType) -> bool:
     return got
 
 
-def kernel_frame(caller: Any, func: Any) -> Any:
+def kernel_frame(caller: FrameType | None, func: object) -> FrameType | None:
     """The Inductor output frame that called ``func``, or None (see the module docstring)."""
     f, hops = caller, 0
     while f is not None and hops < MAX_HOPS:
@@ -73,7 +72,7 @@ def kernel_frame(caller: Any, func: Any) -> Any:
     return None
 
 
-def call_kind(frame: Any, func: Any = None) -> str:
+def call_kind(frame: FrameType, func: object = None) -> str:
     """CUSTOM for a custom op, EXTERN for an ``extern_kernels.*`` line, else FALLBACK."""
     ns = getattr(func, "namespace", None)
     if ns is not None and ns not in TORCH_NAMESPACES:

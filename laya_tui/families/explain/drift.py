@@ -31,7 +31,8 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from laya_tui.families.explain.cond_branches import CondRecord, eager_cond, not_run
 from laya_tui.families.explain.control_flow import divergence
@@ -49,6 +50,9 @@ from laya_tui.families.explain.records import (
 from laya_tui.families.explain.sites import user_site
 
 if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Module
+
     from laya_tui.core.report_types import SignalDict
     from laya_tui.families.probe_context import ProbeContext
 
@@ -59,14 +63,15 @@ MAX_POINTS = 120
 ROOT = "(model)"
 
 
-def _leaves(out: Any, torch: Any) -> list[Any] | None:
+def _leaves(out: object, torch: ModuleType) -> list[Tensor] | None:
     """The tensors of a module output in a stable order; None when it holds none."""
-    found: list[Any] = []
+    found: list[Tensor] = []
+    tensor: type[Tensor] = torch.Tensor
 
-    def walk(x: Any, depth: int) -> None:
+    def walk(x: object, depth: int) -> None:
         if depth > 6:
             return
-        if isinstance(x, torch.Tensor):
+        if isinstance(x, tensor):
             found.append(x)
         elif isinstance(x, dict):
             for k in x:
@@ -79,15 +84,15 @@ def _leaves(out: Any, torch: Any) -> list[Any] | None:
     return found or None
 
 
-def _masked(t: Any, mask: Any) -> Any:
+def _masked(t: Tensor, mask: Tensor | None) -> Tensor:
     if mask is not None and t.dim() >= mask.dim() and tuple(t.shape[:mask.dim()]) == \
             tuple(mask.shape):
         return t[mask.to(t.device)]
     return t
 
 
-def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
-                 run_reference: Callable[[], Any], *, mask: Any = None,
+def module_drift(model: Module, reference: Module, run_model: Callable[[], object],
+                 run_reference: Callable[[], object], *, mask: Tensor | None = None,
                  limits: dict[str, float] | None = None) -> DriftResult:
     """Run both with hooks; returns ``{"calls", "first_past_limit", "diverged", "skipped",
     ...}``.
@@ -103,9 +108,9 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
 
     lim = dict(DEFAULT_LIMITS, **(limits or {}))
     cpu_mask = None if mask is None else mask.detach().bool().cpu()
-    ref_out: dict[str, list[list[Any] | None]] = {}
+    ref_out: dict[str, list[list[Tensor | None] | None]] = {}
 
-    def name_of(named: dict[int, str], m: Any) -> str:
+    def name_of(named: dict[int, str], m: Module) -> str:
         return named.get(id(m), "?") or ROOT
 
     recs = {"ref": CondRecord(), "model": CondRecord()}
@@ -113,7 +118,7 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     def shadowing() -> bool:
         return recs["ref"].shadow or recs["model"].shadow
 
-    def ref_hook(m: Any, _args: Any, out: Any) -> None:
+    def ref_hook(m: Module, _args: tuple[object, ...], out: object) -> None:
         if shadowing():
             return
         leaves = _leaves(out, torch)
@@ -129,14 +134,14 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     model_order: list[tuple[str, SiteDict | None]] = []
 
     def pre_hook(order: list[tuple[str, SiteDict | None]],
-                 names: dict[int, str]) -> Callable[[Any, Any], None]:
-        def hook(m: Any, _args: Any) -> None:
+                 names: dict[int, str]) -> Callable[[Module, tuple[object, ...]], None]:
+        def hook(m: Module, _args: tuple[object, ...]) -> None:
             if shadowing():
                 return
             order.append((name_of(names, m), user_site(sys._getframe(1))[0]))
         return hook
 
-    def model_hook(m: Any, _args: Any, out: Any) -> None:
+    def model_hook(m: Module, _args: tuple[object, ...], out: object) -> None:
         if shadowing():
             return
         name = name_of(model_names, m)
@@ -205,7 +210,7 @@ def module_drift(model: Any, reference: Any, run_model: Callable[[], Any],
     for name, why in not_run(recs["model"], model_names,
                              {n for n, _ in model_order}).items():
         skipped.setdefault(name, why)
-    diverged = divergence(model_order, ref_order, dtype=_dtype_of(model, torch))
+    diverged = divergence(model_order, ref_order, dtype=_dtype_of(model))
     cut = None if diverged is None else diverged["index"]
     first = next((c for c in calls if c["past"] and (cut is None or c["order"] <= cut)), None)
     return {"calls": calls, "first_past_limit": first, "diverged": diverged,
@@ -231,7 +236,7 @@ def _cond_detail(model: CondRecord, ref: CondRecord) -> list[CondCall]:
     return out
 
 
-def _dtype_of(model: Any, torch: Any) -> str:
+def _dtype_of(model: Module) -> str:
     """The model's floating dtype name (its first floating parameter), else "the model"."""
     for p in model.parameters():
         if p.is_floating_point():

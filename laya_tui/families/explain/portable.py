@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import CodeType, FrameType, TracebackType
+from typing import TYPE_CHECKING, TypeAlias
 
-from laya_tui.families.explain.aggregate import Aggregator
+from laya_tui.families.explain.aggregate import Aggregator, Entry
 from laya_tui.families.explain.compiled_calls import FALLBACK, call_kind, kernel_frame
 from laya_tui.families.explain.dynamo_watch import DynamoWatch
 from laya_tui.families.explain.placement import (
@@ -32,12 +35,23 @@ from laya_tui.families.explain.placement import (
 from laya_tui.families.explain.records import Detail, Kwargs, Placement, RegionSummary, SiteDict
 from laya_tui.families.explain.sites import user_site
 
+if TYPE_CHECKING:
+    import torch
+    from torch._ops import OpOverload
+
+    #: An ATen op as the dispatch mode hands it over.
+    Op: TypeAlias = OpOverload[..., object]
+    #: A recorder's handler of one op: (op, its args, its output, the calling frame).
+    Hook: TypeAlias = Callable[[Op, tuple[object, ...], object, FrameType], None]
+#: What the region enters: the dispatch mode, built for one recorder.
+ModeFactory: TypeAlias = Callable[["Recorder"], AbstractContextManager[object]]
+
 #: User frames kept in ``detail.stack`` beyond the site (in practice the whole user stack).
 STACK_DEPTH = 15
 #: Elements per chunk of CUDA nonzero: each chunk copies its int32 count to the host.
 NONZERO_CHUNK = 1 << 30
 #: Index dtypes that are masks (filled with torch's bool and uint8 once torch is imported).
-_MASK_DTYPES: set[Any] = set()
+_MASK_DTYPES: set[torch.dtype] = set()
 
 FIX_UPCAST = ("deliberate fp32 section (norm/softmax accuracy); torch.compile or a fused norm "
               "kernel folds the copies away")
@@ -61,14 +75,14 @@ _WIDE = {"float32", "float64"}
 _NARROW = {"bfloat16", "float16"}
 
 
-def _dtype_name(dtype: Any) -> str:
+def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-class _Names(dict[Any, str]):
+class _Names(dict["Op", str]):
     """OpOverload -> ``aten::mul.Tensor`` (cached)."""
 
-    def __missing__(self, func: Any) -> str:
+    def __missing__(self, func: Op) -> str:
         schema = func._schema
         name: str = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
         self[func] = name
@@ -90,9 +104,11 @@ class Recorder:
         self.device_seen = device not in (None, "cpu")
         #: host scalar reads (.item() on CPU tensors): syncs once the model is on a device
         self.cpu_scalar_reads = 0
-        self.hooks: dict[int, Any] = {}
-        self.view_ops: set[Any] = set()
-        self.index_op: Any = None
+        self.hooks: dict[int, Hook] = {}
+        self.view_ops: set[Op] = set()
+        self.index_op: Op | None = None
+        #: torch.Tensor, once torch is imported (install_hooks)
+        self.tensor: type[torch.Tensor] | None = None
         #: whether ops without a hook are looked at (device region, or compiled code around)
         self.watch = device != "cpu"
         #: >0 while Dynamo/Inductor compile: their work is not the region's
@@ -117,14 +133,15 @@ class Recorder:
             id(aten.index_put_.default): self._on_mask_index,
         }
         self.index_op = aten.index.Tensor
+        self.tensor = torch.Tensor
         _MASK_DTYPES.update((torch.bool, torch.uint8))
         self.watch = self.device != "cpu" or inductor_code_loaded()
 
     # -- recording ------------------------------------------------------------------
-    def _where(self, caller: Any) -> tuple[SiteDict | None, list[str], bool]:
+    def _where(self, caller: FrameType) -> tuple[SiteDict | None, list[str], bool]:
         return user_site(caller, depth=STACK_DEPTH if self.with_stack else 0)
 
-    def _add(self, kind: str, func: Any, caller: Any, *, reason: str, nbytes: int | None,
+    def _add(self, kind: str, func: Op, caller: FrameType, *, reason: str, nbytes: int | None,
              fix: str, detail: Detail | None = None) -> None:
         site, stack, compiled = self._where(caller)
         d: Detail = {"region": self.region, "phase": self.phase}
@@ -137,7 +154,7 @@ class Recorder:
         self.agg.add(kind, self.names[func], reason=reason, site=site, nbytes=nbytes, fix=fix,
                      detail=d)
 
-    def _cast(self, func: Any, src: Any, out: Any, caller: Any) -> None:
+    def _cast(self, func: Op, src: torch.Tensor, out: torch.Tensor, caller: FrameType) -> None:
         a, b = _dtype_name(src.dtype), _dtype_name(out.dtype)
         if a in _NARROW and b in _WIDE:
             reason, fix = f"upcast {a}->{b}", FIX_UPCAST
@@ -150,7 +167,8 @@ class Recorder:
         self._add("cast", func, caller, reason=reason, nbytes=out.nbytes, fix=fix,
                   detail={"from": a, "to": b})
 
-    def _transfer(self, func: Any, src_dev: Any, dst_dev: Any, nbytes: int, caller: Any) -> None:
+    def _transfer(self, func: Op, src_dev: torch.device, dst_dev: torch.device, nbytes: int,
+                  caller: FrameType) -> None:
         src_cpu, dst_cpu = src_dev.type == "cpu", dst_dev.type == "cpu"
         self.device_seen = True
         if src_cpu:
@@ -162,30 +180,41 @@ class Recorder:
         self._add("host_bounce", func, caller, reason=f"{direction} copy {src_dev}->{dst_dev}",
                   nbytes=nbytes, fix=fix, detail={"direction": direction})
 
-    def _moves(self, func: Any, src: Any, dst: Any, caller: Any) -> None:
+    def _moves(self, func: Op, src: torch.Tensor, dst: torch.Tensor, caller: FrameType) -> None:
         if not (src.is_cpu and dst.is_cpu) and (src.is_cpu != dst.is_cpu
                                                 or src.device != dst.device):
             self._transfer(func, src.device, dst.device, dst.nbytes, caller)
 
-    def _on_to_copy(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src: Any = args[0] if args else None
-        if not hasattr(src, "dtype") or not hasattr(out, "dtype"):
+    def _on_to_copy(self, func: Op, args: tuple[object, ...], out: object,
+                    caller: FrameType) -> None:
+        tensor = self.tensor
+        assert tensor is not None  # hooks run once installed
+        src = args[0] if args else None
+        if not isinstance(src, tensor) or not isinstance(out, tensor):
             return
         if src.dtype != out.dtype:
             self._cast(func, src, out, caller)
         self._moves(func, src, out, caller)
 
-    def _on_copy_(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        if len(args) < 2 or not hasattr(args[1], "dtype") or not hasattr(args[0], "dtype"):
+    def _on_copy_(self, func: Op, args: tuple[object, ...], out: object,
+                  caller: FrameType) -> None:
+        tensor = self.tensor
+        assert tensor is not None
+        if len(args) < 2:
             return
         dst, src = args[0], args[1]
+        if not isinstance(src, tensor) or not isinstance(dst, tensor):
+            return
         if src.dtype != dst.dtype:
             self._cast(func, src, dst, caller)
         self._moves(func, src, dst, caller)
 
-    def _on_scalar(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src: Any = args[0] if args else None
-        if not hasattr(src, "is_cpu") or src.is_cpu:
+    def _on_scalar(self, func: Op, args: tuple[object, ...], out: object,
+                   caller: FrameType) -> None:
+        tensor = self.tensor
+        assert tensor is not None
+        src = args[0] if args else None
+        if not isinstance(src, tensor) or src.is_cpu:
             self.cpu_scalar_reads += 1
             return
         self.device_seen = True
@@ -193,31 +222,38 @@ class Recorder:
                   "(.item()/.tolist()/bool(tensor))", nbytes=src.element_size(), fix=FIX_SYNC,
                   detail={"direction": "d2h", "sync": True})
 
-    def _on_nonzero(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
-        src: Any = args[0] if args else None
-        if not hasattr(src, "is_cpu") or src.is_cpu:
+    def _on_nonzero(self, func: Op, args: tuple[object, ...], out: object,
+                    caller: FrameType) -> None:
+        tensor = self.tensor
+        assert tensor is not None
+        src = args[0] if args else None
+        if not isinstance(src, tensor) or src.is_cpu:
             self.cpu_scalar_reads += 1
             return
         self.device_seen = True
-        numel = max((a.numel() for a in args[:2] if hasattr(a, "numel")), default=0)
+        numel = max((a.numel() for a in args[:2] if isinstance(a, tensor)), default=0)
         self._add("host_bounce", func, caller, reason="host sync: data-dependent output size",
                   nbytes=nonzero_count_bytes(numel), fix=FIX_NONZERO,
                   detail={"direction": "d2h", "sync": True})
 
-    def _on_mask_index(self, func: Any, args: tuple[Any, ...], out: Any, caller: Any) -> None:
+    def _on_mask_index(self, func: Op, args: tuple[object, ...], out: object,
+                       caller: FrameType) -> None:
         """``x[mask]`` / ``x[mask] = v``: each bool mask is turned into indices by nonzero
         inside the kernel (below this mode), one count copy each; ``x[mask] = 0.0`` (one
         host scalar) is a masked_fill (no copy). The op is also what :meth:`on_other` sees
         (an Inductor fallback, a CPU op in a device region)."""
         if self.watch:
             self.on_other(func, out, caller)
+        tensor = self.tensor
+        assert tensor is not None
         indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
-        masks = [i for i in indices if getattr(i, "dtype", None) is not None
+        masks = [i for i in indices if isinstance(i, tensor)
                  and i.dtype in _MASK_DTYPES and not i.is_cpu]
         if not masks:
             return
-        value: Any = args[2] if func is not self.index_op and len(args) > 2 else None
-        if len(indices) == 1 and getattr(value, "is_cpu", False) and value.numel() == 1 \
+        value = args[2] if func is not self.index_op and len(args) > 2 else None
+        if len(indices) == 1 and isinstance(value, tensor) and value.is_cpu \
+                and value.numel() == 1 \
                 and not (len(args) > 3 and args[3]):
             return  # one mask, one host value, no accumulate: masked_fill_, no sync
         self.device_seen = True
@@ -226,7 +262,7 @@ class Recorder:
                   "(boolean mask index)", nbytes=nbytes, fix=FIX_NONZERO,
                   detail={"direction": "d2h", "sync": True, "copies": len(masks)})
 
-    def on_other(self, func: Any, out: Any, caller: Any) -> None:
+    def on_other(self, func: Op, out: object, caller: FrameType) -> None:
         """Ops without a hook: Inductor fallback kernels, and CPU ops in a device region."""
         kf = kernel_frame(caller, func)
         if kf is not None:
@@ -243,7 +279,9 @@ class Recorder:
         t = out
         if isinstance(t, (tuple, list)):
             t = t[0] if t else None
-        if not hasattr(t, "is_cpu"):
+        tensor = self.tensor
+        assert tensor is not None
+        if not isinstance(t, tensor):
             return
         if not t.is_cpu:
             if not self.device_seen:
@@ -268,14 +306,15 @@ def nonzero_count_bytes(numel: int) -> int:
     return 4 * max(1, -(-numel // NONZERO_CHUNK))
 
 
-_MODE_CLS: Any = None
+_MODE_CLS: ModeFactory | None = None
 
 
-def mode_class() -> Any:
+def mode_class() -> ModeFactory:
     """The region's TorchDispatchMode class (built once, torch imported lazily)."""
     global _MODE_CLS
     if _MODE_CLS is not None:
         return _MODE_CLS
+    from torch._ops import HigherOrderOperator
     from torch.utils._python_dispatch import TorchDispatchMode
 
     skip_code = _skip_code_fn()
@@ -302,12 +341,12 @@ def mode_class() -> Any:
 
         supports_higher_order_operators = True
 
-        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                               kwargs: Kwargs | None = None) -> Any:
-            try:
-                op = func._op
-            except AttributeError:  # a higher-order operator (cond, flex_attention...)
+        def __torch_dispatch__(self, func: Op | HigherOrderOperator, types: tuple[type, ...],
+                               args: tuple[object, ...] = (),
+                               kwargs: Kwargs | None = None) -> object:
+            if isinstance(func, HigherOrderOperator):  # cond, flex_attention...
                 return func(*args, **(kwargs or {}))
+            op = func._op
             out = op(*args, **kwargs) if kwargs else op(*args)
             if self.rec.compiling:
                 return out
@@ -330,7 +369,7 @@ def mode_class() -> Any:
     return RegionMode
 
 
-def _skip_code_fn() -> Any:
+def _skip_code_fn() -> Callable[[CodeType], None] | None:
     """A function marking a code object (and what it calls) as never traced by Dynamo."""
     try:
         from torch._C._dynamo.eval_frame import set_code_exec_strategy
@@ -339,7 +378,7 @@ def _skip_code_fn() -> Any:
         return None
     strategy = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
 
-    def skip(code: Any) -> None:
+    def skip(code: CodeType) -> None:
         set_code_exec_strategy(code, strategy)
 
     return skip
@@ -352,7 +391,7 @@ def inductor_code_loaded() -> bool:
     return bool(getattr(cache, "modules", None))
 
 
-def resolve_device(model: Any = None, device: Any = None) -> str | None:
+def resolve_device(model: object = None, device: object = None) -> str | None:
     """The region's device: explicit, else the model's first parameter/buffer, else unknown."""
     if device is not None:
         return str(device)
@@ -373,7 +412,7 @@ class PortableRegion:
     backend = "portable"
 
     def __init__(self, name: str, *, with_stack: bool = True, phase: str | None = None,
-                 model: Any = None, device: Any = None) -> None:
+                 model: object = None, device: object = None) -> None:
         self.name = name
         self.phase = phase
         self.with_stack = with_stack
@@ -388,7 +427,7 @@ class PortableRegion:
         self.dynamo = DynamoWatch(with_stack=with_stack)
         self.placement_watch = PlacementWatch()
         self.wall_s = 0.0
-        self._mode: Any = None
+        self._mode: AbstractContextManager[object] | None = None
 
     def __enter__(self) -> PortableRegion:
         self.rec.install_hooks()
@@ -401,9 +440,11 @@ class PortableRegion:
         self._mode.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        assert self._mode is not None, "__exit__ without __enter__"
         try:
-            self._mode.__exit__(*exc)
+            self._mode.__exit__(exc_type, exc, tb)
         finally:
             self.wall_s = time.perf_counter() - self._t0
             self.dynamo.stop()
@@ -418,7 +459,7 @@ class PortableRegion:
         self.rec.watch = True  # compiled code may call Inductor fallback kernels from now on
 
     @property
-    def entries(self) -> list[Any]:
+    def entries(self) -> list[Entry]:
         return list(self.rec.agg)
 
     @property
