@@ -93,16 +93,18 @@ def test_a_budget_of_one_call_holds_with_nested_calls(tmp_path):
 
 
 def test_a_record_read_back_spills_later_ones_to_fit():
-    store = Store(budget=300, folder=None)
+    store: Store[str, torch.Tensor] = Store(budget=300, folder=None)
     try:
         store.put("a", torch.zeros(25), 100)
         store.put("b", torch.zeros(25), 100)
         store.put("c", torch.zeros(50), 200)  # does not fit: spilled
         assert (store.resident, store.spilled, store.peak) == (200, 200, 200)
         (c,) = store.take_all(["c"])  # read back: 'b' goes to disk to make room
+        assert c is not None
         assert c.numel() == 50 and store.resident == 100 and store.loaned == 200
         assert store.peak == 300 and store.spilled == 300
         b, a = store.take_all(["b", "a"])  # the previous take is released
+        assert a is not None and b is not None
         assert b.numel() == a.numel() == 25 and store.loaned == 200 and store.peak == 300
     finally:
         store.close()

@@ -14,12 +14,18 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any
+from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 __all__ = ["DEFAULT_BUDGET_MB", "Store", "budget_bytes"]
 
 #: Memory budget of the fp32 records (MB) unless ``LAYA_TUI_NUMERICS_MB`` says otherwise.
 DEFAULT_BUDGET_MB = 256.0
+
+K = TypeVar("K", bound=Hashable)
+#: A record: what ``torch.save`` writes and ``torch.load(weights_only=True)`` reads back
+#: (tensors, and lists/tuples/dicts of them).
+V = TypeVar("V")
 
 
 def budget_bytes() -> int | None:
@@ -33,14 +39,14 @@ def budget_bytes() -> int | None:
     return None if mb <= 0 else int(mb * 1024 * 1024)
 
 
-class Store:
+class Store(Generic[K, V]):
     """fp32 records by key: in memory up to ``budget`` bytes, spilled to ``folder`` beyond;
     each taken once, counted until the next take."""
 
     def __init__(self, budget: int | None, folder: str | None) -> None:
         self.budget, self.folder = budget, folder
-        self.mem: dict[Any, tuple[Any, int]] = {}
-        self.disk: dict[Any, tuple[str, int]] = {}
+        self.mem: dict[K, tuple[V, int]] = {}
+        self.disk: dict[K, tuple[str, int]] = {}
         self.resident = self.loaned = self.peak = self.total = 0
         self.spilled = self.files = 0
         self._dir: str | None = None
@@ -51,7 +57,7 @@ class Store:
     def _count(self) -> None:
         self.peak = max(self.peak, self.resident + self.loaned)
 
-    def _spill(self, key: Any, value: Any, nbytes: int) -> None:
+    def _spill(self, key: K, value: V, nbytes: int) -> None:
         import torch
 
         if self._dir is None:
@@ -64,7 +70,7 @@ class Store:
         self.spilled += nbytes
         self.files += 1
 
-    def put(self, key: Any, value: Any, nbytes: int) -> None:
+    def put(self, key: K, value: V, nbytes: int) -> None:
         """Keep ``value`` in memory if it fits the budget, else spill it."""
         self.total += nbytes
         if not self._fits(nbytes):
@@ -74,19 +80,19 @@ class Store:
         self.resident += nbytes
         self._count()
 
-    def take(self, key: Any) -> Any:
+    def take(self, key: K) -> V | None:
         """The record (None when there is none), dropped from the store: see
         :meth:`take_all`."""
         return self.take_all([key])[0]
 
-    def take_all(self, keys: list[Any]) -> list[Any]:
+    def take_all(self, keys: list[K]) -> list[V | None]:
         """The records of ``keys`` (None for a missing one), dropped from the store. The
         caller holds them until its next take: their bytes count (``loaned``) until then,
         those of the previous take no longer."""
         self.loaned = 0
         return [self._take(k) for k in keys]
 
-    def _take(self, key: Any) -> Any:
+    def _take(self, key: K) -> V | None:
         if key in self.mem:
             value, nbytes = self.mem.pop(key)
             self.resident -= nbytes

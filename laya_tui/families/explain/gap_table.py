@@ -43,9 +43,10 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any, TypedDict
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypedDict
 
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
 from laya_tui.families.explain.gap_rows import (
@@ -60,6 +61,10 @@ from laya_tui.families.explain.gap_rows import (
 )
 from laya_tui.families.explain.gap_store import DEFAULT_BUDGET_MB, Store, budget_bytes
 from laya_tui.families.explain.records import ProbeOptions, Verdict
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Module
 
 __all__ = ["AOTI", "AOTI_NOTE", "COMPILED", "COMPILED_NOTE", "DEFAULT_BUDGET_MB", "MAX_ROWS",
            "MAX_SECONDS", "ROOT", "WHOLE", "GapTable", "Row", "Store", "budget_bytes",
@@ -84,40 +89,70 @@ class ReferenceCall(TypedDict):
     """One module call of the reference run, back from the store: its tensor inputs and
     its output's tensors (None when it kept none)."""
 
-    inputs: list[Any]
-    output: list[Any] | None
+    inputs: list[Tensor | None]
+    output: list[Tensor | None] | None
 
 
-def _inputs(args: Any, kwargs: Any, torch: Any) -> list[Any] | None:
+#: A reference record in the store: a call's tensor inputs, or its output's tensors (None
+#: for a non-floating one), or None (no tensor output).
+Record: TypeAlias = "list[Tensor | None] | None"
+#: A model call's arguments as they were when it started: (args, kwargs).
+Snapshot: TypeAlias = "tuple[tuple[object, ...], dict[str, object]]"
+
+
+def _inputs(args: tuple[object, ...], kwargs: Mapping[str, object],
+            torch: ModuleType) -> list[Tensor] | None:
     return _leaves((tuple(args), dict(kwargs)), torch)
 
 
-def _nbytes(tensors: list[Any]) -> int:
+def _nbytes(tensors: Sequence[Tensor | None]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
 
-def _snapshot(x: Any, torch: Any, depth: int = 0) -> Any:
+def _namedtuple(x: tuple[object, ...]) -> Callable[..., tuple[object, ...]]:
+    """A named tuple's class: built from its fields as positional arguments."""
+    return type(x)
+
+
+def _snapshot_call(args: tuple[object, ...], kwargs: Mapping[str, object],
+                   tensor: type[Tensor]) -> Snapshot:
+    """A model call's arguments kept by :func:`_snapshot` (each one level down)."""
+    return (tuple(_snapshot(v, tensor, 1) for v in args),
+            {k: _snapshot(v, tensor, 1) for k, v in kwargs.items()})
+
+
+def _snapshot(x: object, tensor: type[Tensor], depth: int = 0) -> object:
     """``x`` with every tensor kept as it is and other objects copied (a cache that a call
     changes: the copy is as it was when the call started); an object that cannot be copied
     is kept."""
-    if isinstance(x, torch.Tensor) or isinstance(x, _PRIMITIVE) or depth > 6:
+    if isinstance(x, tensor) or isinstance(x, _PRIMITIVE) or depth > 6:
         return x
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(_snapshot(v, torch, depth + 1) for v in x))
+        return _namedtuple(x)(*(_snapshot(v, tensor, depth + 1) for v in x))
     if isinstance(x, (tuple, list)):
-        return type(x)(_snapshot(v, torch, depth + 1) for v in x)
-    if type(x) is dict:
-        return {k: _snapshot(v, torch, depth + 1) for k, v in x.items()}
+        return type(x)(_snapshot(v, tensor, depth + 1) for v in x)
+    if isinstance(x, dict) and type(x) is dict:
+        return {k: _snapshot(v, tensor, depth + 1) for k, v in x.items()}
     try:
         return copy.deepcopy(x)
     except Exception:  # noqa: BLE001 - not copyable: the object itself
         return x
 
 
-def _substitute(x: Any, refs: list[Any], torch: Any, at: list[int], depth: int = 0) -> Any:
+def _substitute_call(snap: Snapshot, refs: list[Tensor | None], tensor: type[Tensor]
+                     ) -> Snapshot:
+    """A snapshot's args and kwargs with :func:`_substitute` (each one level down)."""
+    args, kwargs = snap
+    at = [0]
+    call_args = tuple(_substitute(v, refs, tensor, at, 1) for v in args)
+    return call_args, {k: _substitute(kwargs[k], refs, tensor, at, 1) for k in kwargs}
+
+
+def _substitute(x: object, refs: list[Tensor | None], tensor: type[Tensor], at: list[int],
+                depth: int = 0) -> object:
     """``x`` (the model call's arguments) with its tensors, in :func:`_leaves` order,
     replaced by the reference's (cast to each tensor's dtype and device)."""
-    if isinstance(x, torch.Tensor):
+    if isinstance(x, tensor):
         r = refs[at[0]]
         at[0] += 1
         if r is None:
@@ -129,16 +164,16 @@ def _substitute(x: Any, refs: list[Any], torch: Any, at: list[int], depth: int =
     if depth > 6:
         return x
     if isinstance(x, dict):
-        return {k: _substitute(x[k], refs, torch, at, depth + 1) for k in x}
+        return {k: _substitute(x[k], refs, tensor, at, depth + 1) for k in x}
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(_substitute(v, refs, torch, at, depth + 1) for v in x))
+        return _namedtuple(x)(*(_substitute(v, refs, tensor, at, depth + 1) for v in x))
     if isinstance(x, (tuple, list)):
-        return type(x)(_substitute(v, refs, torch, at, depth + 1) for v in x)
+        return type(x)(_substitute(v, refs, tensor, at, depth + 1) for v in x)
     return x
 
 
-def _worst(out: Any, ref: list[Any] | None, mask: Any, lim: dict[str, float], torch: Any
-           ) -> tuple[float, float, str] | str:
+def _worst(out: object, ref: Record, mask: Tensor | None, lim: dict[str, float],
+           torch: ModuleType) -> tuple[float, float, str] | str:
     """(max |diff|, limit, dtype) of the leaf furthest past its limit, or why the output
     cannot be compared."""
     leaves = _leaves(out, torch)
@@ -164,8 +199,8 @@ def _worst(out: Any, ref: list[Any] | None, mask: Any, lim: dict[str, float], to
     return best if best is not None else "no floating output"
 
 
-def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
-              run_reference: Callable[[], Any], *, mask: Any = None,
+def gap_table(model: Module, reference: Module, run_model: Callable[[], object],
+              run_reference: Callable[[], object], *, mask: Tensor | None = None,
               budget: int | None = None, folder: str | None = None,
               limits: dict[str, float] | None = None,
               max_seconds: float = MAX_SECONDS) -> GapTable:
@@ -177,30 +212,33 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
 
     lim = dict(DEFAULT_LIMITS, **(limits or {}))
     cpu_mask = None if mask is None else mask.detach().bool().cpu()
-    store = Store(budget, folder)
+    store: Store[tuple[str, int, str], Record] = Store(budget, folder)
     table = GapTable(budget_bytes=budget)
     t_start = time.perf_counter()
     ref_names = {id(m): n or ROOT for n, m in reference.named_modules()}
     model_names = {id(m): n or ROOT for n, m in model.named_modules()}
     state: HookState = {"busy": False, "order": 0}
-    open_calls: dict[str, list[Any]] = {}
+    ref_open: dict[str, list[int]] = {}  # call index, per module call still running
+    model_open: dict[str, list[tuple[int, int, Snapshot | None]]] = {}  # and order, args
     counts: dict[str, int] = {}
 
-    def ref_pre(m: Any, args: Any, kwargs: Any) -> None:
+    def ref_pre(m: Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         name = ref_names.get(id(m), "?")
         idx = counts.get(name, 0)
         counts[name] = idx + 1
         leaves = _inputs(args, kwargs, torch) or []
-        kept = [t.detach().float().cpu().clone() if t.is_floating_point()
-                else t.detach().cpu().clone() for t in leaves]
+        kept: list[Tensor | None] = [
+            t.detach().float().cpu().clone() if t.is_floating_point()
+            else t.detach().cpu().clone() for t in leaves]
         store.put((name, idx, "inputs"), kept, _nbytes(kept))  # counted while the call runs
-        open_calls.setdefault(name, []).append(idx)
+        ref_open.setdefault(name, []).append(idx)
 
-    def ref_post(m: Any, _args: Any, _kwargs: Any, out: Any) -> None:
+    def ref_post(m: Module, _args: tuple[object, ...], _kwargs: dict[str, object],
+                 out: object) -> None:
         name = ref_names.get(id(m), "?")
-        idx = open_calls[name].pop()
+        idx = ref_open[name].pop()
         leaves = _leaves(out, torch)
-        outs = None if leaves is None else [
+        outs: Record = None if leaves is None else [
             _masked(t.detach().float().cpu().clone(), cpu_mask) if t.is_floating_point()
             else None for t in leaves]
         store.put((name, idx, "output"), outs, _nbytes(outs or []))
@@ -216,24 +254,23 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
         for h in handles:
             h.remove()
     counts.clear()
-    open_calls.clear()
 
-    def model_pre(m: Any, args: Any, kwargs: Any) -> None:
+    def model_pre(m: Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         if state["busy"]:
             return
         name = model_names.get(id(m), "?")
         idx = counts.get(name, 0)
         counts[name] = idx + 1
         state["order"] += 1
-        snap = None if name == ROOT else (_snapshot(tuple(args), torch),
-                                          _snapshot(dict(kwargs), torch))
-        open_calls.setdefault(name, []).append((idx, state["order"], snap))
+        snap = None if name == ROOT else _snapshot_call(args, kwargs, torch.Tensor)
+        model_open.setdefault(name, []).append((idx, state["order"], snap))
 
-    def model_post(m: Any, _args: Any, _kwargs: Any, out: Any) -> None:
+    def model_post(m: Module, _args: tuple[object, ...], _kwargs: dict[str, object],
+                   out: object) -> None:
         if state["busy"]:
             return
         name = model_names.get(id(m), "?")
-        idx, order, snap = open_calls[name].pop()
+        idx, order, snap = model_open[name].pop()
         inputs, output = store.take_all([(name, idx, "inputs"), (name, idx, "output")])
         if inputs is None:
             table.skipped.setdefault(name, "not called (that often) in the reference run")
@@ -252,9 +289,9 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
             row.note = "not re-run: the time bound was spent"
             table.note = f"local errors stop after {max_seconds:g} s"
         else:
-            row.local, row.note = _local(m, snap, rec, cpu_mask, lim, torch, state)
+            row.local, row.note = _local(m, snap, rec, cpu_mask, lim, state)
             if row.local is not None and next(m.children(), None) is not None and not any(
-                    t.is_floating_point() for t in rec["inputs"]):
+                    t is not None and t.is_floating_point() for t in rec["inputs"]):
                 row.whole = True
                 row.note = WHOLE
         table.rows.append(row)
@@ -276,15 +313,15 @@ def gap_table(model: Any, reference: Any, run_model: Callable[[], Any],
     return table
 
 
-def _local(m: Any, snap: Any, rec: ReferenceCall, mask: Any, lim: dict[str, float],
-           torch: Any, state: HookState) -> tuple[float | None, str]:
+def _local(m: Module, snap: Snapshot | None, rec: ReferenceCall, mask: Tensor | None,
+           lim: dict[str, float], state: HookState) -> tuple[float | None, str]:
     """The module re-run on the reference's inputs: (max |diff| vs the reference output,
     note)."""
-    args, kwargs = snap
+    import torch
+
+    assert snap is not None  # only the whole model's call has none, and it is not re-run
     try:
-        at = [0]
-        call_args = _substitute(args, rec["inputs"], torch, at)
-        call_kwargs = _substitute(kwargs, rec["inputs"], torch, at)
+        call_args, call_kwargs = _substitute_call(snap, rec["inputs"], torch.Tensor)
     except (ValueError, IndexError) as exc:
         return None, f"not re-run: {exc}"
     state["busy"] = True
@@ -324,7 +361,7 @@ _NOTES = {COMPILED: COMPILED_NOTE, AOTI: AOTI_NOTE}
 
 
 @contextmanager
-def leaves_compiled(model: Any) -> Iterator[None]:
+def leaves_compiled(model: Module) -> Iterator[None]:
     """Every leaf module's ``forward`` compiled alone (Inductor) for the duration; hooks
     stay eager around it. Dynamo's recompile limits are raised meanwhile (one graph per
     module instance and shape)."""
@@ -355,9 +392,24 @@ def _verdict_limit(table: GapTable, verdict: Verdict) -> None:
             r.note = "; ".join(x for x in (r.note, "limit: the cell's tolerance") if x)
 
 
-def table_after_verdict(ctx: Any, subject: str, verdict: Verdict, *, model: Any,
-                        reference: Any, forward: Callable[[Any], Any],
-                        forward_reference: Callable[[Any], Any], mask: Any = None,
+class VerdictContext(Protocol):
+    """What a verdict's follow-up calls on the probe's context (the probe's ``ctx``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def options(self) -> ProbeOptions: ...
+
+    def step(self, name: str, /) -> None: ...
+
+    def log(self, text: str, **fields: object) -> object: ...
+
+
+def table_after_verdict(ctx: VerdictContext, subject: str, verdict: Verdict, *, model: Module,
+                        reference: Module, forward: Callable[[Module], object],
+                        forward_reference: Callable[[Module], object],
+                        mask: Tensor | None = None,
                         path: str = "eager") -> GapTable | None:
     """After a verdict: the gap table when :func:`wanted`, as a ``log`` signal
     (``detail.gap_table``) and a JSON artifact (``path`` :data:`COMPILED` or :data:`AOTI`:

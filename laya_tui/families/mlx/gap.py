@@ -108,7 +108,7 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
     t_start = time.perf_counter()
     names = set(step_names(enc))
     mask = attention_mask.bool()
-    store = Store(budget, folder)
+    store: Store[tuple[str, str], torch.Tensor | None] = Store(budget, folder)
     table = GapTable(budget_bytes=budget)
     modules = {id(m): n for n, m in model.named_modules() if n in names}
     types = {n: type(m).__name__ for n, m in model.named_modules() if n in names}
