@@ -20,9 +20,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.records import ProbeOptions
+from laya_tui.families.tilelang.tl_objects import Artifact, Kernel, OutIdx, PrimFunc, Target
+
+if TYPE_CHECKING:
+    pass
 
 BUILD_TIMEOUT = 300.0
 
@@ -64,12 +68,12 @@ def recorded_commands() -> Iterator[Recorded]:
     real, real_load = nvcc.subprocess, CUDABinaryCache.load  # (BinaryCache's classmethod)
     own = CUDABinaryCache.__dict__.get("load")
 
-    def popen(cmd: Any, *args: Any, **kwargs: Any) -> Any:
+    def popen(cmd: object, *args: object, **kwargs: object) -> object:
         rec.commands.append([str(c) for c in cmd] if isinstance(cmd, (list, tuple))
                             else [str(cmd)])
         return real.Popen(cmd, *args, **kwargs)
 
-    def load(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    def load(cls: type, /, *args: object, **kwargs: object) -> object:
         hit = real_load(*args, **kwargs)
         rec.cached_binary = rec.cached_binary or hit is not None
         return hit
@@ -94,7 +98,7 @@ def cache_root(opts: ProbeOptions) -> str:
     return artifact_dir(opts, "tilelang")
 
 
-def wrap_source(func: Any, artifact: Any, target: Any) -> str:
+def wrap_source(func: PrimFunc, artifact: Artifact, target: Target) -> str:
     """The host wrapper + kernel source TileLang's cython adapter compiles."""
     from tilelang import tvm
     from tilelang.jit.adapter.wrapper import TLWrapper
@@ -136,7 +140,7 @@ def can_link_cuda() -> bool:
     return any(os.path.exists(os.path.join(d, "libcuda.so")) for d in dirs)
 
 
-def compile_command(target: Any, compiler: str, src: str, out: str, *,
+def compile_command(target: Target, compiler: str, src: str, out: str, *,
                     link: bool = True) -> list[str]:
     """The command TileLang's ``LibraryGenerator`` runs for ``target`` (c or cuda).
 
@@ -167,7 +171,7 @@ def compile_command(target: Any, compiler: str, src: str, out: str, *,
             "-o", out]
 
 
-def build_library(code: str, target: Any, root: str, *, link: bool = True) -> BuildResult:
+def build_library(code: str, target: Target, root: str, *, link: bool = True) -> BuildResult:
     """Compile the wrapped ``code`` for ``target`` under ``root/build`` (cached by hash)."""
     kind = target.kind.name
     compiler = compiler_for(kind)
@@ -206,8 +210,8 @@ def build_library(code: str, target: Any, root: str, *, link: bool = True) -> Bu
     return BuildResult(False, cmd, seconds, src, None, output, rc, linked=link)
 
 
-def load_kernel(func: Any, artifact: Any, target: Any, code: str, lib_path: str,
-                out_idx: Any = None) -> Any:
+def load_kernel(func: PrimFunc, artifact: Artifact, target: Target, code: str, lib_path: str,
+                out_idx: OutIdx = None) -> Kernel:
     """A callable kernel over a built library (TileLang's cython adapter, no rebuild);
     with ``out_idx`` it allocates and returns those outputs as ``tilelang.compile``'s does."""
     from tilelang.jit.adapter import CythonKernelAdapter
@@ -216,4 +220,5 @@ def load_kernel(func: Any, artifact: Any, target: Any, code: str, lib_path: str,
         params=artifact.params, result_idx=out_idx, target=target, func_or_mod=func,
         host_kernel_source=code, device_kernel_source=artifact.kernel_source,
         kernel_lib_path=lib_path, pass_configs={})
-    return adapter.func
+    kernel: Kernel = adapter.func
+    return kernel

@@ -17,15 +17,26 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, NamedTuple
 
 from laya_tui.families.tilelang.capture_stubs import (
     Check,
     KernelCallRecord,
+    ModeState,
     StopCapture,
 )
 from laya_tui.families.tilelang.cell_state import has_gpu
 from laya_tui.families.tilelang.records import Globals, KernelArgs, Kwargs, PassConfigs, TunedDict
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.capture_types import (
+        Described,
+        OutIdx,
+        Registry,
+        TirCall,
+        TracedPrimFunc,
+    )
 
 #: The file's own run may use this much CPU time (``LAYA_TUI_TILELANG_CAPTURE_S``): the
 #: process's CPU (``ITIMER_PROF``: user + system time of all its threads, TileLang's compile
@@ -63,7 +74,7 @@ AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on 
 class MakerCall(NamedTuple):
     """A call of a kernel maker the run made: its own values and where in the file."""
 
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     kwargs: Kwargs  # the call's keyword arguments, as the file passed them
     site: str | None  # "main() at line 129"
 
@@ -72,7 +83,7 @@ class JitCall(NamedTuple):
     """A call of a ``@tilelang.jit`` kernel under way (the innermost last on the stack)."""
 
     obj: str | None  # the module attribute (or foreign key) of the kernel
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     kwargs: Kwargs  # the call's keyword arguments, as the file passed them
     site: str | None
 
@@ -82,7 +93,7 @@ class TracedCall(NamedTuple):
 
     obj: str | None
     how: str  # "jit" | "maker" | "nested" | "primfunc" (becomes :attr:`Build.kind`)
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     kwargs: Kwargs  # the call's keyword arguments, as the file passed them
     site: str | None
 
@@ -94,21 +105,22 @@ class Build:
     obj: str | None  # the module attribute of the kernel (jit function, maker, PrimFunc),
     # or ``/path/lib.py::name`` for a kernel another file defines (see :func:`foreign_key`)
     kind: str  # "jit" | "maker" | "primfunc"
-    func: Any  # the traced PrimFunc
+    func: TracedPrimFunc
     args: KernelArgs  # JSON-able (tensors as {"tensor": shape, "dtype"})
     sources: dict[str, str]
-    out_idx: Any
-    target: Any
+    out_idx: OutIdx
+    target: Described  # as the file asked for it ("auto", "cuda", a Target's text...)
     execution_backend: str | None
     pass_configs: PassConfigs
-    compile_flags: Any
+    compile_flags: list[str] | str | None
     site: str | None  # "main() at line 129"
     entry: str  # the entry point that built it
-    raw: tuple[tuple[Any, ...], Kwargs] = ((), {})  # the call's own values
+    raw: tuple[tuple[object, ...], Kwargs] = ((), {})  # the call's own values
     tuned: TunedDict | None = None
     call: KernelCallRecord = field(default_factory=KernelCallRecord)
     index: int = 0  # the how-manieth build of the file
-    module: Any = None  # another file's kernel: its module as this run imported it
+    module: ModuleType | None = None  # another file's kernel: its module as this run
+    # imported it
     run_globals: Globals = field(default_factory=dict)  # see :func:`run_globals`
 
 
@@ -119,11 +131,12 @@ class TraceFailure:
     obj: str
     args: KernelArgs
     sources: dict[str, str]
-    raw: tuple[tuple[Any, ...], Kwargs]
+    raw: tuple[tuple[object, ...], Kwargs]
     site: str | None
     error: BaseException
     gpu: str | None  # why it needs a GPU, when that is the reason
-    module: Any = None  # another file's kernel: its module as this run imported it
+    module: ModuleType | None = None  # another file's kernel: its module as this run
+    # imported it
     run_globals: Globals = field(default_factory=dict)  # see :func:`run_globals`
 
 
@@ -139,7 +152,7 @@ class Capture:
     error: str | None = None  # the file did not import
     import_error: BaseException | None = None  # what its import raised
     seconds: float = 0.0
-    module: Any = None
+    module: ModuleType | None = None  # the file as the run imported it
     faked: int = 0  # heavy ops the CPU stand-in answered with zeros (their checks unused)
     stopped_when_done: bool = False  # the run was cut short once its own kernels were built
     unchecked: int = 0  # the file's assert_close calls on stand-in results, let pass
@@ -205,7 +218,7 @@ def capture_deadline(budget: float) -> Iterator[None]:
         return
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
-    def on_signal(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         if signum == signal.SIGPROF and _ALARM[0]:
             raise StopCapture(_ALARM[0])
@@ -257,7 +270,7 @@ def budget_stop(text: str) -> str | None:
     return text[at:].split(")", 1)[0] + ")" if "(" in text[at:] else text[at:]
 
 
-def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: Kwargs
+def bound_arguments(sig: inspect.Signature, args: tuple[object, ...], kwargs: Kwargs
                     ) -> tuple[KernelArgs, set[str]]:
     """(every parameter's value, the names the call gave) for a kernel call; keywords the
     signature does not name (the eager style's ``T.const`` shapes: ``M=1024``) kept too."""
@@ -282,14 +295,15 @@ def bound_arguments(sig: inspect.Signature, args: tuple[Any, ...], kwargs: Kwarg
     return values, given
 
 
-def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: str,
-                 args: tuple[Any, ...], kwargs: Kwargs, path: str,
-                 mode: Any = None) -> Any:
+def record_check(registry: Registry, how: str, args: tuple[object, ...], kwargs: Kwargs,
+                 path: str, mode: ModeState | None = None) -> object:
     """A comparison the file makes (``how``: the check's real name, or ``"assert"`` for the
     truth of a tensor): recorded on the kernel whose outputs one side derives from (the
-    file's own check), answered as passing so the run goes on; else ``NotImplemented``
-    (torch answers). ``registry`` is the capture's map of stand-in tensors (unused: the
-    tensors carry their own :mod:`laya_tui.families.tilelang.own_checks` nodes)."""
+    file's own check), answered as passing so the run goes on (True for ``torch.allclose``
+    and ``torch.equal``, None for an ``assert_close``, the wanted truth for an ``assert``);
+    else ``NotImplemented`` (torch answers). ``registry`` is the capture's map of stand-in
+    tensors (unused: the tensors carry their own :mod:`laya_tui.families.tilelang.own_checks`
+    nodes)."""
     from laya_tui.families.tilelang import own_checks as oc
 
     frames = oc.file_frames(path)
@@ -323,8 +337,8 @@ def record_check(registry: dict[int, tuple[KernelCallRecord, int, Any]], how: st
     return True if how in ("torch.allclose", "torch.equal") else None
 
 
-def _frames() -> Iterator[Any]:
-    f: Any = sys._getframe(1)
+def _frames() -> Iterator[FrameType]:
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         yield f
         f = f.f_back
@@ -350,7 +364,7 @@ def call_site(path: str) -> tuple[str | None, int | None]:
     return None, None
 
 
-def run_globals(fn: Any, mod: Any, after_import: Globals) -> Globals:
+def run_globals(fn: object, mod: ModuleType | None, after_import: Globals) -> Globals:
     """The module globals ``fn`` (a kernel's Python function) reads that the file's run set
     after its import (``H = 1`` in the ``__main__`` block): the values it was traced with,
     which importing the file alone does not give (``repro.py`` sets them). Literal values
@@ -378,7 +392,7 @@ def run_globals(fn: Any, mod: Any, after_import: Globals) -> Globals:
     return out
 
 
-def first_tensor_dtype(func: Any) -> str | None:
+def first_tensor_dtype(func: TracedPrimFunc) -> str | None:
     """The dtype of a PrimFunc's first buffer parameter."""
     try:
         for p in func.params:
@@ -390,7 +404,7 @@ def first_tensor_dtype(func: Any) -> str | None:
     return None
 
 
-def kernel_data_dtype(func: Any) -> str | None:
+def kernel_data_dtype(func: TracedPrimFunc) -> str | None:
     """A PrimFunc's data dtype: the dtypes of the buffer parameters it only reads and of
     those it writes (stores, tile ops' write regions, access pointers with the write bit),
     combined by :func:`laya_tui.families.tilelang.data_dtype.combine`."""
@@ -404,7 +418,7 @@ def kernel_data_dtype(func: Any) -> str | None:
                    [d for n, d in params if n in written])
 
 
-def written_params(func: Any) -> set[int] | None:
+def written_params(func: TracedPrimFunc) -> set[int] | None:
     """The positions of the buffer parameters a PrimFunc writes (None: not readable)."""
     found = _params_written(func)
     if found is None:
@@ -413,7 +427,7 @@ def written_params(func: Any) -> set[int] | None:
     return {i for i, (n, _) in enumerate(params) if n in written}
 
 
-def _params_written(func: Any) -> tuple[list[tuple[str, str]], set[str]] | None:
+def _params_written(func: TracedPrimFunc) -> tuple[list[tuple[str, str]], set[str]] | None:
     try:
         from tvm import tirx
         from tvm.tirx import stmt_functor
@@ -425,7 +439,7 @@ def _params_written(func: Any) -> tuple[list[tuple[str, str]], set[str]] | None:
                   (func.buffer_map.get(p) for p in func.params) if b is not None]
         written: set[str] = set()
 
-        def visit(node: Any) -> None:
+        def visit(node: object) -> None:
             if isinstance(node, tirx.BufferStore):
                 written.add(str(node.buffer.data.name))
             elif isinstance(node, tirx.Call):
@@ -437,7 +451,7 @@ def _params_written(func: Any) -> tuple[list[tuple[str, str]], set[str]] | None:
     return params, written
 
 
-def _written_by_call(call: Any, tirx: Any, written: set[str]) -> None:
+def _written_by_call(call: TirCall, tirx: ModuleType, written: set[str]) -> None:
     """The buffer a ``tl.region`` / ``tl.access_ptr`` / ``tvm_access_ptr`` writes."""
     name = str(getattr(call.op, "name", ""))
     args = list(call.args)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
 
 from laya_tui.families.tilelang.capture_torch_mode import (
     HEAVY_ELEMENTS,
@@ -29,6 +30,18 @@ from laya_tui.families.tilelang.capture_torch_mode import (
     stand_in_bench,
 )
 from laya_tui.families.tilelang.records import Kwargs
+
+if TYPE_CHECKING:
+    import torch
+
+    from laya_tui.families.tilelang.capture_types import (
+        Described,
+        KernelParam,
+        OutIdx,
+        Registry,
+        TracedPrimFunc,
+    )
+    from laya_tui.families.tilelang.own_checks import Leaf
 
 __all__ = ["HEAVY_ELEMENTS", "HEAVY_OPS", "MAX_CALLS", "MEMORY_SHARE", "STAND_IN_MAX_BYTES",
            "Check", "KernelCallRecord", "ModeState", "OnCuda", "StopCapture", "StubArtifact",
@@ -48,14 +61,14 @@ class Check:
     :mod:`laya_tui.families.tilelang.own_checks`)."""
 
     output: int  # index into the kernel's outputs (or its call arguments for in-place ones)
-    expected: Any  # the tensor the file compares with (a node when derived from outputs)
+    expected: object  # the tensor the file compares with (a node when derived from outputs)
     rtol: float | None
     atol: float | None
     line: int | None  # where the file compares
     how: str  # the check's real name: "torch.testing.assert_close" | "torch.allclose" | ...
     in_place: bool = False  # the output is one of the call's arguments
     trusted: bool = True  # False: the expected tensor may come from a faked heavy op
-    actual: Any = None  # the compared kernel value: a node over the kernel's outputs
+    actual: object = None  # the compared kernel value: a node over the kernel's outputs
     call: int = 0  # which of the file's distinct calls of the kernel it checks
     options: Kwargs = field(default_factory=dict)  # as the file passed them
     where: str = ""  # " (in check_close(), called at line 27)" for a helper's check
@@ -75,12 +88,12 @@ MAX_CALLS = 4
 class KernelCallRecord:
     """The calls the file makes to a built kernel: their tensors and outputs."""
 
-    inputs: list[Any] = field(default_factory=list)  # the first call's
-    outputs: list[Any] = field(default_factory=list)
+    inputs: list[object] = field(default_factory=list)  # the first call's arguments
+    outputs: list[torch.Tensor] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
-    ref_program: Any = None  # profiler.assert_allclose's reference program
+    ref_program: Callable[..., object] | None = None  # profiler.assert_allclose's reference
     ref_options: Kwargs = field(default_factory=dict)
-    supply_type: Any = None
+    supply_type: object = None  # TileLang's TensorSupplyType the file asked for
     kernel: str = ""  # the kernel's function name
     maker: str = ""  # the file's name for it (jit function, maker, PrimFunc variable)
     #: a TileLang tool whose session the file built the kernel in ("iket": its events need
@@ -90,19 +103,21 @@ class KernelCallRecord:
     #: file's: nothing may be compared on them)
     inputs_from: str | None = None
     #: the inputs of each distinct call (up to :data:`MAX_CALLS`; the first is ``inputs``)
-    calls: list[list[Any]] = field(default_factory=list)
+    calls: list[list[object]] = field(default_factory=list)
 
 
-def torch_dtype(name: str) -> Any:
-    """The torch dtype of a TileLang dtype name (``float8_e4m3`` -> ``torch.float8_e4m3fn``)."""
+def torch_dtype(name: str) -> torch.dtype | None:
+    """The torch dtype of a TileLang dtype name (``float8_e4m3`` -> ``torch.float8_e4m3fn``;
+    None for a name torch has no dtype of)."""
     import torch
 
     alias = {"float8_e4m3": "float8_e4m3fn", "float": "float32", "half": "float16",
              "bool": "bool"}
-    return getattr(torch, alias.get(name, name), None)
+    found = getattr(torch, alias.get(name, name), None)
+    return found if isinstance(found, torch.dtype) else None
 
 
-def describe(value: Any) -> Any:
+def describe(value: object) -> Described:
     """A JSON-able form of an argument: tensors as ``{"tensor": shape, "dtype": name}``,
     dtypes as their names, sequences item by item; ``repr`` for anything else."""
     try:
@@ -116,9 +131,15 @@ def describe(value: Any) -> Any:
         pass
     if value is None:
         return None
-    for plain in (bool, int, float, str):  # TileLang's dtypes are a str subclass
-        if isinstance(value, plain):
-            return plain(value)
+    # as the plain type (TileLang's dtypes are a str subclass)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, (list, tuple)):
         return [describe(v) for v in value]
     if isinstance(value, dict):
@@ -139,19 +160,19 @@ class StubArtifact:
         self.kernel_source = ""
         self.host_source = ""
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> NoReturn:
         raise StopCapture(f"the file uses tilelang.lower(...).{name} (the capture stops there)")
 
 
-def _storage(t: Any) -> int:
+def _storage(t: object) -> int:
     """The address of a tensor's storage (0 for none): views of one buffer share it."""
     try:
-        return int(t.untyped_storage().data_ptr())
+        return int(getattr(t, "untyped_storage")().data_ptr())  # noqa: B009 - any object
     except (AttributeError, RuntimeError):
         return 0
 
 
-def _tag_base(view: Any, leaf: Any) -> None:
+def _tag_base(view: torch.Tensor, leaf: Leaf) -> None:
     """An in-place kernel given a whole-buffer view (``out.reshape(-1)``, ``out.view(n)``)
     writes its base too: the file checks ``out``, which is the written argument reshaped."""
     import torch
@@ -171,9 +192,8 @@ def _tag_base(view: Any, leaf: Any) -> None:
 class StubKernel:
     """What the file gets instead of a compiled kernel while it is being captured."""
 
-    def __init__(self, func: Any, out_idx: Any, record: KernelCallRecord,
-                 registry: dict[int, tuple[KernelCallRecord, int, Any]],
-                 config: Kwargs | None = None) -> None:
+    def __init__(self, func: TracedPrimFunc, out_idx: OutIdx, record: KernelCallRecord,
+                 registry: Registry, config: Kwargs | None = None) -> None:
         self.prim_func = func
         self.out_idx = out_idx
         self._record = record
@@ -187,7 +207,8 @@ class StubKernel:
                 "global_symbol" in attrs else str(getattr(func, "__name__", "a kernel"))
 
     # -- the calls a file makes on a kernel -----------------------------------------------
-    def __call__(self, *tensors: Any, **kwargs: Any) -> Any:
+    def __call__(self, *tensors: object, **kwargs: object
+                 ) -> torch.Tensor | list[torch.Tensor] | None:
         import torch
 
         from laya_tui.families.tilelang.own_checks import Leaf, tag
@@ -243,13 +264,13 @@ class StubKernel:
             known = self.__dict__["_written_params"] = written_params(self.prim_func) or set()
         return known
 
-    def get_profiler(self, *args: Any, **kwargs: Any) -> StubProfiler:
+    def get_profiler(self, *args: object, **kwargs: object) -> StubProfiler:
         supply = kwargs.get("tensor_supply_type", args[0] if args else None)
         self._record.supply_type = supply
         return StubProfiler(self._record, self)
 
     @property
-    def params(self) -> list[Any]:
+    def params(self) -> list[KernelParam]:
         """TileLang's own reading of the PrimFunc's parameters (``kernel.params``)."""
         from tilelang.engine.lower import extrac_params
 
@@ -263,23 +284,23 @@ class StubKernel:
     def host_source(self) -> str:
         return ""
 
-    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+    def get_kernel_source(self, *args: object, **kwargs: object) -> str:
         return ""
 
-    def get_host_source(self, *args: Any, **kwargs: Any) -> str:
+    def get_host_source(self, *args: object, **kwargs: object) -> str:
         return ""
 
-    def show_source(self, *args: Any, **kwargs: Any) -> None:
+    def show_source(self, *args: object, **kwargs: object) -> None:
         return None
 
-    def export_library(self, *args: Any, **kwargs: Any) -> None:
+    def export_library(self, *args: object, **kwargs: object) -> None:
         return None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> NoReturn:
         raise StopCapture(f"the file uses kernel.{name} (the capture stops there)")
 
     # -- outputs --------------------------------------------------------------------------
-    def _outputs(self, tensors: tuple[Any, ...]) -> list[Any]:
+    def _outputs(self, tensors: tuple[object, ...]) -> list[torch.Tensor]:
         import torch
 
         func = self.prim_func
@@ -300,7 +321,7 @@ class StubKernel:
         device = next((t.device for t in tensors if isinstance(t, torch.Tensor)), None)
         if device is None:
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        outs = []
+        outs: list[torch.Tensor] = []
         for i in wanted:
             buf = func.buffer_map.get(func.params[i])
             dtype = torch_dtype(str(buf.dtype)) if buf is not None else None
@@ -315,20 +336,21 @@ class StubKernel:
 class StubProfiler:
     """``kernel.get_profiler()`` during the capture: records the file's reference check."""
 
-    def __init__(self, record: KernelCallRecord, kernel: Any = None) -> None:
+    def __init__(self, record: KernelCallRecord, kernel: StubKernel | None = None) -> None:
         self._record = record
         self.func = kernel  # TileLang's profiler.func: the kernel itself
         self.adapter = kernel
 
-    def assert_allclose(self, reference_program: Any, *args: Any, **kwargs: Any) -> None:
+    def assert_allclose(self, reference_program: Callable[..., object], *args: object,
+                        **kwargs: object) -> None:
         self._record.ref_program = reference_program
         self._record.ref_options = {k: v for k, v in kwargs.items()
                                     if k in ("atol", "rtol", "max_mismatched_ratio")}
 
-    def do_bench(self, *args: Any, **kwargs: Any) -> float:
+    def do_bench(self, *args: object, **kwargs: object) -> float:
         return 1.0
 
-    def run_once(self, func: Any = None) -> Any:
+    def run_once(self, func: Callable[..., object] | None = None) -> object:
         """As TileLang's ``Profiler.run_once``: inputs made by the kernel's tensor supply,
         then ``func`` (else the kernel's stand-in) called with them; its outputs returned."""
         from tilelang.utils.tensor import TensorSupplyType, get_tensor_supply
@@ -347,7 +369,7 @@ class StubProfiler:
             raise StopCapture(f"profiler.run_once: {exc}") from exc
         return (func or kernel)(*ins)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> NoReturn:
         raise StopCapture(f"the file uses profiler.{name} (the capture stops there)")
 
 

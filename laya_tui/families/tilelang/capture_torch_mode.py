@@ -10,9 +10,16 @@ torch is imported inside the functions.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from laya_tui.families.tilelang.capture_types import Compare
 
 __all__ = ["HEAVY_ELEMENTS", "HEAVY_OPS", "ModeState", "OnCuda", "capture_mode",
            "cpu_generator", "stand_in_bench"]
@@ -26,33 +33,30 @@ class OnCuda:
     as on a GPU. Keyed by ``id`` with a weak reference (a tensor's ``==`` is elementwise)."""
 
     def __init__(self) -> None:
-        import weakref
+        self._refs: dict[int, weakref.ref[torch.Tensor]] = {}
 
-        self._refs: dict[int, Any] = {}
-        self._ref = weakref.ref
-
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         for t in _tensors(value):
             key = id(t)
-            self._refs[key] = self._ref(t, functools.partial(self._drop, key))
+            self._refs[key] = weakref.ref(t, functools.partial(self._drop, key))
 
-    def _drop(self, key: int, _ref: Any) -> None:
+    def _drop(self, key: int, _ref: object) -> None:
         self._refs.pop(key, None)
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         ref = self._refs.get(id(value))
         return ref is not None and ref() is value
 
-    def any_of(self, values: Any) -> bool:
+    def any_of(self, values: Iterable[object]) -> bool:
         return bool(self._refs) and any(self.holds(t) for v in values for t in _tensors(v))
 
 
-def _wants_cuda(value: Any) -> bool:
+def _wants_cuda(value: object) -> bool:
     return isinstance(value, str) and value.startswith("cuda") or \
         getattr(value, "type", None) == "cuda" and not isinstance(value, str)
 
 
-def _to_cpu_device(value: Any) -> Any:
+def _to_cpu_device(value: object) -> object:
     text = str(value) if value is not None else ""
     if text.startswith("cuda"):
         return "cpu"
@@ -79,7 +83,7 @@ class ModeState:
     release: Callable[[], None] | None = None
 
 
-def _tensors(value: Any) -> list[Any]:
+def _tensors(value: object) -> list[torch.Tensor]:
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -89,7 +93,7 @@ def _tensors(value: Any) -> list[Any]:
     return []
 
 
-def cpu_generator() -> Any:
+def cpu_generator() -> type[torch.Generator]:
     """``torch.Generator`` for a capture without a GPU: ``device="cuda"`` makes a CPU one
     (the file's tensors are on the CPU there too); still a ``torch.Generator``."""
     import torch
@@ -97,20 +101,22 @@ def cpu_generator() -> Any:
     base: Any = torch.Generator
 
     class Generator(base):  # type: ignore[misc] # torch.Generator, made Any above
-        def __new__(cls, device: Any = "cpu") -> Any:
-            return base.__new__(cls, device=_to_cpu_device(device))
+        def __new__(cls, device: object = "cpu") -> Generator:
+            made: Generator = base.__new__(cls, device=_to_cpu_device(device))
+            return made
 
     return Generator
 
 
-def stand_in_bench(*args: Any, **kwargs: Any) -> Any:
+def stand_in_bench(*args: object, **kwargs: object) -> float | list[float]:
     """TileLang's ``do_bench`` during a capture: the file's timing of stand-ins and of its
     torch reference means nothing there (and needs a GPU), so 1 ms at once (``"all"``: one
     sample)."""
     return [1.0] if kwargs.get("return_mode") == "all" else 1.0
 
 
-def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None = None) -> Any:
+def capture_mode(*, cuda_on_cpu: bool, on_compare: Compare,
+                 state: ModeState | None = None) -> TorchFunctionMode:
     """A ``TorchFunctionMode`` for the capture: ``allclose`` calls go to ``on_compare``
     (which returns a result, or ``NotImplemented`` to let torch answer), and with
     ``cuda_on_cpu`` (a machine without a GPU) tensors the file puts on ``cuda`` are built
@@ -128,11 +134,11 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
     on_cuda = OnCuda()
     is_cuda = torch._C.TensorBase.is_cuda
 
-    def ask(truth: Any) -> bool | None:
+    def ask(truth: object) -> bool | None:
         got = on_compare("assert", (truth,), {})
         return None if got is NotImplemented else bool(got)
 
-    def large(values: Any) -> bool:
+    def large(values: Iterable[object]) -> bool:
         n = 0
         for v in values:
             if isinstance(v, torch.Tensor):
@@ -141,15 +147,16 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
                 n += sum(t.numel() for t in v if isinstance(t, torch.Tensor))
         return n > HEAVY_ELEMENTS
 
-    def fake(func: Any, args: Any, kwargs: Any) -> Any:
-        def meta(v: Any) -> Any:
+    def fake(func: Callable[..., object], args: tuple[object, ...],
+             kwargs: Mapping[str, object]) -> object:
+        def meta(v: object) -> object:
             if isinstance(v, torch.Tensor):
                 return v.to("meta")
             if isinstance(v, (list, tuple)):
                 return type(v)(meta(x) for x in v)
             return v
 
-        out = func(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+        out = func(*(meta(a) for a in args), **{k: meta(v) for k, v in kwargs.items()})
         size = sum(t.numel() * t.element_size() for t in _tensors(out))
         why = stubs.too_big(size)
         if why is not None and state.release is not None:
@@ -165,9 +172,11 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
         # stand-in runs and gives zeros, as the file's .backward() expects a graph)
         grads = [t for t in (*args, *kwargs.values())
                  if isinstance(t, torch.Tensor) and t.requires_grad]
-        tie: Any = sum(t.sum() * 0 for t in grads) if grads else None
+        tie: torch.Tensor | None = None  # the sum of each one's sum times 0
+        for t in grads:
+            tie = t.sum() * 0 if tie is None else tie + t.sum() * 0
 
-        def real(v: Any) -> Any:
+        def real(v: object) -> object:
             if isinstance(v, torch.Tensor):
                 zeros = torch.zeros(v.shape, dtype=v.dtype)
                 if tie is not None and zeros.is_floating_point():
@@ -181,8 +190,9 @@ def capture_mode(*, cuda_on_cpu: bool, on_compare: Any, state: ModeState | None 
         return real(out)
 
     class CaptureMode(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(self, func: Callable[..., object], types: object,
+                               args: tuple[object, ...] = (),
+                               kwargs: Mapping[str, object] | None = None) -> object:
             kwargs = dict(kwargs or {})
             name = getattr(func, "__name__", "")
             if name in ("allclose", "equal"):  # `assert torch.equal(...)` too

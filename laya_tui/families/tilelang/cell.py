@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, cast
+from contextlib import AbstractContextManager
+from typing import cast
 
 from laya_tui.families.tilelang.cell_state import (
     INSTALL_HINT,
@@ -48,6 +49,7 @@ from laya_tui.families.tilelang.missing_package import missing_package
 from laya_tui.families.tilelang.records import (
     CellArtifacts,
     CellExtra,
+    Example,
     KernelArgs,
     PassConfigs,
     ProbeContext,
@@ -109,6 +111,7 @@ def run_cell(ctx: ProbeContext, *, kernel: str, file: str, kind: str, target: st
     fsite = factory_site(file, line, factory or (obj if kind in ("jit", "maker", "nested")
                                                   else None))
     session = tool_session(ctx, state, call)
+    example: Example | None
     try:
         with session:
             func, example = trace_stage(ctx, state, fsite, factory, call)
@@ -149,7 +152,8 @@ def run_cell(ctx: ProbeContext, *, kernel: str, file: str, kind: str, target: st
     _emit_summary(ctx, state)
 
 
-def tool_session(ctx: ProbeContext, state: CellState, call: KernelCall | None) -> Any:
+def tool_session(ctx: ProbeContext, state: CellState, call: KernelCall | None
+                 ) -> AbstractContextManager[object]:
     """The TileLang tool session the file built this kernel in, entered again for the
     cell's trace, lower, build and run (IKET: ``with iket.session():`` adds the codegen its
     ``iket.mark`` events need; built outside it, nvcc meets ``TL_IKET_EVENT`` undefined);
@@ -162,7 +166,9 @@ def tool_session(ctx: ProbeContext, state: CellState, call: KernelCall | None) -
     from laya_tui.families.tilelang.build import cache_root
 
     state.extra["tool_session"] = "tilelang.tools.cuda.iket.session()"
-    return iket.session(output_dir=os.path.join(cache_root(ctx.options), "iket", state.name))
+    session: AbstractContextManager[object] = iket.session(
+        output_dir=os.path.join(cache_root(ctx.options), "iket", state.name))
+    return session
 
 
 #: a factory's fixes name its cpu=True specialization; what applies to a plain kernel

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.data_dtype import label
 from laya_tui.families.tilelang.diagnostics import Diagnostic
@@ -27,6 +28,7 @@ from laya_tui.families.tilelang.records import (
 
 if TYPE_CHECKING:
     from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
+    from laya_tui.families.tilelang.tl_objects import OutIdx, PrimFunc
 
 SEED = 1234
 DEFAULT_CUDA_ARCH = "sm_90a"
@@ -52,12 +54,13 @@ class KernelCall:
     sources: dict[str, str] = field(default_factory=dict)
     dtype_arg: str | None = None
     pass_configs: PassConfigs = field(default_factory=dict)
-    out_idx: Any = None
+    out_idx: OutIdx = None
     execution_backend: str | None = None  # as the file or the table asks (None: default)
-    compile_flags: Any = None
-    func: Any = None  # the PrimFunc the file's own run traced (None: trace with args)
+    compile_flags: list[str] | str | None = None  # tilelang.compile's, as the file gave them
+    func: PrimFunc | None = None  # the PrimFunc the file's own run traced (None: trace
+    # with args)
     record: KernelCallRecord | None = None  # the file's calls of the built kernel
-    module: Any = None  # the module the file's run imported (its ref_program)
+    module: ModuleType | None = None  # the module the file's run imported (its ref_program)
     trace_error: BaseException | None = None  # the file's own call of the kernel raised
     run_globals: Globals = field(default_factory=dict)  # globals the file's run set
 
@@ -83,7 +86,7 @@ class CellState:
     seconds: dict[str, float] = field(default_factory=dict)
     extra: CellExtra = field(default_factory=lambda: CellExtra())
     diag: Diagnostic | None = None
-    module: Any = None  # the imported kernel module (not reported)
+    module: ModuleType | None = None  # the imported kernel module (not reported)
     no_reference: str = ""  # why a plain kernel has nothing to compare with
 
     @property

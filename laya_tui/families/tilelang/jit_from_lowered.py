@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from tvm.target import Target
     from tvm.tirx import PrimFunc
 
+    from laya_tui.families.tilelang.tl_objects import OutIdx
+
 #: ``JITKernel._compile_artifact``'s parameters in the TileLang this code follows (0.1.15).
 _EXPECTED = ("self", "tilelang_func", "pass_configs", "compile_metadata")
 
@@ -47,7 +49,7 @@ def supported() -> bool:
 
 
 def kernel_from_lowered(func: PrimFunc, lowered: CompiledArtifact, *,
-                        out_idx: list[int] | int | None, execution_backend: str,
+                        out_idx: OutIdx, execution_backend: str,
                         target: Target, pass_configs: dict[str, object] | None,
                         compile_flags: list[str] | str | None) -> JITKernel:
     """``JITKernel(func, out_idx, execution_backend, target, pass_configs, compile_flags)``

@@ -5,17 +5,17 @@ probe's log, and a sticky CUDA error marking this worker's context as lost."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from laya_tui.families.tilelang.cell_state import CellState, StageFailed, first_line_of
 from laya_tui.families.tilelang.diagnostics import Diagnostic, from_exception
 from laya_tui.families.tilelang.records import Tensors
 from laya_tui.families.tilelang.stages import Built
+from laya_tui.families.tilelang.tl_objects import Artifact, Kernel, OutIdx, PrimFunc, Target
 
 __all__ = ["as_list", "launch", "out_indices", "sync"]
 
 
-def out_indices(out_idx: Any, n: int) -> set[int]:
+def out_indices(out_idx: OutIdx, n: int) -> set[int]:
     if out_idx is None:
         return set()
     items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
@@ -29,14 +29,14 @@ def sync(state: CellState) -> None:
         torch.cuda.synchronize()
 
 
-def as_list(out: Any) -> list[Any]:
+def as_list(out: object) -> list[object]:
     if out is None:
         return []
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 
-def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
+def launch(state: CellState, func: PrimFunc, artifact: Artifact, tgt: Target, built: Built,
            tensors: Tensors) -> None:
     """Call the built kernel on ``tensors`` (in place; synchronised on a GPU).
 
@@ -59,7 +59,7 @@ def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
             fix="restart laya-tui (a new worker gets a new CUDA context)"))
     log_offset = _stdout_offset()
     try:
-        if built.kind == "kernel":
+        if built.kernel is not None:  # (kind "kernel")
             _call_jit_kernel(built.kernel, tensors)
         else:
             kernel = load_kernel(func, artifact, tgt, built.code or "", built.lib or "")
@@ -78,9 +78,11 @@ def launch(state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
         raise StageFailed(diag) from exc
 
 
-def _call_jit_kernel(kernel: Any, tensors: Tensors) -> None:
+def _call_jit_kernel(kernel: Kernel, tensors: Tensors) -> None:
     """A ``JITKernel`` with ``out_idx`` takes the inputs only and returns its outputs (as
     ``tilelang.compile``'s kernels do): they are copied into their tensors of ``tensors``."""
+    import torch
+
     names = list(tensors)
     outs = sorted(out_indices(getattr(kernel, "out_idx", None), len(names)))
     if not outs:
@@ -88,6 +90,9 @@ def _call_jit_kernel(kernel: Any, tensors: Tensors) -> None:
         return
     got = as_list(kernel(*[tensors[n] for i, n in enumerate(names) if i not in outs]))
     for i, out in zip(outs, got, strict=False):
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"the kernel returned a {type(out).__name__} for output "
+                            f"{names[i]!r}, not a tensor")
         tensors[names[i]].copy_(out)
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.cell_state import (
     CellState,
@@ -28,32 +28,35 @@ from laya_tui.families.tilelang.records import (
     SignalFields,
     SiteDict,
 )
+from laya_tui.families.tilelang.tl_objects import Kernel, OutIdx, PrimFunc
 
 if TYPE_CHECKING:
+
     from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
     from laya_tui.families.tilelang.own_verdict import Verdict
 
 __all__ = ["check_site", "close", "rebuilt", "run_own_check"]
 
 
-def rebuilt(state: CellState, func: Any, call: KernelCall | None,
-            config: PassConfigs) -> Any:
+def rebuilt(state: CellState, func: PrimFunc, call: KernelCall | None,
+            config: PassConfigs) -> Kernel:
     """The kernel built again by TileLang itself with pass configuration ``config`` (the pass
     bisection's builds: :mod:`laya_tui.families.tilelang.pass_bisect`)."""
     import tilelang
 
     from laya_tui.families.tilelang.cell_state import cuda_target_spec
 
-    target: Any = cuda_target_spec() if state.target == "cuda" else state.target
-    return tilelang.compile(func, out_idx=call.out_idx if call is not None else None,
+    target: dict[str, str] | str = cuda_target_spec() if state.target == "cuda" \
+        else state.target
+    kernel: Kernel = tilelang.compile(func, out_idx=call.out_idx if call is not None else None,
                             target=target, pass_configs=config,
                             execution_backend=state.extra.get("execution_backend") or "auto")
+    return kernel
 
 
-def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: KernelCallRecord,
-                  params: Any,
-                  out_idx: Any, rebuild: Callable[[PassConfigs], Any] | None = None
-                  ) -> None:
+def run_own_check(ctx: ProbeContext, state: CellState, kernel: Kernel,
+                  record: KernelCallRecord, params: Sequence[object], out_idx: OutIdx,
+                  rebuild: Callable[[PassConfigs], Kernel] | None = None) -> None:
     """Run the built kernel the way the file checks it, with its tolerances: the file's
     reference program on the inputs TileLang's profiler supplies, or each check the file
     made (:mod:`laya_tui.families.tilelang.own_checks`) made again on the kernel's real
@@ -109,8 +112,8 @@ def run_own_check(ctx: ProbeContext, state: CellState, kernel: Any, record: Kern
     state.outcome = "ran"
 
 
-def _bisect(state: CellState, record: KernelCallRecord, params: Any, out_idx: Any,
-            rebuild: Callable[[PassConfigs], Any]) -> str | None:
+def _bisect(state: CellState, record: KernelCallRecord, params: Sequence[object],
+            out_idx: OutIdx, rebuild: Callable[[PassConfigs], Kernel]) -> str | None:
     """After a failed check: the pass option whose change makes it pass (the detail's
     ``pass_bisection``), as the finding's fix when there is one."""
     from laya_tui.families.tilelang.pass_bisect import bisect_passes
@@ -137,8 +140,9 @@ def check_site(file: str, how: str) -> SiteDict | None:
     return {"file": file, "line": int(m.group(1))} if m else None
 
 
-def _profiler_check(state: CellState, kernel: Any, record: KernelCallRecord, params: Any,
-                    out_idx: Any) -> list[tuple[str, Verdict, str]]:
+def _profiler_check(state: CellState, kernel: Kernel, record: KernelCallRecord,
+                    params: Sequence[object], out_idx: OutIdx
+                    ) -> list[tuple[str, Verdict, str]]:
     """``profiler.assert_allclose(ref_program)``: the reference on TileLang's inputs."""
     from tilelang.profiler import TensorSupplyType
 
@@ -153,7 +157,7 @@ def _profiler_check(state: CellState, kernel: Any, record: KernelCallRecord, par
         supply = get_tensor_supply(supply_type)
         outs = out_indices(out_idx, len(params))
         ins = [supply(p).to(state.device) for i, p in enumerate(params) if i not in outs]
-    ref = as_list(record.ref_program(*ins))
+    ref = as_list(record.ref_program(*ins)) if record.ref_program is not None else []
     got = as_list(kernel(*ins))
     sync(state)
     opts = record.ref_options
@@ -168,7 +172,7 @@ def _profiler_check(state: CellState, kernel: Any, record: KernelCallRecord, par
     return out
 
 
-def _file_checks(state: CellState, kernel: Any, record: KernelCallRecord
+def _file_checks(state: CellState, kernel: Kernel, record: KernelCallRecord
                  ) -> list[tuple[str, Verdict, str]]:
     """Each check the file made, made again: the kernel run on the inputs of the call the
     check compares (copies: an in-place kernel writes them), the checked expression
@@ -178,9 +182,9 @@ def _file_checks(state: CellState, kernel: Any, record: KernelCallRecord
     from laya_tui.families.tilelang.own_checks import Leaf
     from laya_tui.families.tilelang.own_verdict import judge
 
-    runs: dict[int, tuple[list[Any], list[Any]]] = {}
+    runs: dict[int, tuple[list[object], list[object]]] = {}
 
-    def leaf_value(leaf: Leaf) -> Any:
+    def leaf_value(leaf: Leaf) -> object:
         if leaf.call not in runs:
             calls = record.calls or [record.inputs]
             ins = [t.clone() if isinstance(t, torch.Tensor) else t for t in calls[leaf.call]]
@@ -202,7 +206,7 @@ def _file_checks(state: CellState, kernel: Any, record: KernelCallRecord
 
 
 
-def close(actual: Any, expected: Any, rtol: float | None, atol: float | None,
+def close(actual: object, expected: object, rtol: float | None, atol: float | None,
           how: str = "torch.testing.assert_close", mismatch: float | None = None
           ) -> tuple[bool, float, float, str]:
     """The file's own comparison's verdict (``torch.testing.assert_close`` with its dtype
@@ -210,6 +214,8 @@ def close(actual: Any, expected: Any, rtol: float | None, atol: float | None,
     (passed, max |diff|, the limit at the largest reference value, its first line)."""
     import torch
 
+    if not isinstance(actual, torch.Tensor):
+        raise TypeError(f"the kernel's output is a {type(actual).__name__}, not a tensor")
     e_t = expected if isinstance(expected, torch.Tensor) else torch.as_tensor(expected)
     a, e = actual.detach().cpu(), e_t.detach().cpu()
     r, t = rtol, atol

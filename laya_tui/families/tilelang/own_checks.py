@@ -21,11 +21,13 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard, cast
 
 from laya_tui.families.tilelang.records import Kwargs
 
 if TYPE_CHECKING:
+    import torch
+
     from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
 
 _TAG = "_laya_node"
@@ -53,9 +55,9 @@ class Leaf:
 class Op:
     """A torch op on tensors derived from kernel outputs (those replaced by their nodes)."""
 
-    func: Any
-    args: tuple[Any, ...]
-    kwargs: Kwargs
+    func: Callable[..., object]
+    args: tuple[object, ...]  # plain values, nodes, and lists/tuples of them
+    kwargs: dict[str, object]
     inplace: bool = False  # it writes its first argument (``x.mul_(2)``, ``x[i] = v``)
 
 
@@ -68,28 +70,35 @@ class Item:
 
 
 Node = Leaf | Op | Item
+#: What a tracked number asks when the file takes the truth of a comparison on it (the
+#: capture's answer: True/False, or None to let the comparison's own value stand).
+Ask = Callable[["Truth"], bool | None]
 
 
-def node_of(value: Any) -> Node | None:
+def node_of(value: object) -> Node | None:
     """The node a tensor (or a number read from one) derived from a kernel's output
     carries (None: the file's own)."""
-    return getattr(value, _TAG, None) if is_tensor(value) or isinstance(
-        value, (Scalar, Truth)) else None
+    if not (is_tensor(value) or isinstance(value, (Scalar, Truth))):
+        return None
+    node = getattr(value, _TAG, None)
+    return node if isinstance(node, (Leaf, Op, Item)) else None
 
 
-def tag(tensor: Any, node: Node) -> None:
+def tag(tensor: object, node: Node) -> None:
     try:
         setattr(tensor, _TAG, node)
     except (AttributeError, TypeError, RuntimeError):  # a tensor that takes no attributes
         pass
 
 
-def is_tensor(value: Any) -> bool:
+def is_tensor(value: object) -> TypeGuard[torch.Tensor]:
+    """Whether ``value`` is a torch tensor (torch not imported here when the file never
+    imported it)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _symbolic(value: Any) -> tuple[Any, bool]:
+def _symbolic(value: object) -> tuple[object, bool]:
     """``value`` with its tagged tensors replaced by their nodes; whether it had any."""
     node = node_of(value)
     if node is not None:
@@ -101,10 +110,12 @@ def _symbolic(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def after_op(func: Any, args: tuple[Any, ...], kwargs: Kwargs, result: Any) -> None:
+def after_op(func: Callable[..., object], args: tuple[object, ...], kwargs: Kwargs,
+             result: object) -> None:
     """Tag ``result`` (and a tensor the op wrote) when the op read a tagged tensor."""
-    sargs, hit = _symbolic(args)
-    skw = {}
+    sides = [_symbolic(v) for v in args]
+    sargs, hit = tuple(v for v, _ in sides), any(h for _, h in sides)
+    skw: dict[str, object] = {}
     for k, v in kwargs.items():
         skw[k], h = _symbolic(v)
         hit = hit or h
@@ -112,7 +123,7 @@ def after_op(func: Any, args: tuple[Any, ...], kwargs: Kwargs, result: Any) -> N
         return
     name = getattr(func, "__name__", "")
     inplace = (name.endswith("_") and not name.endswith("__")) or name == "__setitem__"
-    node = Op(func, tuple(sargs), skw, inplace)
+    node = Op(func, sargs, skw, inplace)
     if inplace and args and is_tensor(args[0]):
         tag(args[0], node)
     if "out" in kwargs and is_tensor(kwargs["out"]):
@@ -133,14 +144,14 @@ class Scalar:
     """Mixed into the number ``.item()`` returns for a tensor derived from a kernel output:
     arithmetic keeps the node, a comparison gives a :class:`Truth`."""
 
-    _laya_node: Any
-    _laya_ask: Callable[[Any], bool | None]
+    _laya_node: Node
+    _laya_ask: Ask
 
 
 class Truth:
     """``max_diff < tol`` on a :class:`Scalar`: the file taking its truth is a check."""
 
-    def __init__(self, node: Op, ask: Callable[[Any], bool | None], value: bool) -> None:
+    def __init__(self, node: Op, ask: Ask, value: bool) -> None:
         self._laya_node = node
         self._ask = ask
         self._value = value
@@ -150,31 +161,36 @@ class Truth:
         return self._value if got is None else bool(got)
 
 
-def _op_node(fn: Callable[..., Any], *args: Any) -> Op:
+def _op_node(fn: Callable[..., object], *args: object) -> Op:
     return Op(fn, tuple(_symbolic(a)[0] for a in args), {})
 
 
-def _scalar_type(base: type) -> type:
+def _scalar_type(base: type[int] | type[float]) -> Callable[[float], Scalar]:
     import operator
 
-    def binary(fn: Callable[..., Any], reflected: bool = False) -> Callable[..., Any]:
-        def method(self: Any, other: Any) -> Any:
+    def plain(value: object) -> object:
+        """A tracked number as its plain ``base`` (anything else as it is)."""
+        return base(value) if isinstance(value, Scalar) and isinstance(
+            value, (int, float)) else value
+
+    def binary(fn: Callable[[object, object], object],
+               reflected: bool = False) -> Callable[[Scalar, object], object]:
+        def method(self: Scalar, other: object) -> object:
             a, b = (other, self) if reflected else (self, other)
-            plain = fn(base(a) if isinstance(a, Scalar) else a,
-                       base(b) if isinstance(b, Scalar) else b)
-            return wrap(plain, _op_node(fn, a, b), self._laya_ask)
+            return wrap(fn(plain(a), plain(b)), _op_node(fn, a, b), self._laya_ask)
         return method
 
-    def compare(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any, other: Any) -> Any:
-            plain = fn(base(self), other)
-            if plain is NotImplemented:
-                return plain
-            return Truth(_op_node(fn, self, other), self._laya_ask, bool(plain))
+    def compare(fn: Callable[[object, object], object]) -> Callable[[Scalar, object], object]:
+        def method(self: Scalar, other: object) -> object:
+            got = fn(plain(self), other)
+            if got is NotImplemented:
+                return got
+            return Truth(_op_node(fn, self, other), self._laya_ask, bool(got))
         return method
 
-    def unary(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any) -> Any:
+    def unary(fn: Callable[[float], object]) -> Callable[[Scalar], object]:
+        def method(self: Scalar) -> object:
+            assert isinstance(self, (int, float))  # (a Scalar is an int or a float too)
             return wrap(fn(base(self)), _op_node(fn, self), self._laya_ask)
         return method
 
@@ -187,17 +203,18 @@ def _scalar_type(base: type) -> type:
         body[f"__{name}__"] = compare(getattr(operator, name))
     body["__abs__"] = unary(abs)
     body["__neg__"] = unary(operator.neg)
-    return type(f"Tracked{base.__name__.title()}", (Scalar, base), body)
+    made = type(f"Tracked{base.__name__.title()}", (Scalar, base), body)
+    return cast("Callable[[float], Scalar]", made)  # a class made at run time: its call
 
 
-_SCALARS: dict[type, type] = {}
+_SCALARS: dict[type, Callable[[float], Scalar]] = {}
 
 
-def wrap(value: Any, node: Node, ask: Callable[[Any], bool | None]) -> Any:
+def wrap(value: object, node: Node, ask: Ask) -> object:
     """``value`` (a number read from a kernel-derived tensor) carrying ``node``."""
-    base = type(value)
-    if base not in (float, int):
+    if type(value) not in (float, int) or not isinstance(value, (int, float)):
         return value
+    base: type[int] | type[float] = float if type(value) is float else int
     cls = _SCALARS.get(base) or _SCALARS.setdefault(base, _scalar_type(base))
     out = cls(value)
     out._laya_node = node
@@ -241,8 +258,8 @@ def depth(node: object, stop: int) -> int:
 MAX_DEPTH = 150
 
 
-def evaluate(node: object, leaf_value: Callable[[Leaf], Any],
-             memo: dict[int, Any] | None = None) -> Any:
+def evaluate(node: object, leaf_value: Callable[[Leaf], object],
+             memo: dict[int, object] | None = None) -> object:
     """``node`` computed again, its kernel outputs given by ``leaf_value``; a plain value
     is itself. Ops that write their first argument write a copy of it."""
     memo = {} if memo is None else memo
@@ -255,7 +272,10 @@ def evaluate(node: object, leaf_value: Callable[[Leaf], Any],
     if isinstance(node, Leaf):
         out = leaf_value(node)
     elif isinstance(node, Item):
-        out = evaluate(node.of, leaf_value, memo)[node.index]
+        several = evaluate(node.of, leaf_value, memo)
+        if not isinstance(several, (tuple, list)):  # (an Item is made of a tuple or list)
+            raise TypeError(f"output {node.index} of {type(several).__name__}")
+        out = several[node.index]
     else:
         args = list(evaluate(a, leaf_value, memo) for a in node.args)
         kwargs = {k: evaluate(v, leaf_value, memo) for k, v in node.kwargs.items()}
@@ -276,11 +296,11 @@ class Spec:
     """One comparison the file makes: its function, sides and options (as it passed them)."""
 
     how: str  # the check's real name: "torch.testing.assert_close", "torch.allclose", ...
-    actual: Any  # a node (or the tensor itself)
-    expected: Any  # a tensor, or a node when it is derived from kernel outputs too
+    actual: object  # a node (or the tensor itself)
+    expected: object  # a tensor, or a node when it is derived from kernel outputs too
     options: Kwargs = field(default_factory=dict)
     want: bool = True  # a plain assert: the truth the file's run needs
-    expected_value: Any = None  # the expected tensor as the file passed it
+    expected_value: object = None  # the expected tensor as the file passed it
 
 
 #: how each check names its tensors and options (the real functions' parameters)
@@ -302,7 +322,7 @@ def family(how: str) -> str:
     return how
 
 
-def bind(how: str, args: tuple[Any, ...], kwargs: Kwargs) -> Kwargs:
+def bind(how: str, args: tuple[object, ...], kwargs: Kwargs) -> Kwargs:
     """The call's arguments by parameter name."""
     names = _PARAMS.get(family(how), ("actual", "expected"))
     out = dict(zip(names, args, strict=False))
@@ -310,7 +330,7 @@ def bind(how: str, args: tuple[Any, ...], kwargs: Kwargs) -> Kwargs:
     return out
 
 
-def spec_of(how: str, args: tuple[Any, ...], kwargs: Kwargs) -> Spec | None:
+def spec_of(how: str, args: tuple[object, ...], kwargs: Kwargs) -> Spec | None:
     """The check a comparison call makes, when a side derives from a kernel output."""
     names = _PARAMS.get(family(how), ("actual", "expected"))
     bound = bind(how, args, kwargs)

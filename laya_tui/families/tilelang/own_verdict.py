@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, SupportsFloat
 
 from laya_tui.families.tilelang.own_checks import (
     ASSERT,
@@ -27,6 +27,9 @@ from laya_tui.families.tilelang.own_checks import (
 )
 from laya_tui.families.tilelang.records import Kwargs, VerdictDetail
 
+if TYPE_CHECKING:
+    import torch
+
 
 @dataclass
 class Verdict:
@@ -40,13 +43,13 @@ class Verdict:
     detail: VerdictDetail = field(default_factory=lambda: VerdictDetail())
 
 
-def judge(how: str, actual: Any, expected: Any, options: Kwargs,
-          leaf_value: Callable[[Leaf], Any], want: bool = True) -> Verdict:
+def judge(how: str, actual: object, expected: object, options: Kwargs,
+          leaf_value: Callable[[Leaf], object], want: bool = True) -> Verdict:
     """The check ``how`` made again, with the file's own options, on ``actual`` and
     ``expected`` (nodes are evaluated with ``leaf_value``)."""
     import torch
 
-    memo: dict[int, Any] = {}
+    memo: dict[int, object] = {}
     a = evaluate(actual, leaf_value, memo)
     if how in (ASSERT, IF_RAISE):
         return _judge_assert(actual, a, want, leaf_value, memo)
@@ -61,9 +64,9 @@ def judge(how: str, actual: Any, expected: Any, options: Kwargs,
             torch_assert_close(a, e, **opts)
             ok = True
         elif kind == "torch.allclose":
-            ok = bool(torch.allclose(a, e, **opts))
+            ok = bool(torch.allclose(*_tensors(a, e, kind), **opts))
         elif kind == "torch.equal":  # same shape, every element equal
-            ok = bool(torch.equal(a, e))
+            ok = bool(torch.equal(*_tensors(a, e, kind)))
         else:
             torch.testing.assert_close(a, e, **opts)
             ok = True
@@ -85,7 +88,15 @@ def judge(how: str, actual: Any, expected: Any, options: Kwargs,
     return Verdict(ok, value, limit, message, note, detail)
 
 
-def _figures(a: Any, e: Any, opts: Kwargs, kind: str
+def _tensors(a: object, e: object, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both sides of a check that takes tensors only (``torch.allclose``, ``torch.equal``)."""
+    if not (is_tensor(a) and is_tensor(e)):
+        raise TypeError(f"{kind}() takes tensors, got {type(a).__name__} and "
+                        f"{type(e).__name__}")
+    return a, e
+
+
+def _figures(a: object, e: object, opts: Kwargs, kind: str
              ) -> tuple[float, float, int, int, tuple[float, float]]:
     """(max |diff|, the limit at the largest |expected|, elements over it, elements,
     (rtol, atol) in force)."""
@@ -122,8 +133,8 @@ def _figures(a: Any, e: Any, opts: Kwargs, kind: str
     return value, limit, over, af.numel(), (float(rtol), float(atol))
 
 
-def _judge_assert(node: Any, truth: Any, want: bool, leaf_value: Callable[[Leaf], Any],
-                  memo: dict[int, Any]) -> Verdict:
+def _judge_assert(node: object, truth: object, want: bool,
+                  leaf_value: Callable[[Leaf], object], memo: dict[int, object]) -> Verdict:
     """A plain ``assert``/``if ...: raise`` on a tensor: passed when its truth is what
     the file's run needs; a comparison's two sides are the figures."""
     ok = bool(truth) == want
@@ -144,11 +155,13 @@ def _judge_assert(node: Any, truth: Any, want: bool, leaf_value: Callable[[Leaf]
     return Verdict(ok, value, limit, message, detail={"asserts": sign or "truth"})
 
 
-def node_of_like(value: Any) -> bool:
+def node_of_like(value: object) -> bool:
     return isinstance(value, (Leaf, Op, Item))
 
 
-def _scalar(value: Any) -> float:
+def _scalar(value: object) -> float:
     if is_tensor(value):
         return float(value.detach().float().abs().max()) if value.numel() > 1 else float(value)
+    if not isinstance(value, SupportsFloat):
+        raise TypeError(f"not a number: {type(value).__name__}")
     return float(value)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from laya_tui.families.tilelang.passlog import PassLog
 
 __all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellDict",
-           "CellExtra", "CellKwargs", "CheckDict", "Detail", "Example", "FileRunDict", "Globals",
+           "CellExtra", "CellKwargs", "CheckDict", "Detail", "Example", "FactoryExample",
+           "FileRunDict", "Globals",
            "ImporterTried", "KernelArgs", "KernelDetail", "KernelTable", "Kwargs", "PassConfigs",
            "PassTimings", "ProbeContext", "ProbeOptions", "SignalFields", "SiteDict", "Tensors",
            "TrialDict", "TunedDict", "VerdictDetail"]
@@ -238,12 +239,13 @@ class Example(Protocol):
     def outputs(self) -> Iterable[str]: ...  # the checked outputs' names
 
     @property
-    def masks(self) -> Mapping[str, Any]: ...  # output -> boolean mask of valid positions
+    def masks(self) -> Mapping[str, "torch.Tensor"]: ...  # output -> mask of valid positions
 
     @property
     def rounded(self) -> tuple[str, ...]: ...  # outputs stored in the I/O dtype
 
-    def materialize(self, dtype: str = ..., device: Any = ...) -> tuple[Tensors, Tensors]:
+    def materialize(self, dtype: str = ..., device: "str | torch.device" = ...
+                    ) -> tuple[Tensors, Tensors]:
         """``(tensors, promoted)``: the kernel's arguments on ``device``, their fp32 copies."""
         ...
 
@@ -258,6 +260,17 @@ class Example(Protocol):
     def tolerance(self, name: str, *, dtype: str, cpu: bool) -> float:
         """The limit of output ``name``'s max |diff|."""
         ...
+
+
+class FactoryExample(Example, Protocol):
+    """A factory's ``example()`` (``kernels.common.Example``): it also names the factory's
+    arguments (shapes), which the trace stage calls the factory with."""
+
+    @property
+    def args(self) -> tuple[object, ...]: ...
+
+    @property
+    def kwargs(self) -> Mapping[str, object]: ...
 
 
 #: The probe's ``ctx`` as every family uses it (one protocol: families/probe_context.py).

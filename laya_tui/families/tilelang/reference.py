@@ -11,13 +11,16 @@ reference's magnitude (fp32 1e-4, fp16 1e-2, bf16 2e-2).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.records import Tensors
 
 if TYPE_CHECKING:
     import torch
+
+    from laya_tui.families.tilelang.tl_objects import OutIdx, PrimFunc
 
 #: Relative limit per dtype: max |diff| <= LIMIT * max(1, max |reference|).
 LIMITS = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2,
@@ -40,7 +43,7 @@ class RefExample:
 
     params: list[ParamSpec]
     n_inputs: int
-    ref: Any
+    ref: Callable[..., object]  # the file's ref_program
     seed: int
     masks: dict[str, torch.Tensor] = field(default_factory=dict)
     rounded: tuple[str, ...] = ()
@@ -50,7 +53,7 @@ class RefExample:
     def outputs(self) -> list[str]:
         return [p.name for p in self.params[self.n_inputs:]]
 
-    def materialize(self, dtype: str = "float32", device: Any = "cpu"
+    def materialize(self, dtype: str = "float32", device: str | torch.device = "cpu"
                     ) -> tuple[Tensors, Tensors]:
         import torch
 
@@ -70,9 +73,16 @@ class RefExample:
         return tensors, promoted
 
     def expected(self, promoted: Tensors, dtype: str = "float32") -> Tensors:
+        import torch
+
         out = self.ref(*[promoted[p.name] for p in self.params[:self.n_inputs]])
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        result = {name: t.float().cpu() for name, t in zip(self.outputs, outs, strict=False)}
+        result: Tensors = {}
+        for name, t in zip(self.outputs, outs, strict=False):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"ref_program gave a {type(t).__name__} for {name}, "
+                                "not a tensor")
+            result[name] = t.float().cpu()
         for name, t in result.items():
             p = next(q for q in self.params if q.name == name)
             self._limits[name] = LIMITS.get(p.dtype, 1e-4) * max(1.0, float(t.abs().max()))
@@ -85,7 +95,7 @@ class RefExample:
         return round(self._limits.get(name, 1e-4), 8)
 
 
-def static_params(func: Any) -> list[ParamSpec] | None:
+def static_params(func: PrimFunc) -> list[ParamSpec] | None:
     """Name, shape and dtype of every buffer parameter; None if any shape is symbolic."""
     out = []
     for var in func.params:
@@ -102,8 +112,8 @@ def static_params(func: Any) -> list[ParamSpec] | None:
     return out
 
 
-def reference_example(module: Any, func: Any, seed: int,
-                      out_idx: Any = None) -> tuple[RefExample | None, str]:
+def reference_example(module: object, func: PrimFunc, seed: int,
+                      out_idx: OutIdx = None) -> tuple[RefExample | None, str]:
     """An example for ``func`` from ``module.ref_program``, or None and why not.
 
     With ``out_idx`` (the outputs ``tilelang.compile`` returns) the reference must take

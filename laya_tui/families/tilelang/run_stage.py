@@ -16,7 +16,7 @@ What a cell compares with, best first:
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.cell_state import (
     SEED,
@@ -33,6 +33,7 @@ from laya_tui.families.tilelang.kernel_launch import launch
 from laya_tui.families.tilelang.own_check_run import check_site, close, rebuilt, run_own_check
 from laya_tui.families.tilelang.records import CheckDict, Detail, Example, ProbeContext, Tensors
 from laya_tui.families.tilelang.stages import Built, no_gpu_reason
+from laya_tui.families.tilelang.tl_objects import Artifact, Kernel, PrimFunc, Target
 
 if TYPE_CHECKING:
     from laya_tui.families.tilelang.capture_stubs import KernelCallRecord
@@ -40,8 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["check_site", "close", "compare_outputs", "launch", "run_stage"]
 
 
-def run_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt: Any, built: Built,
-              example: Example | None, call: KernelCall | None = None) -> None:
+def run_stage(ctx: ProbeContext, state: CellState, func: PrimFunc, artifact: Artifact,
+              tgt: Target, built: Built, example: Example | None,
+              call: KernelCall | None = None) -> None:
     """Run on the CPU (c) or the GPU (cuda) and compare every output with the reference."""
     record = call.record if call is not None else None
     own = record is not None and (record.ref_program is not None or record.checks)
@@ -63,8 +65,8 @@ def run_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt
         _on_device(record.inputs, state.device) and all(c.trusted for c in record.checks) \
         and record.inputs_from is None
     if own and record is not None and (record.ref_program is not None or inline):
-        kernel = built.kernel if built.kind == "kernel" else _load(func, artifact, tgt, built,
-                                                                   call)
+        kernel = built.kernel if built.kernel is not None else _load(func, artifact, tgt,
+                                                                     built, call)
         run_own_check(ctx, state, kernel, record, artifact.params,
                       call.out_idx if call is not None else None,
                       rebuild=(lambda config: rebuilt(state, func, call, config))
@@ -112,7 +114,7 @@ def _why_unchecked(state: CellState) -> str:
     return "the file's run compares nothing with this kernel's outputs"
 
 
-def _on_device(tensors: list[Any], device: str) -> bool:
+def _on_device(tensors: list[object], device: str) -> bool:
     return all(getattr(getattr(t, "device", None), "type", device) == device for t in tensors)
 
 
@@ -122,14 +124,16 @@ def _devices(record: KernelCallRecord | None) -> str:
     return ", ".join(kinds) or "no device"
 
 
-def _load(func: Any, artifact: Any, tgt: Any, built: Built, call: KernelCall | None) -> Any:
+def _load(func: PrimFunc, artifact: Artifact, tgt: Target, built: Built,
+          call: KernelCall | None) -> Kernel:
     from laya_tui.families.tilelang.build import load_kernel
 
     return load_kernel(func, artifact, tgt, built.code or "", built.lib or "",
                        out_idx=call.out_idx if call is not None else None)
 
 
-def _run_example(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt: Any,
+def _run_example(ctx: ProbeContext, state: CellState, func: PrimFunc, artifact: Artifact,
+                 tgt: Target,
                  built: Built, example: Example) -> None:
     import torch
 

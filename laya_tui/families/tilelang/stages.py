@@ -17,8 +17,10 @@ import hashlib
 import inspect
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.cell_state import (
     SEED,
@@ -35,9 +37,17 @@ from laya_tui.families.tilelang.diagnostics import (
     from_compiler,
     from_exception,
 )
-from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeContext, SiteDict
+from laya_tui.families.tilelang.records import (
+    FactoryExample,
+    KernelArgs,
+    PassConfigs,
+    ProbeContext,
+    SiteDict,
+)
+from laya_tui.families.tilelang.tl_objects import Artifact, Kernel, OutIdx, PrimFunc, Target
 
 if TYPE_CHECKING:
+    from laya_tui.families.tilelang.build import Recorded
     from laya_tui.families.tilelang.passlog import PassLog
 
 
@@ -48,14 +58,15 @@ class Built:
     kind: str  # "library" | "kernel"
     lib: str | None = None
     code: str | None = None
-    kernel: Any = None
+    kernel: Kernel | None = None
 
 
 # -- trace ------------------------------------------------------------------------------------
 
 
 def trace_stage(ctx: ProbeContext, state: CellState, fsite: SiteDict | None,
-                factory: str | None, call: KernelCall | None = None) -> tuple[Any, Any]:
+                factory: str | None, call: KernelCall | None = None
+                ) -> tuple[PrimFunc, FactoryExample | None]:
     """The kernel's PrimFunc (and a factory's example): timed as part of ``lower``."""
     from laya_tui.families.tilelang.modules import (
         find_kernel_object,
@@ -143,12 +154,13 @@ def materialize(args: KernelArgs) -> KernelArgs:
     return out
 
 
-def _example(mod: Any, fn: Any) -> Any:
+def _example(mod: ModuleType, fn: Callable[..., object]) -> FactoryExample | None:
     """The module's ``example()`` for this factory (``example_<factory>()`` wins)."""
     maker = getattr(mod, f"example_{fn.__name__}", None) or getattr(mod, "example", None)
     if maker is None:
         return None
-    ex = maker(seed=SEED) if "seed" in inspect.signature(maker).parameters else maker()
+    ex: FactoryExample = maker(seed=SEED) if "seed" in inspect.signature(maker).parameters \
+        else maker()
     return ex
 
 
@@ -167,7 +179,7 @@ def pass_config(call: KernelCall | None = None) -> PassConfigs:
     return config
 
 
-def execution_backend(target: Any, call: KernelCall | None) -> str:
+def execution_backend(target: Target, call: KernelCall | None) -> str:
     """The backend ``tilelang.compile`` picks for ``target`` with the file's (or the
     table's) request, else its default (``TILELANG_EXECUTION_BACKEND``, ``auto``)."""
     from tilelang.backend.module import create_backend_context
@@ -181,7 +193,7 @@ def execution_backend(target: Any, call: KernelCall | None) -> str:
         return str(requested)
 
 
-def prepared(func: Any, target: Any, backend: str, out_idx: Any) -> Any:
+def prepared(func: PrimFunc, target: Target, backend: str, out_idx: OutIdx) -> PrimFunc:
     """The PrimFunc TileLang lowers for ``backend``: tvm_ffi stamps its output ABI first."""
     if backend != "tvm_ffi":
         return func
@@ -198,8 +210,8 @@ def prepared(func: Any, target: Any, backend: str, out_idx: Any) -> Any:
     return func
 
 
-def lower_stage(ctx: ProbeContext, state: CellState, func: Any, fsite: SiteDict | None,
-                call: KernelCall | None = None) -> tuple[Any, Any]:
+def lower_stage(ctx: ProbeContext, state: CellState, func: PrimFunc, fsite: SiteDict | None,
+                call: KernelCall | None = None) -> tuple[Artifact, Target]:
     """``tilelang.lower(..., enable_device_compile=False)`` under TileLang's pass
     instrumentation: per-pass seconds, and the IR each pass received kept by reference for
     a failure."""
@@ -259,8 +271,8 @@ def _note_passes(state: CellState, log: PassLog) -> None:
 # -- build ------------------------------------------------------------------------------------
 
 
-def build_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, tgt: Any,
-                call: KernelCall | None = None) -> Built | None:
+def build_stage(ctx: ProbeContext, state: CellState, func: PrimFunc, artifact: Artifact,
+                tgt: Target, call: KernelCall | None = None) -> Built | None:
     """Build with the cell's execution backend; None when there is nothing to run."""
     from laya_tui.families.tilelang.build import compiler_for
 
@@ -285,8 +297,8 @@ def build_stage(ctx: ProbeContext, state: CellState, func: Any, artifact: Any, t
     return _build_jit_kernel(ctx, state, func, artifact, tgt, backend, call)
 
 
-def _build_cython(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
-                  tgt: Any) -> Built | None:
+def _build_cython(ctx: ProbeContext, state: CellState, func: PrimFunc, artifact: Artifact,
+                  tgt: Target) -> Built | None:
     """The cython wrapper TileLang builds, compiled with its command, output captured."""
     from laya_tui.families.tilelang.build import (
         build_library,
@@ -325,8 +337,9 @@ def _build_cython(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
     return Built("library", lib=str(result.lib_path), code=code)
 
 
-def _build_jit_kernel(ctx: ProbeContext, state: CellState, func: Any, artifact: Any,
-                      tgt: Any, backend: str, call: KernelCall | None) -> Built:
+def _build_jit_kernel(ctx: ProbeContext, state: CellState, func: PrimFunc,
+                      artifact: Artifact | None, tgt: Target, backend: str,
+                      call: KernelCall | None) -> Built:
     """``tilelang.JITKernel(func, out_idx, execution_backend, target, pass_configs)``: the
     object ``tilelang.compile`` returns, built the same way, from the lower stage's IR
     (:mod:`laya_tui.families.tilelang.jit_from_lowered`) instead of lowering it again."""
@@ -363,7 +376,7 @@ def _build_jit_kernel(ctx: ProbeContext, state: CellState, func: Any, artifact: 
     return Built("kernel", kernel=kernel)
 
 
-def _note_commands(state: CellState, ran: Any) -> None:
+def _note_commands(state: CellState, ran: Recorded) -> None:
     """nvcc's command, as TileLang ran it; or why none ran (its CUDA binary cache)."""
     if ran.commands:
         state.extra["command"] = " ".join(ran.commands[-1])
