@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
 from laya_tui.families.explain.gap_rows import (
@@ -60,7 +60,7 @@ from laya_tui.families.explain.gap_rows import (
     write_artifact,
 )
 from laya_tui.families.explain.gap_store import DEFAULT_BUDGET_MB, Store, budget_bytes
-from laya_tui.families.explain.records import ProbeOptions, Verdict
+from laya_tui.families.explain.records import ProbeOptions, Verdict, VerdictContext
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -390,20 +390,6 @@ def _verdict_limit(table: GapTable, verdict: Verdict) -> None:
         if r.module == ROOT:
             r.limit = float(limit)
             r.note = "; ".join(x for x in (r.note, "limit: the cell's tolerance") if x)
-
-
-class VerdictContext(Protocol):
-    """What a verdict's follow-up calls on the probe's context (the probe's ``ctx``)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def options(self) -> ProbeOptions: ...
-
-    def step(self, name: str, /) -> None: ...
-
-    def log(self, text: str, **fields: object) -> object: ...
 
 
 def table_after_verdict(ctx: VerdictContext, subject: str, verdict: Verdict, *, model: Module,

@@ -6,10 +6,13 @@ site and the SARIF fix's location). Worker side."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.explain.drift import ROOT
 from laya_tui.families.explain.records import DriftSummary, SiteDict
+
+if TYPE_CHECKING:
+    from torch.nn import Module
 
 __all__ = ["class_sites", "module_sites", "ranking_from_drift"]
 
@@ -44,20 +47,21 @@ def ranking_from_drift(drift: DriftSummary | None) -> list[str]:
     return out
 
 
-def module_sites(model: Any, names: list[str]) -> dict[str, SiteDict]:
+def module_sites(model: Module, names: list[str]) -> dict[str, SiteDict]:
     """Where each kept module's class defines ``forward``: ``{name: {file, line, func}}``
     (modules whose source cannot be found are left out)."""
     return _sites(model, names, lambda module: type(module).forward)
 
 
-def class_sites(model: Any, names: list[str]) -> dict[str, SiteDict]:
+def class_sites(model: Module, names: list[str]) -> dict[str, SiteDict]:
     """Where each kept module's class is defined (its ``class`` line): ``{name: {file, line,
     func}}``, the place a SARIF fix points at (modules whose source cannot be found are left
     out)."""
     return _sites(model, names, type)
 
 
-def _sites(model: Any, names: list[str], source_of: Callable[[Any], Any]) -> dict[str, SiteDict]:
+def _sites(model: Module, names: list[str],
+           source_of: Callable[[Module], Callable[..., object]]) -> dict[str, SiteDict]:
     """``{name: {file, line, func}}`` of ``source_of(module)`` for each named submodule."""
     import inspect
 

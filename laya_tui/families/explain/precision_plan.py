@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from laya_tui.families.explain.drift import DEFAULT_LIMITS, ROOT, _leaves, _masked
 from laya_tui.families.explain.plan_applier import Applier, map_floats, model_dtype, normalize
@@ -40,7 +40,14 @@ from laya_tui.families.explain.records import (
     PlanTrial,
     ProbeOptions,
     Verdict,
+    VerdictContext,
 )
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Module
+
+T = TypeVar("T")
 
 __all__ = ["BUDGET", "FOUND", "LOW_PRECISION", "MAX_FORWARDS", "MAX_SECONDS", "MAX_TRIALS",
            "NO_PLAN", "NOT_NEEDED", "NOT_PRECISION", "SKIPPED", "Applier", "Check", "Plan",
@@ -58,7 +65,8 @@ LOW_PRECISION = ("bfloat16", "float16")
 FOUND, NOT_NEEDED, NO_PLAN, NOT_PRECISION, BUDGET, SKIPPED = (
     "found", "not_needed", "no_plan", "not_precision", "budget", "skipped")
 
-Check = Callable[[Any], "tuple[float, bool]"]
+#: The cell's own verdict on an output: (error, passed).
+Check = Callable[[object], "tuple[float, bool]"]
 
 
 @dataclass
@@ -115,7 +123,7 @@ class _Budget:
         return self.forwards < self.max_forwards and \
             self.elapsed() + self.slowest <= self.max_seconds
 
-    def timed(self, fn: Callable[[], Any]) -> Any:
+    def timed(self, fn: Callable[[], T]) -> T:
         t0 = time.perf_counter()
         try:
             return fn()
@@ -125,41 +133,40 @@ class _Budget:
 
 
 class _Search:
-    def __init__(self, model: Any, reference: Any, forward: Callable[[Any], Any],
-                 forward_reference: Callable[[Any], Any] | None, check: Check, limit: float,
-                 budget: _Budget, mask: Any) -> None:
-        import torch
-
-        self.torch = torch
+    def __init__(self, model: Module, reference: Module | None,
+                 forward: Callable[[Module], object],
+                 forward_reference: Callable[[Module], object] | None, check: Check,
+                 limit: float, budget: _Budget, mask: Tensor | None) -> None:
         self.model, self.reference = model, reference
         self.forward, self.forward_reference = forward, forward_reference
         self.check, self.limit, self.budget = check, limit, budget
         self.applier = Applier(model, reference)
         self.mask = None if mask is None else mask.detach().bool().cpu()
         self.names = {id(m): n for n, m in model.named_modules()}
-        self.ref_out: dict[str, list[list[Any] | None]] | None = None
+        self.ref_out: dict[str, list[list[Tensor | None] | None]] | None = None
         self.trials: list[PlanTrial] = []
-        self.last_output: Any = None
+        self.last_output: object = None
 
     def reference_outputs(self) -> None:
         """Every module's fp32 reference output (CPU), for the per-module comparison."""
-        run_ref = self.forward_reference
-        if self.reference is None or run_ref is None:
-            return
-        torch = self.torch
-        names = {id(m): n for n, m in self.reference.named_modules()}
-        store: dict[str, list[list[Any] | None]] = {}
+        import torch
 
-        def hook(m: Any, _a: Any, out: Any) -> None:
+        run_ref, reference = self.forward_reference, self.reference
+        if reference is None or run_ref is None:
+            return
+        names = {id(m): n for n, m in reference.named_modules()}
+        store: dict[str, list[list[Tensor | None] | None]] = {}
+
+        def hook(m: Module, _a: tuple[object, ...], out: object) -> None:
             leaves = _leaves(out, torch)
             store.setdefault(names.get(id(m), "?") or ROOT, []).append(None if leaves is None
                 else [_masked(t.detach().float().cpu(), self.mask) if t.is_floating_point()
                       else None for t in leaves])
 
-        handles = [m.register_forward_hook(hook) for m in self.reference.modules()]
+        handles = [m.register_forward_hook(hook) for m in reference.modules()]
         try:
             with torch.no_grad():
-                self.budget.timed(lambda: run_ref(self.reference))
+                self.budget.timed(lambda: run_ref(reference))
         finally:
             for h in handles:
                 h.remove()
@@ -169,11 +176,12 @@ class _Search:
             ) -> tuple[float, bool, list[tuple[str, float]]]:
         """The output's (error, passed) with ``plan`` applied, and, with ``per_module``, the
         modules' (name, error/limit) in return order."""
-        torch = self.torch
+        import torch
+
         ratios: list[tuple[str, float]] = []
         seen: dict[str, int] = {}
 
-        def hook(m: Any, _a: Any, out: Any) -> None:
+        def hook(m: Module, _a: tuple[object, ...], out: object) -> None:
             name = self.names.get(id(m), kept.get(id(m)))
             if name is None or self.ref_out is None:
                 return
@@ -276,9 +284,10 @@ def _ddmin(plan: list[str], passes: Callable[[list[str]], bool | None]) -> list[
     return plan
 
 
-def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: float, *,
-                reference: Any = None, forward_reference: Callable[[Any], Any] | None = None,
-                ranking: list[str] | None = None, mask: Any = None,
+def search_plan(model: Module, forward: Callable[[Module], object], check: Check,
+                limit: float, *, reference: Module | None = None,
+                forward_reference: Callable[[Module], object] | None = None,
+                ranking: list[str] | None = None, mask: Tensor | None = None,
                 max_forwards: int = MAX_FORWARDS, max_seconds: float = MAX_SECONDS) -> Plan:
     """Search the fp32 modules that bring ``check(forward(model))`` within its limit.
 
@@ -291,7 +300,7 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
     import torch
 
     budget = _Budget(max_forwards, max_seconds)
-    dtype = str(model_dtype(model, torch)).removeprefix("torch.")
+    dtype = str(model_dtype(model)).removeprefix("torch.")
     plan = Plan(status=SKIPPED, limit=limit, max_forwards=max_forwards,
                 max_seconds=max_seconds, dtype=dtype)
 
@@ -316,7 +325,7 @@ def search_plan(model: Any, forward: Callable[[Any], Any], check: Check, limit: 
         if not whole_ok:
             return done(NOT_PRECISION, f"the whole model in fp32 fails too ({_fmt(whole)} > "
                                        f"{limit:.3g}): not a precision problem")
-        low = model_dtype(model, torch)
+        low = model_dtype(model)
         rounded, rounded_ok = check(map_floats(s.last_output, lambda t: t.to(low), torch))
         s.last_output = None
         if not rounded_ok:  # every plan's output is in the model's dtype
@@ -436,10 +445,10 @@ def enabled(opts: ProbeOptions) -> bool:
     return opts.get("precision_plan", True) is not False
 
 
-def plan_after_verdict(ctx: Any, subject: str, verdict: Verdict, *, model: Any,
-                       reference: Any, forward: Callable[[Any], Any],
-                       forward_reference: Callable[[Any], Any], check: Check,
-                       drift: DriftSummary | None = None, mask: Any = None,
+def plan_after_verdict(ctx: VerdictContext, subject: str, verdict: Verdict, *, model: Module,
+                       reference: Module, forward: Callable[[Module], object],
+                       forward_reference: Callable[[Module], object], check: Check,
+                       drift: DriftSummary | None = None, mask: Tensor | None = None,
                        ranking: list[str] | None = None) -> Plan | None:
     """After a failing tolerance verdict of a bf16/fp16 eager cell: search, verify, and emit
     the plan as a ``log`` signal (``detail.precision_plan``; ``fix`` holds the snippet).

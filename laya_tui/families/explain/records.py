@@ -8,7 +8,7 @@ options (JSON from outside) and RBLN's compiler dump (the library's payload).
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict
 
 from laya_tui.core.open_types import Detail, Kwargs, ProbeOptions  # open by design
 from laya_tui.core.report_types import GapRowDict, SignalDict, SiteDict
@@ -17,7 +17,7 @@ __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftP
            "DriftResult", "DriftSeconds", "DriftSummary", "EntryFields", "GapRowDict",
            "GbRegistry", "InductorConfig", "Kwargs", "Latency", "LogSiteDict", "ParsedReason",
            "Placement", "PlanTrial", "ProbeOptions", "RblnDump", "Recompile", "RegionSummary",
-           "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict"]
+           "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict", "VerdictContext"]
 
 #: Inductor config fields and values (``torch._inductor.config``), handed to torch as they are.
 InductorConfig: TypeAlias = dict[str, Any]
@@ -50,6 +50,21 @@ class Verdict(TypedDict, total=False):
 
     passed: bool | None
     limit: float | None
+
+
+class VerdictContext(Protocol):
+    """What a verdict's follow-ups (gap table, precision plan, compile bisection) call on the
+    probe's context (the probe's ``ctx``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def options(self) -> ProbeOptions: ...
+
+    def step(self, name: str, /) -> None: ...
+
+    def log(self, text: str, **fields: object) -> object: ...
 
 
 class Divergence(TypedDict):
