@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 TABLE = "tool.laya-tui"
 #: The ``[tool.laya-tui]`` table as TOML gave it: an open mapping until
 #: :func:`load_settings` has checked each key and value.
-RawTable: TypeAlias = dict[str, Any]
+RawTable: TypeAlias = dict[str, object]
 #: Option values by option (field) name: the flags given (``vars(args)``), the checked
 #: table, the merged values. The option table (``core/options.py``) declares each name
 #: and its type, so the mapping is keyed at run time, not by a TypedDict.

@@ -7,7 +7,7 @@ Pure standard library: imported by the UI, the runner and the workers alike.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -99,7 +99,7 @@ _FIELD_SET = frozenset(FIELDS)
 _ORDER: dict[tuple[str, ...], tuple[str, ...]] = {}  # kwargs order -> FIELDS order
 
 
-def make_signal(kind: str, probe: str, **fields: Any) -> SignalDict:
+def make_signal(kind: str, probe: str, **fields: object) -> SignalDict:
     """Build one signal dict; ``None`` fields are dropped (absent = not applicable)."""
     if kind not in _KIND_SET:
         raise SignalError(f"unknown signal kind {kind!r}; expected one of {', '.join(KINDS)}")
