@@ -34,7 +34,7 @@ def number(value: object) -> str:
     if isinstance(value, (bool, int)):
         return str(value)
     if not isinstance(value, float):
-        if not isinstance(value, str | SupportsFloat | SupportsIndex):
+        if not isinstance(value, str | bytes | bytearray | SupportsFloat | SupportsIndex):
             return one_line(value)  # float() has no meaning for it
         try:
             value = float(value)
