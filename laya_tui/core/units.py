@@ -38,7 +38,7 @@ def number(value: object) -> str:
             return one_line(value)  # float() has no meaning for it
         try:
             value = float(value)
-        except ValueError:
+        except (TypeError, ValueError):  # a __float__ that refuses (an array of several)
             return one_line(value)
     if value != value:
         return "nan"
