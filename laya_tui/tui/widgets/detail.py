@@ -207,7 +207,7 @@ def tilelang_editor_target(detail: Mapping[str, object]) -> tuple[str, int | Non
     if not isinstance(ir, str) or not os.path.isfile(ir):
         return None
     buffers = detail.get("buffers")
-    names = [str(b.get("name")) for b in (buffers if isinstance(buffers, list) else [])
+    names = [str(b.get("name")) for b in (buffers if isinstance(buffers, list | tuple) else ())
              if isinstance(b, dict)]
     got = _read_lines(ir, 100_000)
     lines = sorted(buffer_lines(got[0], names)) if got else []
