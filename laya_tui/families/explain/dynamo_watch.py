@@ -14,7 +14,9 @@ unwrapped ``forward``), then the user frames that called it.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import CodeType, FrameType
+from typing import TYPE_CHECKING, Protocol, cast
 
 from laya_tui.families.explain.aggregate import Aggregator
 from laya_tui.families.explain.graph_breaks import collect
@@ -29,6 +31,12 @@ from laya_tui.families.explain.sites import (
     user_site,
 )
 
+if TYPE_CHECKING:
+    from torch._dynamo.callback import CallbackArgs
+    from torch._dynamo.output_graph import GraphCompileReason
+    from torch._dynamo.utils import CompilationMetrics
+    from torch.nn import Module
+
 FIX_RECOMPILE_SHAPE = ("a new input shape recompiles: pad/bucket inputs to fixed shapes, or "
                        "compile with dynamic=True / torch._dynamo.mark_dynamic")
 FIX_RECOMPILE = "a guard failed: keep that value stable between calls, or make it dynamic"
@@ -41,6 +49,20 @@ FIRST_COMPILE = "first compile of this frame"
 #: What the caller is running right now (e.g. "input set 2 of 3"), attached to the compiles
 #: that start meanwhile: :func:`set_call_label`.
 _CALL_LABEL: list[str | None] = [None]
+
+
+class FrameLike(Protocol):
+    """A frame as Dynamo hands it to convert_frame: a Python frame, or its interpreter
+    frame (``torch._C._dynamo.eval_frame._PyInterpreterFrame``); what is read of it."""
+
+    @property
+    def f_code(self) -> CodeType: ...
+
+    @property
+    def f_lineno(self) -> int | None: ...
+
+    @property
+    def f_locals(self) -> Mapping[str, object]: ...
 
 
 def set_call_label(label: str | None) -> None:
@@ -59,13 +81,13 @@ class DynamoWatch:
         #: compile id -> the compiled function's site (its name and line, for the subject)
         self.functions: dict[str, SiteDict] = {}
         self.labels: dict[str, str] = {}
-        self.metrics: list[Any] = []
+        self.metrics: list[CompilationMetrics] = []
         self.breaks: dict[str, int] = {}
-        self.break_reasons: list[Any] = []
+        self.break_reasons: list[GraphCompileReason] = []
         #: called after each compile ends inside the region
-        self.on_compiled: Any = None
+        self.on_compiled: Callable[[], None] | None = None
         #: called as each compile starts inside the region
-        self.on_compile_start: Any = None
+        self.on_compile_start: Callable[[], None] | None = None
 
     def start(self) -> DynamoWatch:
         """Record the baseline; a no-op when torch._dynamo was never imported."""
@@ -75,7 +97,6 @@ class DynamoWatch:
         from torch._dynamo import utils as du
         from torch._dynamo.callback import callback_handler
 
-        self._du = du
         self._handler = callback_handler
         self._seen = {id(m) for m in du.get_compilation_metrics()}
         self._breaks0 = dict(du.counters["graph_break"])
@@ -85,7 +106,7 @@ class DynamoWatch:
         self.active = True
         return self
 
-    def _on_compile_start(self, args: Any) -> None:
+    def _on_compile_start(self, args: CallbackArgs) -> None:
         if self.on_compile_start is not None:
             self.on_compile_start()
         cid = str(getattr(args, "compile_id", ""))
@@ -106,7 +127,7 @@ class DynamoWatch:
         if _CALL_LABEL[0]:
             self.labels[cid] = _CALL_LABEL[0]
 
-    def _on_compile_end(self, args: Any) -> None:
+    def _on_compile_end(self, args: CallbackArgs) -> None:
         if self.on_compiled is not None:
             self.on_compiled()
 
@@ -121,7 +142,8 @@ class DynamoWatch:
                 remove(cb)
             except ValueError:
                 pass
-        du = self._du
+        from torch._dynamo import utils as du
+
         self.metrics = [m for m in du.get_compilation_metrics()
                         if id(m) not in self._seen and not getattr(m, "is_runtime", False)]
         now = dict(du.counters["graph_break"])
@@ -173,7 +195,7 @@ class DynamoWatch:
             agg.add("fallback", "graph break", reason=gb.headline, site=gb.site, count=gb.count,
                     fix=gb.fix(), detail=dict(base, **gb.detail()))
 
-    def subject(self, m: Any) -> str:
+    def subject(self, m: CompilationMetrics) -> str:
         """``Owner: Class.function (file:line)`` of a compilation metric."""
         cid = str(m.compile_id)
         fn = self.functions.get(cid)
@@ -203,7 +225,7 @@ class DynamoWatch:
         return out
 
 
-def _compiled_frame(frame: Any) -> Any:
+def _compiled_frame(frame: FrameType | None) -> FrameLike | None:
     """The frame Dynamo is about to compile: the ``frame`` argument of convert_frame's
     callers, found walking out from the compile-start callback (None when not found)."""
     f, hops = frame, 0
@@ -211,13 +233,13 @@ def _compiled_frame(frame: Any) -> Any:
         if "convert_frame" in f.f_code.co_filename:
             target = f.f_locals.get("frame")
             if target is not None and hasattr(target, "f_code"):
-                return target
+                return cast("FrameLike", target)  # convert_frame's own argument
         f = f.f_back
         hops += 1
     return None
 
 
-def _module_of(target: Any) -> Any:
+def _module_of(target: FrameLike) -> Module | None:
     """The nn.Module whose method the frame runs: ``self``, or ``args[0]`` (transformers'
     forward wrappers); None otherwise."""
     try:
@@ -228,19 +250,20 @@ def _module_of(target: Any) -> Any:
     args = loc.get("args")
     if obj is None and isinstance(args, tuple) and args:
         obj = args[0]
-    nn = sys.modules.get("torch.nn")
-    if obj is not None and nn is not None and isinstance(obj, nn.Module):
-        return obj
-    return None
+    if obj is None or "torch.nn" not in sys.modules:
+        return None
+    from torch.nn import Module
+
+    return obj if isinstance(obj, Module) else None
 
 
-def _module_name(target: Any) -> str | None:
+def _module_name(target: FrameLike | None) -> str | None:
     """Class name of the nn.Module whose frame Dynamo is about to compile (best effort)."""
     obj = None if target is None else _module_of(target)
     return None if obj is None else type(obj).__name__
 
 
-def _function_site(target: Any) -> SiteDict | None:
+def _function_site(target: FrameLike) -> SiteDict | None:
     """Where the compiled function is in the user's code: the frame itself when it is user
     code (a resume function's line is where it resumes), else the unwrapped ``forward`` of
     its module (a decorator wrapper in torch or transformers compiles it); None otherwise."""

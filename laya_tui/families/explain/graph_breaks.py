@@ -18,8 +18,8 @@ torch is imported lazily.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from laya_tui.families.explain.aggregate import SiteKey
 from laya_tui.families.explain.records import Detail, GbRegistry, ParsedReason, SiteDict
@@ -223,7 +223,7 @@ def _doc_link(gb_type: str) -> str | None:
         return None
 
 
-def collect(reasons: list[Any], counter_deltas: dict[str, int], *,
+def collect(reasons: Sequence[object], counter_deltas: dict[str, int], *,
             with_stack: bool = True) -> list[GraphBreak]:
     """Deduplicate ``reasons`` (GraphCompileReason objects) by (headline, innermost user
     frame); add counter entries whose text matches no reason."""

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+from collections.abc import Sequence
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.explain.frame_names import (
     GENERATED,
@@ -32,6 +33,9 @@ from laya_tui.families.explain.frame_names import (
     plain_name,
 )
 from laya_tui.families.explain.records import SiteDict
+
+if TYPE_CHECKING:
+    from traceback import FrameSummary
 
 __all__ = ["GENERATED", "INDUCTOR", "INTERNAL", "USER", "plain_name"]
 
@@ -139,7 +143,7 @@ def func_name(code: CodeType) -> str:
     return name
 
 
-def frame_site(frame: Any) -> SiteDict:
+def frame_site(frame: FrameType) -> SiteDict:
     """``{"file", "line", "func"}`` of a frame (qualified function name)."""
     code = frame.f_code
     line = frame.f_lineno
@@ -231,7 +235,7 @@ def caller_site(skip: int = 1, *, depth: int = 0) -> tuple[SiteDict | None, list
     return user_site(sys._getframe(skip + 1), depth=depth)
 
 
-def summary_sites(frames: list[Any]) -> list[SiteDict]:
+def summary_sites(frames: Sequence[FrameSummary]) -> list[SiteDict]:
     """``traceback.FrameSummary`` objects (outermost first) -> site dicts innermost first,
     qualified names resolved from the source (:func:`source_map.qualname_at`)."""
     from laya_tui.families.explain.source_map import qualname_at

@@ -15,8 +15,7 @@ from __future__ import annotations
 import linecache
 import re
 from bisect import bisect_right
-from types import CodeType
-from typing import Any
+from types import CodeType, FrameType
 
 from laya_tui.families.explain.frame_names import INDUCTOR, plain_name
 from laya_tui.families.explain.records import SiteDict
@@ -31,7 +30,7 @@ _tables: dict[str, list[tuple[str, str, int, int]]] = {}
 _LIMIT = 4096
 
 
-def generated_frames(frame: Any, kind: int) -> list[SiteDict]:
+def generated_frames(frame: FrameType, kind: int) -> list[SiteDict]:
     """The user frames an Inductor output line or FX graph line was generated from
     (``{"file", "line", "func"}``, innermost first); [] when torch keeps no map."""
     key = (frame.f_code, frame.f_lineno)
@@ -47,7 +46,7 @@ def generated_frames(frame: Any, kind: int) -> list[SiteDict]:
     return got
 
 
-def _inductor(frame: Any) -> list[SiteDict]:
+def _inductor(frame: FrameType) -> list[SiteDict]:
     from torch._inductor.codecache import PyCodeCache
 
     path, lineno = frame.f_code.co_filename, frame.f_lineno
@@ -148,7 +147,7 @@ def loaded_path(file: str, line: int | None = None, func: str | None = None,
     return None if tied else best
 
 
-def _fx(frame: Any) -> list[SiteDict]:
+def _fx(frame: FrameType) -> list[SiteDict]:
     gm = frame.f_locals.get("self")
     lineno_map = getattr(gm, "_lineno_map", None)
     graph = getattr(gm, "graph", None)
