@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from laya_tui.families.explain.records import CondEntry
 from laya_tui.families.explain.sites import format_frame, user_site
+
+if TYPE_CHECKING:
+    from torch.nn import Module
 
 
 @dataclass
@@ -30,10 +34,11 @@ class CondRecord:
     #: True while the branch that did not run is being traced (hooks record nothing then).
     shadow: bool = False
     #: modules the shadow trace called (module objects, by id).
-    shadow_modules: list[Any] = field(default_factory=list)
+    shadow_modules: list[Module] = field(default_factory=list)
 
 
-def _other_branch_modules(rec: CondRecord, fn: Callable[..., Any], operands: Any) -> str | None:
+def _other_branch_modules(rec: CondRecord, fn: Callable[..., object],
+                          operands: tuple[object, ...]) -> str | None:
     """Trace ``fn`` on fake operands, collecting the modules it calls; an error's text."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -41,7 +46,7 @@ def _other_branch_modules(rec: CondRecord, fn: Callable[..., Any], operands: Any
 
     rec.shadow, rec.shadow_modules = True, []
 
-    def seen(m: Any, _args: Any) -> None:
+    def seen(m: Module, _args: tuple[object, ...]) -> None:
         rec.shadow_modules.append(m)
 
     handle = torch.nn.modules.module.register_module_forward_pre_hook(seen)
@@ -66,8 +71,8 @@ def eager_cond(rec: CondRecord) -> Iterator[CondRecord]:
     cond_mod = sys.modules["torch._higher_order_ops.cond"]  # the package's `cond` shadows it
     original = cond_mod.cond
 
-    def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
-             operands: Any = ()) -> Any:
+    def cond(pred: object, true_fn: Callable[..., object], false_fn: Callable[..., object],
+             operands: Sequence[object] = ()) -> object:
         if torch.compiler.is_compiling() or rec.shadow:
             return original(pred, true_fn, false_fn, operands)
         taken = bool(pred)
@@ -79,15 +84,15 @@ def eager_cond(rec: CondRecord) -> Iterator[CondRecord]:
         rec.calls.append(entry)
         return fn(*operands)
 
-    homes: tuple[Any, ...] = (torch, hops, cond_mod)
+    homes: tuple[ModuleType, ...] = (torch, hops, cond_mod)
     saved = [h.cond for h in homes]
     for home in homes:
-        home.cond = cond
+        vars(home)["cond"] = cond  # a module's attributes are its __dict__
     try:
         yield rec
     finally:
         for home, fn in zip(homes, saved, strict=True):
-            home.cond = fn
+            vars(home)["cond"] = fn
 
 
 def not_run(rec: CondRecord, names: dict[int, str], called: set[str]) -> dict[str, str]:

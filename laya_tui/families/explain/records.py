@@ -8,10 +8,13 @@ options (JSON from outside) and RBLN's compiler dump (the library's payload).
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
 
 from laya_tui.core.open_types import Detail, Kwargs, ProbeOptions  # open by design
 from laya_tui.core.report_types import GapRowDict, SignalDict, SiteDict
+
+if TYPE_CHECKING:
+    from torch.nn import Module
 
 __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftPoint",
            "DriftResult", "DriftSeconds", "DriftSummary", "EntryFields", "GapRowDict",
@@ -231,7 +234,7 @@ class CondEntry(TypedDict):
 
     site: SiteDict | None
     ran: str  # "true" or "false"
-    not_run_modules: list[Any]  # module objects the other branch calls (matched by id)
+    not_run_modules: list["Module"]  # modules the other branch calls (matched by id)
     error: str | None  # the other branch's trace error, if any
 
 
