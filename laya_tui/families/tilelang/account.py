@@ -13,11 +13,14 @@ examined, naming them and where they were built.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.cell_state import INSTALL_HINT, has_gpu
 from laya_tui.families.tilelang.missing_package import missing_package, unexamined_reason
 from laya_tui.families.tilelang.records import ProbeContext
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.tl_objects import PrimFunc
 
 
 def account_file(ctx: ProbeContext, file: str, note: str | None) -> None:
@@ -68,7 +71,7 @@ def account_file(ctx: ProbeContext, file: str, note: str | None) -> None:
               f"name it in [tool.laya-tui.kernel-args] or define it in a function of the file")
 
 
-def _symbol(func: Any) -> str:
+def _symbol(func: PrimFunc) -> str:
     try:
         return str(func.attrs["global_symbol"])
     except Exception:  # noqa: BLE001

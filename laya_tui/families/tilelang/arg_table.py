@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import os
-from typing import Any
+from typing import TypeAlias
 
 from laya_tui.families.tilelang.records import KernelTable
 
@@ -49,7 +49,13 @@ def find_table(tables: dict[str, object] | None, path: str, kernel: str,
     return None
 
 
-def file_defaults(tree: ast.Module, names: list[str]) -> dict[str, tuple[Any, str]]:
+#: A value the file gives an argument (a literal, or a list of them), as a table line writes it.
+FileValue: TypeAlias = "bool | int | float | str | list[int | float | str]"
+#: Argument name -> (the value the file gives it, where: "the file's argparse default --M").
+FileDefaults: TypeAlias = "dict[str, tuple[FileValue, str]]"
+
+
+def file_defaults(tree: ast.Module, names: list[str]) -> FileDefaults:
     """Values the file itself gives ``names`` somewhere else: an argparse default of that
     name (``--M``), a same-named parameter default of one of its functions, a module
     constant: ``{name: (value, where)}``. Names the file has no value for are left out."""
@@ -58,7 +64,7 @@ def file_defaults(tree: ast.Module, names: list[str]) -> dict[str, tuple[Any, st
 
     module = ModuleScope(tree)
     wanted = {n.lower(): n for n in names}
-    out: dict[str, tuple[Any, str]] = {}
+    out: FileDefaults = {}
 
     def offer(name: str, expr: ast.expr | None, where: str) -> None:
         key = wanted.get(name.lower())
@@ -68,10 +74,12 @@ def file_defaults(tree: ast.Module, names: list[str]) -> dict[str, tuple[Any, st
             value = evaluate(expr, module)
         except Unresolved:
             return
-        if isinstance(value, (bool, int, float, str)) or (
-                isinstance(value, (list, tuple)) and all(isinstance(v, (int, float, str))
-                                                        for v in value)):
-            out[key] = (list(value) if isinstance(value, tuple) else value, where)
+        if isinstance(value, (bool, int, float, str)):
+            out[key] = (value, where)
+        elif isinstance(value, (list, tuple)):
+            items = [v for v in value if isinstance(v, (int, float, str))]
+            if len(items) == len(value):  # (a list of literals only)
+                out[key] = (items, where)
 
     for ns in argparse_options([tree]).values():
         for dest, (flag, default) in ns.items():
@@ -89,14 +97,13 @@ def file_defaults(tree: ast.Module, names: list[str]) -> dict[str, tuple[Any, st
     return out
 
 
-def _toml_value(value: Any) -> str:
+def _toml_value(value: FileValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return json.dumps(value)
 
 
-def lines_to_add(key: str, missing: list[str], defaults: dict[str, tuple[Any, str]]
-                 ) -> list[str]:
+def lines_to_add(key: str, missing: list[str], defaults: FileDefaults) -> list[str]:
     """The table header and one line per missing argument: its value where the file has
     one (with where it comes from), else a commented line for the user's value."""
     lines = [f'[tool.laya-tui.kernel-args."{key}"]']
@@ -110,7 +117,7 @@ def lines_to_add(key: str, missing: list[str], defaults: dict[str, tuple[Any, st
 
 
 def missing_message(kernel: str, key: str, missing: list[str], workspace: str | None,
-                    defaults: dict[str, tuple[Any, str]] | None = None, *,
+                    defaults: FileDefaults | None = None, *,
                     called: bool = True) -> str:
     """The reason of a kernel whose arguments are unknown: which, and the lines to add."""
     where = os.path.join(workspace, "pyproject.toml") if workspace else "pyproject.toml"

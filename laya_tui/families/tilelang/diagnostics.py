@@ -16,12 +16,13 @@ import os
 import re
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from laya_tui.families.tilelang.records import BufferDict, SiteDict
 
 if TYPE_CHECKING:
     from laya_tui.families.tilelang.passlog import PassLog
+    from laya_tui.families.tilelang.tl_objects import IRModule, PrimFunc
 
 #: ``--> /abs/path/kernel.py:21:1`` markers TileLang appends to compiler errors.
 MARKER_RE = re.compile(r"-->\s+(?P<file>[^\s].*?):(?P<line>\d+)(?::(?P<col>\d+))?\s*$",
@@ -108,7 +109,34 @@ def _site(path: str, line: int, func: str | None = None) -> SiteDict:
     return site
 
 
-def _span_site(span: Any) -> tuple[str, int] | None:
+class _SourceName(Protocol):
+    @property
+    def name(self) -> object: ...
+
+
+class _Span(Protocol):
+    """Where TileLang stamped an IR node: its source file's name and line."""
+
+    @property
+    def source_name(self) -> _SourceName | None: ...
+
+    @property
+    def line(self) -> int: ...
+
+
+class _IrBuffer(Protocol):
+    """A ``tir.Buffer`` as the failing IR holds it (its span read when it has one)."""
+
+    @property
+    def name(self) -> object: ...
+
+    @property
+    def dtype(self) -> object: ...
+
+    def scope(self) -> object: ...
+
+
+def _span_site(span: _Span | None) -> tuple[str, int] | None:
     try:
         if span is None or span.source_name is None:
             return None
@@ -124,7 +152,7 @@ def _span_site(span: Any) -> tuple[str, int] | None:
 # -- buffers the failing IR holds -----------------------------------------------------------
 
 
-def ir_buffers(mod: Any) -> tuple[list[BufferDict], list[tuple[str, list[str]]]]:
+def ir_buffers(mod: IRModule) -> tuple[list[BufferDict], list[tuple[str, list[str]]]]:
     """Buffers of every function in ``mod`` (name, scope, dtype, span site) and its tile ops.
 
     Tile ops come back in IR order as ``(op name, [buffer names])``.
@@ -135,7 +163,7 @@ def ir_buffers(mod: Any) -> tuple[list[BufferDict], list[tuple[str, list[str]]]]
     buffers: dict[str, BufferDict] = {}
     ops: list[tuple[str, list[str]]] = []
 
-    def note(buf: Any) -> None:
+    def note(buf: _IrBuffer) -> None:
         name = str(buf.name)
         if name in buffers:
             return
@@ -145,7 +173,7 @@ def ir_buffers(mod: Any) -> tuple[list[BufferDict], list[tuple[str, list[str]]]]
             entry["file"], entry["line"] = where
         buffers[name] = entry
 
-    def visit(node: Any) -> None:
+    def visit(node: object) -> None:
         if isinstance(node, tirx.SBlock):
             for buf in node.alloc_buffers:
                 note(buf)
@@ -233,7 +261,7 @@ def fix_for(line: str, target: str, stage: str) -> str | None:
 
 def from_exception(exc: BaseException, *, stage: str, target: str, kernel_file: str,
                    factory_site: SiteDict | None = None, tracker: PassLog | None = None,
-                   source_func: Any = None) -> Diagnostic:
+                   source_func: PrimFunc | None = None) -> Diagnostic:
     """The diagnostic of an exception raised while importing, tracing or lowering a kernel.
 
     ``source_func`` (the traced PrimFunc) supplies buffer spans that late passes dropped.

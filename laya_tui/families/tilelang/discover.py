@@ -24,7 +24,7 @@ import ast
 import json
 import os
 import re
-from typing import Any
+from typing import TypeAlias
 
 from laya_tui.families.tilelang.data_dtype import LABELS
 from laya_tui.families.tilelang.data_dtype import label as dtype_label
@@ -144,12 +144,14 @@ def account_entry(path: str) -> KernelEntry:
     return KernelEntry(name=stem, file=path, kind="account", note=note)
 
 
+#: What :func:`find_kernels` reads: (folders, the options as JSON, (file, its bytes) each).
+_Inputs: TypeAlias = "tuple[tuple[str, ...], str, tuple[tuple[str, bytes | None], ...]]"
 #: The last :func:`find_kernels` answer and what it read (one discovery asks twice: the
 #: lowering cells and the agreement cells).
-_LAST: list[tuple[tuple[Any, ...], list[KernelEntry]]] = []
+_LAST: list[tuple[_Inputs, list[KernelEntry]]] = []
 
 
-def _inputs(dirs: list[str], opts: ProbeOptions | None) -> tuple[Any, ...]:
+def _inputs(dirs: list[str], opts: ProbeOptions | None) -> _Inputs:
     """Everything :func:`find_kernels` reads: the folders, the options (the kernel-args
     table among them) and the bytes of every kernel file (None: unreadable)."""
     files: list[tuple[str, bytes | None]] = []

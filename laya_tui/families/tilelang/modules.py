@@ -17,9 +17,12 @@ import inspect
 import os
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.records import KernelArgs
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.tl_objects import PrimFunc
 
 _FINGERPRINTS: dict[str, tuple[tuple[str, int, int], ...]] = {}
 
@@ -117,7 +120,7 @@ def loaded_files(folder: str) -> list[str]:
 
 
 def find_kernel_object(mod: types.ModuleType, name: str | None = None,
-                       args: KernelArgs | None = None) -> tuple[Any, Any]:
+                       args: KernelArgs | None = None) -> tuple[PrimFunc, object]:
     """``(PrimFunc, jit object or None)`` for the kernel ``name`` of ``mod``.
 
     A ``@tilelang.jit`` function (``@autotune`` on top unwrapped to it) is traced with
@@ -129,7 +132,7 @@ def find_kernel_object(mod: types.ModuleType, name: str | None = None,
     from tilelang.jit import JITImpl
     from tilelang.language.eager import PrimFunc
 
-    def unwrap(obj: Any) -> Any:
+    def unwrap(obj: object) -> object:
         inner = getattr(obj, "jit_impl", None)  # AutoTuneImpl
         return inner if isinstance(inner, JITImpl) else obj
 

@@ -26,13 +26,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from laya_tui.families.tilelang.records import BisectionDict, PassConfigs
 
 #: TileLang's switches that turn an optimising pass off (key, the value that turns it off,
 #: the pass it concerns)
-SWITCHES: tuple[tuple[str, Any, str], ...] = (
+SWITCHES: tuple[tuple[str, bool, str], ...] = (
     ("tl.disable_loop_unswitching", True, "LoopUnswitching"),
     ("tirx.disable_cse_tir", True, "common subexpression elimination"),
     ("tirx.disable_vectorize", True, "VectorizeLoop"),

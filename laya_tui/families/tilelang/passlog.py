@@ -21,10 +21,13 @@ from __future__ import annotations
 import difflib
 import os
 from collections import deque
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol
 
 from laya_tui.families.tilelang.records import CellArtifacts, PassTimings
+from laya_tui.families.tilelang.tl_objects import IRModule, PassTimer
 
 #: Completed passes remembered for the "last successful pass" diff.
 KEEP = 64
@@ -36,7 +39,21 @@ class PassInput(NamedTuple):
     """A pass and the module it received (or ``after <pass>`` and that pass's output)."""
 
     name: str
-    mod: Any
+    mod: IRModule
+
+
+class _PassEvent(Protocol):
+    """A pass event of TileLang's instrumentation: the pass's name is read."""
+
+    @property
+    def name(self) -> object: ...
+
+
+class _OpenPass(_PassEvent, Protocol):
+    """A pass still open when lowering raised: its name and the module it received."""
+
+    @property
+    def state(self) -> IRModule: ...
 
 
 @dataclass
@@ -44,9 +61,10 @@ class PassLog:
     """What one lowering's passes did: completed passes, the failing one, per-pass seconds."""
 
     #: (name, module before, module after)
-    completed: deque[tuple[str, Any, Any]] = field(default_factory=lambda: deque(maxlen=KEEP))
+    completed: deque[tuple[str, IRModule | None, IRModule | None]] = field(
+        default_factory=lambda: deque(maxlen=KEEP))
     failing: PassInput | None = None
-    timing: Any = None  # tilelang's PassTimingTool
+    timing: PassTimer | None = None  # tilelang's PassTimingTool
     count: int = 0
 
     def innermost(self) -> PassInput | None:
@@ -78,7 +96,8 @@ class PassLog:
         return self.timing.report() if self.timing is not None else ""
 
 
-def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
+def lowering_session(name: str, log: PassLog
+                     ) -> tuple[AbstractContextManager[object], Callable[[], object]]:
     """``(session context manager, instruments factory)`` recording into ``log``.
 
     Use as::
@@ -97,14 +116,15 @@ def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
     from tilelang.tools.pass_timing import PassTimingTool
 
     class Observer(PassEventObserver):  # type: ignore[misc] # TileLang is untyped
-        def pass_started(self, mod: Any, event: Any) -> Any:
+        def pass_started(self, mod: IRModule, event: _PassEvent) -> IRModule:
             log.count += 1
             return mod
 
-        def pass_finished(self, mod: Any, event: Any, state: Any) -> None:
+        def pass_finished(self, mod: IRModule, event: _PassEvent, state: IRModule) -> None:
             log.completed.append((str(event.name), state, mod))
 
-        def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
+        def passes_incomplete(self, passes: Sequence[_OpenPass],
+                              error: BaseException | None) -> None:
             if passes and log.failing is None:
                 inner = passes[-1]  # outermost first: the last is nearest to the failure
                 log.failing = PassInput(str(inner.name), inner.state)
@@ -123,13 +143,14 @@ def lowering_session(name: str, log: PassLog) -> tuple[Any, Any]:
 
     # a failing pass leaves an open timing frame; TileLang warns about discarding it
     logging.getLogger("tilelang.pass_timing").setLevel(logging.ERROR)
-    log.timing = Timing()
-    session = compile_pass_instrumentation(name=name, tools=[log.timing, Recorder()],
-                                           include_default_tools=False, reuse_existing=False)
+    log.timing = timing = Timing()
+    session: AbstractContextManager[object] = compile_pass_instrumentation(
+        name=name, tools=[timing, Recorder()], include_default_tools=False,
+        reuse_existing=False)
     return session, lambda: create_pass_instruments(context=f"laya-tui {name}")
 
 
-def script(mod: Any) -> str:
+def script(mod: IRModule) -> str:
     """TVMScript of a module (``str`` when scripting fails)."""
     try:
         return str(mod.script())

@@ -39,6 +39,7 @@ from laya_tui.families.tilelang.records import KernelArgs, PassConfigs, ProbeCon
 if TYPE_CHECKING:
     import ast
 
+    from laya_tui.families.tilelang.arg_table import FileDefaults
     from laya_tui.families.tilelang.capture_model import Capture
 
 
@@ -257,7 +258,7 @@ def tilelang_import_error(exc: BaseException | None) -> ImportError | None:
     return exc if module == "tilelang" or module.startswith("tilelang.") else None
 
 
-def _maker_parameters(file: str, obj: str) -> tuple[list[str], dict[str, tuple[Any, str]]]:
+def _maker_parameters(file: str, obj: str) -> tuple[list[str], FileDefaults]:
     """The parameters of the top-level maker ``obj`` that have no default, and the values
     its file gives them elsewhere (the lines a table for it starts from)."""
     import ast
@@ -296,8 +297,8 @@ def static_missing(file: str, obj: str, opts: ProbeOptions) -> list[str]:
 
 
 def _file_defaults(file: str, missing: list[str],
-                   finder: Callable[[ast.Module, list[str]], dict[str, tuple[Any, str]]]
-                   ) -> dict[str, tuple[Any, str]]:
+                   finder: Callable[[ast.Module, list[str]], FileDefaults]
+                   ) -> FileDefaults:
     import ast
 
     try:

@@ -15,12 +15,13 @@ prints the first line of what it raises. Standard library only here.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.diagnostics import PROCESS_DEPENDENT
 
 if TYPE_CHECKING:
     from laya_tui.families.tilelang.cell_state import CellState, KernelCall
+    from laya_tui.families.tilelang.tl_objects import OutIdx
 
 _TEMPLATE = '''#!/usr/bin/env python3
 """Reproduce {cell}: {first_line}
@@ -409,7 +410,8 @@ def write_repro(folder: str, state: CellState, call: KernelCall,
     """Write ``<folder>/repro.py`` for a failed cell and return its path."""
     os.makedirs(folder, exist_ok=True)
     diag = state.diag
-    target: Any = cuda_target if state.target == "cuda" and cuda_target else state.target
+    target: dict[str, str] | str = cuda_target if state.target == "cuda" and cuda_target \
+        else state.target
     plain = state.kind in ("jit", "primfunc", "maker")
     name = call.obj if plain else (state.kernel if state.kind == "factory" else None)
     command = diag.command if diag and diag.command else state.extra.get("command")
@@ -444,7 +446,7 @@ def _read(path: str | None) -> str:
         return ""
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: OutIdx) -> int | list[int] | None:
     """``out_idx`` as literal Python (TVM arrays become lists of ints)."""
     if value is None or isinstance(value, int):
         return value

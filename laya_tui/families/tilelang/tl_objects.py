@@ -56,6 +56,9 @@ class PrimFunc(Protocol):
 class IRModule(Protocol):
     """A ``tvm.IRModule`` a pass received or returned."""
 
+    @property
+    def functions(self) -> Mapping[object, object]: ...  # global var -> function
+
     def script(self) -> object: ...  # TVMScript
 
     def same_as(self, other: object) -> bool: ...
