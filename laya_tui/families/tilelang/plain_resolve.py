@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.cell_state import CellState, KernelCall, has_gpu
 from laya_tui.families.tilelang.missing_package import (
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from laya_tui.families.tilelang.arg_table import FileDefaults
     from laya_tui.families.tilelang.capture_model import Capture
+    from laya_tui.families.tilelang.capture_types import TracedPrimFunc
 
 
 def expected_kernels(file: str, opts: ProbeOptions) -> set[str]:
@@ -308,7 +309,7 @@ def _file_defaults(file: str, missing: list[str],
         return {}
 
 
-def _built_dtype(func: Any, dtype: str) -> str | None:
+def _built_dtype(func: TracedPrimFunc | None, dtype: str) -> str | None:
     """What the file's run built when its data dtype is not the cell id's (read from the
     file before the run: a maker's dtype comes from its caller), else None."""
     from laya_tui.families.tilelang.capture_model import kernel_data_dtype

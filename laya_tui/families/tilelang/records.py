@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDi
 from laya_tui.core.open_types import Detail, Kwargs, ProbeOptions  # open by design
 from laya_tui.core.report_types import SiteDict
 from laya_tui.families.probe_context import ProbeContext as _ProbeContext
+from laya_tui.families.tilelang.capture_types import Described
+from laya_tui.families.tilelang.tl_objects import OutIdx
 
 if TYPE_CHECKING:
     import torch
@@ -66,7 +68,7 @@ class BufferDict(TypedDict):
 class CheckDict(TypedDict):
     """One output's comparison in the cell's ``checks`` (the ``tolerance`` signal's facts)."""
 
-    value: Any  # max |diff| (None when the comparison gave none)
+    value: float | None  # max |diff| (None when the comparison gave none)
     limit: float
     passed: bool | None
     check: NotRequired[str]  # the file's own check that made it
@@ -149,7 +151,7 @@ class ImporterTried(TypedDict):
 
 #: What built the kernel the cell examines: the detail's ``built_by``.
 BuiltByDict = TypedDict("BuiltByDict", {
-    "entry": str, "site": str | None, "target": Any, "builds": int, "tuned": TunedDict,
+    "entry": str, "site": str | None, "target": Described, "builds": int, "tuned": TunedDict,
     "globals": Globals, "file": str, "data dtype": str, "raised": str, "file_run": str,
 }, total=False)
 
@@ -172,7 +174,7 @@ class CellExtra(CellArtifacts, total=False):
     definition: SiteDict
     args: KernelArgs
     arg_sources: dict[str, str]
-    out_idx: Any  # as the file gave it to TileLang (an int or a list of them)
+    out_idx: OutIdx  # as the file gave it to TileLang (an int or a list of them)
     tool_session: str
     file_run: FileRunDict
     built_by: BuiltByDict
