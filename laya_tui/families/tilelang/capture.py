@@ -34,7 +34,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
+from types import ModuleType
 
 from laya_tui.families.tilelang.capture_model import (
     AUTOTUNE_SOURCE,
@@ -130,11 +130,12 @@ def _release_device_memory() -> None:
         pass
 
 
-def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Callable[[], Any]]]:
+def _entry_points(tree: ast.Module, path: str, mod: ModuleType
+                  ) -> list[tuple[str, Callable[[], object]]]:
     """The file's own ways to run: the __main__ block (or main()), then test_* functions."""
     from laya_tui.families.tilelang.static_calls import MAIN_BLOCK, main_block
 
-    out: list[tuple[str, Callable[[], Any]]] = []
+    out: list[tuple[str, Callable[[], object]]] = []
     block = main_block(tree)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
@@ -162,11 +163,11 @@ def _entry_points(tree: ast.Module, path: str, mod: Any) -> list[tuple[str, Call
     return out
 
 
-def _calling(mod: Any, name: str, kwargs: Kwargs) -> Callable[[], Any]:
+def _calling(mod: ModuleType, name: str, kwargs: Kwargs) -> Callable[[], object]:
     return lambda: getattr(mod, name)(**kwargs)
 
 
-def _first_parameters(fn: Any) -> Kwargs | None:
+def _first_parameters(fn: object) -> Kwargs | None:
     """The arguments of a test's first case under ``@pytest.mark.parametrize`` (each mark's
     first values, as pytest's first generated test gets them); None when it has none."""
     marks = [m for m in getattr(fn, "pytestmark", None) or []
@@ -207,6 +208,7 @@ def _run_capture(path: str, kernels: set[str], budget: float,
     rec.overrides = overrides
     rec.mode_state.release = _release_captures
     cpu0, ceiling = time.process_time(), t0 + budget * CAPTURE_WALL_FACTOR
+    mod: ModuleType | None
     with rec.installed(cuda_on_cpu=not gpu), _argv(path), capture_deadline(budget), \
             _own_imports():
         try:
@@ -309,7 +311,7 @@ def _stopped_without_gpu(cap: Capture, asked: str | None, then: str) -> None:
         cap.gpu_needed = f"{asked} asks torch.cuda.is_available() (no GPU here) and {then}"
 
 
-def _run_entry(run: Callable[[], Any], path: str, cap: Capture) -> str:
+def _run_entry(run: Callable[[], object], path: str, cap: Capture) -> str:
     try:
         run()
     except StopCapture as stop:

@@ -18,7 +18,9 @@ import importlib.util
 import inspect
 import os
 import sys
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from laya_tui.families.tilelang.capture_model import (
     AUTOTUNE_SOURCE,
@@ -38,18 +40,26 @@ from laya_tui.families.tilelang.capture_model import (
 )
 from laya_tui.families.tilelang.capture_patches import patches_installed
 from laya_tui.families.tilelang.capture_stubs import (
-    KernelCallRecord,
     ModeState,
     StopCapture,
     StubKernel,
     describe,
 )
+from laya_tui.families.tilelang.capture_types import is_prim_func
 from laya_tui.families.tilelang.records import Globals, KernelArgs, Kwargs, TunedDict
+
+if TYPE_CHECKING:
+    from laya_tui.families.tilelang.capture_types import (
+        AutoTunerLike,
+        OutIdx,
+        Registry,
+        TracedPrimFunc,
+    )
 
 _PASS_CONFIGS_KEY = "__pass_configs__"
 
 
-def _python_function(jit: Any) -> Any:
+def _python_function(jit: object) -> object:
     """The Python function behind a jit kernel (or its AutoTuneImpl)."""
     fn = getattr(jit, "jit_impl", jit)
     fn = getattr(fn, "func", fn)
@@ -59,7 +69,7 @@ def _python_function(jit: Any) -> Any:
 class _TuneResult:
     """What ``AutoTuner.run`` returns: the kernel and the config standing for the tuned one."""
 
-    def __init__(self, kernel: Any, config: Kwargs | None) -> None:
+    def __init__(self, kernel: object, config: Kwargs | None) -> None:
         self.kernel = kernel
         self.config = config
         self.func = getattr(kernel, "prim_func", None)
@@ -78,12 +88,12 @@ class Recorder:
         self.kernels = set(kernels)
         self.stop_when_done = stop_when_done
         self.entry = "the import"
-        self.mod: Any = None
+        self.mod: ModuleType | None = None
         self.names: dict[int, str] = {}  # id(kernel object) -> module attribute
         self.traced: dict[int, TracedCall] = {}
-        self.keep: list[Any] = []  # keeps traced PrimFuncs alive (their ids are keys)
+        self.keep: list[TracedPrimFunc] = []  # keeps traced PrimFuncs alive (ids are keys)
         self.stack: list[JitCall] = []
-        self.registry: dict[int, tuple[KernelCallRecord, int, Any]] = {}
+        self.registry: Registry = {}
         self.pending_tune: TunedDict | None = None
         self.grace = False  # the file is given CHECK_SECONDS to reach its check
         self.traced_builds: dict[int, Build] = {}  # PrimFuncs the file traced itself
@@ -99,7 +109,7 @@ class Recorder:
         self.overrides: dict[str, KernelArgs] = {}
 
     # -- the file ---------------------------------------------------------------------------
-    def load(self) -> Any:
+    def load(self) -> ModuleType:
         """Import the file afresh under a private name (package-relative imports work)."""
         from laya_tui.families.tilelang.modules import package_alias
 
@@ -125,7 +135,7 @@ class Recorder:
         self.after_import = dict(vars(mod))
         return mod
 
-    def name_of(self, obj: Any) -> str | None:
+    def name_of(self, obj: object) -> str | None:
         """The module attribute holding ``obj`` (a jit kernel, its AutoTuneImpl, a PrimFunc)."""
         name = self.names.get(id(obj))
         if name is None and self.mod is not None:
@@ -133,7 +143,7 @@ class Recorder:
             name = self.names.get(id(obj))
         return name
 
-    def home_key(self, jit: Any) -> str | None:
+    def home_key(self, jit: object) -> str | None:
         """``/path/lib.py::name`` when ``jit`` (a jit kernel or its AutoTuneImpl) is defined
         in another file than the one running, else None (its builds are that file's)."""
         fn = _python_function(jit)
@@ -150,7 +160,7 @@ class Recorder:
         self.foreign.setdefault(key, jit)
         return key
 
-    def _jit(self, obj: str | None) -> Any:
+    def _jit(self, obj: str | None) -> object:
         """The kernel object behind a build's name (the file's attribute, or another
         file's kernel)."""
         if obj is None:
@@ -158,14 +168,14 @@ class Recorder:
         jit = self.foreign.get(obj) if "::" in obj else getattr(self.mod, obj, None)
         return getattr(jit, "jit_impl", jit)
 
-    def _index(self, mod: Any) -> None:
+    def _index(self, mod: ModuleType) -> None:
         for name, value in vars(mod).items():
             self.names.setdefault(id(value), name)
             inner = getattr(value, "jit_impl", None)
             if inner is not None:
                 self.names.setdefault(id(inner), name)
 
-    def wrap_makers(self, mod: Any, tree: ast.Module) -> None:
+    def wrap_makers(self, mod: ModuleType, tree: ast.Module) -> None:
         """Record the PrimFuncs the file's makers (functions returning a nested
         ``@T.prim_func``) return, so ``tilelang.compile(make(...))`` names its kernel."""
         for name in self.kernels:
@@ -174,8 +184,8 @@ class Recorder:
                 continue
             setattr(mod, name, self._maker(name, fn))
 
-    def _maker(self, name: str, fn: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def _maker(self, name: str, fn: Callable[..., object]) -> Callable[..., object]:
+        def wrapper(*args: object, **kwargs: object) -> object:
             site, _ = call_site(self.path)
             if name in self.overrides:
                 bound = inspect.signature(fn).bind_partial(*args, **kwargs)
@@ -183,7 +193,7 @@ class Recorder:
                 args, kwargs = bound.args, bound.kwargs
             self.last_calls[name] = MakerCall(args, kwargs, site)
             out = fn(*args, **kwargs)
-            if type(out).__name__ == "PrimFunc":
+            if is_prim_func(out):
                 self.traced[id(out)] = TracedCall(name, "maker", args, kwargs, site)
                 self.keep.append(out)
             return out
@@ -196,7 +206,7 @@ class Recorder:
         return bool(self.kernels) and self.kernels <= built | set(self.cap.failures)
 
     # -- builds -----------------------------------------------------------------------------
-    def _kernel_entry(self, jit: Any, args: tuple[Any, ...], kwargs: Kwargs
+    def _kernel_entry(self, jit: object, args: tuple[object, ...], kwargs: Kwargs
                       ) -> JitCall:
         kwargs = dict(kwargs)
         kwargs.update(kwargs.pop("__tune_params", {}) or {})
@@ -207,11 +217,11 @@ class Recorder:
             site = f"{os.path.basename(self.path)}: {site}"
         return JitCall(key or self.name_of(jit), args, kwargs, site)
 
-    def _describe_call(self, obj: str | None, jit: Any, args: tuple[Any, ...],
+    def _describe_call(self, obj: str | None, jit: object, args: tuple[object, ...],
                        kwargs: Kwargs,
                        site: str | None) -> tuple[KernelArgs, dict[str, str]]:
         sig = getattr(jit, "signature", None)
-        if sig is None:
+        if sig is None and callable(jit):  # (another object has no signature either)
             try:
                 sig = inspect.signature(jit)
             except (TypeError, ValueError):
@@ -244,10 +254,11 @@ class Recorder:
         except Exception:  # noqa: BLE001 - a source label must never stop the capture
             return {}
 
-    def on_build(self, func: Any, out_idx: Any, *, target: Any = None,
-                 execution_backend: Any = None, pass_configs: Any = None,
-                 compile_flags: Any = None, traced_only: bool = False,
-                 **_: Any) -> StubKernel:
+    def on_build(self, func: TracedPrimFunc, out_idx: OutIdx, *, target: object = None,
+                 execution_backend: str | None = None,
+                 pass_configs: Mapping[object, object] | None = None,
+                 compile_flags: list[str] | str | None = None, traced_only: bool = False,
+                 **_: object) -> StubKernel:
         earlier = self.traced_builds.get(id(func))
         if earlier is not None:  # traced by the file's own get_tir, now compiled
             earlier.out_idx, earlier.target = out_idx, describe(target)
@@ -299,7 +310,7 @@ class Recorder:
                 raise StopCapture(done)
         return stub
 
-    def _made_inside(self, func: Any) -> TracedCall | None:
+    def _made_inside(self, func: TracedPrimFunc) -> TracedCall | None:
         """``(top-level name, "nested", args, kwargs, site)`` for a PrimFunc whose
         ``@T.prim_func`` is defined inside one of this file's top-level functions or classes
         (TileLang keeps the Python function as ``orig_func``): a maker's maker, a closure,
@@ -329,13 +340,13 @@ class Recorder:
                                               module=self._home_module(obj, jit),
                                               run_globals=self._run_globals(obj, jit))
 
-    def _run_globals(self, obj: str | None, jit: Any) -> Globals:
+    def _run_globals(self, obj: str | None, jit: object) -> Globals:
         """The globals the file's run set that the file's own kernel ``obj`` reads."""
         if obj is None or "::" in obj or jit is None:
             return {}
         return run_globals(_python_function(jit), self.mod, self.after_import)
 
-    def _home_module(self, obj: str | None, jit: Any) -> Any:
+    def _home_module(self, obj: str | None, jit: object) -> ModuleType | None:
         """The module defining another file's kernel, as this run imported it (its
         ``ref_program``); None for the file's own kernels (the capture's module)."""
         if obj is None or "::" not in obj or jit is None:
@@ -348,22 +359,22 @@ class Recorder:
         reporting to this recorder; restored on exit."""
         return patches_installed(self, cuda_on_cpu=cuda_on_cpu)
 
-    def tune(self, tuner: Any) -> _TuneResult:
+    def tune(self, tuner: AutoTunerLike) -> _TuneResult:
         """``AutoTuner.run`` during the capture: tiling given -> TileLang's own direct
         compile; else the first config (TileLang would benchmark them all on a GPU)."""
         compile_func, _ = tuner._ensure_jit_functions()
-        configs = tuner.configs
-        if callable(configs):
+        given = tuner.configs
+        if callable(given):
             kargs, kkwargs = tuner._kernel_parameters or ((), ())
-            configs = configs(*kargs, **dict(kkwargs))
-        configs = [dict(c) for c in (configs or [])]
+            given = given(*kargs, **dict(kkwargs))
+        configs = [dict(c) for c in (given or [])]
         params = list(inspect.signature(tuner.fn).parameters)
         if tuner._kernel_parameters is not None and configs:
             key_args, key_kwargs = tuner._kernel_parameters
-            top = [k for k in configs[0] if k != "pass_configs"]
+            tiling = [k for k in configs[0] if k != "pass_configs"]
             fparams = list(getattr(tuner, "_function_parameters", {}) or params)
             if any(k in configs[0] for k, _ in key_kwargs) or any(
-                    k in fparams and fparams.index(k) < len(key_args) for k in top):
+                    k in fparams and fparams.index(k) < len(key_args) for k in tiling):
                 return _TuneResult(compile_func(), None)
         if not configs:
             raise StopCapture("@autotune has no configs")

@@ -10,7 +10,7 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from laya_tui.families.tilelang.capture_model import TracedCall, call_site, record_check
@@ -21,9 +21,11 @@ from laya_tui.families.tilelang.capture_stubs import (
     cpu_generator,
     stand_in_bench,
 )
+from laya_tui.families.tilelang.capture_types import is_prim_func
 
 if TYPE_CHECKING:
     from laya_tui.families.tilelang.capture_hooks import Recorder
+    from laya_tui.families.tilelang.capture_types import AutoTunerLike, OutIdx, TracedPrimFunc
 
 __all__ = ["patches_installed"]
 
@@ -34,8 +36,8 @@ _ARCH = "9.0"  # the compute capability it answers (an H100/H200: sm_90a)
 _STUB_SUBCLASSES: dict[type, type] = {}
 
 
-def _own_field(name: str) -> Any:
-    def get(self: Any) -> Any:
+def _own_field(name: str) -> Callable[[object], object]:
+    def get(self: object) -> object:
         return self.__dict__[name]
 
     return get
@@ -68,9 +70,9 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
     from tilelang.jit.kernel import JITKernel
 
     jit_mod = sys.modules["tilelang.jit"]
-    saved: list[tuple[Any, str, Any]] = []
+    saved: list[tuple[object, str, object]] = []
 
-    def patch(owner: Any, name: str, value: Any) -> None:
+    def patch(owner: object, name: str, value: object) -> None:
         if owner is None or not hasattr(owner, name):
             return
         saved.append((owner, name, getattr(owner, name)))
@@ -79,8 +81,8 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
     orig_call, orig_compile, orig_get_tir = JITImpl.__call__, JITImpl.compile, \
         JITImpl.get_tir
 
-    def around(orig: Any) -> Any:
-        def wrapped(jit: Any, *args: Any, **kwargs: Any) -> Any:
+    def around(orig: Callable[..., object]) -> Callable[..., object]:
+        def wrapped(jit: object, *args: object, **kwargs: object) -> object:
             rec.stack.append(rec._kernel_entry(jit, args, kwargs))
             try:
                 out = orig(jit, *args, **kwargs)
@@ -89,7 +91,7 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
                 raise
             finally:
                 entry = rec.stack.pop()
-            if orig is orig_get_tir and type(out).__name__ == "PrimFunc":
+            if orig is orig_get_tir and is_prim_func(out):
                 obj, a, k, site = entry
                 rec.traced.setdefault(id(out), TracedCall(obj, "jit", a, k, site))
                 rec.keep.append(out)
@@ -105,10 +107,13 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
             return out
         return wrapped
 
-    def cached(func: Any = None, out_idx: Any = None, *args: Any, **kwargs: Any) -> Any:
+    # TileLang calls these with its own values (untyped: its PrimFunc, out_idx, target,
+    # pass configs...), handed on to the recorder as they are
+    def cached(func: Any = None, out_idx: OutIdx = None, *args: object, **kwargs: Any
+               ) -> StubKernel:
         return rec.on_build(func, out_idx, **kwargs)
 
-    def kernel_init(kernel: Any, func: Any = None, out_idx: Any = None, *a: Any,
+    def kernel_init(kernel: object, func: Any = None, out_idx: OutIdx = None, *a: object,
                     **kw: Any) -> None:
         # ``tilelang.JITKernel(prim, out_idx=..., target=...)``: the file's own build;
         # the new object becomes the stand-in (patching __new__ instead leaves CPython's
@@ -117,17 +122,17 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
         kernel.__class__ = _stub_subclass(type(kernel), vars(stub))
         kernel.__dict__.update(vars(stub))
 
-    def lower(func: Any, *args: Any, **kwargs: Any) -> Any:
+    def lower(func: TracedPrimFunc, *args: object, **kwargs: object) -> StubArtifact:
         target = kwargs.get("target", args[0] if args else None)
         return StubArtifact(rec.on_build(func, None, target=target))
 
-    def tune(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+    def tune(tuner: AutoTunerLike, *args: object, **kwargs: object) -> object:
         return rec.tune(tuner)
 
-    def compare(how: str, orig: Any) -> Any:
+    def compare(how: str, orig: Callable[..., object]) -> Callable[..., object]:
         """The file's comparison ``how`` (its real name): recorded when a side derives
         from a kernel's output, else the original answers."""
-        def check(*args: Any, **kwargs: Any) -> Any:
+        def check(*args: object, **kwargs: object) -> object:
             got = record_check(rec.registry, how, args, kwargs, rec.path, rec.mode_state)
             if got is NotImplemented:
                 try:
@@ -194,6 +199,6 @@ def patches_installed(rec: Recorder, *, cuda_on_cpu: bool) -> Iterator[None]:
         with mode:
             yield
     finally:
-        for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
+        for patched, name, value in reversed(saved):
+            setattr(patched, name, value)
         detectors.pop(_DETECTOR, None)
