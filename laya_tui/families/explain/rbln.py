@@ -24,7 +24,7 @@ more bounce), and the runtime's h2d push is expected glue (a ``log`` signal).
 from __future__ import annotations
 
 import time
-from typing import Any
+from types import TracebackType
 
 from laya_tui.families.explain.aggregate import Aggregator, Entry
 from laya_tui.families.explain.placement import no_placement, rbln_placement
@@ -332,17 +332,18 @@ class RblnRegion:
         self._p.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         failure: BaseException | None = None
         try:
-            self._p.__exit__(*exc)
+            self._p.__exit__(exc_type, exc, tb)
         except Exception as err:  # a counter readout raised: torch-rbln vs librbln
             failure = err
         finally:
             self.wall_s = time.perf_counter() - self._t0
             self.dynamo.stop()
             if self._cap is not None:
-                self._cap.__exit__(*exc)
+                self._cap.__exit__(exc_type, exc, tb)
                 self.log_text = self._cap.text
         records = []
         resolver = SiteResolver()

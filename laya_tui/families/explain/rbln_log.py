@@ -28,7 +28,7 @@ import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from types import TracebackType
 
 from laya_tui.families.explain.aggregate import Aggregator
 from laya_tui.families.explain.records import Detail, LogSiteDict, SiteDict
@@ -340,7 +340,8 @@ class FdCapture:
         sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         _flush()
         mine = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = self._streams

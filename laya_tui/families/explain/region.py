@@ -10,10 +10,17 @@ uninstrumented latency and the overhead ratio.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from laya_tui.families.explain.records import SignalDict
 from laya_tui.families.explain.timing import device_sync, median_latency
+
+if TYPE_CHECKING:
+    from laya_tui.families.explain.aggregate import Entry
+    from laya_tui.families.explain.portable import PortableRegion
+    from laya_tui.families.explain.rbln import RblnRegion
+    from laya_tui.families.probe_context import ProbeContext
 
 NO_DEVICE = ("no device in region: model and tensors live on the CPU, so there is no host "
              "boundary to cross (nothing measured, not a zero)")
@@ -22,9 +29,9 @@ NO_DEVICE = ("no device in region: model and tensors live on the CPU, so there i
 class ExplainRegion:
     """Context manager returned by ``ctx.explain``; ``.signals`` holds what it emitted."""
 
-    def __init__(self, ctx: Any, name: str, *, with_stack: bool = True,
-                 phase: str | None = None, model: Any = None, device: Any = None,
-                 baseline: Callable[[], Any] | None = None, backend: str = "auto",
+    def __init__(self, ctx: ProbeContext | None, name: str, *, with_stack: bool = True,
+                 phase: str | None = None, model: object = None, device: object = None,
+                 baseline: Callable[[], object] | None = None, backend: str = "auto",
                  emit: bool = True, rbln_log: bool = True) -> None:
         if backend not in ("auto", "portable", "rbln"):
             raise ValueError(f"explain backend must be auto, portable or rbln, got {backend!r}")
@@ -39,10 +46,10 @@ class ExplainRegion:
         self.emit_signals = emit
         self.rbln_log = rbln_log
         self.signals: list[SignalDict] = []
-        self.impl: Any = None
+        self.impl: PortableRegion | RblnRegion | None = None
 
     # -- choosing the implementation ---------------------------------------------------
-    def _choose(self) -> Any:
+    def _choose(self) -> PortableRegion | RblnRegion:
         from laya_tui.families.explain.portable import PortableRegion, resolve_device
         from laya_tui.families.explain.rbln import RblnRegion, unavailable_reason
 
@@ -62,8 +69,8 @@ class ExplainRegion:
         ctx = self.ctx
         if ctx is None or getattr(ctx, "_laya_rbln_noted", False) or not self.emit_signals:
             return
-        try:
-            ctx._laya_rbln_noted = True
+        try:  # our own flag on the probe's ctx (not one of its declared attributes)
+            setattr(ctx, "_laya_rbln_noted", True)  # noqa: B010
         except AttributeError:
             pass
         self.signals.append(ctx.environment(
@@ -74,18 +81,20 @@ class ExplainRegion:
 
     # -- context manager -------------------------------------------------------------
     def __enter__(self) -> ExplainRegion:
-        self.impl = self._choose()
-        self.impl.__enter__()
+        impl = self.impl = self._choose()
+        impl.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.impl.__exit__(*exc)
-        if exc[0] is None and self.emit_signals:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        assert self.impl is not None, "__exit__ without __enter__"
+        self.impl.__exit__(exc_type, exc, tb)
+        if exc_type is None and self.emit_signals:
             self._emit()
 
     # -- results ------------------------------------------------------------------------
     @property
-    def entries(self) -> list[Any]:
+    def entries(self) -> list[Entry]:
         """Aggregated entries (``kind``, ``subject``, ``reason``, ``site``, ``count``...)."""
         return self.impl.entries if self.impl is not None else []
 
@@ -94,22 +103,23 @@ class ExplainRegion:
         return self.impl.wall_s if self.impl is not None else 0.0
 
     def _emit(self) -> None:
-        ctx = self.ctx
-        summary = self.impl.summary()
-        for entry in self.impl.entries:
+        ctx, impl = self.ctx, self.impl
+        assert ctx is not None and impl is not None, "signals need a ctx and an entered region"
+        summary = impl.summary()
+        for entry in impl.entries:
             fields = entry.fields()
             fields["detail"] = {k: v for k, v in (fields.get("detail") or {}).items()
                                 if v is not None} or None
             self.signals.append(ctx.signal(entry.kind, **fields))
-        if getattr(self.impl, "no_device", False):
-            rec = getattr(self.impl, "rec", None)
+        if getattr(impl, "no_device", False):
+            rec = getattr(impl, "rec", None)
             detail = {"region": self.name, "phase": self.phase, "device": "cpu"}
             if rec is not None:
                 detail["cpu_scalar_reads"] = rec.cpu_scalar_reads
             self.signals.append(ctx.signal(
                 "host_bounce", subject=f"region {self.name}", count=0, reason=NO_DEVICE,
                 detail={k: v for k, v in detail.items() if v is not None}))
-        for extra in getattr(self.impl, "extra_signals", lambda: [])():
+        for extra in getattr(impl, "extra_signals", lambda: [])():
             kind = extra.pop("kind")
             self.signals.append(ctx.signal(kind, **extra))
         self.signals.append(ctx.timing(f"{self.name}: region wall", self.wall_s,
@@ -122,7 +132,7 @@ class ExplainRegion:
                 how="this region's wall time (one call)"))
 
 
-def emit_overhead(ctx: Any, name: str, instrumented_s: float, uninstrumented_s: float, *,
+def emit_overhead(ctx: ProbeContext, name: str, instrumented_s: float, uninstrumented_s: float, *,
                   samples: int, how: str, min_ratio: float | None = None
                   ) -> list[SignalDict]:
     """Emit the uninstrumented latency and the overhead ratio as ``timing`` signals."""

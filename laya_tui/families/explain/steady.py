@@ -17,12 +17,15 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-from laya_tui.families.explain.aggregate import signal_identity, steady_diff
+from laya_tui.families.explain.aggregate import Entry, steady_diff
 from laya_tui.families.explain.records import SignalDict
 from laya_tui.families.explain.region import ExplainRegion, emit_overhead
 from laya_tui.families.explain.timing import device_sync
+
+if TYPE_CHECKING:
+    from laya_tui.families.probe_context import ProbeContext
 
 
 @dataclass
@@ -35,9 +38,16 @@ class SteadyResult:
     signals: list[SignalDict] = field(default_factory=list)
 
 
-def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 2,
-                   warm_fn: Callable[[], Any] | None = None, with_stack: bool = True,
-                   model: Any = None, device: Any = None, backend: str = "auto",
+def _identity(e: Entry) -> tuple[str, str, str]:
+    """An entry's (kind, subject, reason), as :func:`aggregate.signal_identity` reads the
+    signal it becomes."""
+    return (str(e.kind), str(e.subject), str(e.reason))
+
+
+def explain_steady(ctx: ProbeContext, name: str, fn: Callable[[], object], *,
+                   warmup: int = 2, warm_fn: Callable[[], object] | None = None,
+                   with_stack: bool = True, model: object = None, device: object = None,
+                   backend: str = "auto",
                    overhead_repeats: int = 15) -> SteadyResult:
     """Cold region around ``fn()``, ``warmup`` more calls, warm region around ``warm_fn()``.
 
@@ -48,27 +58,31 @@ def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 
     uninstrumented (plain calls interleaved with them), medians, and their ratio.
     """
     later = warm_fn or fn
-    common = {"with_stack": with_stack, "model": model, "device": device, "backend": backend}
-    cold = ExplainRegion(ctx, f"{name}", phase="cold", **common)
+
+    def region(phase: str, *, emit: bool = False) -> ExplainRegion:
+        return ExplainRegion(ctx, name, phase=phase, emit=emit, with_stack=with_stack,
+                             model=model, device=device, backend=backend)
+
+    cold = region("cold", emit=True)
     with cold:
         fn()
     for _ in range(max(0, warmup)):
         fn()
-    warm = ExplainRegion(ctx, f"{name}", phase="warm", emit=False, **common)
+    warm = region("warm")
     with warm:
         later()
     # The same later work once more: what shows again recurs, the rest was one-off.
     dev = warm.impl.summary().get("device") if warm.impl is not None else None
     sync = device_sync(dev)
-    again = ExplainRegion(ctx, name, phase="warm", emit=False, **common)
+    again = region("warm")
     with again:
         later()
         if sync is not None:
             sync()
-    cold_keys = {signal_identity(e.fields() | {"kind": e.kind}) for e in cold.entries}
-    again_keys = {signal_identity(e.fields() | {"kind": e.kind}) for e in again.entries}
+    cold_keys = {_identity(e) for e in cold.entries}
+    again_keys = {_identity(e) for e in again.entries}
     for e in warm.entries:
-        key = signal_identity(e.fields() | {"kind": e.kind})
+        key = _identity(e)
         e.detail["persists"] = key in cold_keys
         e.detail["recurs"] = key in again_keys
     warm.emit_signals = True
@@ -87,7 +101,7 @@ def explain_steady(ctx: Any, name: str, fn: Callable[[], Any], *, warmup: int = 
     later()
     inst, plain = [], []
     for _ in range(max(1, overhead_repeats)):
-        extra = ExplainRegion(ctx, name, phase="warm", emit=False, **common)
+        extra = region("warm")
         with extra:
             later()
             if sync is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
 
 from laya_tui.families.explain.records import Latency
 
@@ -13,8 +12,8 @@ WARMUP = 2
 REPEATS = 10
 
 
-def median_latency(fn: Callable[[], Any], *, warmup: int = WARMUP, repeats: int = REPEATS,
-                   sync: Callable[[], Any] | None = None) -> Latency:
+def median_latency(fn: Callable[[], object], *, warmup: int = WARMUP, repeats: int = REPEATS,
+                   sync: Callable[[], object] | None = None) -> Latency:
     """``{"median_s", "min_s", "samples", "warmup"}`` for ``fn()`` (``sync`` after each call)."""
     for _ in range(max(0, warmup)):
         fn()
@@ -31,7 +30,7 @@ def median_latency(fn: Callable[[], Any], *, warmup: int = WARMUP, repeats: int 
             "samples": len(samples), "warmup": warmup}
 
 
-def device_sync(device: str | None) -> Callable[[], Any] | None:
+def device_sync(device: str | None) -> Callable[[], object] | None:
     """A synchronize for accelerator devices (so a timed call includes its kernels)."""
     if not device or device == "cpu":
         return None
