@@ -20,9 +20,8 @@ import io
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from laya_tui.families.explain.records import Detail, InductorConfig, Verdict
+from laya_tui.families.explain.records import Detail, InductorConfig, Verdict, VerdictContext
 
 RUNS = 24  # compiles at most
 SECONDS = 90.0
@@ -80,7 +79,7 @@ class CompileBisection:
         return None
 
 
-def bisect_compile(run_compiled: Callable[[], Any], good: Callable[[Any], bool], *,
+def bisect_compile(run_compiled: Callable[[], object], good: Callable[[object], bool], *,
                    runs: int = RUNS, seconds: float = SECONDS) -> CompileBisection:
     """Run torch's compiler bisector: ``run_compiled()`` compiles (``torch.compile``) and
     runs the model, ``good(output)`` is the cell's check."""
@@ -115,7 +114,7 @@ def bisect_compile(run_compiled: Callable[[], Any], good: Callable[[Any], bool],
             out.status, out.backend = "found", result.backend
             out.subsystem, out.debug_info = result.subsystem, result.debug_info
             out.bisect_number = result.bisect_number or None
-            out.config = _config_change(cb, result.backend, result.subsystem)
+            out.config = _config_change(result.backend, result.subsystem)
     finally:
         torch._dynamo.reset()
     out.runs, out.seconds = calls, round(time.perf_counter() - t0, 3)
@@ -123,17 +122,19 @@ def bisect_compile(run_compiled: Callable[[], Any], good: Callable[[Any], bool],
     return out
 
 
-def _config_change(cb: Any, backend: str, subsystem: str | None) -> InductorConfig | None:
+def _config_change(backend: str, subsystem: str | None) -> InductorConfig | None:
     """``{field: value}`` when the subsystem found is one of the bisector's config changes."""
+    from torch._inductor import compiler_bisector as cb
+
     for sub in cb.BACKENDS.get(backend, []):
         if sub.name == subsystem and isinstance(sub, cb.ConfigChange):
             return {sub.config_field: sub.config_value}
     return None
 
 
-def bisect_after_verdict(ctx: Any, subject: str, verdict: Verdict, *,
-                         run_compiled: Callable[[], Any],
-                         good: Callable[[Any], bool]) -> CompileBisection | None:
+def bisect_after_verdict(ctx: VerdictContext, subject: str, verdict: Verdict, *,
+                         run_compiled: Callable[[], object],
+                         good: Callable[[object], bool]) -> CompileBisection | None:
     """After a compile cell's failing tolerance verdict: the bisection as a ``log`` signal
     (``detail.compiler_bisect``; a restoring config in ``fix``). Off with
     ``--no-precision-plan`` (the numerics searches' switch)."""
