@@ -23,7 +23,7 @@ __all__ = ["CondCall", "CondEntry", "Detail", "Divergence", "DriftCall", "DriftP
            "SignalDict", "SignalSpec", "SiteDict", "SkippedModule", "Verdict", "VerdictContext"]
 
 #: Inductor config fields and values (``torch._inductor.config``), handed to torch as they are.
-InductorConfig: TypeAlias = dict[str, Any]
+InductorConfig: TypeAlias = dict[str, object]
 #: RBLN's compiler dump (a library payload, read as the compiler writes it).
 RblnDump: TypeAlias = dict[str, Any]
 
@@ -239,4 +239,4 @@ class CondEntry(TypedDict):
 
 
 #: Dynamo's graph-break registry (gb type -> id), as torch's own JSON file holds it.
-GbRegistry: TypeAlias = dict[str, Any]
+GbRegistry: TypeAlias = dict[str, object]
