@@ -15,33 +15,61 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from laya_tui.core.kernel_table import DTYPE_NAMES
-from laya_tui.families.tilelang.records import Kwargs
 
 _DTYPE_OWNERS = {"T", "tl", "tilelang", "torch", "language", "tilelang.language", "tvm"}
 #: torch factories whose positional arguments (or first tuple) are the shape
 TENSOR_MAKERS = {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "randn_like",
                  "empty_strided", "arange"}
 #: Names and the values a static evaluation bound them to (numbers, strings, dtypes,
-#: lists, dicts: whatever the file's expressions evaluate to).
-Values: TypeAlias = dict[str, Any]
+#: lists, dicts: whatever the file's expressions evaluate to; narrowed where they are used).
+Values: TypeAlias = dict[str, object]
 _TENSOR_METHODS = ("cuda", "to", "contiguous", "half", "float", "bfloat16", "requires_grad_",
                    "cpu", "clone", "detach")
 _MAX_ITEMS = 100_000
-_MATH: dict[str, Callable[..., Any]] = {
+_MATH: dict[str, Callable[..., object]] = {
     "ceil": math.ceil, "floor": math.floor, "prod": math.prod, "sqrt": math.sqrt,
     "log2": math.log2, "gcd": math.gcd, "isqrt": math.isqrt}
-_BUILTINS: dict[str, Callable[..., Any]] = {
+_BUILTINS: dict[str, Callable[..., object]] = {
     "int": int, "float": float, "str": str, "bool": bool, "len": len, "min": min, "max": max,
-    "sum": sum, "abs": abs, "round": round, "sorted": sorted}
+    "sum": sum, "abs": abs, "round": round, "sorted": sorted, "dict": dict}
+#: the arithmetic of a ``BinOp`` (the operator module's functions take any operands; one
+#: that does not apply raises, and the evaluation is :class:`Unresolved`)
+_BINARY: dict[type[ast.operator], Callable[[object, object], object]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Pow: operator.pow,
+    ast.Mod: operator.mod, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_, ast.BitOr: operator.or_}
 
 
 class Unresolved(Exception):
     """An expression whose value cannot be known without running the file."""
+
+
+def _iterable(value: object, what: str) -> Iterable[object]:
+    """``value`` where the file iterates it (``*x``, ``for v in x``, ``a, b = x``)."""
+    if not isinstance(value, Iterable):
+        raise Unresolved(f"{what} of a {type(value).__name__}")
+    return value
+
+
+def _mapping(value: object, what: str) -> Mapping[object, object]:
+    """``value`` where the file unpacks it as keywords or dict items (``**x``)."""
+    if not isinstance(value, Mapping):
+        raise Unresolved(f"{what} of a {type(value).__name__}")
+    return value
+
+
+def _index(value: object) -> int:
+    """``value`` where the file uses it as an integer (``range``, ``x.size(i)``)."""
+    if not isinstance(value, int):
+        raise Unresolved(f"an integer, not a {type(value).__name__}")
+    return value
 
 
 @dataclass
@@ -82,7 +110,7 @@ class Scope:
         #: where a value in ``values`` came from (merged into the trail when it is used)
         self.notes: dict[str, Trail] = {}
 
-    def lookup(self, name: str, depth: int) -> Any:
+    def lookup(self, name: str, depth: int) -> object:
         if name in self.values:
             if name in self.notes:
                 self.note_from(self.notes[name])
@@ -120,7 +148,7 @@ class Scope:
         return None
 
 
-def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> Any:
+def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> object:
     """The value of a literal-ish expression; :class:`Unresolved` for anything else."""
     if depth > 40:
         raise Unresolved("too deep")
@@ -136,29 +164,28 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> Any:
             raise Unresolved(node.id)
         return scope.lookup(node.id, depth)
     if isinstance(node, (ast.Tuple, ast.List)):
-        items: list[Any] = []
+        items: list[object] = []
         for el in node.elts:
             if isinstance(el, ast.Starred):
-                items.extend(evaluate(el.value, scope, depth + 1))
+                items.extend(_iterable(evaluate(el.value, scope, depth + 1), "*"))
             else:
                 items.append(evaluate(el, scope, depth + 1))
         return tuple(items) if isinstance(node, ast.Tuple) else items
     if isinstance(node, ast.Dict):
-        out: dict[Any, Any] = {}
+        out: dict[object, object] = {}
         for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
-                out.update(evaluate(v, scope, depth + 1))
+                out.update(_mapping(evaluate(v, scope, depth + 1), "**"))
             else:
                 out[evaluate(k, scope, depth + 1)] = evaluate(v, scope, depth + 1)
         return out
     if isinstance(node, ast.UnaryOp):
-        v = evaluate(node.operand, scope, depth + 1)
-        if isinstance(node.op, ast.USub):
-            return -v
-        if isinstance(node.op, ast.UAdd):
-            return +v
+        operand = evaluate(node.operand, scope, depth + 1)
         if isinstance(node.op, ast.Not):
-            return not v
+            return not operand
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(operand,
+                                                                    (int, float, complex)):
+            return -operand if isinstance(node.op, ast.USub) else +operand
         raise Unresolved(ast.unparse(node))
     if isinstance(node, ast.BinOp):
         return _binop(node, scope, depth)
@@ -177,9 +204,14 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> Any:
     if isinstance(node, ast.Subscript):
         base = evaluate(node.value, scope, depth + 1)
         try:
-            return base[_slice(node.slice, scope, depth)]
-        except Exception as exc:  # noqa: BLE001
+            key = _slice(node.slice, scope, depth)
+            if isinstance(base, Mapping):
+                return base[key]
+            if isinstance(base, (list, tuple, str, bytes)) and isinstance(key, (int, slice)):
+                return base[key]
+        except Exception as exc:  # noqa: BLE001 - a missing key, an index out of range
             raise Unresolved(ast.unparse(node)) from exc
+        raise Unresolved(ast.unparse(node))
     if isinstance(node, ast.Attribute):
         return _attribute(node, scope, depth)
     if isinstance(node, ast.Call):
@@ -189,42 +221,50 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> Any:
     raise Unresolved(ast.unparse(node)[:80])
 
 
-def _safe_cmp(a: Any, b: Any, op: str) -> bool:
+def _safe_cmp(a: object, b: object, op: str) -> bool:
+    """``a <op> b`` of two numbers, strings, tuples or lists; :class:`Unresolved` for
+    values that do not order (``None < 1``, ``"a" < 1``)."""
     try:
-        return bool({"<": lambda: a < b, ">": lambda: a > b, "<=": lambda: a <= b,
-                     ">=": lambda: a >= b}[op]())
-    except TypeError as exc:
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return _pick(op, a < b, a > b, a <= b, a >= b)
+        if isinstance(a, str) and isinstance(b, str):
+            return _pick(op, a < b, a > b, a <= b, a >= b)
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            return _pick(op, a < b, a > b, a <= b, a >= b)
+        if isinstance(a, list) and isinstance(b, list):
+            return _pick(op, a < b, a > b, a <= b, a >= b)
+    except TypeError as exc:  # items that do not order: (1, "a") < (1, 2)
         raise Unresolved("comparison") from exc
+    raise Unresolved("comparison")
 
 
-def _slice(node: ast.expr, scope: Scope | None, depth: int) -> Any:
+def _pick(op: str, lt: bool, gt: bool, le: bool, ge: bool) -> bool:
+    return {"<": lt, ">": gt, "<=": le, ">=": ge}[op]
+
+
+def _slice(node: ast.expr, scope: Scope | None, depth: int) -> object:
     if isinstance(node, ast.Slice):
-        parts = [evaluate(p, scope, depth + 1) if p is not None else None
-                 for p in (node.lower, node.upper, node.step)]
-        return slice(*parts)
+        lower, upper, step = (evaluate(p, scope, depth + 1) if p is not None else None
+                              for p in (node.lower, node.upper, node.step))
+        return slice(lower, upper, step)
     return evaluate(node, scope, depth + 1)
 
 
-def _binop(node: ast.BinOp, scope: Scope | None, depth: int) -> Any:
+def _binop(node: ast.BinOp, scope: Scope | None, depth: int) -> object:
     a, b = evaluate(node.left, scope, depth + 1), evaluate(node.right, scope, depth + 1)
-    ops: dict[type[ast.operator], Callable[[], Any]] = {
-           ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-           ast.FloorDiv: lambda: a // b, ast.Div: lambda: a / b, ast.Pow: lambda: a ** b,
-           ast.Mod: lambda: a % b, ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b,
-           ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b}
-    fn = ops.get(type(node.op))
+    fn = _BINARY.get(type(node.op))
     if fn is None:
         raise Unresolved(ast.unparse(node))
     if isinstance(node.op, ast.Mult) and isinstance(a, (str, list, tuple)) \
             and isinstance(b, int) and b > _MAX_ITEMS:
         raise Unresolved("too large")
     try:
-        return fn()
+        return fn(a, b)
     except Exception as exc:  # noqa: BLE001 - e.g. a string times a dict, a division by zero
         raise Unresolved(ast.unparse(node)) from exc
 
 
-def _attribute(node: ast.Attribute, scope: Scope | None, depth: int) -> Any:
+def _attribute(node: ast.Attribute, scope: Scope | None, depth: int) -> object:
     """``args.M`` of an argparse namespace, ``x.shape`` of a tensor built from literals."""
     if scope is not None and isinstance(node.value, ast.Name):
         options = scope.namespace(node.value.id)
@@ -241,7 +281,7 @@ def _attribute(node: ast.Attribute, scope: Scope | None, depth: int) -> Any:
     raise Unresolved(ast.unparse(node)[:80])
 
 
-def tensor_shape(node: ast.expr, scope: Scope | None, depth: int = 0) -> tuple[Any, ...]:
+def tensor_shape(node: ast.expr, scope: Scope | None, depth: int = 0) -> tuple[int, ...]:
     """The shape of ``torch.randn(M, N, ...)`` (through names, ``.cuda()``, ``.half()``...)."""
     maker = tensor_maker(node, scope)
     if maker is None:
@@ -254,19 +294,20 @@ def tensor_shape(node: ast.expr, scope: Scope | None, depth: int = 0) -> tuple[A
         size = next((kw.value for kw in maker.keywords if kw.arg == "size"), None)
         dims = [size] if size is not None else dims[-1:]
     if name == "arange":
-        return (len(range(*[evaluate(d, scope, depth + 1) for d in dims])),)
+        return (len(range(*[_index(evaluate(d, scope, depth + 1)) for d in dims])),)
     if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
         dims = list(dims[0].elts)
     size_kw = next((kw.value for kw in maker.keywords if kw.arg == "size"), None)
     if not dims and size_kw is not None:
         dims = [size_kw]
-    values: list[Any] = []
+    values: list[object] = []
     for d in dims:
         v = evaluate(d, scope, depth + 1)
         values.extend(v) if isinstance(v, (tuple, list)) else values.append(v)
-    if not all(isinstance(v, int) for v in values):
+    sizes = [v for v in values if isinstance(v, int)]
+    if len(sizes) != len(values):
         raise Unresolved("shape")
-    return tuple(values)
+    return tuple(sizes)
 
 
 def tensor_maker(node: ast.expr | None, scope: Scope | None) -> ast.Call | None:
@@ -294,21 +335,24 @@ def lookup_expr(scope: Scope | None, name: str) -> ast.expr | None:
     return None
 
 
-def _call(node: ast.Call, scope: Scope | None, depth: int) -> Any:
+def _call(node: ast.Call, scope: Scope | None, depth: int) -> object:
     fname = ast.unparse(node.func)
     if fname.endswith((".parse_args", ".cuda", ".to")) or isinstance(node.func, ast.Attribute) \
             and node.func.attr in TENSOR_MAKERS:
         raise Unresolved(fname)
-    args: list[Any] = []
+    args: list[object] = []
     for a in node.args:
         if isinstance(a, ast.Starred):
-            args.extend(evaluate(a.value, scope, depth + 1))
+            args.extend(_iterable(evaluate(a.value, scope, depth + 1), "*"))
         else:
             args.append(evaluate(a, scope, depth + 1))
-    kwargs: Kwargs = {}
+    kwargs: dict[str, object] = {}
     for kw in node.keywords:
         if kw.arg is None:
-            kwargs.update(evaluate(kw.value, scope, depth + 1))
+            for k, v in _mapping(evaluate(kw.value, scope, depth + 1), "**").items():
+                if not isinstance(k, str):
+                    raise Unresolved(f"{fname}(...): a keyword that is not a string")
+                kwargs[k] = v
         else:
             kwargs[kw.arg] = evaluate(kw.value, scope, depth + 1)
     try:
@@ -319,27 +363,29 @@ def _call(node: ast.Call, scope: Scope | None, depth: int) -> Any:
         raise Unresolved(f"{fname}(...)") from exc
 
 
-def _apply(node: ast.Call, fname: str, args: list[Any], kwargs: Kwargs,
-           scope: Scope | None, depth: int) -> Any:
+def _apply(node: ast.Call, fname: str, args: list[object], kwargs: dict[str, object],
+           scope: Scope | None, depth: int) -> object:
     short = fname.rsplit(".", 1)[-1]
-    if fname == "dict":
-        return dict(*args, **kwargs)
     if fname in ("list", "tuple"):
-        items = list(itertools.islice(args[0], _MAX_ITEMS)) if args else []
+        items = list(itertools.islice(_iterable(args[0], fname), _MAX_ITEMS)) if args else []
         return items if fname == "list" else tuple(items)
     if fname in ("itertools.product", "product"):
-        return list(itertools.islice(itertools.product(*args), _MAX_ITEMS))
+        return list(itertools.islice(itertools.product(
+            *[_iterable(a, fname) for a in args]), _MAX_ITEMS))
     if fname == "zip":
-        return list(zip(*args, strict=False))
+        return list(zip(*[_iterable(a, fname) for a in args], strict=False))
     if fname == "range":
-        return list(itertools.islice(range(*args), _MAX_ITEMS))
+        return list(itertools.islice(range(*[_index(a) for a in args]), _MAX_ITEMS))
     if fname in _BUILTINS:
         return _BUILTINS[fname](*args, **kwargs)
     if fname.startswith("math.") and short in _MATH:
         return _MATH[short](*args)
     if fname in ("T.ceildiv", "tl.ceildiv", "ceildiv", "cdiv", "triton.cdiv", "T.cdiv") \
             and len(args) == 2:
-        return -(-args[0] // args[1])
+        a, b = args
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return -(-a // b)
+        raise Unresolved(f"{fname}(...)")
     if isinstance(node.func, ast.Attribute) and node.func.attr in ("keys", "values", "items") \
             and not args:
         base = evaluate(node.func.value, scope, depth + 1)
@@ -348,14 +394,17 @@ def _apply(node: ast.Call, fname: str, args: list[Any], kwargs: Kwargs,
     if isinstance(node.func, ast.Attribute) and node.func.attr == "split" \
             and isinstance(node.func.value, (ast.Constant, ast.Name, ast.Attribute)):
         base = evaluate(node.func.value, scope, depth + 1)
-        if isinstance(base, str):
-            return base.split(*args)
+        if isinstance(base, str) and len(args) <= 2:
+            sep = args[0] if args else None
+            maxsplit = _index(args[1]) if len(args) == 2 else -1
+            if sep is None or isinstance(sep, str):
+                return base.split(sep, maxsplit)
     if isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "dim") \
             and node.func.value is not None:
         shape = tensor_shape(node.func.value, scope, depth)
         if node.func.attr == "dim":
             return len(shape)
-        return shape[args[0]] if args else shape
+        return shape[_index(args[0])] if args else shape
     if scope is not None and isinstance(node.func, ast.Name):
         fn = module_function(scope, node.func.id)
         if fn is not None:
@@ -364,12 +413,13 @@ def _apply(node: ast.Call, fname: str, args: list[Any], kwargs: Kwargs,
 
 
 def _comprehension(node: ast.ListComp | ast.GeneratorExp, scope: Scope | None,
-                   depth: int) -> list[Any]:
+                   depth: int) -> list[object]:
     if len(node.generators) != 1:
         raise Unresolved("comprehension")
     gen = node.generators[0]
     out = []
-    for item in itertools.islice(evaluate(gen.iter, scope, depth + 1), _MAX_ITEMS):
+    for item in itertools.islice(_iterable(evaluate(gen.iter, scope, depth + 1), "for"),
+                                 _MAX_ITEMS):
         values: Values = {}
         bind(gen.target, item, values)
         inner = Scope({}, scope, values)
@@ -378,12 +428,12 @@ def _comprehension(node: ast.ListComp | ast.GeneratorExp, scope: Scope | None,
     return out
 
 
-def bind(target: ast.expr, value: Any, into: Values) -> None:
+def bind(target: ast.expr, value: object, into: Values) -> None:
     """Bind an assignment target (a name or a tuple of names) to ``value``."""
     if isinstance(target, ast.Name):
         into[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
-        vals = list(value)
+        vals = list(_iterable(value, "unpacking"))
         if len(vals) != len(target.elts):
             raise Unresolved("unpacking")
         for t, v in zip(target.elts, vals, strict=True):
@@ -403,8 +453,8 @@ def module_function(scope: Scope, name: str) -> ast.FunctionDef | None:
     return fn if isinstance(fn, ast.FunctionDef) else None
 
 
-def run_function(fn: ast.FunctionDef, args: list[Any], kwargs: Kwargs, scope: Scope,
-                 depth: int) -> Any:
+def run_function(fn: ast.FunctionDef, args: list[object], kwargs: Mapping[str, object],
+                 scope: Scope, depth: int) -> object:
     """Evaluate a module function made of assignments and one ``return`` (config builders)."""
     values: Values = {}
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
