@@ -136,7 +136,7 @@ def bisect_passes(base: PassConfigs,
             out.verdict = f"restored by {_show(change)} ({name})"
             break
     else:
-        everything = {k: v for k, v, _ in SWITCHES if base.get(k) != v}
+        everything: PassConfigs = {k: v for k, v, _ in SWITCHES if base.get(k) != v}
         together = attempt(everything) if everything and not spent() else False
         if together:
             out.verdict = ("no single option restores the check; all of TileLang's pass "

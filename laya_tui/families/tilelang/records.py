@@ -32,7 +32,7 @@ __all__ = ["BisectionDict", "BufferDict", "BuiltByDict", "CellArtifacts", "CellD
            "TrialDict", "TunedDict", "VerdictDetail"]
 
 #: TileLang's ``pass_configs`` (option -> value), handed to TileLang as they are.
-PassConfigs: TypeAlias = dict[str, Any]
+PassConfigs: TypeAlias = dict[str, object]
 #: A kernel's arguments by parameter name, as its file's run, its syntax tree or its
 #: pyproject table gives them (sizes, dtype names, flags; tensors as ``{"tensor": shape,
 #: "dtype": d}``): the keyword arguments its maker is called with.
@@ -41,7 +41,7 @@ KernelArgs: TypeAlias = dict[str, Any]
 #: argument values, plus ``dtypes``, ``targets`` and ``dtype-arg``.
 KernelTable: TypeAlias = dict[str, Any]
 #: A module's globals, or the part of them a kernel reads (name -> object).
-Globals: TypeAlias = dict[str, Any]
+Globals: TypeAlias = dict[str, object]
 #: Tensors by parameter name (a kernel's inputs and outputs, a reference's results).
 Tensors: TypeAlias = "dict[str, torch.Tensor]"
 
