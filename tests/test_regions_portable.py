@@ -157,7 +157,7 @@ def test_host_greedy_decode_grows_by_steps_and_matches_the_reference():
 
 def test_host_greedy_decode_stops_at_eos():
     model, batch = presets.tiny_llama(), presets.token_batch([7])
-    first = presets.host_greedy_decode(model, batch, steps=1).ids[0, -1].item()
+    first = int(presets.host_greedy_decode(model, batch, steps=1).ids[0, -1].item())
     res = presets.host_greedy_decode(model, batch, steps=3, eos_token_id=first)
     assert res.ids.shape == (1, 8) and res.logits.shape[1] == 7
 

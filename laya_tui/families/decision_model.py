@@ -15,10 +15,10 @@ with ``mat1 and mat2 must have the same dtype, but got Float and BFloat16``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
+from torch.export import Dim
 
 from laya_tui.families.presets import MODERNBERT_CONFIG, SEED, tiny_modernbert, token_batch
 
@@ -107,10 +107,8 @@ def decision_inputs(shape: Shape, *, seed: int = SEED) -> dict[str, torch.Tensor
             "marker_positions": positions, "confidence": confidence}
 
 
-def dynamic_shapes() -> dict[str, Any]:
+def dynamic_shapes() -> dict[str, dict[int, Dim]]:
     """``torch.export`` dynamic dims: rows, ``16 * tokens16`` and marker slots."""
-    from torch.export import Dim
-
     rows = Dim("rows", min=ROWS[0], max=ROWS[1])
     tokens = TOKEN_MULTIPLE * Dim("tokens16", min=TOKENS16[0], max=TOKENS16[1])
     markers = Dim("markers", min=MARKERS[0], max=MARKERS[1])

@@ -8,12 +8,51 @@ module imports torch and transformers inside its functions.
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
+
+if TYPE_CHECKING:
+    import torch
 
 SEED = 1234
 
+class ModernBertSettings(TypedDict):
+    """The ``ModernBertConfig`` keyword arguments of the preset."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    global_attn_every_n_layers: int
+    local_attention: int
+    max_position_embeddings: int
+    pad_token_id: int
+    bos_token_id: int
+    eos_token_id: int
+    cls_token_id: int
+    sep_token_id: int
+    global_rope_theta: float
+    local_rope_theta: float
+
+
+class LlamaSettings(TypedDict):
+    """The ``LlamaConfig`` keyword arguments of the preset."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    max_position_embeddings: int
+    pad_token_id: int
+    bos_token_id: int
+    eos_token_id: int
+
+
 #: Tiny ModernBERT: 3 layers, global attention every 3rd layer (0 global, 1-2 local).
-MODERNBERT_CONFIG: dict[str, Any] = dict(
+MODERNBERT_CONFIG = ModernBertSettings(
     vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
     num_attention_heads=4, global_attn_every_n_layers=3, local_attention=16,
     max_position_embeddings=256, pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -21,7 +60,7 @@ MODERNBERT_CONFIG: dict[str, Any] = dict(
 )
 
 #: Tiny Llama causal LM (RMSNorm, rotate_half RoPE, GQA).
-LLAMA_CONFIG: dict[str, Any] = dict(
+LLAMA_CONFIG = LlamaSettings(
     vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
     pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -37,20 +76,23 @@ def _quiet_transformers() -> None:
         pass
 
 
-def tiny_modernbert(dtype: Any = None, *, seed: int = SEED) -> Any:
+def tiny_modernbert(dtype: torch.dtype | None = None, *, seed: int = SEED) -> torch.nn.Module:
     """A ``ModernBertModel`` in eval mode with seeded random weights."""
     import torch
     from transformers import ModernBertConfig, ModernBertModel
 
     _quiet_transformers()
     torch.manual_seed(seed)
-    config = ModernBertConfig(**MODERNBERT_CONFIG)
+    # global_attn_every_n_layers and the two rope thetas are the older transformers' names;
+    # newer ones still take them but no longer list them in the typed signature
+    make_config: Callable[..., ModernBertConfig] = ModernBertConfig
+    config = make_config(**MODERNBERT_CONFIG)
     config._attn_implementation = "sdpa"
-    model = ModernBertModel(config).eval()  # type: ignore[no-untyped-call]  # transformers: unannotated
+    model: torch.nn.Module = ModernBertModel(config).eval()  # type: ignore[no-untyped-call]  # transformers: unannotated
     return model.to(dtype) if dtype is not None else model
 
 
-def tiny_llama(dtype: Any = None, *, seed: int = SEED) -> Any:
+def tiny_llama(dtype: torch.dtype | None = None, *, seed: int = SEED) -> torch.nn.Module:
     """A ``LlamaForCausalLM`` in eval mode with seeded random weights."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -59,12 +101,12 @@ def tiny_llama(dtype: Any = None, *, seed: int = SEED) -> Any:
     torch.manual_seed(seed)
     config = LlamaConfig(**LLAMA_CONFIG)
     config._attn_implementation = "sdpa"
-    model = LlamaForCausalLM(config).eval()  # type: ignore[no-untyped-call]  # transformers: unannotated
+    model: torch.nn.Module = LlamaForCausalLM(config).eval()  # type: ignore[no-untyped-call]  # transformers: unannotated
     return model.to(dtype) if dtype is not None else model
 
 
 def token_batch(lengths: list[int], *, pad_to: int | None = None, vocab: int = 512,
-                seed: int = SEED) -> dict[str, Any]:
+                seed: int = SEED) -> dict[str, torch.Tensor]:
     """Right-padded ``input_ids`` / ``attention_mask`` for rows of the given lengths."""
     import torch
 
@@ -82,16 +124,17 @@ class DecodeResult(NamedTuple):
     """What :func:`host_greedy_decode` leaves behind for a numerics check."""
 
     #: prompt + generated tokens ``(batch, width)``, int64, on the host
-    ids: Any
+    ids: torch.Tensor
     #: the attention mask of ``ids``, on the host
-    mask: Any
+    mask: torch.Tensor
     #: the last device forward's logits, over ``ids[:, :logits.shape[1]]`` (model dtype,
     #: on the device)
-    logits: Any
+    logits: torch.Tensor
 
 
-def host_greedy_decode(model: Any, batch: dict[str, Any], *, steps: int = 3,
-                       device: Any = None, eos_token_id: int | None = None) -> DecodeResult:
+def host_greedy_decode(model: torch.nn.Module, batch: dict[str, torch.Tensor], *,
+                       steps: int = 3, device: torch.device | str | None = None,
+                       eos_token_id: int | None = None) -> DecodeResult:
     """Greedy decode with the token choice on the host, no KV cache.
 
     This deliberately mirrors a common hand-written sampling loop, so that an explain region
@@ -103,9 +146,12 @@ def host_greedy_decode(model: Any, batch: dict[str, Any], *, steps: int = 3,
     with ``.to(device)`` (host-to-device copies). Rows that reached EOS get the pad token;
     the loop stops early once every row has. ``batch`` holds ``input_ids`` and
     ``attention_mask`` (rows of one length: a hand-written loop like this one does not
-    shift positions for padded rows).
+    shift positions for padded rows). ``steps`` is at least 1.
     """
     import torch
+
+    if steps < 1:
+        raise ValueError(f"host_greedy_decode: steps must be at least 1, got {steps}")
 
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     config = getattr(model, "config", None)
@@ -114,7 +160,7 @@ def host_greedy_decode(model: Any, batch: dict[str, Any], *, steps: int = 3,
     ids, mask = batch["input_ids"].cpu(), batch["attention_mask"].cpu()
     ids_dev, mask_dev = ids.to(dev), mask.to(dev)
     finished = torch.zeros(ids.shape[0], dtype=torch.bool)
-    logits = None
+    logits: torch.Tensor | None = None
     with torch.no_grad():
         for _ in range(steps):
             logits = model(input_ids=ids_dev, attention_mask=mask_dev).logits
@@ -130,10 +176,11 @@ def host_greedy_decode(model: Any, batch: dict[str, Any], *, steps: int = 3,
             mask_dev = mask.to(dev)
             if eos is not None and bool(finished.all()):
                 break
+    assert logits is not None  # steps >= 1: the loop ran
     return DecodeResult(ids, mask, logits)
 
 
-def load_user_model(spec: str) -> tuple[Any, Any]:
+def load_user_model(spec: str) -> tuple[object, object]:
     """``module:callable`` returning ``(model, inputs)`` (``--model``).
 
     Raises whatever importing the module or calling the factory raises; a caller turns it
@@ -152,7 +199,7 @@ def load_user_model(spec: str) -> tuple[Any, Any]:
     return out
 
 
-def input_sets(inputs: Any) -> list[Any]:
+def input_sets(inputs: object) -> list[object]:
     """A factory's ``inputs`` as a list of input sets.
 
     One set is a tensor (one positional argument), a tuple/list of positional arguments or a
@@ -169,7 +216,7 @@ def input_sets(inputs: Any) -> list[Any]:
     return [inputs]
 
 
-def call_with(model: Any, inputs: Any) -> Any:
+def call_with(model: Callable[..., object], inputs: object) -> object:
     """``model(**inputs)``, ``model(*inputs)`` or ``model(inputs)``."""
     if isinstance(inputs, dict):
         return model(**inputs)
@@ -178,11 +225,11 @@ def call_with(model: Any, inputs: Any) -> Any:
     return model(inputs)
 
 
-def move(inputs: Any, device: Any, *, fp32: bool = False) -> Any:
+def move(inputs: object, device: torch.device | str, *, fp32: bool = False) -> object:
     """Every tensor of an input set on ``device`` (floating ones as fp32 with ``fp32``)."""
     import torch
 
-    def one(x: Any) -> Any:
+    def one(x: object) -> object:
         if isinstance(x, torch.Tensor):
             x = x.to(device)
             return x.float() if fp32 and x.is_floating_point() else x

@@ -8,8 +8,10 @@ numpy is imported inside the functions (worker-side).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
 
+from laya_tui.core.open_types import Detail
 from laya_tui.families.numeric import to_numpy
 
 if TYPE_CHECKING:
@@ -21,8 +23,28 @@ CLEAR_GAP_FACTOR = 1.0
 MAX_LISTED = 20
 
 
-def logits_verdict(out: Any, ref: Any, *, atol: float, mask: Any = None,
-                   factor: float = CLEAR_GAP_FACTOR) -> dict[str, Any]:
+class Mismatch(TypedDict):
+    """One row whose output argmax differs from the reference's."""
+
+    row: int
+    ref_token: int
+    out_token: int
+    top2_gap: float
+    case: str
+
+
+class LogitsVerdict(TypedDict):
+    """What :func:`logits_verdict` finds: the ``tolerance`` signal's fields."""
+
+    value: float
+    limit: float
+    passed: bool
+    reason: str
+    detail: Detail
+
+
+def logits_verdict(out: object, ref: object, *, atol: float, mask: object = None,
+                   factor: float = CLEAR_GAP_FACTOR) -> LogitsVerdict:
     """Compare logits ``(..., vocab)``; ``mask`` (shape ``out.shape[:-1]``) marks valid rows.
 
     Returns ``{"value", "limit", "passed", "reason", "detail"}`` where detail holds
@@ -59,7 +81,7 @@ def logits_verdict(out: Any, ref: Any, *, atol: float, mask: Any = None,
         gaps = np.zeros(rows)
     bad = np.nonzero(out_top != ref_top)[0]
     threshold = factor * max_diff
-    mismatches: list[dict[str, Any]] = []
+    mismatches: list[Mismatch] = []
     clear = near = 0
     for i in bad:
         gap = float(gaps[i])
@@ -82,7 +104,7 @@ def logits_verdict(out: Any, ref: Any, *, atol: float, mask: Any = None,
     if near:
         parts.append(f"{near} near-tie flip(s): reference top-2 gap <= max|diff| "
                      f"{max_diff:.3g}, legitimate")
-    detail = {
+    detail: Detail = {
         "argmax_match": int(rows - len(bad)),
         "rows": rows,
         "top2_gap": float(gaps.min()),
@@ -96,11 +118,12 @@ def logits_verdict(out: Any, ref: Any, *, atol: float, mask: Any = None,
             "reason": "; ".join(parts), "detail": detail}
 
 
-def compare_logits(ctx: ProbeContext, subject: str, out: Any, ref: Any, *, atol: float,
-                   mask: Any = None, **fields: Any) -> SignalDict:
+def compare_logits(ctx: ProbeContext, subject: str, out: object, ref: object, *, atol: float,
+                   mask: object = None, **fields: object) -> SignalDict:
     """Emit a ``tolerance`` signal for logits through ``ctx`` (see :func:`logits_verdict`)."""
     v = logits_verdict(out, ref, atol=atol, mask=mask)
-    detail = dict(fields.pop("detail", None) or {})
+    given = fields.pop("detail", None)
+    detail: Detail = dict(given) if isinstance(given, Mapping) else {}
     detail.update(v["detail"])
     return ctx.tolerance(subject, v["value"], v["limit"], passed=v["passed"],
                          reason=v["reason"], detail=detail, **fields)
