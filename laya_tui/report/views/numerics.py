@@ -23,6 +23,7 @@ from laya_tui.core.report_types import (
 )
 from laya_tui.core.results import ResultLike
 from laya_tui.core.shapes import as_dict, as_list
+from laya_tui.report.views.sections import SortValue
 from laya_tui.report.views.text import human_bytes, number
 
 if TYPE_CHECKING:
@@ -93,12 +94,12 @@ def numerics_of(probe: ResultLike) -> list[NumericsDict]:
     return cell_numerics(probe)
 
 
-def plan_of(entry: Mapping[str, Any]) -> PrecisionPlanDict:
+def plan_of(entry: Mapping[str, object]) -> PrecisionPlanDict:
     """An entry's (or a signal detail's) precision plan; empty when it has none."""
     return cast(PrecisionPlanDict, as_dict(entry.get("precision_plan")))
 
 
-def gap_of(entry: Mapping[str, Any]) -> GapTableDict:
+def gap_of(entry: Mapping[str, object]) -> GapTableDict:
     """An entry's (or a signal detail's) gap table; empty when it has none."""
     return cast(GapTableDict, as_dict(entry.get("gap_table")))
 
@@ -155,13 +156,15 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("limit", "limit"), ("local/limit", "ratio"), ("share", "share"))
 
 
-def row_values(row: GapRowDict) -> list[Any]:
+def row_values(row: GapRowDict) -> list[SortValue]:
     """A row's values in :data:`COLUMNS` order (sort keys: numbers, None when absent)."""
     local, limit = row.get("local"), row.get("limit")
     ratio = local / limit if isinstance(local, (int, float)) and isinstance(
         limit, (int, float)) and limit > 0 else None
-    values: dict[str, object] = dict(row, ratio=ratio)
-    return [values.get(key) for _, key in COLUMNS]
+    values: dict[str, SortValue] = {"module": row.get("module"), "type": row.get("type"),
+                                    "error": row.get("error"), "local": local, "limit": limit,
+                                    "ratio": ratio, "share": row.get("share")}
+    return [values[key] for _, key in COLUMNS]
 
 
 def row_texts(row: GapRowDict) -> list[str]:

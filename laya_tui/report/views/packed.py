@@ -13,7 +13,7 @@ tests/test_html_detail.py). Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from laya_tui.core.results import SignalLike
@@ -32,6 +32,7 @@ from laya_tui.report.views.detail import (
     plain_signal,
     signal_detail,
 )
+from laya_tui.report.views.section_shapes import Shape
 from laya_tui.report.views.text import printable, site_key
 
 
@@ -58,7 +59,7 @@ def sections(detail: Detail, probe_index: Mapping[str, int]) -> list[list[Any]]:
     return out
 
 
-def _split(sec: Section, probe_index: Mapping[str, int]) -> tuple[tuple[Any, ...], list[str]]:
+def _split(sec: Section, probe_index: Mapping[str, int]) -> tuple[Shape, list[str]]:
     """A section as its shape (hashable: what rows share) and its texts (in order)."""
     if type(sec) is Facts:
         return ("f", sec.title, tuple(label for label, _ in sec.rows)), [
@@ -78,29 +79,31 @@ def _split(sec: Section, probe_index: Mapping[str, int]) -> tuple[tuple[Any, ...
     raise TypeError(f"unknown section {sec!r}")
 
 
-def _join(shape: tuple[Any, ...], texts: Any) -> list[Any]:
-    """A section from its shape and texts (what page.js's ``unpack`` does, in Python)."""
-    kind, title = shape[0], shape[1]
-    if kind == "f":
+def _join(shape: Shape, texts: Iterator[str]) -> list[Any]:
+    """A section from its shape and texts (what page.js's ``unpack`` does, in Python): the
+    JSON array the page's script draws (mixed items, read by position)."""
+    title = shape[1]
+    if shape[0] == "f":
         return ["f", title, [[label, next(texts)] for label in shape[2]]]
-    if kind == "src":
+    if shape[0] == "src":
         return ["src", title, next(texts), next(texts)]
-    if kind == "b":
+    if shape[0] == "b":
         return ["b", title, next(texts), shape[2], shape[3]]
-    if kind == "file":
+    if shape[0] == "file":
         return ["file", title, next(texts), next(texts), shape[2]]
-    if kind == "plot":
+    if shape[0] == "plot":
         return ["plot", title, [list(p) for p in shape[2]], shape[3]]
-    if kind == "table":
+    if shape[0] == "table":
         return ["table", title, list(shape[2]), [list(r) for r in shape[3]],
                 [list(k) for k in shape[4]]]
     return list(shape)  # log
 
 
-def unpack(packed: list[int], shapes: list[Any], strings: list[str]) -> list[list[Any]]:
+def unpack(packed: list[int], shapes: list[tuple[Shape, ...]], strings: list[str]
+           ) -> list[list[Any]]:
     """A packed detail's sections (page.js's ``unpack``, in Python)."""
     texts = iter([strings[i] for i in packed[1:]])
-    return [_join(tuple(part), texts) for part in shapes[packed[0]]]
+    return [_join(part, texts) for part in shapes[packed[0]]]
 
 
 class Strings:
@@ -117,7 +120,7 @@ class Strings:
             self.table.append(text)
         return found
 
-    def add(self, out: list[int], texts: Any) -> None:
+    def add(self, out: list[int], texts: Iterable[str]) -> None:
         """Append the ids of ``texts`` to ``out`` (one call for a row's texts)."""
         get, ids, table = self.ids.get, self.ids, self.table
         for text in texts:
@@ -133,12 +136,12 @@ class Packer:
 
     def __init__(self, strings: Strings) -> None:
         self.strings = strings
-        self._ids: dict[tuple[Any, ...], int] = {}
-        self.shapes: list[tuple[Any, ...]] = []
+        self._ids: dict[tuple[Shape, ...], int] = {}
+        self.shapes: list[tuple[Shape, ...]] = []
 
     def detail(self, detail: Detail, probe_index: Mapping[str, int]) -> list[int]:
         """``detail`` packed; :func:`sections` of it is what page.js unpacks it to."""
-        shape: list[tuple[Any, ...]] = []
+        shape: list[Shape] = []
         texts: list[str] = []
         for sec in detail.sections:
             part, more = _split(sec, probe_index)
@@ -163,9 +166,11 @@ class PlainDetails:
 
     def __init__(self, pack: Packer) -> None:
         self.pack = pack
-        self._texts: dict[tuple[Any, ...], int] = {}
+        #: (field, value, the value's type) -> the text id of its fact (-1: none shown)
+        self._texts: dict[tuple[str, object, type], int] = {}
         #: (facts shown, site key, probe, has log) -> (shape, call-site text ids, Detail)
-        self._kinds: dict[tuple[Any, ...], tuple[int, list[int], Detail]] = {}
+        self._kinds: dict[tuple[tuple[str, ...], tuple[object, ...] | None, str, bool],
+                          tuple[int, list[int], Detail]] = {}
 
     def detail(self, sig: SignalLike, probe: str, has_log: bool,
                probe_index: Mapping[str, int]) -> tuple[list[int], Detail, bool] | None:

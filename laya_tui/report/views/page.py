@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import cast
 
 from laya_tui.core.files import source_excerpt
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import ReportDict, ResultDict, SignalDict
 from laya_tui.core.results import failing
 from laya_tui.core.shapes import as_dict, as_list
@@ -47,17 +48,22 @@ from laya_tui.report.views.packed import (
     file_key,
 )
 from laya_tui.report.views.page_types import (
+    EnvironmentRow,
     Excerpt,
     FileText,
     GateRow,
     Header,
     Matrix,
+    MatrixCellRow,
     PageData,
+    ProbeRow,
     SignalTable,
 )
+from laya_tui.report.views.sections import SortValue
 from laya_tui.report.views.signals import (
     COLUMNS,
     SORT_KEYS,
+    ColumnValue,
     column_needs,
     column_widths,
     signal_cells,
@@ -152,7 +158,7 @@ def _header(report: ReportDict, title: str, n_probes: int) -> Header:
         report.get("tool"))
     counts = [[f"{s.get('probes', n_probes)} probes", ""]]
     given = s.get("states")  # report/3 writes them; a report/2 is counted here
-    states: Mapping[str, Any] = given if isinstance(given, Mapping) else state_counts(
+    states: Mapping[str, object] = given if isinstance(given, Mapping) else state_counts(
         as_list(report.get("probes")))
     for state, n in states.items():
         if n:
@@ -176,11 +182,14 @@ def _header(report: ReportDict, title: str, n_probes: int) -> Header:
             "notes": [printable(t) for t in verdict_notes(report)]}
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(key: ColumnValue) -> SortValue:
     """A sort value the script compares: a number (a whole one as an int: shorter), a
     string or null (absent, first)."""
-    if isinstance(value, tuple):  # the value column: (rank, number, text)
-        value = None if value[0] == 0 else value[1] if value[0] == 1 else value[2]
+    value: SortValue
+    if isinstance(key, tuple):  # the value column: (rank, number, text)
+        value = None if key[0] == 0 else key[1] if key[0] == 1 else key[2]
+    else:
+        value = key
     if type(value) is float:
         if value == float("-inf"):
             return None
@@ -198,13 +207,14 @@ def _rows(probes: list[ResultDict]) -> Iterator[tuple[ResultDict, SignalDict, in
     """``(probe, signal, row)`` of each signal (a dict), the row its table gives it."""
     row = 0
     for p in probes:
-        for sig in _objects(p.get("signals")):
+        for sig in cast(list[SignalDict], _objects(p.get("signals"))):
             yield p, sig, row
             row += 1
 
 
-def _objects(value: object) -> list[Any]:
-    """The items of a JSON list that are objects, in order (the caller names their type)."""
+def _objects(value: object) -> list[JsonObject]:
+    """The items of a JSON list that are objects, in order (the caller casts them to the
+    report's type: they are the report's cells and signals)."""
     return [v for v in as_list(value) if isinstance(v, dict)]
 
 
@@ -213,7 +223,7 @@ def _table(probes: list[ResultDict], pack: Packer, read: _Reader) -> SignalTable
     row's detail packed; row ``n`` is the ``n``-th signal of :func:`_rows`."""
     text, add = pack.strings, pack.strings.add
     flat: list[int] = []  # the rows' cells one row after another, cut in columns at the end
-    flat_sort: list[Any] = []
+    flat_sort: list[SortValue] = []
     sort_by = [(c, SORT_KEYS[c]) for c in _SORTED_BY_VALUE]
     fails: list[int] = []
     css: list[int] = []
@@ -291,7 +301,7 @@ def _probe_order(probes: list[ResultDict]) -> list[int]:
         rank.get(cell_state(probes[i]), len(rank)), probe_severity(probes[i]), i))
 
 
-def _probes(probes: list[ResultDict], pack: Packer, read: _Reader) -> list[list[Any]]:
+def _probes(probes: list[ResultDict], pack: Packer, read: _Reader) -> list[ProbeRow]:
     """``[id, family, status word, css, seconds text, seconds, signals, reason, failing,
     packed detail]``."""
     out = []
@@ -303,11 +313,11 @@ def _probes(probes: list[ResultDict], pack: Packer, read: _Reader) -> list[list[
         mark = state_mark(cell_state(p))  # the word every output uses (views.legend)
         detail = probe_detail(p, signals=len(sigs))
         read.note(detail, True)
-        out.append([printable(p.get("id")), printable(p.get("family")), mark.word,
+        out.append((printable(p.get("id")), printable(p.get("family")), mark.word,
                     f"st-{mark.css}", (human_seconds(seconds) + ("  cached" if p.get("cached")
                                                                else "")) if seconds is not None
                     else "", seconds, len(sigs), one_line(p.get("reason"), 300),
-                    int(status in FAILING_STATUSES), pack.detail(detail, index)])
+                    int(status in FAILING_STATUSES), pack.detail(detail, index)))
     return out
 
 
@@ -320,9 +330,9 @@ def _matrix(probes: list[ResultDict]) -> Matrix | None:
                                     str(p.get("status"))) for p in probes))
     if not view:
         return None
-    rows = []
+    rows: list[tuple[str, list[MatrixCellRow | None]]] = []
     for kernel in view.kernels:
-        cells: list[list[Any] | None] = []
+        cells: list[MatrixCellRow | None] = []
         for col in view.columns:
             cell = view.cell(kernel, col)
             if cell is None:
@@ -332,14 +342,14 @@ def _matrix(probes: list[ResultDict]) -> Matrix | None:
             opens = cell.signal if cell.opens_signal else f"p{index.get(cell.probe, 0)}"
             cells.append([mark.label, f"o-{mark.css}", printable(cell.probe), opens,
                           "|".join((kernel, col.target, col.dtype, col.spec))])
-        rows.append([printable(kernel), cells])
+        rows.append((printable(kernel), cells))
     return {"columns": [[c.head, c.sub] for c in view.columns], "rows": rows,
             "legend": [list(x) for x in MATRIX_LEGEND]}
 
 
-def _tolerance(probes: list[ResultDict]) -> list[list[Any]]:
+def _tolerance(probes: list[ResultDict]) -> list[list[str | int]]:
     """``[signal row, failing, probe, check, value, limit, passed, argmax, top-2 gap]``."""
-    out = []
+    out: list[list[str | int]] = []
     for p, s, row in _rows(probes):
         if s.get("kind") == "tolerance":
             d = as_dict(s.get("detail"))
@@ -353,16 +363,16 @@ def _tolerance(probes: list[ResultDict]) -> list[list[Any]]:
     return out
 
 
-def _environment(report: ReportDict) -> list[list[Any]]:
+def _environment(report: ReportDict) -> list[EnvironmentRow]:
     env = as_dict(report.get("environment"))
-    out = []
+    out: list[EnvironmentRow] = []
     for key, title in (("host", "machine"), ("versions", "library versions"),
                        ("probed", "probed environment")):
         sec = env.get(key)
         if isinstance(sec, dict) and sec:
-            out.append([title, [[printable(k), "—" if v is None else plain(v)
+            out.append((title, [[printable(k), "—" if v is None else plain(v)
                                  if not isinstance(v, (dict, list)) else printable(v)]
-                                for k, v in sec.items()]])
+                                for k, v in sec.items()]))
     return out
 
 
@@ -372,7 +382,7 @@ def page_data(report: ReportDict, *, diff: ReportDict | None = None,
     the details in one string table (``strings``), details packed (``views/packed.py``)."""
     read = _Reader(workspace)
     pack = Packer(Strings())
-    probes: list[ResultDict] = _objects(report.get("probes"))
+    probes = cast(list[ResultDict], _objects(report.get("probes")))
     data: PageData = {
         "header": _header(report, title, len(probes)),
         "gates": _gates(report),
@@ -389,7 +399,7 @@ def page_data(report: ReportDict, *, diff: ReportDict | None = None,
         "status_legend": [list(x) for x in STATE_LEGEND],
     }
     if diff is not None:
-        dprobes: list[ResultDict] = _objects(diff.get("probes"))
+        dprobes = cast(list[ResultDict], _objects(diff.get("probes")))
         sec = as_dict(diff.get("diff"))
         pr = as_dict(sec.get("probes"))
         versions = ", ".join(f"{k} {v.get('before')} → {v.get('after')}" for k, v in

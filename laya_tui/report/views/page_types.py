@@ -4,7 +4,18 @@ these names. Rows the script indexes by position stay lists."""
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
+
+from laya_tui.report.views.section_shapes import Shape
+from laya_tui.report.views.sections import SortValue
+
+#: A probe's row: ``(id, family, state word, css, seconds text, seconds, signals, reason,
+#: failing, packed detail)``.
+ProbeRow = tuple[str, str, str, str, str, float | None, int, str, int, list[int]]
+#: A matrix cell: ``[label, css, probe, what it opens (a signal row or "p<probe>"), key]``.
+MatrixCellRow = list[str | int]
+#: An environment section: its title and its ``[name, value]`` facts.
+EnvironmentRow = tuple[str, list[list[str]]]
 
 
 class Excerpt(TypedDict):
@@ -67,7 +78,7 @@ class SignalTable(TypedDict):
     kinds: list[str]
     probe_rows: list[int]
     cells: list[list[int]]
-    sort: list[list[Any]]  # numbers, strings or null per sort column
+    sort: list[list[SortValue]]  # per sort column
     failing: list[int]
     css: list[int]
     details: list[list[int]]
@@ -78,7 +89,7 @@ class Matrix(TypedDict):
     """Kernels x columns (``rows``: ``[kernel, [cell or null, ...]]``)."""
 
     columns: list[list[str]]
-    rows: list[list[Any]]
+    rows: list[tuple[str, list[MatrixCellRow | None]]]  # a kernel and its cells
     legend: list[list[str]]
 
 
@@ -98,18 +109,18 @@ class PageData(TypedDict):
 
     header: Header
     gates: list[GateRow]
-    probes: list[list[Any]]  # [id, family, word, css, seconds text, seconds, ...]
+    probes: list[ProbeRow]
     probe_order: list[int]
     logs: list[str]
     signals: SignalTable
     matrix: Matrix | None
-    tolerance: list[list[Any]]
-    environment: list[list[Any]]
+    tolerance: list[list[str | int]]  # [row, failing, probe, check, value, limit, ...]
+    environment: list[EnvironmentRow]
     errors: list[list[str]]
     status_legend: list[list[str]]
     diff: NotRequired[DiffView]
     # set last, once every detail is packed and the excerpts are read
     strings: NotRequired[list[str]]
-    shapes: NotRequired[list[tuple[Any, ...]]]
+    shapes: NotRequired[list[tuple[Shape, ...]]]
     excerpts: NotRequired[dict[str, Excerpt | None]]
     files: NotRequired[dict[str, FileText | None]]

@@ -7,10 +7,13 @@ Standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 __all__ = ["Block", "Detail", "Facts", "FileHead", "Head", "Plot", "ProbeLog", "Section",
-           "Source", "Table", "lexer_for", "sort_table"]
+           "SortValue", "Source", "Table", "lexer_for", "sort_table"]
+
+#: A table cell's sort value: a number or a text, None when absent.
+SortValue: TypeAlias = float | str | None
 
 _LEXERS = {".py": "python", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cu": "cuda",
            ".h": "c", ".mlir": "text", ".ll": "llvm"}
@@ -95,7 +98,7 @@ class Table:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
-    keys: tuple[tuple[Any, ...], ...]
+    keys: tuple[tuple[SortValue, ...], ...]
 
 
 Section = Facts | Source | Block | ProbeLog | FileHead | Plot | Table
@@ -110,7 +113,7 @@ def sort_table(table: Table, column: int | None) -> Table:
     keys = [k[column] if column < len(k) else None for k in table.keys]
     numeric = any(isinstance(k, (int, float)) for k in keys)
 
-    def key(i: int) -> tuple[int, Any]:
+    def key(i: int) -> tuple[int, float | str]:
         k = keys[i]
         if k is None:
             return (1, 0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 from laya_tui.core import cellid
 from laya_tui.core.results import SignalLike, failing
@@ -74,7 +74,7 @@ def signal_cells(sig: SignalLike, probe: str) -> tuple[str, ...]:
             one_line(sig.get("fix"), 300), cellid.leaf_name(probe))
 
 
-def _num(value: Any) -> float:
+def _num(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(
         value, bool) else _ABSENT
 
@@ -96,9 +96,12 @@ def _text_key(column: str) -> Callable[[SignalLike, str], str]:
     return key
 
 
+#: A column's sort value: a kind's rank, a number, case-folded text, or the value
+#: column's ``(rank, number, text)``.
+ColumnValue: TypeAlias = int | float | str | tuple[int, float, str]
 #: What each column sorts on, as a function of ``(signal, probe)``: numbers as numbers
 #: (absent ones first), text case-folded; the values of one column always compare.
-SORT_KEYS: dict[str, Callable[[SignalLike, str], Any]] = {
+SORT_KEYS: dict[str, Callable[[SignalLike, str], ColumnValue]] = {
     "kind": lambda sig, probe: _KIND_ORDER.get(str(sig.get("kind")), 99),
     "subject": _text_key("subject"),
     "count": lambda sig, probe: _num(sig.get("count")),
@@ -111,7 +114,7 @@ SORT_KEYS: dict[str, Callable[[SignalLike, str], Any]] = {
 }
 
 
-def sort_value(sig: SignalLike, probe: str, column: str) -> Any:
+def sort_value(sig: SignalLike, probe: str, column: str) -> ColumnValue:
     """The raw value ``column`` sorts on (:data:`SORT_KEYS`)."""
     return SORT_KEYS[column](sig, probe)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from laya_tui.core.logtext import one_line, printable
 from laya_tui.core.signals import format_site
@@ -15,14 +14,14 @@ from laya_tui.core.units import human_bytes, number, past_limit
 __all__ = ["exact_bytes", "human_bytes", "human_seconds", "number", "one_line", "past_limit",
            "pass_seconds", "plain", "printable", "short_site", "site_key", "site_text", "yes_no"]
 
-def exact_bytes(n: Any) -> str:
+def exact_bytes(n: object) -> str:
     """``1.5 MiB  (1,572,864 B)``: the short form and the exact count."""
     if not isinstance(n, (int, float)) or isinstance(n, bool):
         return printable(n)
     return f"{human_bytes(n)}  ({int(n):,} B)"
 
 
-def human_seconds(s: Any) -> str:
+def human_seconds(s: object) -> str:
     """A short duration: ``4.2 ms``, ``0.31 s``, ``3.2 s``, ``42 s``, ``2m05s`` (empty for
     None); below 0.1 s in ms (µs below 1 ms), so a fast stage is not ``0.00 s``."""
     if not isinstance(s, (int, float)) or isinstance(s, bool):
@@ -38,23 +37,23 @@ def human_seconds(s: Any) -> str:
     return f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
-def pass_seconds(s: Any) -> str:
+def pass_seconds(s: object) -> str:
     """A compiler pass's seconds: milliseconds below one second (most passes take a few)."""
     if not isinstance(s, (int, float)) or isinstance(s, bool):
         return printable(s)
     return f"{s * 1000:.1f} ms" if s < 1 else human_seconds(s)
 
 
-def yes_no(value: Any) -> str:
+def yes_no(value: object) -> str:
     """``passed``: yes / no / empty."""
     return "yes" if value is True else "no" if value is False else ""
 
 
 #: Call sites written so far, by :func:`site_key`: a 100,000-signal report has a few hundred.
-_SITES: dict[tuple[Any, ...], str] = {}
+_SITES: dict[tuple[object, ...], str] = {}
 
 
-def site_key(site: Any) -> tuple[Any, ...] | None:
+def site_key(site: object) -> tuple[object, ...] | None:
     """What :func:`site_text` reads of a call site, as a key (the types too: 1, 1.0 and
     True differ); None when it is no mapping or holds a field that is no scalar."""
     if type(site) is not dict and not isinstance(site, Mapping):
@@ -68,11 +67,11 @@ def site_key(site: Any) -> tuple[Any, ...] | None:
     return key
 
 
-def site_text(site: Any) -> str:
+def site_text(site: object) -> str:
     """``file:line(func)`` of a call site (printable), or an empty string."""
-    key = site_key(site)
-    if key is None and not isinstance(site, Mapping):
+    if not isinstance(site, Mapping):
         return ""
+    key = site_key(site)
     if key is None:
         return printable(format_site(dict(site)))
     text = _SITES.get(key)
@@ -83,13 +82,13 @@ def site_text(site: Any) -> str:
     return text
 
 
-def short_site(site: Any) -> str:
+def short_site(site: object) -> str:
     """``file.py:12(func)`` with the folder dropped."""
     return site_text(site).rsplit("/", 1)[-1]
 
 
-def plain(value: Any) -> str:
-    """Any value as one printable string (numbers formatted, None empty)."""
+def plain(value: object) -> str:
+    """A value of any type as one printable string (numbers formatted, None empty)."""
     if value is None:
         return ""
     if isinstance(value, float):
