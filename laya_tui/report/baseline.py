@@ -22,11 +22,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import cast
 
 from laya_tui.core.renamed import renamed_ids, renamed_index, same_lowering_reason
-from laya_tui.core.report_types import BaselineDict, ChangeDict, GateDict, ResultDict
-from laya_tui.core.results import COUNTED_KINDS, failing, occurrences, signal_key
+from laya_tui.core.report_types import (
+    BaselineDict,
+    BeforeAfterDict,
+    ChangeDict,
+    GateDict,
+    ResultDict,
+)
+from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, occurrences, signal_key
 from laya_tui.core.settings import DEFAULT_MARGIN
 from laya_tui.core.signals import COMPLETED_STATUSES
 from laya_tui.report.baseline_load import (
@@ -54,24 +61,44 @@ INF = math.inf
 
 # -- indexing -----------------------------------------------------------------------------
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     if type(value) is float or type(value) is int:
         return INF if value != value else float(value)
     return None
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if type(value) is str else str(value)
 
 
-_Index = tuple[dict[str, tuple[str, Any]], dict[tuple[str, str, str, str], list[Any]],
+@dataclass(slots=True)
+class _Counted:
+    """A counted signal's occurrences and bytes, summed over its probe's signals."""
+
+    count: int
+    bytes: int
+
+
+@dataclass(slots=True)
+class _Checked:
+    """A tolerance check: its largest value (None: none was a number), that value's limit,
+    and whether any of its signals failed."""
+
+    value: float | None
+    limit: float | None
+    failed: bool
+
+
+#: Statuses and reasons by probe, counted and tolerance signals by key, lowering cells
+#: (failing, first diagnostic) by (probe, subject).
+_Index = tuple[dict[str, tuple[str, str | None]], dict[SignalKey, _Counted | _Checked],
                dict[tuple[str, str], tuple[bool, str]]]
 
 
 def _index(probes: list[ResultDict]) -> _Index:
     """One pass: statuses, aggregated counted/tolerance keys, lowering cells."""
-    status: dict[str, tuple[str, Any]] = {}
-    agg: dict[tuple[str, str, str, str], list[Any]] = {}
+    status: dict[str, tuple[str, str | None]] = {}
+    agg: dict[SignalKey, _Counted | _Checked] = {}
     cells: dict[tuple[str, str], tuple[bool, str]] = {}
     counted = _COUNTED
     for p in probes:
@@ -87,21 +114,23 @@ def _index(probes: list[ResultDict]) -> _Index:
                     b = 0
                 a = agg.get(key)
                 if a is None:
-                    agg[key] = [n, b]
+                    agg[key] = _Counted(n, b)
                 else:
-                    a[0] += n
-                    a[1] += b
+                    assert isinstance(a, _Counted)  # its key names a counted kind
+                    a.count += n
+                    a.bytes += b
             elif kind == "tolerance":
                 key = signal_key(s, pid)
                 v = _num(s.get("value"))
                 failed = failing(s)
-                a = agg.get(key)
-                if a is None:
-                    agg[key] = [v, _num(s.get("limit")), failed]
+                t = agg.get(key)
+                if t is None:
+                    agg[key] = _Checked(v, _num(s.get("limit")), failed)
                 else:
-                    if v is not None and (a[0] is None or v > a[0]):
-                        a[0], a[1] = v, _num(s.get("limit"))
-                    a[2] = a[2] or failed
+                    assert isinstance(t, _Checked)  # its key's kind is tolerance
+                    if v is not None and (t.value is None or v > t.value):
+                        t.value, t.limit = v, _num(s.get("limit"))
+                    t.failed = t.failed or failed
             elif kind == "lowering":
                 cell = (pid, _text(s.get("subject", "")))
                 failed = failing(s)
@@ -134,9 +163,9 @@ def _what(kind: str, subject: str, reason: str) -> str:
 
 
 def _item(change: str, kind: str, probe: str, subject: str, reason: str,
-          before: dict[str, Any] | None, after: dict[str, Any] | None,
+          before: dict[str, object] | None, after: dict[str, object] | None,
           message: str) -> ChangeDict:
-    out: dict[str, Any] = {"change": change, "kind": kind, "probe": probe}
+    out: dict[str, object] = {"change": change, "kind": kind, "probe": probe}
     if subject:
         out["subject"] = subject
     if reason:
@@ -149,24 +178,26 @@ def _item(change: str, kind: str, probe: str, subject: str, reason: str,
 
 # -- comparison ---------------------------------------------------------------------------
 
-def _counted(key: tuple[str, str, str, str], now: list[Any] | None, old: list[Any] | None,
+def _counted(key: SignalKey, now: _Counted | None, old: _Counted | None,
              regs: list[ChangeDict], imps: list[ChangeDict]) -> None:
     pid, kind, subject, reason = key
     what = _what(kind, subject, reason)
     if old is None:
         assert now is not None
-        extra = f", {_bytes(now[1])}" if now[1] else ""
+        extra = f", {_bytes(now.bytes)}" if now.bytes else ""
         regs.append(_item("new", kind, pid, subject, reason, None,
-                          {"count": now[0], "bytes": now[1]}, f"new {what}: {now[0]}x{extra}"))
+                          {"count": now.count, "bytes": now.bytes},
+                          f"new {what}: {now.count}x{extra}"))
         return
     if now is None:
         imps.append(_item("gone", kind, pid, subject, reason,
-                          {"count": old[0], "bytes": old[1]}, None, f"gone: {what}"))
+                          {"count": old.count, "bytes": old.bytes}, None, f"gone: {what}"))
         return
-    (n, nb), (o, ob) = now, old
+    n, nb, o, ob = now.count, now.bytes, old.count, old.bytes
     if n == o and nb == ob:
         return
-    before, after = {"count": o, "bytes": ob}, {"count": n, "bytes": nb}
+    before: dict[str, object] = {"count": o, "bytes": ob}
+    after: dict[str, object] = {"count": n, "bytes": nb}
     parts = []
     if n != o:
         parts.append(f"{o}x -> {n}x")
@@ -183,19 +214,19 @@ def _counted(key: tuple[str, str, str, str], now: list[Any] | None, old: list[An
         imps.append(_item(change, kind, pid, subject, reason, before, after, f"{change} {text}"))
 
 
-def _tolerance(key: tuple[str, str, str, str], now: list[Any], old: list[Any] | None,
+def _tolerance(key: SignalKey, now: _Checked, old: _Checked | None,
                margin: float, regs: list[ChangeDict], imps: list[ChangeDict]) -> None:
     pid, kind, subject, reason = key
-    nv, nl, nf = now
-    after = {"value": nv, "limit": nl, "passed": not nf}
+    nv, nl, nf = now.value, now.limit, now.failed
+    after: dict[str, object] = {"value": nv, "limit": nl, "passed": not nf}
     name = f"tolerance {subject}".rstrip()
     if old is None:
         if nf:
             regs.append(_item("now-failing", kind, pid, subject, reason, None, after,
                               f"{name}: {_g(nv)} > limit {_g(nl)} (new check)"))
         return
-    ov, ol, of = old
-    before = {"value": ov, "limit": ol, "passed": not of}
+    ov, ol, of = old.value, old.limit, old.failed
+    before: dict[str, object] = {"value": ov, "limit": ol, "passed": not of}
     if nf and not of:
         regs.append(_item("now-failing", kind, pid, subject, reason, before, after,
                           f"{name}: {_g(nv)} > limit {_g(nl)} (was {_g(ov)})"))
@@ -216,7 +247,7 @@ def _tolerance(key: tuple[str, str, str, str], now: list[Any], old: list[Any] | 
                           f"{name} better: {_g(ov)} -> {_g(nv)} (limit {_g(nl)})"))
 
 
-def _sort_key(item: ChangeDict) -> tuple[str, str, Any, Any, str]:
+def _sort_key(item: ChangeDict) -> tuple[str, str, str | None, str | None, str]:
     return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""),
             item["change"])
 
@@ -269,24 +300,27 @@ def _compare(baseline: Baseline, probes: list[ResultDict],
         if key[0] not in compared:
             continue
         was = b_agg.get(key)
-        if key[1] == "tolerance":
-            occurrences["tolerance"]["after"] += now[2]
+        if isinstance(now, _Checked):  # a tolerance key
+            assert was is None or isinstance(was, _Checked)
+            occurrences["tolerance"]["after"] += now.failed
             _tolerance(key, now, was, margin, regs, imps)
         else:
-            occurrences[key[1]]["after"] += now[0]
+            assert was is None or isinstance(was, _Counted)
+            occurrences[key[1]]["after"] += now.count
             if was != now:
                 _counted(key, now, was, regs, imps)
     for key, was in b_agg.items():
         if key[0] not in compared:
             continue
-        if key[1] == "tolerance":
-            occurrences["tolerance"]["before"] += was[2]
+        if isinstance(was, _Checked):  # a tolerance key
+            occurrences["tolerance"]["before"] += was.failed
             if key not in n_agg:
                 notes.append(_item("gone-check", "tolerance", key[0], key[2], key[3],
-                                   {"value": was[0], "limit": was[1], "passed": not was[2]},
+                                   {"value": was.value, "limit": was.limit,
+                                    "passed": not was.failed},
                                    None, f"tolerance {key[2]}: check no longer reported"))
         else:
-            occurrences[key[1]]["before"] += was[0]
+            occurrences[key[1]]["before"] += was.count
             if key not in n_agg:
                 _counted(key, None, was, regs, imps)
     for cell, (failed, reason) in n_cells.items():
@@ -295,9 +329,9 @@ def _compare(baseline: Baseline, probes: list[ResultDict],
         occurrences["lowering"]["after"] += failed
         old_cell = b_cells.get(cell)
         pid, subject = cell
-        after = {"passed": not failed, "reason": reason or None}
-        before = None if old_cell is None else {"passed": not old_cell[0],
-                                                "reason": old_cell[1] or None}
+        after: dict[str, object] = {"passed": not failed, "reason": reason or None}
+        before: dict[str, object] | None = None if old_cell is None else {
+            "passed": not old_cell[0], "reason": old_cell[1] or None}
         if failed and (old_cell is None or not old_cell[0]):
             text = "new failing lowering cell" if old_cell is None else "lowering now fails:"
             regs.append(_item("now-failing", "lowering", pid, subject, reason, before, after,
@@ -350,7 +384,7 @@ def _by_kind(items: Sequence[ChangeDict]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def _environment_changes(old_env: Any) -> dict[str, dict[str, Any]]:
+def _environment_changes(old_env: object) -> dict[str, BeforeAfterDict]:
     """Library versions that differ between the baseline's machine and this one."""
     from laya_tui.core.versions import library_versions
 
