@@ -12,9 +12,10 @@ site and fix for the same drill-down. Standard library only (Textual when a TTY 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NotRequired, cast
+from typing import NotRequired, TypedDict, cast
 
 from laya_tui.core.cellid import family_of
+from laya_tui.core.open_types import HostFacts
 from laya_tui.core.report_types import (
     BaselineDict,
     BeforeAfterDict,
@@ -33,6 +34,14 @@ BAD = frozenset(("new", "more", "more-bytes", "now-failing", "worse", "status"))
 
 
 
+class ComparedDoc(TypedDict):
+    """What a comparison reads of a report: its cells and its environment (the library
+    versions); a saved report is one, ``report.envcompare`` builds one per environment."""
+
+    probes: list[ResultDict]
+    environment: HostFacts
+
+
 class DiffDict(BaselineDict):
     """``laya-tui diff``'s section: the baseline comparison of NEW against BASE, its
     ``environment`` the versions that changed (``{name: {before, after}}``)."""
@@ -40,7 +49,7 @@ class DiffDict(BaselineDict):
     new_path: NotRequired[str]  # set by laya-tui diff
 
 
-def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, base_path: str = "BASE",
+def diff_reports(base: ComparedDoc, new: ComparedDoc, *, base_path: str = "BASE",
                  margin: float = DEFAULT_MARGIN,
                  labels: tuple[str, str] = ("BASE", "NEW")) -> DiffDict:
     """The baseline comparison of ``new`` against ``base``, plus status and version changes;
@@ -71,9 +80,8 @@ def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, base_path: 
     return section
 
 
-def _versions(base: Mapping[str, Any], new: Mapping[str, Any]
-              ) -> dict[str, BeforeAfterDict]:
-    def get(doc: Mapping[str, Any]) -> dict[str, object]:
+def _versions(base: ComparedDoc, new: ComparedDoc) -> dict[str, BeforeAfterDict]:
+    def get(doc: ComparedDoc) -> dict[str, object]:
         v = (doc.get("environment") or {}).get("versions")
         return v if isinstance(v, dict) else {}
 
@@ -146,12 +154,20 @@ def diff_markdown(section: DiffDict, base_label: str, new_label: str) -> str:
 # -- the dashboard's view of a diff --------------------------------------------------------
 
 def _signals_by_key(report: ReportDict
-                    ) -> dict[tuple[str, str, str, str], SignalDict]:
-    out: dict[tuple[str, str, str, str], SignalDict] = {}
+                    ) -> dict[tuple[str, str, str | None, str | None], SignalDict]:
+    """Signals by key; a change's subject and reason may be null (as the JSON has them),
+    which no signal's key is."""
+    out: dict[tuple[str, str, str | None, str | None], SignalDict] = {}
     for p in report.get("probes", []):
         for s in p.get("signals") or ():
             out.setdefault(signal_key(s, p["id"]), s)
     return out
+
+
+def _unknown_probe(pid: str) -> ResultDict:
+    """A cell neither report has (no change names one): what the view then shows."""
+    return {"id": pid, "family": "", "status": "skipped", "reason": None, "seconds": 0.0,
+            "cached": False, "deps": [], "signals": [], "log_tail": ""}
 
 
 def diff_report(base: ReportDict, new: ReportDict, section: DiffDict) -> ReportDict:
@@ -164,7 +180,7 @@ def diff_report(base: ReportDict, new: ReportDict, section: DiffDict) -> ReportD
     probes: dict[str, ResultDict] = {}
     for cls, item in all_changes(section):
         pid = item["probe"]
-        src: Mapping[str, Any] = new_probes.get(pid) or old_probes.get(pid) or {"id": pid}
+        src = new_probes.get(pid) or old_probes.get(pid) or _unknown_probe(pid)
         entry = probes.get(pid)
         if entry is None:
             entry = probes[pid] = {
@@ -175,9 +191,8 @@ def diff_report(base: ReportDict, new: ReportDict, section: DiffDict) -> ReportD
                 "deps": src.get("deps", []), "signals": [], "log_tail": src.get("log_tail", ""),
                 "file": src.get("file"), "params": src.get("params", {})}
         kind = item["kind"] if item["kind"] in KINDS else "log"
-        key: tuple[str, str, Any, Any] = (pid, item["kind"], item.get("subject", ""),
-                                          item.get("reason", ""))
-        orig: Mapping[str, Any] = new_sigs.get(key) or old_sigs.get(key) or {}
+        key = (pid, item["kind"], item.get("subject", ""), item.get("reason", ""))
+        orig: Mapping[str, object] = new_sigs.get(key) or old_sigs.get(key) or {}
         sig: dict[str, object] = {"kind": kind, "probe": pid,
                                   "subject": item.get("subject") or item["kind"],
                                   "reason": item["message"]}

@@ -18,7 +18,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from laya_tui.core.envs import base_id
 from laya_tui.core.open_types import JsonObject
@@ -59,16 +59,14 @@ def envs_report(envs: Mapping[str, EnvInfoDict],
     return out
 
 
-def _normaliser(envs: Mapping[str, EnvInfoDict]) -> Callable[[Any], Any]:
+def _normaliser(envs: Mapping[str, EnvInfoDict]) -> Callable[[str], str]:
     roots = sorted({os.path.dirname(os.path.dirname(str(info.get(k))))
                     for info in envs.values() for k in ("python", "executable")
                     if info.get(k)} - {"", "/"}, key=len, reverse=True)
     env_root = re.compile("|".join(re.escape(r) + r"(?![\w.-])" for r in roots)) \
         if roots else None
 
-    def norm(text: Any) -> Any:
-        if not isinstance(text, str):
-            return text
+    def norm(text: str) -> str:
         if env_root is not None:  # an environment's own folder (a venv's root)
             text = env_root.sub("<env>", text)
         text = _SITE.sub(r"\1/", text)
@@ -78,7 +76,7 @@ def _normaliser(envs: Mapping[str, EnvInfoDict]) -> Callable[[Any], Any]:
     return norm
 
 
-def _side(probes: Sequence[ResultDict], env: str, norm: Callable[[Any], Any]
+def _side(probes: Sequence[ResultDict], env: str, norm: Callable[[str], str]
           ) -> list[ResultDict]:
     """One environment's cells under their base ids, reasons normalised (copies)."""
     out: list[ResultDict] = []
@@ -87,7 +85,7 @@ def _side(probes: Sequence[ResultDict], env: str, norm: Callable[[Any], Any]
             continue
         full, base = str(p["id"]), base_id(p)
 
-        def text(t: Any, full: str = full, base: str = base) -> Any:
+        def text(t: str | None, full: str = full, base: str = base) -> str | None:
             return norm(t.replace(full, base)) if isinstance(t, str) else t
 
         sigs: list[SignalDict] = [{**s, "reason": text(s["reason"])}
@@ -112,7 +110,7 @@ def compare_envs(probes: Sequence[ResultDict],
                  envs: Mapping[str, EnvInfoDict] | None,
                  *, margin: float = DEFAULT_MARGIN) -> EnvComparisonDict | None:
     """The ``env_comparison`` section, or None when fewer than two environments have cells."""
-    from laya_tui.report.diff import diff_reports
+    from laya_tui.report.diff import ComparedDoc, diff_reports
 
     envs = envs or {}
     names = env_order(probes, envs)
@@ -124,8 +122,10 @@ def compare_envs(probes: Sequence[ResultDict],
     candidates: list[EnvCandidateDict] = []
     for cand in names[1:]:
         cand_cells = _side(probes, cand, norm)
-        doc_a = {"probes": base_cells, "environment": {"versions": _versions(envs, base)}}
-        doc_b = {"probes": cand_cells, "environment": {"versions": _versions(envs, cand)}}
+        doc_a: ComparedDoc = {"probes": base_cells,
+                              "environment": {"versions": _versions(envs, base)}}
+        doc_b: ComparedDoc = {"probes": cand_cells,
+                              "environment": {"versions": _versions(envs, cand)}}
         section = cast(JsonObject, diff_reports(  # widened below
             doc_a, doc_b, base_path=f"@{base}", margin=margin, labels=(f"@{base}", f"@{cand}")))
         section.pop("path", None)
@@ -177,7 +177,7 @@ def _pair(a: ResultDict, b: ResultDict) -> EnvPairDict:
             "after": {"status": b.get("status"), "reason": b.get("reason")}}
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import ChangeDict, ReportDict, SignalDict
 from laya_tui.core.results import signal_key
 from laya_tui.core.shapes import as_dict
@@ -98,7 +99,7 @@ class _Comment:
         return [*self.worse, *self.better, *([self.notes] if self.notes else [])]
 
 
-def _bytes(n: Any) -> str:
+def _bytes(n: object) -> str:
     if not isinstance(n, int):
         return "–"
     size = float(abs(n))
@@ -110,7 +111,7 @@ def _bytes(n: Any) -> str:
     return str(n)  # pragma: no cover
 
 
-def _g(v: Any) -> str:
+def _g(v: object) -> str:
     return f"{v:.3g}" if isinstance(v, float) else ("–" if v is None else str(v))
 
 
@@ -139,8 +140,13 @@ class _Where:
             f" {_cell(loc.func)}" if loc.func else "")
 
 
-def _signals(report: ReportDict) -> dict[tuple[str, str, str, str], SignalDict]:
-    out: dict[tuple[str, str, str, str], SignalDict] = {}
+#: A change's signal key: its subject and reason as the JSON has them (null in a change
+#: matches no signal).
+_Key = tuple[str, str, str | None, str | None]
+
+
+def _signals(report: ReportDict) -> dict[_Key, SignalDict]:
+    out: dict[_Key, SignalDict] = {}
     for p in report.get("probes") or ():
         for s in p.get("signals") or ():
             if isinstance(s, Mapping):
@@ -148,8 +154,8 @@ def _signals(report: ReportDict) -> dict[tuple[str, str, str, str], SignalDict]:
     return out
 
 
-def _cells(report: ReportDict) -> dict[tuple[str, str], SignalDict]:
-    out: dict[tuple[str, str], SignalDict] = {}
+def _cells(report: ReportDict) -> dict[tuple[str, str | None], SignalDict]:
+    out: dict[tuple[str, str | None], SignalDict] = {}
     for p in report.get("probes") or ():
         for s in p.get("signals") or ():
             if isinstance(s, Mapping) and s.get("kind") == "lowering":
@@ -159,7 +165,7 @@ def _cells(report: ReportDict) -> dict[tuple[str, str], SignalDict]:
     return out
 
 
-def _key(item: Item) -> tuple[str, str, Any, Any]:
+def _key(item: Item) -> _Key:
     """The signal key of a change (its subject and reason as the JSON has them)."""
     return (item["probe"], item["kind"], item.get("subject", ""), item.get("reason", ""))
 
@@ -169,12 +175,13 @@ def _subject(item: Item) -> str:
     return cast(str, item.get("subject", ""))
 
 
-def _count(side: Mapping[str, Any]) -> str:
+def _count(side: Mapping[str, object]) -> str:
     n = side.get("count")
     return str(n) if isinstance(n, int) else "0"
 
 
-def _side(item: Item, name: str) -> Mapping[str, Any]:
+def _side(item: Item, name: str) -> JsonObject:
+    """A change's ``before`` or ``after`` facts, as the report's JSON has them."""
     return as_dict(item.get(name))
 
 
@@ -185,8 +192,10 @@ def _gb(sig: SignalDict | None, item: Item) -> str:
     return _cell(text + str(item.get("reason") or ""))
 
 
-def _tables(items: list[Item], new_sigs: Mapping[Any, Any], old_sigs: Mapping[Any, Any],
-            new_cells: Mapping[Any, Any], old_cells: Mapping[Any, Any],
+def _tables(items: list[Item], new_sigs: Mapping[_Key, SignalDict],
+            old_sigs: Mapping[_Key, SignalDict],
+            new_cells: Mapping[tuple[str, str | None], SignalDict],
+            old_cells: Mapping[tuple[str, str | None], SignalDict],
             where: Callable[[SignalDict | None], str],
             worse: bool) -> list[_List]:
     gbs, host, low, drift, other = [], [], [], [], []
