@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from typing import Any
 
 from laya_tui.core.report_types import (
     EnvCandidateDict,
@@ -27,12 +26,12 @@ TIMING_SHOWN = 1.2
 SHOWN = ("python", "torch", "tilelang", "transformers", "torch-rbln", "mlx")
 
 
-def one_line(text: Any, width: int = 160) -> str:
+def one_line(text: object, width: int = 160) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[:width - 1] + "…"
 
 
-def fmt(v: Any) -> str:
+def fmt(v: object) -> str:
     return "n/a" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
@@ -57,24 +56,24 @@ def headline(cand: EnvCandidateDict) -> str:
 
 
 def version_rows(section: EnvComparisonDict, envs: Mapping[str, EnvInfoDict] | None
-                 ) -> list[tuple[str, list[Any], bool]]:
+                 ) -> list[tuple[str, list[object], bool]]:
     """``(library, [version per env], differs)``: the tracked libraries and compilers."""
     names = list(section["envs"])
     envs = envs or {}
 
-    def versions(n: str) -> Mapping[str, Any]:
+    def versions(n: str) -> Mapping[str, object]:
         info = envs.get(n)
         v = info.get("versions") if info else None
         return v if isinstance(v, Mapping) else {}
 
-    def compilers(n: str) -> dict[str, Any]:
+    def compilers(n: str) -> dict[str, object]:
         info = envs.get(n)
         c = info.get("compilers") if info else None
         return {k: (v or {}).get("version") if isinstance(v, Mapping) else v
                 for k, v in (c.items() if isinstance(c, Mapping) else ())}
 
     keys = list(SHOWN) + sorted({k for n in names for k in versions(n)} - set(SHOWN))
-    rows = []
+    rows: list[tuple[str, list[object], bool]] = []
     for k in keys:
         vals = [versions(n).get(k) for n in names]
         if k in SHOWN or len(set(map(str, vals))) > 1:
@@ -130,7 +129,7 @@ def env_text(section: EnvComparisonDict, envs: Mapping[str, EnvInfoDict] | None 
 
 # -- markdown ---------------------------------------------------------------------------------
 
-def _md(text: Any, width: int = 140) -> str:
+def _md(text: object, width: int = 140) -> str:
     return one_line(text, width).replace("|", "\\|")
 
 
@@ -177,7 +176,7 @@ def env_markdown(section: EnvComparisonDict, envs: Mapping[str, EnvInfoDict] | N
 
 # -- HTML ---------------------------------------------------------------------------------------
 
-def _h(text: Any) -> str:
+def _h(text: object) -> str:
     return html.escape(str(text if text is not None else ""))
 
 

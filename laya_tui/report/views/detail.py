@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from laya_tui.core.open_types import Detail as SignalDetail
 from laya_tui.core.results import ResultLike, SignalLike, failing
@@ -53,7 +52,7 @@ def _facts(title: str | None, pairs: list[tuple[str, object]]) -> list[Section]:
     return [Facts(title, rows)] if rows else []
 
 
-def _source(title: str, site: Any, context: int) -> list[Section]:
+def _source(title: str, site: object, context: int) -> list[Section]:
     if not isinstance(site, dict) or not site.get("file"):
         return []
     line = site.get("line")
@@ -68,7 +67,7 @@ def _source(title: str, site: Any, context: int) -> list[Section]:
 OWN_FACTS: tuple[str, ...] = ("reason", "value", "count", "bytes", "seconds", "fix")
 
 
-def own_fact(field: str, value: Any, *, limited: bool = False) -> str:
+def own_fact(field: str, value: object, *, limited: bool = False) -> str:
     """The text of the fact that field ``field`` of a signal gives for ``value``; empty when
     the detail lists none (absent, an empty reason or fix, a value beside a ``limit``:
     the tolerance section shows that one)."""
@@ -223,7 +222,7 @@ def _tolerance(sig: SignalLike, d: SignalDetail, full: bool) -> list[Section]:
     return _facts("tolerance", rows) + drift_sections(d.get("drift"), full=full)
 
 
-def drift_sections(drift: Any, *, full: bool = True) -> list[Section]:
+def drift_sections(drift: object, *, full: bool = True) -> list[Section]:
     """Where the drift starts: the first module past its limit, the closest one, and the
     per-module max |diff| along the model (execution order) with the limits."""
     drift = as_dict(drift)
@@ -261,7 +260,7 @@ def drift_sections(drift: Any, *, full: bool = True) -> list[Section]:
     return parts
 
 
-def numerics_sections(d: Mapping[str, Any]) -> list[Section]:
+def numerics_sections(d: Mapping[str, object]) -> list[Section]:
     """A precision plan's facts; a gap table's facts and its table (issue 43)."""
     from laya_tui.report.views import numerics as nv
 
@@ -282,7 +281,7 @@ def numerics_sections(d: Mapping[str, Any]) -> list[Section]:
     return parts
 
 
-def tilelang_sections(d: Mapping[str, Any], *, full: bool = True) -> list[Section]:
+def tilelang_sections(d: Mapping[str, object], *, full: bool = True) -> list[Section]:
     """A TileLang lowering cell: the kernel's arguments and where each came from, the
     slowest passes, the IR the failing pass received (implicated buffers highlighted), the
     diff made by the last pass that changed the IR, and ``repro.py``."""
@@ -309,13 +308,14 @@ def tilelang_sections(d: Mapping[str, Any], *, full: bool = True) -> list[Sectio
                                                                 if runs != 1 else ""))
                                for name, sec, runs in as_list(passes["slowest"])])
     names = tuple(str(b.get("name")) for b in as_list(d.get("buffers")) if isinstance(b, dict))
-    if isinstance(d.get("ir_before"), str):
+    ir_before, last_diff = d.get("ir_before"), d.get("last_pass_diff")
+    if isinstance(ir_before, str):
         parts.append(FileHead(f"IR before {d.get('ir_before_pass') or 'the failing pass'}",
-                              d["ir_before"], 400 if full else 60, "python", names,
+                              ir_before, 400 if full else 60, "python", names,
                               "o: open in $EDITOR"))
-    if isinstance(d.get("last_pass_diff"), str):
+    if isinstance(last_diff, str):
         parts.append(FileHead("diff made by the last pass that changed the IR: "
-                              f"{d.get('last_pass') or '?'}", d["last_pass_diff"],
+                              f"{d.get('last_pass') or '?'}", last_diff,
                               200 if full else 30, "diff"))
     if isinstance(d.get("repro"), str):
         parts.append(Block("reproduce", f"python {printable(d['repro'])}"))
@@ -387,7 +387,7 @@ _SHOWN = frozenset((
     "execution_backend", "built_with", "out_idx", "reference"))
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return printable(json.dumps(value, default=repr, ensure_ascii=False))
 
 

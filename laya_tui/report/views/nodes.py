@@ -5,7 +5,6 @@ the dashboard's ``v`` screen."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from laya_tui.core.results import ResultLike
 
@@ -13,7 +12,7 @@ from laya_tui.core.results import ResultLike
 SHOWN_VERSIONS = ("python", "torch", "tilelang", "mlx", "torch-rbln", "laya-tui")
 
 
-def node_line(node: Any) -> str | None:
+def node_line(node: object) -> str | None:
     """``gpu-box (c9d0bff2) · CPU 8, GPU 1 · python 3.11.7, torch 2.13.0``; None for a cell
     that ran locally (no ``node``)."""
     if not isinstance(node, Mapping) or not node.get("id"):
@@ -30,11 +29,11 @@ def node_line(node: Any) -> str | None:
     return " · ".join(parts)
 
 
-def _map(value: Any) -> Mapping[str, Any]:
+def _map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _num(value: Any) -> str:
+def _num(value: object) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
@@ -43,7 +42,7 @@ def node_rows(results: Iterable[ResultLike]
     """The nodes a run's cells ran on, side by side: their names (``host (id8)``, in order
     of first use) and rows ``(what, value per node, differs)``: cells run there, resources,
     then every version any node reports (the ``v`` screen of a ``--cluster`` run)."""
-    nodes: dict[str, Mapping[str, Any]] = {}
+    nodes: dict[str, Mapping[str, object]] = {}
     cells: dict[str, int] = {}
     for r in results:
         node = r.get("node")
