@@ -28,6 +28,12 @@ if TYPE_CHECKING:
     from laya_tui.families.probe_context import ProbeContext
 
 
+#: Instrumented/plain pairs that time the overhead: at least this many...
+MIN_OVERHEAD_PAIRS = 5
+#: ...then no more once the pairs have taken this many seconds (wall).
+OVERHEAD_BUDGET_S = 0.5
+
+
 @dataclass
 class SteadyResult:
     """The two regions and their difference."""
@@ -48,14 +54,18 @@ def explain_steady(ctx: ProbeContext, name: str, fn: Callable[[], object], *,
                    warmup: int = 2, warm_fn: Callable[[], object] | None = None,
                    with_stack: bool = True, model: object = None, device: object = None,
                    backend: str = "auto",
-                   overhead_repeats: int = 15) -> SteadyResult:
+                   overhead_repeats: int = 15,
+                   overhead_budget_s: float = OVERHEAD_BUDGET_S) -> SteadyResult:
     """Cold region around ``fn()``, ``warmup`` more calls, warm region around ``warm_fn()``.
 
     Emits both regions' signals (``detail.phase`` cold / warm; warm ones carry
     ``detail.persists``, in the cold region too, and ``detail.recurs``, in the next call of
     the warm work too), a ``log`` signal with the difference, and timings: the warm
-    call's latency instrumented (``overhead_repeats`` more regions that emit nothing) and
-    uninstrumented (plain calls interleaved with them), medians, and their ratio.
+    call's latency instrumented (up to ``overhead_repeats`` more regions that emit nothing)
+    and uninstrumented (plain calls interleaved with them), medians, and their ratio. Pairs
+    stop early once they have taken ``overhead_budget_s`` (never fewer than
+    :data:`MIN_OVERHEAD_PAIRS`): a slow forward (a bf16 decode on a CPU) gets a median of 5,
+    not 15 more forwards per cell.
     """
     later = warm_fn or fn
 
@@ -99,8 +109,12 @@ def explain_steady(ctx: ProbeContext, name: str, fn: Callable[[], object], *,
     # Instrumentation overhead on the warm call: instrumented and plain calls interleaved
     # (so machine noise hits both alike), median of each.
     later()
-    inst, plain = [], []
-    for _ in range(max(1, overhead_repeats)):
+    inst: list[float] = []
+    plain: list[float] = []
+    began = time.perf_counter()
+    for i in range(max(1, overhead_repeats)):
+        if i >= MIN_OVERHEAD_PAIRS and time.perf_counter() - began >= overhead_budget_s:
+            break
         extra = region("warm")
         with extra:
             later()
