@@ -8,10 +8,10 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from laya_tui.core.jsonfast import compact_encoder, dumps_strict, finite_fields
 from laya_tui.core.logtext import printable
@@ -37,7 +37,7 @@ def report_schema() -> JsonObject:
     return schema
 
 
-def validate_report(report: Mapping[str, Any]) -> None:
+def validate_report(report: Mapping[str, object]) -> None:
     """Raise ``jsonschema.ValidationError`` when ``report`` does not follow the schema."""
     import jsonschema
 
@@ -47,7 +47,7 @@ def validate_report(report: Mapping[str, Any]) -> None:
 def environment_section(probes: list[ResultDict]) -> HostFacts:
     """Host facts and library versions, plus the env probe's environment signals."""
     env: HostFacts = {"versions": library_versions(), "host": host_facts()}
-    facts: dict[str | None, Any] = {}
+    facts: dict[str | None, object] = {}
     for p in probes:
         if p.get("family") == "env" and not p.get("env"):  # --env cells: under "envs"
             for s in p.get("signals", []):
@@ -150,12 +150,12 @@ def report_chunks(report: ReportDict) -> Iterator[str]:
     yield "}\n"
 
 
-def _indented(value: Any, depth: int) -> str:
+def _indented(value: object, depth: int) -> str:
     # JSON strings never hold a raw newline, so re-indenting by replacement is exact.
     return dumps_strict(value, indent=1, default=repr).replace("\n", "\n" + " " * depth)
 
 
-def _probe_chunks(probe: Any) -> Iterator[str]:
+def _probe_chunks(probe: object) -> Iterator[str]:
     if not isinstance(probe, dict):
         yield "  " + _indented(probe, 2)
         return
@@ -281,7 +281,8 @@ def human_summary(report: ReportDict) -> str:
     return printable("\n".join(lines))  # a probe's raw NUL or escape never reaches a terminal
 
 
-def cell_lines(probes: list[ResultDict], state_of: Any) -> list[str]:
+def cell_lines(probes: list[ResultDict], state_of: Callable[[ResultDict], str]
+               ) -> list[str]:
     """``  ◐ built, not run: tilelang/k[cuda,fp32]: no GPU``: one line per cell that is not
     plain ok, the worst states first (within a state, the most severe first: the markdown's
     and SARIF's order, report.severity), at most :data:`LISTED_CELLS` (then a count)."""

@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.jsonfast import dumps_strict
@@ -35,6 +35,9 @@ from laya_tui.core.report_types import (
 )
 from laya_tui.core.shapes import as_dict
 from laya_tui.core.signals import SCHEMA_ID
+
+if TYPE_CHECKING:
+    from laya_tui.report.gates import GateSettings
 
 #: Signal kinds whose values are measurements or paths of one run (never a conflict).
 VOLATILE_KINDS = frozenset(("timing", "artifact", "log"))
@@ -89,7 +92,7 @@ def load_report(path: str, what: str = "report", any_readable: bool = False) -> 
 
 # -- identity of a result -------------------------------------------------------------------
 
-def _signal_fingerprint(sig: SignalDict) -> tuple[Any, ...]:
+def _signal_fingerprint(sig: SignalDict) -> tuple[object, ...]:
     kind = sig.get("kind")
     if kind in VOLATILE_KINDS:
         return (kind, sig.get("subject"))
@@ -100,7 +103,7 @@ def _signal_fingerprint(sig: SignalDict) -> tuple[Any, ...]:
             os.path.basename(str(site.get("file") or "")), site.get("line"), site.get("func"))
 
 
-def result_fingerprint(probe: ResultDict) -> tuple[Any, ...]:
+def result_fingerprint(probe: ResultDict) -> tuple[object, ...]:
     """What must agree for two copies of a probe to be the same result (see module doc)."""
     err = as_dict(probe.get("error"))
     sigs = Counter(_signal_fingerprint(s) for s in probe.get("signals", []))
@@ -195,7 +198,7 @@ class Merger:
             probe = cast(ResultDict, dict(p, host=rename.get(p.get("host") or "", fallback)))
             self._add_probe(probe, idx)
 
-    def _add_envs(self, envs: Any, idx: int) -> None:
+    def _add_envs(self, envs: object, idx: int) -> None:
         """Environments of one input (``--env``): one name must be one interpreter with the
         same versions in every input, else its cells would be compared across two."""
         for name, info in (envs.items() if isinstance(envs, dict) else ()):
@@ -262,7 +265,7 @@ class _Split(TypedDict):
     """One split of a run into shards: its shard count, the files of each index given."""
 
     count: int
-    have: dict[Any, list[str]]  # shard index (as the record has it) -> files
+    have: dict[int, list[str]]  # shard index -> files
 
 
 def shards_gate(records: list[MergedInputDict]) -> GateDict | None:
@@ -294,7 +297,7 @@ def shards_gate(records: list[MergedInputDict]) -> GateDict | None:
             "passed": not failures, "failures": failures}
 
 
-def merge_reports(inputs: list[Input], settings: Any = None,
+def merge_reports(inputs: list[Input], settings: GateSettings | None = None,
                   prefer: str | None = None) -> tuple[ReportDict, list[str]]:
     """The merged report of ``inputs`` and the notes to print (kept duplicates)."""
     from laya_tui.report.document import build_report
