@@ -421,6 +421,7 @@ def test_the_gap_table_of_the_bf16_decision_cell_compares_inductor_compiled_modu
     target = decision_target("bf16")
     model = target.build()
     ref_model = target.reference(model)
+    assert isinstance(ref_model, torch.nn.Module)  # bf16 on the CPU: the fp32 eager model
     name, inputs, dims = target.shapes(None)[0]
     # only what gap_tables reads: whether the shape's heads passed
     per_shape = cast(dict[str, ShapeResult],

@@ -4,21 +4,24 @@ AOTI latency side by side. Worker side: torch is imported inside the functions."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from laya_tui.families.aoti.failure import describe
 from laya_tui.families.aoti.measure import head_deltas, median_latencies
-from laya_tui.families.aoti.records import EagerReference, ShapeResult
-from laya_tui.families.aoti.targets import Inputs
+from laya_tui.families.aoti.records import EagerReference, FlatOutputs, ShapeResult
+from laya_tui.families.aoti.targets import ShapeCase
 
 if TYPE_CHECKING:
+    import torch
+
     from laya_tui.families.aoti.pipeline import Pipeline
 
 
-def compare_heads(pipe: Pipeline, shapes: list[tuple[str, Inputs, dict[str, int]]],
-                  per_shape: dict[str, ShapeResult], refs: dict[str, EagerReference],
-            same: dict[str, list[Any]], fresh: dict[str, list[Any]] | None,
-            warm: dict[str, list[Any]], by_compile: dict[str, list[Any]]) -> None:
+def compare_heads(pipe: Pipeline, shapes: list[ShapeCase], per_shape: dict[str, ShapeResult],
+                  refs: dict[str, EagerReference], same: dict[str, FlatOutputs],
+                  fresh: dict[str, FlatOutputs] | None, warm: dict[str, FlatOutputs],
+                  by_compile: dict[str, FlatOutputs]) -> None:
     """Tolerance signals per head and shape: AOTI (fresh process) vs the eager reference.
 
     The detail also carries AOTI vs torch.compile and torch.compile vs the reference.
@@ -77,10 +80,10 @@ def compare_heads(pipe: Pipeline, shapes: list[tuple[str, Inputs, dict[str, int]
                 "vs_same_dtype_eager": vs_same, "fresh_vs_warm": fresh_vs_warm,
                 "vs_compiled": vs_compiled, "compiled_vs_reference": compiled_vs_ref}
 
-def compare_latency(pipe: Pipeline, model: Any, compiled: Any, cmodel: Any,
-            by_compile: dict[str, list[Any]],
-            shapes: list[tuple[str, Inputs, dict[str, int]]],
-            per_shape: dict[str, ShapeResult]) -> None:
+def compare_latency(pipe: Pipeline, model: torch.nn.Module,
+                    compiled: Callable[..., object] | None,
+                    cmodel: Callable[..., object] | None, by_compile: dict[str, FlatOutputs],
+                    shapes: list[ShapeCase], per_shape: dict[str, ShapeResult]) -> None:
     """Median latency of eager, torch.compile'd and AOTI on every shape, side by side."""
     eager_fn = model if pipe.results["steps"].get("eager", {}).get("ok") else None
     run_ok = not any(f.step == "run" and f.detail.get("process") == "warm"

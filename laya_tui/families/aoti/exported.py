@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, SupportsInt
 
 from laya_tui.families.aoti.records import DimRange, InputEntry, InputSpec, MixedMatmul
 from laya_tui.families.aoti.targets import Inputs
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+    from torch.utils._pytree import KeyPath
 
 #: The matmul-like ops whose mixed input dtypes break packaged models.
 MATMUL_OPS = ("linear", "addmm", "mm", "bmm", "matmul", "baddbmm")
 
 
-def _path_name(path: Any) -> str:
+def _path_name(path: KeyPath) -> str:
     from torch.utils import _pytree as pytree
 
     keys = list(path)
@@ -42,7 +46,7 @@ def specialised(spec: InputSpec | None, inputs: Inputs, label: str) -> list[str]
             for k, v in fixed.items() if k in got and got[k] != v]
 
 
-def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
+def input_spec(ep: ExportedProgram, example: Inputs, dim_names: dict[str, dict[int, str]]
                ) -> InputSpec:
     """The exported ranges per flat input: ``{inputs: [{name, dtype, dims}], constants}``.
 
@@ -62,7 +66,7 @@ def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
     fakes = [f for f in fakes if isinstance(f, torch.Tensor)]
     ranges = {str(k): v for k, v in ep.range_constraints.items()}
 
-    def bound(v: Any) -> int:
+    def bound(v: SupportsInt) -> int:
         try:
             return int(v)
         except Exception:  # noqa: BLE001 - sympy/torch infinities: unbounded
@@ -95,7 +99,7 @@ def input_spec(ep: Any, example: Inputs, dim_names: dict[str, dict[int, str]]
     return out
 
 
-def mixed_dtype_matmuls(ep: Any) -> list[MixedMatmul]:
+def mixed_dtype_matmuls(ep: ExportedProgram) -> list[MixedMatmul]:
     """Matmul-like nodes whose floating inputs disagree in dtype, with their source site."""
     import torch
 

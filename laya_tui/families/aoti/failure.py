@@ -11,7 +11,7 @@ import re
 import sysconfig
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from laya_tui.core.logtext import trim_faulthandler
 from laya_tui.core.open_types import Detail
@@ -181,7 +181,7 @@ def missing_fake(text: str, site: SiteDict | None = None) -> MissingFake | None:
             "reason": reason}
 
 
-def describe(step: str, exc: BaseException, **detail: Any) -> StepFailure:
+def describe(step: str, exc: BaseException, **detail: object) -> StepFailure:
     """Describe an exception raised by ``step`` in this process."""
     text = f"{type(exc).__name__}: {exc}"
     line = first_meaningful_line(str(exc)) or type(exc).__name__
@@ -195,7 +195,7 @@ def describe(step: str, exc: BaseException, **detail: Any) -> StepFailure:
 
 
 def describe_remote(step: str, error: LoadError | None, stderr: str = "",
-                    returncode: int | None = None, **detail: Any) -> StepFailure:
+                    returncode: int | None = None, **detail: object) -> StepFailure:
     """Describe a failure reported by (or inferred from) the fresh worker process."""
     if error:
         text = f"{error.get('type', 'Error')}: {error.get('message', '')}"

@@ -21,9 +21,12 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:  # the fresh process imports nothing of laya_tui beyond this module
+    import torch
+    from torch.utils._pytree import TreeSpec
+
     from laya_tui.families.aoti.records import (
         DimRange,
         InputEntry,
@@ -37,7 +40,7 @@ SPEC_KEY = "LAYA_INPUT_SPEC"
 KEY_KEY = "LAYA_PACKAGE_KEY"
 
 
-def encode_metadata(value: Any) -> str:
+def encode_metadata(value: object) -> str:
     """A JSON value as hex: package metadata then holds only ``[0-9a-f]``.
 
     The C++ package loader parses the metadata file; plain JSON strings full of quotes and
@@ -47,7 +50,7 @@ def encode_metadata(value: Any) -> str:
     return json.dumps(value, separators=(",", ":")).encode().hex()
 
 
-def decode_metadata(text: str | None) -> Any:
+def decode_metadata(text: str | None) -> object:
     """Inverse of :func:`encode_metadata` (None for a missing or unreadable value)."""
     if not text:
         return None
@@ -115,7 +118,8 @@ def check_shapes(spec: InputSpec, shapes: Sequence[Sequence[int]],
         raise ShapeError(f"{what} outside the exported ranges: " + "; ".join(problems))
 
 
-def flat_tensors(args: Any, kwargs: Kwargs, in_spec: Any = None) -> list[Any]:
+def flat_tensors(args: Sequence[object], kwargs: Kwargs, in_spec: TreeSpec | None = None
+                 ) -> list[torch.Tensor]:
     """Tensor leaves of ``(args, kwargs)`` in the order the package expects them."""
     import torch
     from torch.utils import _pytree as pytree
@@ -172,9 +176,10 @@ def run(package: str, inputs_path: str, forbid: Sequence[str] = ()) -> tuple[int
     except Exception as exc:  # noqa: BLE001
         result["error"] = _error("load-fresh", exc)
         return EXIT_FAILED, result
-    spec = decode_metadata(result["metadata"].get(SPEC_KEY))
-    if spec and spec.get("unreadable"):
-        spec = None
+    decoded = decode_metadata(result["metadata"].get(SPEC_KEY))
+    # the spec this package's export step wrote (JSON read back); unreadable: no checks
+    spec = (cast("InputSpec", decoded)
+            if isinstance(decoded, dict) and not decoded.get("unreadable") else None)
     from torch.utils import _pytree as pytree
 
     in_spec = pytree.treespec_loads(compiled.loader.get_call_spec()[0])

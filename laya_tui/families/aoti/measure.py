@@ -5,17 +5,21 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-from laya_tui.families.aoti.records import HeadDeltas, LatencyDetail
+from laya_tui.families.aoti.records import FlatOutputs, HeadDeltas, LatencyDetail
 from laya_tui.families.aoti.targets import Inputs
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: Latency: warm-up calls (stopping past WARMUP_SECONDS), timed groups, the wall time one
 #: group aims for, and the most repetitions in a group.
 WARMUP, WARMUP_SECONDS, GROUPS, GROUP_SECONDS, MAX_REPS = 3, 0.5, 5, 0.08, 64
 
 
-def call(fn: Any, inputs: Inputs) -> Any:
+def call(fn: Callable[..., object], inputs: Inputs) -> object:
     """``fn(*args, **kwargs)`` under ``no_grad``."""
     import torch
 
@@ -24,7 +28,7 @@ def call(fn: Any, inputs: Inputs) -> Any:
         return fn(*args, **kwargs)
 
 
-def flat_outputs(out: Any) -> list[Any]:
+def flat_outputs(out: object) -> FlatOutputs:
     """Tensor leaves of a model output."""
     import torch
     from torch.utils import _pytree as pytree
@@ -32,7 +36,7 @@ def flat_outputs(out: Any) -> list[Any]:
     return [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
 
 
-def output_names(out: Any, heads: tuple[str, ...] | None) -> list[str]:
+def output_names(out: object, heads: tuple[str, ...] | None) -> list[str]:
     """Head names when declared, else the output's pytree paths (``out0`` for a tensor)."""
     import torch
     from torch.utils import _pytree as pytree
@@ -55,7 +59,7 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def _warm_up(fn: Any, inputs: Inputs) -> tuple[int, float]:
+def _warm_up(fn: Callable[..., object], inputs: Inputs) -> tuple[int, float]:
     """Up to :data:`WARMUP` calls (stopping past :data:`WARMUP_SECONDS`); then one timed call."""
     t0 = time.perf_counter()
     warm = 0
@@ -69,7 +73,7 @@ def _warm_up(fn: Any, inputs: Inputs) -> tuple[int, float]:
     return warm, max(time.perf_counter() - t0, 1e-7)
 
 
-def median_latencies(fns: dict[str, Callable[..., Any]], inputs: Inputs
+def median_latencies(fns: dict[str, Callable[..., object]], inputs: Inputs
                      ) -> dict[str, tuple[float, LatencyDetail] | BaseException]:
     """Median per-call seconds of each callable, side by side.
 
@@ -102,7 +106,7 @@ def median_latencies(fns: dict[str, Callable[..., Any]], inputs: Inputs
     return out
 
 
-def head_deltas(out: Any, ref: Any) -> HeadDeltas:
+def head_deltas(out: object, ref: object) -> HeadDeltas:
     """Max |logit delta|, max |softmax delta| (last axis) and argmax agreement per row."""
     import numpy as np
 
@@ -114,9 +118,10 @@ def head_deltas(out: Any, ref: Any) -> HeadDeltas:
     finite = bool(np.all(np.isfinite(a)))
     logit = float(np.abs(a - b).max()) if a.size and finite else (0.0 if finite else float("nan"))
 
-    def softmax(x: Any) -> Any:
+    def softmax(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         e = np.exp(x - x.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
+        probs: npt.NDArray[np.float64] = e / e.sum(axis=-1, keepdims=True)
+        return probs
 
     if a.ndim == 0 or not a.size:
         return {"logit": logit, "prob": logit, "agree": [], "ref_absmax": 0.0}

@@ -1,5 +1,8 @@
 """export -> aoti_compile_and_package -> aoti_load_package (fresh process and warm) -> compare.
 
+The export and package steps live in :mod:`laya_tui.families.aoti.packaging`, the
+comparisons in :mod:`laya_tui.families.aoti.compare`; this module runs the cell: its steps
+in order, loading, the eager / warm / torch.compile outputs and results.json.
 Worker side: torch is imported inside the functions. Every step's time, the package size,
 latencies and numeric deltas go out as signals and into ``results.json`` beside the
 package. A failing step is a result: a ``log`` signal naming the step, exception, first
@@ -14,23 +17,25 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.aoti.compare import compare_heads, compare_latency
-from laya_tui.families.aoti.exported import input_spec, mixed_dtype_matmuls, specialised
+from laya_tui.families.aoti.exported import specialised
 from laya_tui.families.aoti.failure import StepFailure, describe, describe_remote
-from laya_tui.families.aoti.load import KEY_KEY, SPEC_KEY, check_shapes, encode_metadata
+from laya_tui.families.aoti.load import check_shapes
 from laya_tui.families.aoti.measure import (
     call,
     flat_outputs,
     output_names,
 )
+from laya_tui.families.aoti.packaging import build_package
 from laya_tui.families.aoti.records import (
     EagerReference,
-    InductorConfig,
+    FlatOutputs,
     InputSpec,
+    LoadResult,
     MixedMatmul,
     ResultsDoc,
     ShapeResult,
@@ -42,20 +47,20 @@ from laya_tui.families.aoti.results import (
     RESULTS_SCHEMA_ID,
     cell_dir,
     prune_old,
-    read_results,
     write_results,
 )
-from laya_tui.families.aoti.targets import Inputs, Target
+from laya_tui.families.aoti.targets import Inputs, Reference, ShapeCase, Target
 from laya_tui.families.aoti.toolchain import (
     Unavailable,
     Unwritable,
-    aoti_compiler,
     cache_key,
     isa_probe_note,
     require_aoti,
 )
 
 if TYPE_CHECKING:
+    import torch
+
     from laya_tui.families.explain.records import Recompile
     from laya_tui.families.probe_context import ProbeContext
 
@@ -98,7 +103,7 @@ class Pipeline:
                                                  **failure.detail})
 
     @contextlib.contextmanager
-    def step(self, name: str, **detail: Any) -> Iterator[StepBox]:
+    def step(self, name: str, **detail: object) -> Iterator[StepBox]:
         """Run a block as step ``name``; an exception becomes a failure, not a crash."""
         box: StepBox = {"ok": False}
         self.ctx.step(name)  # a timeout's reason names it
@@ -137,7 +142,7 @@ class Pipeline:
         self.results["package"] = str(package)
         self.results["removed_old"] = prune_old(self.root, t.name, cdir)
 
-        spec = self.build_package(model, package, cdir, key)
+        spec = build_package(self, model, package, cdir, key)
         shapes = []
         if spec is not None:
             shapes = self.shapes_in_range(spec)
@@ -167,110 +172,11 @@ class Pipeline:
         self.ctx.artifact("results.json", results_path)
         return self.results
 
-    # -- export + package ------------------------------------------------------------------
-    def build_package(self, model: Any, package: Path, cdir: Path, key: str
-                      ) -> InputSpec | None:
-        """Export and package, or reuse the cached package; returns the input spec."""
-        t0 = time.perf_counter()
-        prev = read_results(cdir / RESULTS_NAME)
-        steps = (prev or {}).get("steps", {})
-        if (package.is_file() and prev and prev.get("key") == key
-                and steps.get("package", {}).get("ok") and prev.get("input_spec")):
-            lookup = time.perf_counter() - t0
-            for name in ("export", "package"):
-                built = dict(steps.get(name) or {})
-                self.results["steps"][name] = {**built, "ok": True, "cached": True,
-                                               "seconds": lookup,
-                                               "built_seconds": built.get("built_seconds",
-                                                                          built.get("seconds"))}
-            self.results["export_graph"] = prev.get("export_graph")
-            cached_spec: InputSpec = prev["input_spec"]
-            self.results["input_spec"] = cached_spec
-            self.mixed = prev.get("mixed_dtype") or []
-            self.results["mixed_dtype"] = self.mixed
-            self.ctx.timing("export", lookup, detail={"cached": True, **(prev.get(
-                "export_graph") or {}), "built_seconds": steps.get("export", {}).get("seconds")})
-            self.report_mixed()
-            self.ctx.timing("package", lookup, detail={
-                "cached": True, "built_seconds": self.results["steps"]["package"]["built_seconds"],
-                "key": key})
-            self.report_package(package, cached=True)
-            return cached_spec
-
-        import torch
-
-        ep = None
-        with self.step("export") as box:
-            dyn = self.target.dynamic_shapes(model)
-            args, kwargs = self.target.example
-            with torch.no_grad():
-                ep = torch.export.export(model, tuple(args), dict(kwargs), dynamic_shapes=dyn)
-        self.results["steps"]["export"] = {"ok": box["ok"], "seconds": box["seconds"],
-                                           "cached": False}
-        if ep is None:
-            return None
-        try:
-            spec = input_spec(ep, self.target.example, self.target.dim_names)
-        except Exception as exc:  # noqa: BLE001 - an odd input structure: no range checks
-            self.ctx.log(f"exported ranges unreadable ({type(exc).__name__}: {exc}); "
-                         "shapes are not checked before running", subject="export")
-            spec = {"inputs": [], "unreadable": True}
-        self.results["input_spec"] = spec
-        graph_path = cdir / "exported_graph.py"
-        code = ep.graph_module.print_readable(print_output=False)
-        graph_path.write_text(code)
-        nodes = [n for n in ep.graph.nodes if n.op == "call_function"]
-        graph = {"nodes": len(nodes), "ops": len({str(n.target) for n in nodes}),
-                 "graph_chars": len(code),
-                 "ranges": {str(k): [str(v.lower), str(v.upper)]
-                            for k, v in ep.range_constraints.items()}}
-        self.results["export_graph"] = graph
-        self.ctx.timing("export", box["seconds"], detail={"cached": False, **graph})
-        self.ctx.artifact("exported-graph", graph_path, detail={"nodes": graph["nodes"]})
-        self.mixed = mixed_dtype_matmuls(ep)
-        self.results["mixed_dtype"] = [{k: v for k, v in m.items() if k != "trace"}
-                                       for m in self.mixed]
-        self.report_mixed()
-
-        tmp = package.with_name(f"partial-{os.getpid()}-{package.name}")
-        configs: InductorConfig = {"aot_inductor.metadata": {
-            SPEC_KEY: encode_metadata(spec), KEY_KEY: encode_metadata(key)}}
-        compiler, note = aoti_compiler(self.results["environment"]["compiler"])
-        if note is not None:
-            configs["cpp.cxx"] = (None, compiler)
-            self.results["compiler_note"] = note
-            self.ctx.log(note, subject="package", detail={"compiler": compiler})
-        with self.step("package") as box:
-            torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp),
-                                                     inductor_configs=configs)
-            os.replace(tmp, package)
-        self.results["steps"]["package"] = {"ok": box["ok"], "seconds": box["seconds"],
-                                            "cached": False}
-        if not box["ok"]:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            return None
-        self.ctx.timing("package", box["seconds"], detail={"cached": False, "key": key})
-        self.report_package(package, cached=False)
-        return spec
-
-    def report_mixed(self) -> None:
-        for m in self.mixed:
-            self.ctx.signal("cast", subject=m["op"], count=len(m["nodes"]), site=m.get("site"),
-                            reason=f"mixed-dtype matmul: {' x '.join(m['dtypes'])}",
-                            fix="cast the odd input to the weight's dtype before this op",
-                            detail={"nodes": m["nodes"], "dtypes": m["dtypes"]})
-
-    def report_package(self, package: Path, *, cached: bool) -> None:
-        size = package.stat().st_size
-        self.results["package_bytes"] = size
-        self.ctx.artifact("package", package, bytes=size, detail={"cached": cached})
-
-    def shapes_in_range(self, spec: InputSpec) -> list[tuple[str, Inputs, dict[str, int]]]:
+    def shapes_in_range(self, spec: InputSpec) -> list[ShapeCase]:
         """The target's shapes, dropping (and logging) any the exported ranges refuse."""
         from laya_tui.families.aoti.load import ShapeError, flat_tensors
 
-        keep = []
+        keep: list[ShapeCase] = []
         for k, (name, inputs, dims) in enumerate(self.target.shapes(spec)):
             label = f"input set {k + 1}" if name == f"set{k + 1}" else f"shape {name}"
             for text in specialised(spec, inputs, label):
@@ -290,8 +196,8 @@ class Pipeline:
         return keep
 
     # -- loading ---------------------------------------------------------------------------
-    def load_fresh(self, package: Path, shapes: list[tuple[str, Inputs, dict[str, int]]]
-                   ) -> dict[str, list[Any]] | None:
+    def load_fresh(self, package: Path, shapes: list[ShapeCase]
+                   ) -> dict[str, FlatOutputs] | None:
         """``python -m laya_tui.families.aoti.load`` in a new process: its outputs per shape."""
         import torch
 
@@ -320,19 +226,20 @@ class Pipeline:
                                           process="fresh"))
                 return None
             wall = time.perf_counter() - t0
-            result = (torch.load(result_path, weights_only=True)
-                      if os.path.isfile(result_path) else None)
-        error = (result or {}).get("error")
+            result: LoadResult | None = (torch.load(result_path, weights_only=True)
+                                         if os.path.isfile(result_path) else None)
+        error = result.get("error") if result is not None else None
         if result is None or error:
             failure = describe_remote("load-fresh", error, proc.stderr, proc.returncode,
-                                      process="fresh", shape=(error or {}).get("shape"))
+                                      process="fresh", shape=error.get("shape") if error else None)
             self.fail(failure)
             if result is None or "load_seconds" not in result:
                 return None
+        isa = round(result.get("isa_probe_seconds", 0.0), 4)
         detail = {"process_seconds": round(wall, 4),
                   "import_seconds": round(result["import_seconds"], 4),
                   "loader_import_seconds": round(result.get("loader_import_seconds", 0.0), 4),
-                  "isa_probe_seconds": round(result.get("isa_probe_seconds", 0.0), 4),
+                  "isa_probe_seconds": isa,
                   "first_run_seconds": {k: round(v, 6) for k, v in
                                         result["first_run_seconds"].items()},
                   "model_code_imported": result.get("forbidden_imported", []),
@@ -341,7 +248,7 @@ class Pipeline:
         self.results["steps"]["load-fresh"] = {"ok": not error, "seconds": result["load_seconds"],
                                                **detail}
         self.ctx.timing("load-fresh", result["load_seconds"], detail=detail)
-        note = isa_probe_note(detail["isa_probe_seconds"], result["load_seconds"])
+        note = isa_probe_note(isa, result["load_seconds"])
         if note:
             self.ctx.log(note, subject="load-fresh")
         if result.get("forbidden_imported"):
@@ -349,13 +256,13 @@ class Pipeline:
                          + ", ".join(result["forbidden_imported"]), subject="load-fresh")
         return None if error else result["outputs"]
 
-    def load_warm(self, package: Path) -> Any:
+    def load_warm(self, package: Path) -> Callable[..., object] | None:
         """``aoti_load_package`` in this (warm) process."""
         import torch
 
         from laya_tui.families.aoti.load import isa_probe_seconds
 
-        compiled = None
+        compiled: Callable[..., object] | None = None
         # Packaging already ran inductor's CPU-ISA probe; a cached run has not, so run it
         # first and keep it out of the warm figure.
         isa = isa_probe_seconds()
@@ -369,8 +276,7 @@ class Pipeline:
         return compiled
 
     # -- outputs -----------------------------------------------------------------------------
-    def gap_tables(self, model: Any, ref_model: Any,
-                   shapes: list[tuple[str, Inputs, dict[str, int]]],
+    def gap_tables(self, model: torch.nn.Module, ref_model: Reference, shapes: list[ShapeCase],
                    per_shape: dict[str, ShapeResult], *, fp32: bool) -> None:
         """After the verdicts, for a cell compared with fp32 eager: each input set's gap
         table where its heads failed (or every set with ``--numerics``), the model's
@@ -394,25 +300,27 @@ class Pipeline:
         # the reference stays eager while the model's modules are compiled; off the CPU it
         # is the fp32 model on the host, called with the inputs moved there
         host = isinstance(ref_model, OnHost)
-        reference = ref_model.model if host else (
-            ref_model if ref_model is not model else copy.deepcopy(model))
+        reference: torch.nn.Module
+        if isinstance(ref_model, OnHost):
+            reference = ref_model.model
+        else:
+            reference = ref_model if ref_model is not model else copy.deepcopy(model)
         for name, inputs, passed in todo:
-            def forward(m: Any, i: Inputs = inputs) -> Any:
+            def forward(m: Callable[..., object], i: Inputs = inputs) -> object:
                 return call(m, i)
 
-            def forward_reference(r: Any, i: Inputs = inputs) -> Any:
+            def forward_reference(r: torch.nn.Module, i: Inputs = inputs) -> object:
                 return call(OnHost(r) if host else r, i)
 
             table_after_verdict(self.ctx, f"outputs[{name}]", {"passed": passed},
                                 model=model, reference=reference, forward=forward,
                                 forward_reference=forward_reference, path=AOTI)
 
-    def eager_outputs(self, model: Any, ref_model: Any,
-                      shapes: list[tuple[str, Inputs, dict[str, int]]]
-                      ) -> tuple[dict[str, EagerReference], dict[str, list[Any]]]:
+    def eager_outputs(self, model: torch.nn.Module, ref_model: Reference, shapes: list[ShapeCase]
+                      ) -> tuple[dict[str, EagerReference], dict[str, FlatOutputs]]:
         """fp32 eager reference outputs, and the model's own (same-dtype) eager outputs."""
         refs: dict[str, EagerReference] = {}
-        same: dict[str, list[Any]] = {}
+        same: dict[str, FlatOutputs] = {}
         with self.step("eager") as box:
             for name, inputs, _ in shapes:
                 out = call(ref_model, inputs)
@@ -425,10 +333,10 @@ class Pipeline:
         self.results["steps"]["eager"] = {"ok": box["ok"], "seconds": box["seconds"]}
         return refs, same
 
-    def warm_outputs(self, compiled: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
-                     ) -> dict[str, list[Any]]:
+    def warm_outputs(self, compiled: Callable[..., object], shapes: list[ShapeCase]
+                     ) -> dict[str, FlatOutputs]:
         """The package's outputs in this process, per shape (stops at the first error)."""
-        outs: dict[str, list[Any]] = {}
+        outs: dict[str, FlatOutputs] = {}
         for name, inputs, _ in shapes:
             with self.step("run", process="warm", shape=name) as box:
                 outs[name] = flat_outputs(call(compiled, inputs))
@@ -436,13 +344,13 @@ class Pipeline:
                 break
         return outs
 
-    def compiled_outputs(self, cmodel: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
-                         ) -> dict[str, list[Any]]:
+    def compiled_outputs(self, cmodel: Callable[..., object], shapes: list[ShapeCase]
+                         ) -> dict[str, FlatOutputs]:
         """torch.compile's outputs per shape; a recompile on a shape becomes a signal, sited
         at the compiled function in the user's code (with the user stack)."""
         from laya_tui.families.explain.dynamo_watch import DynamoWatch
 
-        outs: dict[str, list[Any]] = {}
+        outs: dict[str, FlatOutputs] = {}
         recompiled: dict[str, list[Recompile]] = {}
         spent: dict[str, float] = {}
         for name, inputs, _ in shapes:
@@ -469,15 +377,15 @@ class Pipeline:
                                     "frame": first["subject"], "stack": first["stack"]})
         return outs
 
-    def compile_model(self, model: Any, shapes: list[tuple[str, Inputs, dict[str, int]]]
-                      ) -> Any:
+    def compile_model(self, model: torch.nn.Module, shapes: list[ShapeCase]
+                      ) -> Callable[..., object] | None:
         """``torch.compile(model, dynamic=True)``; the first call's seconds is the compile."""
         import torch
 
         if not shapes:
             return None
         torch._dynamo.reset()
-        cmodel = None
+        cmodel: Callable[..., object] | None = None
         with self.step("compile") as box:
             cmodel = torch.compile(model, dynamic=True)
             call(cmodel, shapes[0][1])

@@ -10,21 +10,27 @@ Inductor config and a call's keyword arguments are the explain family's aliases.
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
 # NotRequired only from evaluated annotations.
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import SiteDict
 from laya_tui.families.explain.records import InductorConfig, Kwargs
 
-__all__ = ["BuildConfig", "DimRange", "EagerReference", "HeadDeltas", "HeadResult",
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["BuildConfig", "DimRange", "EagerReference", "FlatOutputs", "HeadDeltas", "HeadResult",
            "InductorConfig", "InputEntry", "InputSpec", "JsonSchema", "KeyParts", "Kwargs",
            "LatencyDetail", "LoadError", "LoadResult", "MixedMatmul", "ResultsDoc", "ShapeResult",
            "SiteDict", "StepBox", "Toolchain"]
 
 #: results.json: built step by step, validated against ``results.SCHEMA`` when written and
 #: read back as JSON from a previous run (an open JSON object).
-ResultsDoc: TypeAlias = dict[str, Any]
+ResultsDoc: TypeAlias = JsonObject
+#: One call's outputs: the tensor leaves of what the model returned, in pytree order.
+FlatOutputs: TypeAlias = list["torch.Tensor"]
 #: The fp32 eager reference of one input set: its flat outputs and the heads' names.
-EagerReference: TypeAlias = tuple[list[Any], list[str]]
+EagerReference: TypeAlias = tuple[FlatOutputs, list[str]]
 
 
 class DimRange(TypedDict):
@@ -118,10 +124,10 @@ class LatencyDetail(TypedDict):
 
 
 #: A JSON Schema document (results.json's, ``results.SCHEMA``), handed to jsonschema.
-JsonSchema: TypeAlias = dict[str, Any]
+JsonSchema: TypeAlias = JsonObject
 #: What distinguishes one target's build beyond its sources (``Target.config``: the model
 #: spec, the pipeline version, the device), hashed into the cache key as it is.
-BuildConfig: TypeAlias = dict[str, Any]
+BuildConfig: TypeAlias = dict[str, object]
 
 
 class Toolchain(TypedDict):
@@ -168,7 +174,7 @@ class LoadResult(TypedDict):
     """What the fresh loader saves (``load.run``): times, outputs per shape, the error."""
 
     import_seconds: float
-    outputs: dict[str, list[Any]]  # shape name -> flat output tensors
+    outputs: dict[str, FlatOutputs]  # shape name -> flat output tensors
     first_run_seconds: dict[str, float]
     error: LoadError | None
     metadata: dict[str, str]  # the package's metadata

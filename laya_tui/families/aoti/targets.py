@@ -10,12 +10,24 @@ import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
 from laya_tui.families.aoti.records import BuildConfig, InputSpec, Kwargs
 
+if TYPE_CHECKING:
+    import torch
+
 #: ``(args, kwargs)`` of one call.
-Inputs = tuple[tuple[Any, ...], Kwargs]
+Inputs: TypeAlias = tuple[tuple[object, ...], Kwargs]
+#: One compared shape: its name, its inputs and the dims it names (``rows``, ``tokens``...).
+ShapeCase: TypeAlias = tuple[str, Inputs, dict[str, int]]
+#: What a cell's outputs are compared with: the model itself, another eager model, or the
+#: fp32 model on the host (:class:`OnHost`).
+Reference: TypeAlias = "torch.nn.Module | OnHost"
+#: ``torch.export``'s ``dynamic_shapes``: per forward parameter, its dims (a pytree).
+DynamicShapes: TypeAlias = dict[str, object]
+
+T = TypeVar("T")
 
 #: Logit limits: AOTI fp32 vs eager fp32 is one compiler's rounding away; a bf16 copy vs the
 #: fp32 eager reference carries bf16's 8-bit mantissa (2^-9 relative per rounding) through
@@ -34,11 +46,11 @@ class Target:
 
     name: str
     dtype: str
-    build: Callable[[], Any]
-    reference: Callable[[Any], Any]
+    build: Callable[[], torch.nn.Module]
+    reference: Callable[[torch.nn.Module], Reference]
     example: Inputs
-    dynamic_shapes: Callable[[Any], Any]
-    shapes: Callable[[InputSpec | None], list[tuple[str, Inputs, dict[str, int]]]]
+    dynamic_shapes: Callable[[torch.nn.Module], DynamicShapes]
+    shapes: Callable[[InputSpec | None], list[ShapeCase]]
     heads: tuple[str, ...] | None = None
     dim_names: dict[str, dict[int, str]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
@@ -52,21 +64,22 @@ class Target:
         return LIMITS.get(self.dtype, LIMITS["bf16"])
 
 
-def to_device(inputs: Any, device: str) -> Any:
-    """Every tensor leaf of ``inputs`` moved to ``device``."""
+def to_device(inputs: T, device: str) -> T:
+    """Every tensor leaf of ``inputs`` moved to ``device`` (same structure)."""
     import torch
     from torch.utils import _pytree as pytree
 
-    return pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, inputs)
+    moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, inputs)
+    return cast(T, moved)  # pytree maps leaves, keeping the containers
 
 
 class OnHost:
     """The fp32 CPU reference called with device inputs (moved to the host first)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         return self.model(*to_device(args, "cpu"), **to_device(kwargs, "cpu"))
 
 
@@ -80,15 +93,15 @@ def decision_target(dtype: str, *, cast_features: bool = True, device: str = "cp
 
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
 
-    def build() -> Any:
+    def build() -> torch.nn.Module:
         return dm.build_decision_model(torch_dtype, cast_features=cast_features).to(device)
 
-    def reference(model: Any) -> Any:
+    def reference(model: torch.nn.Module) -> Reference:
         if device == "cpu":
             return model if dtype == "fp32" else dm.build_decision_model(torch.float32)
         return OnHost(dm.build_decision_model(torch.float32))
 
-    def shapes(_spec: InputSpec | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+    def shapes(_spec: InputSpec | None) -> list[ShapeCase]:
         return [(s.name, ((), to_device(dm.decision_inputs(s), device)),
                  {"rows": s.rows, "tokens": s.tokens, "markers": s.markers})
                 for s in dm.SHAPES]
@@ -97,7 +110,7 @@ def decision_target(dtype: str, *, cast_features: bool = True, device: str = "cp
     return Target(
         name=f"decision[{dtype}{suffix}]", dtype=dtype, build=build, reference=reference,
         example=((), to_device(dm.decision_inputs(dm.EXAMPLE), device)),
-        dynamic_shapes=lambda _model: dm.dynamic_shapes(), shapes=shapes, heads=dm.HEADS,
+        dynamic_shapes=lambda _model: dict(dm.dynamic_shapes()), shapes=shapes, heads=dm.HEADS,
         dim_names=dm.DIM_NAMES, sources=[dm.__file__, presets.__file__],
         config={"modernbert": presets.MODERNBERT_CONFIG, "rows": dm.ROWS,
                 "tokens16": dm.TOKENS16, "markers": dm.MARKERS,
@@ -108,7 +121,7 @@ def decision_target(dtype: str, *, cast_features: bool = True, device: str = "cp
     )
 
 
-def _normalise_inputs(inputs: Any) -> Inputs:
+def _normalise_inputs(inputs: object) -> Inputs:
     if isinstance(inputs, dict):
         return (), dict(inputs)
     if isinstance(inputs, (tuple, list)):
@@ -116,13 +129,13 @@ def _normalise_inputs(inputs: Any) -> Inputs:
     return (inputs,), {}
 
 
-def _auto_dynamic(model: Any, example: Inputs) -> Any:
+def _auto_dynamic(model: torch.nn.Module, example: Inputs) -> DynamicShapes:
     """``Dim.AUTO`` on every dim of every tensor input, keyed by forward's parameter names."""
     import torch
     from torch.export import Dim
     from torch.utils import _pytree as pytree
 
-    def spec(x: Any) -> Any:
+    def spec(x: object) -> dict[int, object] | None:
         return {d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None
 
     args, kwargs = example
@@ -130,8 +143,7 @@ def _auto_dynamic(model: Any, example: Inputs) -> Any:
     return {name: pytree.tree_map(spec, value) for name, value in bound.arguments.items()}
 
 
-def _batch_variant(spec: InputSpec | None, example: Inputs
-                   ) -> list[tuple[str, Inputs, dict[str, int]]]:
+def _batch_variant(spec: InputSpec | None, example: Inputs) -> list[ShapeCase]:
     """A second shape when every input's dim 0 is one dynamic dim: rows repeated or cut."""
     import torch
     from torch.utils import _pytree as pytree
@@ -150,7 +162,7 @@ def _batch_variant(spec: InputSpec | None, example: Inputs
     if not lo <= new <= hi or new == batch:
         return []
 
-    def resize(x: Any) -> Any:
+    def resize(x: object) -> object:
         if not isinstance(x, torch.Tensor) or x.dim() == 0:
             return x
         return torch.cat([x, x])[:new] if new > batch else x[:new]
@@ -159,8 +171,8 @@ def _batch_variant(spec: InputSpec | None, example: Inputs
     return [(f"batch{new}", (tuple(args), dict(kwargs)), {"dim0": new})]
 
 
-def user_target(spec: str, *, device: str = "cpu", loaded: tuple[Any, Any] | None = None
-                ) -> Target:
+def user_target(spec: str, *, device: str = "cpu",
+                loaded: tuple[object, object] | None = None) -> Target:
     """A ``--model module:callable`` returning ``(model, inputs)``, packaged for ``device``
     (``--device``: the model and every input set are moved there; the reference is the same
     model, eager, on that device).
@@ -173,16 +185,17 @@ def user_target(spec: str, *, device: str = "cpu", loaded: tuple[Any, Any] | Non
 
     from laya_tui.families.presets import input_sets, load_user_model
 
-    model, inputs = loaded if loaded is not None else load_user_model(spec)
-    if hasattr(model, "eval"):
-        model.eval()
-    if device != "cpu" and hasattr(model, "to"):
+    given, inputs = loaded if loaded is not None else load_user_model(spec)
+    if not isinstance(given, torch.nn.Module):
+        raise TypeError(f"the model must be a torch.nn.Module (torch.export packages modules), "
+                        f"got {type(given).__name__}")
+    model: torch.nn.Module = given.eval()
+    if device != "cpu":
         model = model.to(device)
     sets = [_normalise_inputs(to_device(x, device) if device != "cpu" else x)
             for x in input_sets(inputs)]
     example = sets[0]
-    floats = [p.dtype for p in model.parameters() if p.is_floating_point()] \
-        if hasattr(model, "parameters") else []
+    floats = [p.dtype for p in model.parameters() if p.is_floating_point()]
     dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(floats[0], "fp32") \
         if floats else "fp32"
     module_name = spec.partition(":")[0]
@@ -197,7 +210,7 @@ def user_target(spec: str, *, device: str = "cpu", loaded: tuple[Any, Any] | Non
     except TypeError:
         pass
 
-    def shapes(exported: InputSpec | None) -> list[tuple[str, Inputs, dict[str, int]]]:
+    def shapes(exported: InputSpec | None) -> list[ShapeCase]:
         if len(sets) > 1:  # the factory's own input sets, in order
             return [(f"set{i + 1}", x, {}) for i, x in enumerate(sets)]
         return [("example", example, {})] + _batch_variant(exported, example)

@@ -12,10 +12,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.families.aoti.records import KeyParts, Toolchain
 from laya_tui.families.aoti.targets import Target
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Unwritable(Exception):
@@ -155,7 +158,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def weights_digest(model: Any) -> str:
+def weights_digest(model: torch.nn.Module) -> str:
     """sha256 over every state_dict entry's name, dtype, shape and bytes."""
     import torch
 
@@ -179,7 +182,7 @@ def _file_digest(path: str) -> str:
         return "missing"
 
 
-def cache_key(target: Target, model: Any, env: Toolchain) -> tuple[str, KeyParts]:
+def cache_key(target: Target, model: torch.nn.Module, env: Toolchain) -> tuple[str, KeyParts]:
     """(model source hash, weights, config, torch version, dtype) -> ``(hex key, parts)``."""
     parts: KeyParts = {
         "sources": {os.path.basename(p): _file_digest(p) for p in target.sources},
