@@ -17,10 +17,10 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import mlx.core as mx
 import numpy as np
@@ -41,6 +41,35 @@ INSTALL_HINT = "pip install 'mlx[cpu]' on Linux, 'mlx' on macOS (or 'laya-tui[ml
 
 #: ``capture(name, value) -> value``: sees a named step of :meth:`MlxEncoder.forward`.
 Capture = Callable[[str, mx.array], mx.array]
+
+
+class EncoderConfig(Protocol):
+    """What :meth:`EncoderSpec.from_config` reads of a ``ModernBertConfig`` by name (the rest,
+    optional, by ``getattr`` with the config's defaults)."""
+
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def intermediate_size(self) -> int: ...
+    @property
+    def num_hidden_layers(self) -> int: ...
+    @property
+    def num_attention_heads(self) -> int: ...
+    @property
+    def layer_types(self) -> Sequence[str] | None: ...
+    @property
+    def local_attention(self) -> int: ...
+    @property
+    def norm_eps(self) -> float: ...
+
+
+class TokenArray(Protocol):
+    """Right-padded ``(B, L)`` token ids or mask: a torch tensor or a numpy array."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
 
 
 def _ignore(_name: str, value: mx.array) -> mx.array:
@@ -74,7 +103,7 @@ class EncoderSpec:
         return self.hidden_size // self.num_heads
 
     @classmethod
-    def from_config(cls, config: Any) -> EncoderSpec:
+    def from_config(cls, config: EncoderConfig) -> EncoderSpec:
         """Read a ``transformers`` ``ModernBertConfig`` (or anything with its attributes)."""
         act = getattr(config, "hidden_activation", "gelu")
         if act != "gelu":
@@ -84,6 +113,8 @@ class EncoderSpec:
             rtype = (rope.get(kind) or {}).get("rope_type", "default")
             if rtype != "default":
                 raise ValueError(f"unsupported rope_type {rtype!r} for {kind}")
+        if not config.layer_types:
+            raise ValueError("the config names no layer_types (full or sliding attention)")
         return cls(
             vocab_size=int(config.vocab_size),
             hidden_size=int(config.hidden_size),
@@ -155,11 +186,11 @@ def load_weights(state_dict: Mapping[str, torch.Tensor], spec: EncoderSpec,
     return {k: mx.array(_to_numpy32(state_dict[k])).astype(target) for k in want}
 
 
-def _to_numpy32(t: Any) -> np.ndarray:
-    if hasattr(t, "detach"):
-        arr: np.ndarray = t.detach().to("cpu").float().numpy()
-        return arr
-    return np.asarray(t, dtype=np.float32)
+def _to_numpy32(t: torch.Tensor | np.ndarray) -> np.ndarray:
+    if isinstance(t, np.ndarray):
+        return np.asarray(t, dtype=np.float32)
+    arr: np.ndarray = t.detach().to("cpu").float().numpy()
+    return arr
 
 
 class MlxEncoder:
@@ -177,9 +208,10 @@ class MlxEncoder:
         self.compiled: Callable[[mx.array, mx.array], mx.array] = mx.compile(self._traced)
 
     @classmethod
-    def from_torch(cls, model: Any, dtype: str = "fp32") -> MlxEncoder:
+    def from_torch(cls, model: torch.nn.Module, dtype: str = "fp32") -> MlxEncoder:
         """Build from a ``ModernBertModel`` (its config and state dict)."""
-        spec = EncoderSpec.from_config(model.config)
+        config: EncoderConfig = getattr(model, "config")  # noqa: B009 - a transformers model
+        spec = EncoderSpec.from_config(config)
         return cls(load_weights(model.state_dict(), spec, dtype), spec, dtype)
 
     def _traced(self, ids: mx.array, valid: mx.array) -> mx.array:
@@ -326,14 +358,19 @@ def bucket_width(length: int, bucket: int | None) -> int:
     return -(-length // bucket) * bucket
 
 
-def prepare(input_ids: Any, attention_mask: Any, *, bucket: int | None = None) -> Batch:
+def _host_array(x: TokenArray) -> np.ndarray:
+    to_numpy = getattr(x, "numpy", None)  # a torch tensor (on the host)
+    return np.asarray(to_numpy() if callable(to_numpy) else x)
+
+
+def prepare(input_ids: TokenArray, attention_mask: TokenArray, *, bucket: int | None = None
+            ) -> Batch:
     """Torch (or numpy) right-padded ``input_ids``/``attention_mask`` -> MLX inputs.
 
     With ``bucket`` the width is padded up to a multiple of it (pad id 0, mask False).
     """
-    ids = np.asarray(input_ids.numpy() if hasattr(input_ids, "numpy") else input_ids)
-    mask = np.asarray(attention_mask.numpy() if hasattr(attention_mask, "numpy")
-                      else attention_mask).astype(bool)
+    ids = _host_array(input_ids)
+    mask = _host_array(attention_mask).astype(bool)
     if ids.ndim != 2 or ids.shape != mask.shape:
         raise ValueError(f"input_ids {ids.shape} and attention_mask {mask.shape} must be (B, L)")
     width = bucket_width(ids.shape[1], bucket)
@@ -345,7 +382,7 @@ def prepare(input_ids: Any, attention_mask: Any, *, bucket: int | None = None) -
                  width=width, bucket=bucket)
 
 
-def to_torch(out: mx.array, width: int | None = None) -> Any:
+def to_torch(out: mx.array, width: int | None = None) -> torch.Tensor:
     """An evaluated MLX output as a torch tensor, cut back to ``width`` positions."""
     import torch
 
@@ -408,8 +445,9 @@ class PhaseTimes:
         return self.prepare + self.graph + self.forward + self.convert
 
 
-def timed_forward(encoder: MlxEncoder, input_ids: Any, attention_mask: Any, *,
-                  compiled: bool, bucket: int | None = None) -> tuple[Any, PhaseTimes, Batch]:
+def timed_forward(encoder: MlxEncoder, input_ids: TokenArray, attention_mask: TokenArray, *,
+                  compiled: bool, bucket: int | None = None
+                  ) -> tuple[torch.Tensor, PhaseTimes, Batch]:
     """One forward split into prepare / graph build / evaluated forward / output conversion.
 
     Returns the torch output (cut back to the input width), the phase times and the batch.

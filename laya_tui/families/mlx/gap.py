@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 import numpy as np
@@ -31,11 +31,14 @@ from laya_tui.families.explain.gap_table import (
     wanted,
     write_artifact,
 )
-from laya_tui.families.explain.records import Verdict
+from laya_tui.families.explain.records import Verdict, VerdictContext
 from laya_tui.families.mlx.encoder import DTYPES, LIMITS, MlxEncoder, prepare
 
 if TYPE_CHECKING:
     import torch
+
+#: One named step of the encoder re-run alone on a recorded input.
+StepFn = Callable[[mx.array], mx.array]
 
 PATH = "mlx"
 COMPILED_NOTE = ("the uncompiled MLX forward's steps (mx.compile fuses them into one graph; "
@@ -51,8 +54,8 @@ def step_names(enc: MlxEncoder) -> list[str]:
     return out + ["final_norm"]
 
 
-def _local_fns(enc: MlxEncoder, masks: dict[str, mx.array]) -> dict[str, Callable[[Any], Any]]:
-    fns: dict[str, Callable[[Any], Any]] = {"embeddings": enc.embed,
+def _local_fns(enc: MlxEncoder, masks: dict[str, mx.array]) -> dict[str, StepFn]:
+    fns: dict[str, StepFn] = {"embeddings": enc.embed,
                                             "final_norm": lambda x: enc._norm(x, "final_norm")}
     for n in range(enc.spec.num_layers):
         fns.update(_layer_fns(enc, n, masks))
@@ -60,47 +63,51 @@ def _local_fns(enc: MlxEncoder, masks: dict[str, mx.array]) -> dict[str, Callabl
 
 
 def _layer_fns(enc: MlxEncoder, n: int, masks: dict[str, mx.array]
-               ) -> dict[str, Callable[[Any], Any]]:
+               ) -> dict[str, StepFn]:
     p, kind = f"layers.{n}", enc.spec.layer_types[n]
 
-    def attn_norm(x: Any) -> Any:
+    def attn_norm(x: mx.array) -> mx.array:
         return enc._norm(x, f"{p}.attn_norm")
 
-    def attn(x: Any) -> Any:
+    def attn(x: mx.array) -> mx.array:
         return enc._attention(x, n, masks[kind])
 
-    def mlp_norm(x: Any) -> Any:
+    def mlp_norm(x: mx.array) -> mx.array:
         return enc._norm(x, f"{p}.mlp_norm")
 
-    def mlp(x: Any) -> Any:
+    def mlp(x: mx.array) -> mx.array:
         return enc._mlp(x, n)
 
-    def layer(x: Any) -> Any:
+    def layer(x: mx.array) -> mx.array:
         return enc.layer(x, n, masks)
 
     return {f"{p}.attn_norm": attn_norm, f"{p}.attn": attn, f"{p}.mlp_norm": mlp_norm,
             f"{p}.mlp": mlp, p: layer}
 
 
-def _torch_of(x: Any) -> Any:
+def _torch_of(x: mx.array) -> torch.Tensor:
     import torch
 
     arr = np.array(x.astype(mx.float32))
     return torch.from_numpy(np.ascontiguousarray(arr))
 
 
-def _nbytes(t: Any) -> int:
+def _nbytes(t: torch.Tensor) -> int:
     return int(t.numel() * t.element_size())
 
 
-def _error(got: Any, ref: Any, mask: Any, limit: float, torch: Any) -> tuple[float, float]:
+def _error(got: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor, limit: float
+           ) -> tuple[float, float]:
+    import torch
+
     a = _masked(got, mask)
     diff = (a - ref).abs()
     d = float(diff.max()) if bool(torch.isfinite(diff).all()) else float("inf")
     return d, limit * max(1.0, float(ref.abs().max()))
 
 
-def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mask: Any, *,
+def encoder_gap_table(enc: MlxEncoder, model: torch.nn.Module, input_ids: torch.Tensor,
+                      attention_mask: torch.Tensor, *,
                       budget: int | None = None, folder: str | None = None) -> GapTable:
     """The table of ``enc`` (its dtype) against the torch fp32 ``model`` on one batch."""
     import torch
@@ -113,16 +120,16 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
     modules = {id(m): n for n, m in model.named_modules() if n in names}
     types = {n: type(m).__name__ for n, m in model.named_modules() if n in names}
 
-    def pre(m: Any, args: Any, kwargs: Any) -> None:
+    def pre(m: torch.nn.Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         leaves = _leaves((tuple(args), dict(kwargs)), torch) or []
-        first = next((t for t in leaves if t.is_floating_point()), None)
+        first: object = next((t for t in leaves if t.is_floating_point()), None)
         if first is None:  # the embeddings: token ids
             first = kwargs.get("input_ids", args[0] if args else None)
-        kept = None if first is None else first.detach().cpu().clone()
+        kept = first.detach().cpu().clone() if isinstance(first, torch.Tensor) else None
         # stored as the call starts: counted (and spilled) while the calls inside it run
         store.put((modules[id(m)], "input"), kept, 0 if kept is None else _nbytes(kept))
 
-    def post(m: Any, _args: Any, out: Any) -> None:
+    def post(m: torch.nn.Module, _args: tuple[object, ...], out: object) -> None:
         leaves = _leaves(out, torch) or []
         first = next((t for t in leaves if t.is_floating_point()), None)
         kept = None if first is None else _masked(first.detach().float().cpu(), mask)
@@ -144,7 +151,7 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
     limit = LIMITS.get(enc.dtype, LIMITS["fp16"])
     order = [0]
 
-    def capture(name: str, value: Any) -> Any:
+    def capture(name: str, value: mx.array) -> mx.array:
         order[0] += 1
         x, output = store.take_all([(name, "input"), (name, "output")])
         rec = {"input": x, "output": output}
@@ -152,7 +159,7 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
             table.skipped.setdefault(name, "no output recorded in the torch reference")
             return value
         mx.eval(value)
-        error, lim = _error(_torch_of(value), rec["output"], mask, limit, torch)
+        error, lim = _error(_torch_of(value), rec["output"], mask, limit)
         row = Row(name, types.get(name, "?"), 0, enc.dtype, error, None, lim, order[0])
         x = rec["input"]
         if x is None:
@@ -162,7 +169,7 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
                 mx.array(x.float().numpy()).astype(dtype)
             got = local[name](arr)
             mx.eval(got)
-            row.local = _error(_torch_of(got), rec["output"], mask, limit, torch)[0]
+            row.local = _error(_torch_of(got), rec["output"], mask, limit)[0]
         table.rows.append(row)
         return value
 
@@ -177,8 +184,8 @@ def encoder_gap_table(enc: MlxEncoder, model: Any, input_ids: Any, attention_mas
     return table
 
 
-def table_after_compare(ctx: Any, subject: str, verdict: Verdict, *,
-                        enc: MlxEncoder, model: Any, inputs: dict[str, torch.Tensor],
+def table_after_compare(ctx: VerdictContext, subject: str, verdict: Verdict, *,
+                        enc: MlxEncoder, model: torch.nn.Module, inputs: dict[str, torch.Tensor],
                         compiled: bool = False) -> GapTable | None:
     """After a parity verdict: the encoder's gap table when wanted (failing, or
     ``--numerics``), as the explain family emits it. Never raises."""
