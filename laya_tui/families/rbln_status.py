@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from types import ModuleType
-from typing import Any
+from typing import TypedDict
 
 AUTOLOAD_VAR = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 RUNTIME_LIB_MODULE = os.path.join("_internal", "rbln_runtime_lib.py")
@@ -60,7 +60,16 @@ def runtime_lib_module(package_dir: str | None = None) -> ModuleType | None:
     return mod
 
 
-def runtime_library(package_dir: str | None = None) -> dict[str, Any]:
+class RuntimeLibrary(TypedDict, total=False):
+    """Where torch-rbln's runtime library is (``path``, found by ``source``), or ``reason``
+    why it is not found."""
+
+    path: str
+    source: str
+    reason: str
+
+
+def runtime_library(package_dir: str | None = None) -> RuntimeLibrary:
     """``{"path", "source"}`` of the librbln.so torch-rbln would load, or ``{"reason"}``."""
     mod = runtime_lib_module(package_dir)
     if mod is None:
@@ -80,7 +89,7 @@ def runtime_library(package_dir: str | None = None) -> dict[str, Any]:
     return {"path": path, "source": source}
 
 
-def _legacy_lookup() -> dict[str, Any]:
+def _legacy_lookup() -> RuntimeLibrary:
     """For a torch-rbln without ``rbln_runtime_lib``: librbln.so on LD_LIBRARY_PATH only."""
     for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
         path = os.path.join(d, "librbln.so") if d else ""

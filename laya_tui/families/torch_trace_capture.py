@@ -30,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TextIO, TypedDict
+
+from laya_tui.core.open_types import Detail, ProbeOptions
 
 if TYPE_CHECKING:
     from laya_tui.families.probe_context import ProbeContext
@@ -45,6 +47,22 @@ TLPARSE_HINT = "pip install tlparse (its page of this cell's compiles)"
 TLPARSE_TIMEOUT = 120.0
 TRACE_LOGGER = "torch.__trace"
 
+#: A trace record's metadata (torch's structured-log header: ``{"str": [text, index]}``,
+#: ``{"artifact": {...}}``), written as JSON.
+TraceMeta = dict[str, object]
+
+
+class SliceSummary(TypedDict):
+    """Counts of one cell's slice, read back (:func:`slice_summary`)."""
+
+    records: int
+    compiles: int
+    graph_breaks: int
+    recompiles: int
+    bad: int
+    compile_s: float
+    tracing_overhead_s: float
+
 
 class SliceHandler(logging.Handler):
     """Writes the trace records of one cell to its own log file, opened on the first record."""
@@ -54,25 +72,25 @@ class SliceHandler(logging.Handler):
         self.folder = folder
         self.path: str | None = None
         self.records = 0
-        self._stream: Any = None
+        self._stream: TextIO | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            if self._stream is None:
-                self._open()
-            self._stream.write(self.format(record) + "\n")
+            stream = self._stream if self._stream is not None else self._open()
+            stream.write(self.format(record) + "\n")
             self.records += 1
         except Exception:  # noqa: BLE001 - logging must never break the compile it watches
             self.handleError(record)
 
-    def _open(self) -> None:
+    def _open(self) -> TextIO:
         internal = sys.modules["torch._logging._internal"]
         self.setFormatter(internal.TorchLogsFormatter(trace=True))
         os.makedirs(self.folder, exist_ok=True)
         fd, self.path = tempfile.mkstemp(prefix=LOG_PREFIX, suffix=".log", dir=self.folder)
-        self._stream = os.fdopen(fd, "w", encoding="utf-8")
+        stream = self._stream = os.fdopen(fd, "w", encoding="utf-8")
         for meta, payload in header_records():
-            self._stream.write(self.format(_record(meta, payload)) + "\n")
+            stream.write(self.format(_record(meta, payload)) + "\n")
+        return stream
 
     def close(self) -> None:
         try:
@@ -83,9 +101,9 @@ class SliceHandler(logging.Handler):
             super().close()
 
 
-def header_records() -> list[tuple[dict[str, Any], str | None]]:
+def header_records() -> list[tuple[TraceMeta, str | None]]:
     """What a fresh process's log starts with: torch's version, the interned file names."""
-    out: list[tuple[dict[str, Any], str | None]] = []
+    out: list[tuple[TraceMeta, str | None]] = []
     torch = sys.modules.get("torch")
     version = getattr(torch, "__version__", None)
     if version is not None:
@@ -98,7 +116,7 @@ def header_records() -> list[tuple[dict[str, Any], str | None]]:
     return out
 
 
-def _record(meta: dict[str, Any], payload: str | None) -> logging.LogRecord:
+def _record(meta: TraceMeta, payload: str | None) -> logging.LogRecord:
     rec = logging.LogRecord(TRACE_LOGGER, logging.DEBUG, __file__, 0, "", (), None)
     if payload is not None:
         meta = dict(meta, has_payload=hashlib.md5(payload.encode("utf-8"),
@@ -107,7 +125,7 @@ def _record(meta: dict[str, Any], payload: str | None) -> logging.LogRecord:
     return rec
 
 
-def cell_folder(opts: dict[str, Any], cell: str) -> str:
+def cell_folder(opts: ProbeOptions, cell: str) -> str:
     """``<out>/torch_trace/<cell, as a file name>`` (the per-user cache without ``--out``)."""
     from laya_tui.core.files import artifact_dir
 
@@ -155,7 +173,7 @@ def cell_trace(ctx: ProbeContext) -> Iterator[SliceHandler | None]:
             report_slice(ctx, handler.path, handler.records)
 
 
-def slice_summary(path: str) -> dict[str, Any]:
+def slice_summary(path: str) -> SliceSummary:
     """Counts of the slice's records (compiles, graph breaks, recompiles), read back."""
     from laya_tui.core.tracelog import LogStats, read_records
 
@@ -178,7 +196,7 @@ def slice_summary(path: str) -> dict[str, Any]:
             "tracing_overhead_s": round(overhead_s, 6)}
 
 
-def _number(value: Any) -> float:
+def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
@@ -211,7 +229,7 @@ def run_tlparse(log: str, out: str) -> tuple[str | None, str | None]:
 def report_slice(ctx: ProbeContext, path: str, records: int) -> None:
     """The slice as an ``artifact`` signal, and tlparse's page as another when it ran."""
     try:
-        detail: dict[str, Any] = dict(slice_summary(path))
+        detail: Detail = dict(slice_summary(path))
     except OSError:
         detail = {"records": records}
     folder = os.path.dirname(path)
