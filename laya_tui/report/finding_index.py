@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from laya_tui.core.report_types import BaselineDict, ChangeDict, ReportDict, SignalDict
 from laya_tui.core.results import COUNTED_KINDS, SignalKey, failing, signal_key
@@ -49,12 +48,12 @@ FINDING_KINDS = frozenset(("fallback", "recompile", "host_bounce", "cast", "lowe
                             "tolerance"))
 
 
-def is_map(value: Any) -> bool:
+def is_map(value: object) -> bool:
     """A JSON object (the dict test first: it is the common case and the cheap one)."""
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def text_of(value: Any) -> str:
+def text_of(value: object) -> str:
     """A field as the text of a signal key (None -> "")."""
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
@@ -98,7 +97,7 @@ def gate_index(report: ReportDict) -> GateIndex:
     return idx
 
 
-def _baseline_gate(idx: GateIndex, item: Mapping[str, Any], name: str) -> None:
+def _baseline_gate(idx: GateIndex, item: Mapping[str, object], name: str) -> None:
     pid, kind = text_of(item.get("probe")), text_of(item.get("kind"))
     if kind == "probe":
         idx.probes.setdefault(pid, []).append(name)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 from laya_tui.core.jsonfast import dumps_strict
 from laya_tui.core.report_types import ReportDict
@@ -25,7 +24,7 @@ from laya_tui.report.views.page import page_data
 _ASSETS = Path(__file__).parent
 
 
-def _script_json(value: Any) -> str:
+def _script_json(value: object) -> str:
     """JSON safe inside ``<script>``: no ``</``, no ``<!--``, no U+2028/9 surprises."""
     text = dumps_strict(value, separators=(",", ":"), default=repr, ensure_ascii=False)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

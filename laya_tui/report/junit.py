@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any
+from typing import SupportsFloat
 
 from laya_tui.core.report_types import ReportDict, ResultDict
 from laya_tui.report.gates import failures_by_probe
@@ -30,11 +30,13 @@ AGGREGATE_GATE_PREFIXES = ("max:", "probe-files", "shards")
 MESSAGE_CHARS = 500
 
 
-def _clean(text: Any) -> str:
+def _clean(text: object) -> str:
     return _BAD_XML.sub("\ufffd", str(text))
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: object) -> str:
+    if not isinstance(value, (str, SupportsFloat)):  # null, a list or an object
+        return "0.000"
     try:
         return f"{max(float(value), 0.0):.3f}"
     except (TypeError, ValueError):

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from laya_tui.core.report_types import BaselineDict, ChangeDict, ReportDict
-from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, occurrences
+from laya_tui.core.results import CHECK_KINDS, COUNTED_KINDS, ResultLike, occurrences
 from laya_tui.report.baseline import regressed
 from laya_tui.report.severity import probe_severity
 from laya_tui.report.verdict import describe_failure
@@ -26,7 +25,7 @@ ROWS = 15
 CELL_CHARS = 140
 
 
-def _cell(text: Any) -> str:
+def _cell(text: object) -> str:
     s = " ".join(str(text).split()).replace("|", "\\|")
     return s if len(s) <= CELL_CHARS else s[:CELL_CHARS - 1] + "…"
 
@@ -139,8 +138,8 @@ def _built(report: ReportDict) -> list[str]:
             "these", ""] + _probe_table(probes, "why", not_run)
 
 
-def _probe_table(probes: Sequence[Mapping[str, Any]], column: str,
-                 why: Any = None) -> list[str]:
+def _probe_table(probes: Sequence[ResultLike], column: str,
+                 why: Callable[[ResultLike], str | None] | None = None) -> list[str]:
     """``| ⚠ | probe | first line of its reason |`` for the first ``ROWS`` probes."""
     from laya_tui.report.views.legend import cell_state, state_mark
 

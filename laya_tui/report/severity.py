@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import IntEnum
-from typing import Any
 
 from laya_tui.core.report_types import ResultDict, SignalDict
 from laya_tui.core.results import SignalLike, failing
@@ -56,12 +55,12 @@ KIND_SEVERITY: dict[str, Severity] = {
 }
 
 
-def severity(kind: Any, is_failing: bool, count: Any) -> Severity:
+def severity(kind: object, is_failing: bool, count: object) -> Severity:
     """The band of a signal of ``kind`` that states a failure (``is_failing``) and carries
     ``count`` (None: absent, one occurrence)."""
     if is_failing:
         return Severity.FAILED_CHECK
-    band = _COUNTED.get(kind)
+    band = _COUNTED.get(kind) if isinstance(kind, str) else None
     if band is not None:
         return Severity.ZERO if count == 0 and type(count) is int else band
     if kind == "environment":
@@ -85,7 +84,7 @@ def probe_severity(probe: ResultDict) -> Severity:
     band = _STATUS.get(str(probe.get("status")))
     if band is not None:
         return band
-    sigs: Iterable[Any] = probe.get("signals") or ()
+    sigs: Iterable[object] = probe.get("signals") or ()
     worst = min((signal_severity(s) for s in sigs if isinstance(s, Mapping)),
                 default=Severity.ENVIRONMENT)
     if probe.get("status") == "failed":

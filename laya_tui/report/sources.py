@@ -8,7 +8,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 _FRAME = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:\((?P<func>[^()]*)\))?$")
 
@@ -44,9 +43,10 @@ class Sources:
                 self.root = repo
         self._real_root = os.path.realpath(self.root)
         self._paths: dict[str, str | None] = {}
-        self._sites: dict[tuple[Any, ...], Location | None] = {}
+        #: (file, line, func, note) as the site has them -> its location
+        self._sites: dict[tuple[object, object, object, str | None], Location | None] = {}
 
-    def relative(self, file: Any) -> str | None:
+    def relative(self, file: object) -> str | None:
         """``file`` (absolute, or relative to the workspace) relative to the root; None when
         it is outside the root or is not a file there."""
         if not isinstance(file, str) or not file:
@@ -69,7 +69,7 @@ class Sources:
         self._paths[file] = out
         return out
 
-    def site(self, site: Any, note: str | None = None) -> Location | None:
+    def site(self, site: object, note: str | None = None) -> Location | None:
         """The location of a signal's ``site`` dict (``{file, line?, func?}``)."""
         if type(site) is not dict and not isinstance(site, Mapping):
             return None
@@ -89,7 +89,7 @@ class Sources:
             self._sites[key] = loc
         return loc
 
-    def frame(self, text: Any, note: str | None = None) -> Location | None:
+    def frame(self, text: object, note: str | None = None) -> Location | None:
         """The location of a stack entry ``file:line(func)``."""
         m = _FRAME.match(text) if isinstance(text, str) else None
         if not m:

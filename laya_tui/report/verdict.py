@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from laya_tui.core.report_types import GateDict, ReportDict, ResultDict
 from laya_tui.core.results import failing
@@ -186,7 +185,7 @@ def verdict_notes(report: ReportDict) -> list[str]:
 STATUS_KINDS: tuple[str, ...] = ("failed", "skipped")
 
 
-def describe_failure(gate: str, entry: Mapping[str, Any]) -> str:
+def describe_failure(gate: str, entry: Mapping[str, object]) -> str:
     """One line for one failure entry of ``gate`` (JUnit messages, markdown, stderr)."""
     if "message" in entry:
         return str(entry["message"])
