@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from laya_tui.core import json_chunks
 from laya_tui.core.errors import UsageError
@@ -90,7 +89,7 @@ def parse_baseline(text: str, path: str = "<baseline>") -> Baseline:
     return Baseline(path=path, report=doc)
 
 
-def _check_report(doc: Any, path: str) -> None:
+def _check_report(doc: object, path: str) -> None:
     if not isinstance(doc, dict):
         raise UsageError(f"baseline {path} is not a laya-tui report (a JSON "
                          f"{type(doc).__name__.replace('dict', 'object')}, not an object)")

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from laya_tui.core.report_types import ChangeDict, ReportDict, ResultDict, SignalDict
 from laya_tui.core.results import COUNTED_KINDS, occurrences, signal_key
@@ -220,7 +220,8 @@ def _merged(found: Iterator[Finding]) -> list[Finding]:
     several library lines (now one user line) or in several regions is one result, its
     occurrences and bytes summed, not the same result twice."""
     out: list[Finding] = []
-    first: dict[tuple[Any, ...], Finding] = {}
+    #: (rule, identity, (path, line) or None) -> the first finding of that key
+    first: dict[tuple[str, tuple[str, ...], tuple[str, int | None] | None], Finding] = {}
     for f in found:
         place = (f.location.path, f.location.line) if f.location else None
         key = (f.rule.id, f.identity, place)

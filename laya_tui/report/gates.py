@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.report_types import (
+    EnvInfoDict,
     FileErrorDict,
     GateDict,
     GateFailure,
@@ -59,7 +60,7 @@ class GateSettings:
     tolerance_margin: float = DEFAULT_MARGIN
     fail_on_env_change: bool = False  # the env-change gate (laya_tui.report.envcompare)
     #: --env: the report's "envs" object
-    envs: Mapping[str, Any] = field(default_factory=lambda: frozen_map())
+    envs: Mapping[str, EnvInfoDict] = field(default_factory=lambda: frozen_map())
 
     def __post_init__(self) -> None:
         if not isinstance(self.fail_on, tuple):

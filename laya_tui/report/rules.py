@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from laya_tui.core.results import SignalLike, failing, occurrences
 
@@ -142,7 +141,7 @@ def gb_uri(gb_id: str) -> str:
     return f"{GB_SITE}gb{gb_id[2:]}.html"
 
 
-def _detail(sig: SignalLike) -> Mapping[str, Any]:
+def _detail(sig: SignalLike) -> Mapping[str, object]:
     d = sig.get("detail")
     return d if isinstance(d, Mapping) else {}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from laya_tui.core.open_types import JsonObject
 from laya_tui.core.tracelog import CompileKey, LogStats, Record, TraceFrame, read_records
@@ -22,7 +22,7 @@ _PAYLOAD_ARTIFACTS = frozenset(("dynamo_graph_break_reason", "recompile_reasons"
 _PAYLOAD_TYPES = frozenset(("dynamo_cpp_guards_str",))
 
 
-def want_payload(kind: str, meta: Any) -> bool:
+def want_payload(kind: str, meta: object) -> bool:
     """Whether the import reads a record's payload (the rest are skipped unread)."""
     if kind == "artifact":
         return isinstance(meta, dict) and meta.get("name") in _PAYLOAD_ARTIFACTS
@@ -32,7 +32,7 @@ def want_payload(kind: str, meta: Any) -> bool:
 class Unbacked(TypedDict):
     """The last unbacked symbol the log created (``u0``) and the user line that made it."""
 
-    symbol: Any  # as the record has it (a str from torch)
+    symbol: object  # as the record has it (a str from torch)
     site: TraceFrame | None
 
 
@@ -46,8 +46,8 @@ class ExportFailure(TypedDict):
     stack: list[TraceFrame]
     stop: NotRequired[tf.CodeSite | None]
     unbacked: NotRequired[Unbacked | None]
-    op: NotRequired[Any]  # as the record has it
-    reason: NotRequired[Any]
+    op: NotRequired[object]  # as the record has it (shown in a message)
+    reason: NotRequired[object]
 
 
 @dataclass

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from laya_tui.core.errors import UsageError
 from laya_tui.core.open_types import Detail, JsonObject, Params
@@ -44,6 +44,9 @@ from laya_tui.core.signals import make_signal
 from laya_tui.core.tracelog import CompileKey, TraceFrame, trace_files
 from laya_tui.report import trace_facts as tf
 from laya_tui.report.trace_gather import Compile, TraceLog, read_log
+
+if TYPE_CHECKING:
+    from laya_tui.report.gates import GateSettings
 
 FAMILY = "trace"
 FIRST_COMPILE = "first compile of this frame"  # the explain family's wording
@@ -207,7 +210,9 @@ def _origin_in(log: TraceLog, first: tf.GuardFailure, key: CompileKey, files: li
 
 def _graph_breaks(probe: str, comps: list[Compile]) -> list[SignalDict]:
     """Graph breaks of a frame, one signal per (type, user line), counted over compiles."""
-    by: dict[tuple[Any, ...], tuple[SignalDict, list[str]]] = {}  # the signal, its ids
+    # (break type, (file, line) of the user line) -> the signal, its ids
+    by: dict[tuple[str | None, tuple[str, int | None] | None],
+             tuple[SignalDict, list[str]]] = {}
     for c in comps:
         for gb in c.breaks:
             site = gb.get("site")
@@ -458,7 +463,7 @@ def read_trace(path: str) -> tuple[list[ResultDict], ImportedDict]:
     return results, imported
 
 
-def trace_report(path: str, gates: Any = None) -> ReportDict:
+def trace_report(path: str, gates: GateSettings | None = None) -> ReportDict:
     """The report document of a TORCH_TRACE folder, gates evaluated (``gates``: a
     :class:`laya_tui.report.gates.GateSettings`, default gates when None)."""
     from laya_tui.report.document import build_report

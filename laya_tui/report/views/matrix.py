@@ -41,7 +41,7 @@ class MatrixColumn:
     def sub(self) -> str:
         return f"{self.dtype}·{self.spec}" if self.spec else self.dtype
 
-    def order(self) -> tuple[Any, ...]:
+    def order(self) -> tuple[int | str, ...]:
         return tuple(x for v in (self.target, self.dtype, self.spec)
                      for x in (_ORDER.get(v, 9), v))
 

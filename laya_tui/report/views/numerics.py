@@ -10,8 +10,9 @@ Standard library only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
+from laya_tui.core.open_types import JsonObject
 from laya_tui.core.report_types import (
     GapRowDict,
     GapTableDict,
@@ -88,7 +89,7 @@ def numerics_of(probe: ResultLike) -> list[NumericsDict]:
     under one name each kept their own) is derived again from the signals."""
     got = probe.get("numerics")
     if isinstance(got, list):
-        saved: list[NumericsDict] = _dicts(got)
+        saved = cast(list[NumericsDict], _dicts(got))
         derived = cell_numerics(probe)
         return derived if len(derived) > len(saved) else saved
     return cell_numerics(probe)
@@ -106,11 +107,12 @@ def gap_of(entry: Mapping[str, object]) -> GapTableDict:
 
 def rows_of(gap: GapTableDict) -> list[GapRowDict]:
     """A gap table's rows that are objects."""
-    return _dicts(gap.get("rows"))
+    return cast(list[GapRowDict], _dicts(gap.get("rows")))
 
 
-def _dicts(value: object) -> list[Any]:
-    """The items of a JSON list that are objects, in order (the caller names their type)."""
+def _dicts(value: object) -> list[JsonObject]:
+    """The items of a JSON list that are objects, in order (the caller casts them to the
+    report's type they are)."""
     return [v for v in as_list(value) if isinstance(v, dict)]
 
 

@@ -7,7 +7,7 @@ Reads the ``placement`` field a region writes on its wall-time signal's detail
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from laya_tui.core.report_types import ResultDict
 
@@ -26,7 +26,7 @@ class PlacementDict(TypedDict, total=False):
     note: str
 
 
-def placement_text(p: Any) -> str | None:
+def placement_text(p: object) -> str | None:
     """One line for a placement field, its note when nothing was counted, else None."""
     if not isinstance(p, Mapping):
         return None
