@@ -3,11 +3,12 @@ with none of laya-tui's instrumentation (issue 45 item 1).
 
 Usage: .venv/bin/python benchmarks/floor_cold.py [--family F ...] [--jobs N] [--json PATH]
 
-One process per family, as laya-tui's workers run them (``--jobs 2``: two at once), each
-in a fresh ``HOME`` and a fresh ``TORCHINDUCTOR_CACHE_DIR`` (no ``XDG_CACHE_HOME``), as
-``bench_cold.py`` runs laya-tui. What each family's process does, cell by cell, with the
-demo's models, dtypes, shapes, input sets and settings (read from probes/*.py and the
-``laya_tui.families`` code the cells call):
+One process per family, as laya-tui's workers run them (``--jobs 2``: two at once), each in
+a fresh ``HOME`` and a fresh ``TORCHINDUCTOR_CACHE_DIR`` (no ``XDG_CACHE_HOME``), as
+``bench_cold.py`` runs laya-tui, with the intra-op threads laya-tui gives a worker (the
+usable cores // jobs, ``OMP_NUM_THREADS``, unless it is set). What each family's process
+does, cell by cell, with the demo's models, dtypes, shapes, input sets and settings (read
+from probes/*.py and the ``laya_tui.families`` code the cells call):
 
 - ``explain``: per preset (tiny Llama, tiny ModernBERT) x dtype (fp32, bf16) x scenario
   (eager, compile-two-lengths, compile-padded; host-decode for Llama): the model and its
@@ -57,6 +58,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from laya_tui.core.defaults import THREADS_VAR, worker_threads
 
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("aoti", "explain", "tilelang", "mlx")
@@ -497,6 +500,8 @@ def run_families(families: list[str], jobs: int, env: dict[str, str] | None = No
             env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(inductor),
                        TORCH_DEVICE_BACKEND_AUTOLOAD="0")
             env.pop("XDG_CACHE_HOME", None)
+        if not env.get(THREADS_VAR):  # each process's threads as laya-tui gives its workers
+            env = dict(env, **{THREADS_VAR: str(worker_threads(jobs))})
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         todo = list(families)

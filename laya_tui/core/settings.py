@@ -210,8 +210,10 @@ class RunOptions:
     jobs: int = option(
         default_factory=default_jobs, flags=("--jobs",), key="jobs", kind="jobs",
         metavar="N", example="2",
-        help="families run at once, one warm worker each (default: {default})",
-        note="families run at once, one warm worker each (default: 2, 1 on one core)")
+        help="families run at once, one warm worker each, with the cores // N intra-op "
+             "threads unless OMP_NUM_THREADS is set (default: {default})",
+        note="families run at once, one warm worker each, with the cores // N intra-op "
+             "threads (default: 2, 1 on one core)")
     use_cache: bool = option(
         True, flags=("--no-cache",), kind="off-switch", help="run every probe, ignore the cache")
     cache_dir: str | None = option(

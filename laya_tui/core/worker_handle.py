@@ -13,6 +13,7 @@ import re
 import signal
 from typing import Protocol, cast
 
+from laya_tui.core.defaults import THREADS_VAR, worker_threads
 from laya_tui.core.envs import Environment
 from laya_tui.core.logtext import trim_faulthandler
 from laya_tui.core.protocol import Command, Op, Reply, WorkerEvent
@@ -91,6 +92,8 @@ class WorkerHandle:
             env["PYTHONPATH"] = os.pathsep.join(
                 [p for p in [_package_root(), env.get("PYTHONPATH")] if p])
         env["LAYA_TUI_OPTIONS"] = json.dumps(opts)
+        if not env.get(THREADS_VAR):  # the user's own setting wins
+            env[THREADS_VAR] = str(worker_threads(self.config.jobs))
         logf = open(self.worker_log, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.proc = await asyncio.create_subprocess_exec(
