@@ -60,7 +60,8 @@ def file_defaults(tree: ast.Module, names: list[str]) -> FileDefaults:
     name (``--M``), a same-named parameter default of one of its functions, a module
     constant: ``{name: (value, where)}``. Names the file has no value for are left out."""
     from laya_tui.families.tilelang.static_calls import argparse_options
-    from laya_tui.families.tilelang.static_eval import ModuleScope, Unresolved, evaluate
+    from laya_tui.families.tilelang.static_eval import ModuleScope, evaluate
+    from laya_tui.families.tilelang.static_values import Unresolved
 
     module = ModuleScope(tree)
     wanted = {n.lower(): n for n in names}

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from laya_tui.families.tilelang.records import KernelArgs, Kwargs
 from laya_tui.families.tilelang.static_eval import (
     ModuleScope,
-    Unresolved,
     dtype_name,
     evaluate,
 )
+from laya_tui.families.tilelang.static_values import Unresolved
 
 _TENSOR_TYPES = ("Tensor", "Buffer", "StridedTensor", "FragmentBuffer", "SharedBuffer", "ptr")
 

@@ -32,12 +32,12 @@ from laya_tui.families.tilelang.static_eval import (
     ModuleScope,
     Scope,
     Trail,
-    Unresolved,
     dtype_name,
     evaluate,
     tensor_maker,
     tensor_shape,
 )
+from laya_tui.families.tilelang.static_values import Unresolved
 
 #: source of a value the first autotune config gives
 AUTOTUNE_SOURCE = "first @autotune config (the file tunes it; TileLang picks on a GPU)"

@@ -19,10 +19,10 @@ from laya_tui.families.tilelang.static_eval import (
     ModuleScope,
     Scope,
     Trail,
-    Unresolved,
     collect_names,
     evaluate,
 )
+from laya_tui.families.tilelang.static_values import Unresolved
 
 CALL_METHODS = {"compile", "get_tir", "get_kernel_source", "par_compile"}
 MAIN_BLOCK = "the __main__ block"

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import ast
 import itertools
-import math
-import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from laya_tui.core.kernel_table import DTYPE_NAMES
+from laya_tui.families.tilelang.static_values import (
+    BINARY,
+    BUILTINS,
+    MATH,
+    Unresolved,
+    as_index,
+    as_iterable,
+    as_mapping,
+    ordered,
+)
 
 _DTYPE_OWNERS = {"T", "tl", "tilelang", "torch", "language", "tilelang.language", "tvm"}
 #: torch factories whose positional arguments (or first tuple) are the shape
@@ -32,44 +40,6 @@ Values: TypeAlias = dict[str, object]
 _TENSOR_METHODS = ("cuda", "to", "contiguous", "half", "float", "bfloat16", "requires_grad_",
                    "cpu", "clone", "detach")
 _MAX_ITEMS = 100_000
-_MATH: dict[str, Callable[..., object]] = {
-    "ceil": math.ceil, "floor": math.floor, "prod": math.prod, "sqrt": math.sqrt,
-    "log2": math.log2, "gcd": math.gcd, "isqrt": math.isqrt}
-_BUILTINS: dict[str, Callable[..., object]] = {
-    "int": int, "float": float, "str": str, "bool": bool, "len": len, "min": min, "max": max,
-    "sum": sum, "abs": abs, "round": round, "sorted": sorted, "dict": dict}
-#: the arithmetic of a ``BinOp`` (the operator module's functions take any operands; one
-#: that does not apply raises, and the evaluation is :class:`Unresolved`)
-_BINARY: dict[type[ast.operator], Callable[[object, object], object]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Pow: operator.pow,
-    ast.Mod: operator.mod, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-    ast.BitAnd: operator.and_, ast.BitOr: operator.or_}
-
-
-class Unresolved(Exception):
-    """An expression whose value cannot be known without running the file."""
-
-
-def _iterable(value: object, what: str) -> Iterable[object]:
-    """``value`` where the file iterates it (``*x``, ``for v in x``, ``a, b = x``)."""
-    if not isinstance(value, Iterable):
-        raise Unresolved(f"{what} of a {type(value).__name__}")
-    return value
-
-
-def _mapping(value: object, what: str) -> Mapping[object, object]:
-    """``value`` where the file unpacks it as keywords or dict items (``**x``)."""
-    if not isinstance(value, Mapping):
-        raise Unresolved(f"{what} of a {type(value).__name__}")
-    return value
-
-
-def _index(value: object) -> int:
-    """``value`` where the file uses it as an integer (``range``, ``x.size(i)``)."""
-    if not isinstance(value, int):
-        raise Unresolved(f"an integer, not a {type(value).__name__}")
-    return value
 
 
 @dataclass
@@ -167,7 +137,7 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> object:
         items: list[object] = []
         for el in node.elts:
             if isinstance(el, ast.Starred):
-                items.extend(_iterable(evaluate(el.value, scope, depth + 1), "*"))
+                items.extend(as_iterable(evaluate(el.value, scope, depth + 1), "*"))
             else:
                 items.append(evaluate(el, scope, depth + 1))
         return tuple(items) if isinstance(node, ast.Tuple) else items
@@ -175,7 +145,7 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> object:
         out: dict[object, object] = {}
         for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
-                out.update(_mapping(evaluate(v, scope, depth + 1), "**"))
+                out.update(as_mapping(evaluate(v, scope, depth + 1), "**"))
             else:
                 out[evaluate(k, scope, depth + 1)] = evaluate(v, scope, depth + 1)
         return out
@@ -195,9 +165,9 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> object:
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         a, b = evaluate(node.left, scope, depth + 1), evaluate(node.comparators[0], scope,
                                                                 depth + 1)
-        cmp = {ast.Eq: a == b, ast.NotEq: a != b, ast.Lt: _safe_cmp(a, b, "<"),
-               ast.Gt: _safe_cmp(a, b, ">"), ast.LtE: _safe_cmp(a, b, "<="),
-               ast.GtE: _safe_cmp(a, b, ">=")}
+        cmp = {ast.Eq: a == b, ast.NotEq: a != b, ast.Lt: ordered(a, b, "<"),
+               ast.Gt: ordered(a, b, ">"), ast.LtE: ordered(a, b, "<="),
+               ast.GtE: ordered(a, b, ">=")}
         if type(node.ops[0]) in cmp:
             return cmp[type(node.ops[0])]
         raise Unresolved(ast.unparse(node))
@@ -221,27 +191,6 @@ def evaluate(node: ast.expr, scope: Scope | None, depth: int = 0) -> object:
     raise Unresolved(ast.unparse(node)[:80])
 
 
-def _safe_cmp(a: object, b: object, op: str) -> bool:
-    """``a <op> b`` of two numbers, strings, tuples or lists; :class:`Unresolved` for
-    values that do not order (``None < 1``, ``"a" < 1``)."""
-    try:
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return _pick(op, a < b, a > b, a <= b, a >= b)
-        if isinstance(a, str) and isinstance(b, str):
-            return _pick(op, a < b, a > b, a <= b, a >= b)
-        if isinstance(a, tuple) and isinstance(b, tuple):
-            return _pick(op, a < b, a > b, a <= b, a >= b)
-        if isinstance(a, list) and isinstance(b, list):
-            return _pick(op, a < b, a > b, a <= b, a >= b)
-    except TypeError as exc:  # items that do not order: (1, "a") < (1, 2)
-        raise Unresolved("comparison") from exc
-    raise Unresolved("comparison")
-
-
-def _pick(op: str, lt: bool, gt: bool, le: bool, ge: bool) -> bool:
-    return {"<": lt, ">": gt, "<=": le, ">=": ge}[op]
-
-
 def _slice(node: ast.expr, scope: Scope | None, depth: int) -> object:
     if isinstance(node, ast.Slice):
         lower, upper, step = (evaluate(p, scope, depth + 1) if p is not None else None
@@ -252,7 +201,7 @@ def _slice(node: ast.expr, scope: Scope | None, depth: int) -> object:
 
 def _binop(node: ast.BinOp, scope: Scope | None, depth: int) -> object:
     a, b = evaluate(node.left, scope, depth + 1), evaluate(node.right, scope, depth + 1)
-    fn = _BINARY.get(type(node.op))
+    fn = BINARY.get(type(node.op))
     if fn is None:
         raise Unresolved(ast.unparse(node))
     if isinstance(node.op, ast.Mult) and isinstance(a, (str, list, tuple)) \
@@ -294,7 +243,7 @@ def tensor_shape(node: ast.expr, scope: Scope | None, depth: int = 0) -> tuple[i
         size = next((kw.value for kw in maker.keywords if kw.arg == "size"), None)
         dims = [size] if size is not None else dims[-1:]
     if name == "arange":
-        return (len(range(*[_index(evaluate(d, scope, depth + 1)) for d in dims])),)
+        return (len(range(*[as_index(evaluate(d, scope, depth + 1)) for d in dims])),)
     if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
         dims = list(dims[0].elts)
     size_kw = next((kw.value for kw in maker.keywords if kw.arg == "size"), None)
@@ -343,13 +292,13 @@ def _call(node: ast.Call, scope: Scope | None, depth: int) -> object:
     args: list[object] = []
     for a in node.args:
         if isinstance(a, ast.Starred):
-            args.extend(_iterable(evaluate(a.value, scope, depth + 1), "*"))
+            args.extend(as_iterable(evaluate(a.value, scope, depth + 1), "*"))
         else:
             args.append(evaluate(a, scope, depth + 1))
     kwargs: dict[str, object] = {}
     for kw in node.keywords:
         if kw.arg is None:
-            for k, v in _mapping(evaluate(kw.value, scope, depth + 1), "**").items():
+            for k, v in as_mapping(evaluate(kw.value, scope, depth + 1), "**").items():
                 if not isinstance(k, str):
                     raise Unresolved(f"{fname}(...): a keyword that is not a string")
                 kwargs[k] = v
@@ -367,19 +316,19 @@ def _apply(node: ast.Call, fname: str, args: list[object], kwargs: dict[str, obj
            scope: Scope | None, depth: int) -> object:
     short = fname.rsplit(".", 1)[-1]
     if fname in ("list", "tuple"):
-        items = list(itertools.islice(_iterable(args[0], fname), _MAX_ITEMS)) if args else []
+        items = list(itertools.islice(as_iterable(args[0], fname), _MAX_ITEMS)) if args else []
         return items if fname == "list" else tuple(items)
     if fname in ("itertools.product", "product"):
         return list(itertools.islice(itertools.product(
-            *[_iterable(a, fname) for a in args]), _MAX_ITEMS))
+            *[as_iterable(a, fname) for a in args]), _MAX_ITEMS))
     if fname == "zip":
-        return list(zip(*[_iterable(a, fname) for a in args], strict=False))
+        return list(zip(*[as_iterable(a, fname) for a in args], strict=False))
     if fname == "range":
-        return list(itertools.islice(range(*[_index(a) for a in args]), _MAX_ITEMS))
-    if fname in _BUILTINS:
-        return _BUILTINS[fname](*args, **kwargs)
-    if fname.startswith("math.") and short in _MATH:
-        return _MATH[short](*args)
+        return list(itertools.islice(range(*[as_index(a) for a in args]), _MAX_ITEMS))
+    if fname in BUILTINS:
+        return BUILTINS[fname](*args, **kwargs)
+    if fname.startswith("math.") and short in MATH:
+        return MATH[short](*args)
     if fname in ("T.ceildiv", "tl.ceildiv", "ceildiv", "cdiv", "triton.cdiv", "T.cdiv") \
             and len(args) == 2:
         a, b = args
@@ -396,7 +345,7 @@ def _apply(node: ast.Call, fname: str, args: list[object], kwargs: dict[str, obj
         base = evaluate(node.func.value, scope, depth + 1)
         if isinstance(base, str) and len(args) <= 2:
             sep = args[0] if args else None
-            maxsplit = _index(args[1]) if len(args) == 2 else -1
+            maxsplit = as_index(args[1]) if len(args) == 2 else -1
             if sep is None or isinstance(sep, str):
                 return base.split(sep, maxsplit)
     if isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "dim") \
@@ -404,7 +353,7 @@ def _apply(node: ast.Call, fname: str, args: list[object], kwargs: dict[str, obj
         shape = tensor_shape(node.func.value, scope, depth)
         if node.func.attr == "dim":
             return len(shape)
-        return shape[_index(args[0])] if args else shape
+        return shape[as_index(args[0])] if args else shape
     if scope is not None and isinstance(node.func, ast.Name):
         fn = module_function(scope, node.func.id)
         if fn is not None:
@@ -418,7 +367,7 @@ def _comprehension(node: ast.ListComp | ast.GeneratorExp, scope: Scope | None,
         raise Unresolved("comprehension")
     gen = node.generators[0]
     out = []
-    for item in itertools.islice(_iterable(evaluate(gen.iter, scope, depth + 1), "for"),
+    for item in itertools.islice(as_iterable(evaluate(gen.iter, scope, depth + 1), "for"),
                                  _MAX_ITEMS):
         values: Values = {}
         bind(gen.target, item, values)
@@ -433,7 +382,7 @@ def bind(target: ast.expr, value: object, into: Values) -> None:
     if isinstance(target, ast.Name):
         into[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
-        vals = list(_iterable(value, "unpacking"))
+        vals = list(as_iterable(value, "unpacking"))
         if len(vals) != len(target.elts):
             raise Unresolved("unpacking")
         for t, v in zip(target.elts, vals, strict=True):
