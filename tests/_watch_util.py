@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from laya_tui.core.report_types import WatchRecord
 from laya_tui.core.settings import RunOptions
 from laya_tui.watch.engine import Watcher
+from laya_tui.watch.record_types import WatchRecord
 
 KERN_PROBE = '''
 import importlib

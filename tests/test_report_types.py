@@ -45,7 +45,7 @@ def test_a_real_result_fits_its_typed_dict() -> None:
 
 
 def test_a_watch_record_has_every_key_its_typed_dict_names() -> None:
-    from laya_tui.core.report_types import WatchRecord
+    from laya_tui.watch.record_types import WatchRecord
     from laya_tui.watch.records import new_record
 
     rec = new_record("result", "fam/p", "probes/p.py")

@@ -9,9 +9,9 @@ import shutil
 from typing import Any
 
 from laya_tui.cli.watch_headless import human_line, stream_line
-from laya_tui.core.report_types import WatchRecord
 from laya_tui.watch.changes import ChangeFilter
 from laya_tui.watch.engine import Watcher
+from laya_tui.watch.record_types import WatchRecord
 from laya_tui.watch.records import diagnostic_of, diff_signals
 from tests._signals import partial_result
 from tests._watch_util import config_for, make_workspace

@@ -5,8 +5,8 @@ equal, field for field and required for required.
 The frozen :class:`~laya_tui.core.results.Signal` and ``ProbeResult`` are what the
 dashboard holds; these describe the plain dicts that travel between the worker, the runner,
 the cache and the report writers, for the functions that build or read one. Two objects
-that are not in the report are typed here as well: a discovered cell (:class:`CellSpec`)
-and a watch-mode record (:class:`WatchRecord`, documented in ``laya_tui.watch.engine``).
+that are not in the report are typed elsewhere: a discovered cell (:class:`CellSpec`, here)
+and a watch-mode record (``laya_tui.watch.record_types``).
 """
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
@@ -447,46 +447,6 @@ class CellSpec(TypedDict):
     timeout: float | None
     deps: list[str]
     env: NotRequired[str]
-
-
-class DiagnosticDict(TypedDict):
-    """Where a probe file broke (a syntax or import error saved mid-edit): a watch
-    record's ``diagnostic`` (``laya_tui.watch.records.diagnostic_of``)."""
-
-    file: str | None
-    line: int | None
-    message: str | None
-
-
-class SignalChangeDict(TypedDict):
-    """A signal whose facts moved between two runs of a cell: a watch record's
-    ``changed`` (``fields``: field -> [before, after])."""
-
-    kind: str | None
-    subject: str | None
-    reason: str | None
-    fields: dict[str, list[object]]
-
-
-class WatchRecord(TypedDict):
-    """One watch-mode record; every record has every key (``laya_tui.watch.engine``)."""
-
-    type: str  # "result" | "removed" | "diagnostic" | "ready"
-    probe: str | None
-    family: str | None
-    trigger: str | None
-    seconds: float | None
-    latency: float | None
-    status: str | None
-    reason: str | None
-    previous_status: str | None
-    cached: bool
-    new: list[SignalDict]
-    gone: list[SignalDict]
-    changed: list[SignalChangeDict]
-    diagnostic: DiagnosticDict | None
-    result: NotRequired[ResultDict]
-    probes: NotRequired[int]
 
 
 #: The schema's ``$defs`` name of each typed dict.

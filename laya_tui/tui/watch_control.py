@@ -18,8 +18,9 @@ from laya_tui.core.runner_like import RunnerLike
 from laya_tui.tui.run_control import RunControl
 
 if TYPE_CHECKING:
-    from laya_tui.core.report_types import CellSpec, WatchRecord
+    from laya_tui.core.report_types import CellSpec
     from laya_tui.tui.app import LayaApp
+    from laya_tui.watch.record_types import WatchRecord
 
 #: ``factory(app, runner, probes)`` -> async iterator of change records
 #: ``{probe, trigger, seconds, status, new, gone, changed}``; re-runs go through ``runner``.

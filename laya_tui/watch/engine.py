@@ -71,11 +71,9 @@ from typing import TYPE_CHECKING
 
 from laya_tui.core.report_types import (
     CellSpec,
-    DiagnosticDict,
     FileErrorDict,
     ReportDict,
     ResultDict,
-    SignalChangeDict,
     SignalDict,
 )
 from laya_tui.core.results import make_result
@@ -92,6 +90,7 @@ from laya_tui.watch.changes import (  # noqa: F401 - re-exported: the watcher's 
     watch_roots,
 )
 from laya_tui.watch.dep_index import DependencyIndex
+from laya_tui.watch.record_types import DiagnosticDict, SignalChangeDict
 from laya_tui.watch.records import (  # noqa: F401 - re-exported
     AT_FILE_LINE,
     Record,

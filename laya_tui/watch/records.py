@@ -11,16 +11,10 @@ import re
 from collections.abc import Iterable
 from typing import cast
 
-from laya_tui.core.report_types import (
-    DiagnosticDict,
-    FileErrorDict,
-    ResultDict,
-    SignalChangeDict,
-    SignalDict,
-    WatchRecord,
-)
+from laya_tui.core.report_types import FileErrorDict, ResultDict, SignalDict
 from laya_tui.core.results import failing, signal_key
 from laya_tui.core.shapes import as_dict
+from laya_tui.watch.record_types import DiagnosticDict, SignalChangeDict, WatchRecord
 
 #: One watch-mode record (every key always present).
 Record = WatchRecord
