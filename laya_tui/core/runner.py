@@ -230,27 +230,13 @@ class Runner(EventSource):
         return self._slots
 
     def _schedule(self, by_family: dict[str, list[CellSpec]]) -> list[str]:
-        """Order families and, in place, the cells inside each, by recorded durations.
-
-        ``env`` first; then the longest families first (``jobs`` run at once, so the
-        longest one starts at once); inside a family its quickest cell first (:meth:`run`
-        runs every family's first cell before any second one), then per ``config.order``.
-        Cells and families never run before have no duration: they keep discovery order,
-        after the timed ones. Results are still returned in the order given.
-        """
+        """The families in run order, their cells ordered in place, by the cache's recorded
+        durations (:func:`laya_tui.core.run_order.run_order`)."""
+        from laya_tui.core.run_order import run_order
         from laya_tui.core.shard import read_cache_durations
 
-        known = read_cache_durations(self.cache.root)
-        first_cell = self.config.order != "shortest-first"
-        for cells in by_family.values():
-            timed = [p for p in cells if p["id"] in known]
-            new = [p for p in cells if p["id"] not in known]
-            timed.sort(key=lambda p: known[p["id"]], reverse=first_cell)
-            cells[:] = timed[-1:] + timed[:-1] + new if first_cell else timed + new
-        names = list(by_family)
-        total = {f: sum(known.get(p["id"], 0.0) for p in cells) for f, cells in by_family.items()}
-        fam = {k: cells[0]["family"] if cells else k for k, cells in by_family.items()}
-        return sorted(names, key=lambda f: (fam[f] != "env", -total[f], names.index(f)))
+        return run_order(by_family, read_cache_durations(self.cache.root),
+                         first_cell=self.config.order != "shortest-first")
 
     async def run_one(self, probe: CellSpec, *,
                       use_cache: bool | None = None) -> ResultDict | None:
