@@ -21,6 +21,19 @@ from contextlib import contextmanager
 from types import ModuleType
 
 
+def drop_bytecode(path: str) -> None:
+    """Remove the cached bytecode of source file ``path``, if any. Python trusts a ``.pyc``
+    whose recorded source mtime (whole seconds) and size match the file, so a save within
+    the same second that keeps the size (``scale = 5`` -> ``scale = 6``) would re-import
+    the old code; without the ``.pyc`` the next import compiles the saved source."""
+    if not path.endswith(".py"):
+        return
+    try:
+        os.remove(importlib.util.cache_from_source(path))
+    except (OSError, NotImplementedError, ValueError):  # none, or no cache tag / read-only
+        pass
+
+
 class DependencyTracker:
     """Records workspace files imported inside :meth:`recording` blocks."""
 
@@ -226,6 +239,8 @@ class DependencyTracker:
         changed = {os.path.realpath(p) for p in changed}
         self._files.clear()  # a save may have moved a link: resolve the paths again
         self._outside.clear()
+        for source in changed:
+            drop_bytecode(source)
         dropped = []
         was_package: set[str] = set()
         for name, mod in list(sys.modules.items()):
