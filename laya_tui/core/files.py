@@ -3,6 +3,8 @@ front end (dashboard, HTML page). Standard library only."""
 
 from __future__ import annotations
 
+import glob
+import importlib.util
 import os
 from itertools import islice
 from typing import TYPE_CHECKING
@@ -130,3 +132,26 @@ def _try_create(folder: str, name: str, what: str) -> None:
         os.unlink(tmp)
     except OSError:
         pass
+
+
+def drop_bytecode(path: str) -> None:
+    """Remove the cached bytecode of source file ``path`` (every interpreter's, and under
+    ``sys.pycache_prefix``). Python trusts a ``.pyc`` whose recorded source mtime (whole
+    seconds) and size match the file, so a save within the same second that keeps the size
+    (``scale = 5`` -> ``scale = 6``) would import the old code again, in a warm worker or a
+    fresh one; without the ``.pyc`` the next import compiles the saved source."""
+    if not path.endswith(".py"):
+        return
+    folder, name = os.path.split(path)
+    found = glob.glob(os.path.join(glob.escape(folder), "__pycache__",
+                                   glob.escape(name[:-3]) + ".*.pyc"))
+    try:
+        found.append(importlib.util.cache_from_source(path))
+    except (NotImplementedError, ValueError):  # no cache tag
+        pass
+    for pyc in found:
+        try:
+            os.remove(pyc)
+        except OSError:  # gone already, or read-only
+            pass
+

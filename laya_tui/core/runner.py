@@ -36,6 +36,7 @@ from laya_tui.core.events import (
     ProbeStarted,
     SignalEmitted,
 )
+from laya_tui.core.files import drop_bytecode
 from laya_tui.core.protocol import DiscoveredEvent, Op, Reply, RunCommand, WorkerEvent
 from laya_tui.core.report_types import (
     CellSpec,
@@ -454,6 +455,8 @@ class Runner(EventSource):
         apply (a native extension, a file loaded by a library at import time).
         """
         real = {os.path.realpath(f) for f in files}
+        for path in real:  # now, for the fresh workers a cancel starts as well
+            drop_bytecode(path)
         for fam, handle in self.workers.items():
             if handle.alive:
                 self._stale.setdefault(fam, set()).update(real)

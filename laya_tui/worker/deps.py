@@ -20,18 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 
-
-def drop_bytecode(path: str) -> None:
-    """Remove the cached bytecode of source file ``path``, if any. Python trusts a ``.pyc``
-    whose recorded source mtime (whole seconds) and size match the file, so a save within
-    the same second that keeps the size (``scale = 5`` -> ``scale = 6``) would re-import
-    the old code; without the ``.pyc`` the next import compiles the saved source."""
-    if not path.endswith(".py"):
-        return
-    try:
-        os.remove(importlib.util.cache_from_source(path))
-    except (OSError, NotImplementedError, ValueError):  # none, or no cache tag / read-only
-        pass
+from laya_tui.core.files import drop_bytecode
 
 
 class DependencyTracker:
