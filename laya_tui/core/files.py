@@ -149,7 +149,7 @@ def drop_bytecode(path: str) -> None:
         found.append(importlib.util.cache_from_source(path))
     except (NotImplementedError, ValueError):  # no cache tag
         pass
-    for pyc in found:
+    for pyc in set(found):  # cache_from_source is usually one of the glob's finds
         try:
             os.remove(pyc)
         except OSError:  # gone already, or read-only

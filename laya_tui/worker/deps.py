@@ -228,8 +228,8 @@ class DependencyTracker:
         changed = {os.path.realpath(p) for p in changed}
         self._files.clear()  # a save may have moved a link: resolve the paths again
         self._outside.clear()
-        for source in changed:
-            drop_bytecode(source)
+        for source in changed:  # the runner drops them too, but on its own machine: a
+            drop_bytecode(source)  # cluster node's workspace copy has its own .pyc
         dropped = []
         was_package: set[str] = set()
         for name, mod in list(sys.modules.items()):

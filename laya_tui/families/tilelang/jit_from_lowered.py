@@ -18,6 +18,7 @@ taking this path.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _EXPECTED = ("self", "tilelang_func", "pass_configs", "compile_metadata")
 
 
+@functools.cache  # asked per cuda cell; the installed TileLang does not change under it
 def supported() -> bool:
     """True when the installed TileLang has the step :func:`kernel_from_lowered` answers."""
     try:  # (``tilelang.engine.lower`` the attribute is the function, not the module)
